@@ -1,0 +1,159 @@
+"""The agent contract: declared reads, writes, status, progress weight and typed parameters.
+
+An agent is a small class. It never sees the job's :class:`AnalysisState`; it gets a read-only
+:class:`StateView` of the fields it declared, its validated parameters and an
+:class:`AgentContext`, and returns an :class:`AgentResult` whose ``updates`` may name only its
+WRITES_STATE_FIELDS. The runner checks, applies and persists the update.
+
+Example::
+
+    class MyAgent(Agent):
+        NAME = "my_agent"
+        REQUIRED_STATE_FIELDS = ("data_profile",)
+        WRITES_STATE_FIELDS = ("recommendations",)
+        JOB_STATUS = JobStatus.CRITIQUE_REVIEW
+
+        class Params(AgentParams):
+            limit: int = 3
+
+        def run(self, view, params, ctx):
+            return AgentResult(updates={"recommendations": ["..."]}, summary="1 recommendation")
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from agents.base.errors import AgentRegistrationError
+from agents.base.state import RUNNER_FIELDS, AnalysisState, JobStatus
+from agents.base.view import StateView
+
+__all__ = ["Agent", "AgentContext", "AgentParams", "AgentResult", "check_contract", "STATE_FIELDS"]
+
+STATE_FIELDS: frozenset[str] = frozenset(AnalysisState.model_fields)
+
+ALWAYS_READABLE: frozenset[str] = frozenset(
+    {
+        "job_id",
+        "dataset_info",
+        "treatment_variable",
+        "outcome_variable",
+        "design",
+        "iteration_count",
+        "max_iterations",
+        "analyzed_pairs",
+    }
+)
+"""Context every agent may read without declaring it (the job, the question and the round)."""
+
+
+class AgentParams(BaseModel):
+    """Base of an agent's ``with:`` parameters: unknown keys are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What an agent may use besides the state: its folders, seed, logger and LLM client."""
+
+    job_dir: Path
+    step: str
+    seed: int = 0
+    iteration: int = 0
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("whyflow.agent"))
+    llm: Any = None
+
+    @property
+    def data_dir(self) -> Path:
+        """Folder for derived data (the user's file is never written)."""
+        path = self.job_dir / "data"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def plots_dir(self) -> Path:
+        """Folder for figures."""
+        path = self.job_dir / "plots"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def progress(self, message: str) -> None:
+        """Report progress on long work (shown in the CLI and the Prefect logs)."""
+        self.logger.info("%s: %s", self.step, message)
+
+
+@dataclass
+class AgentResult:
+    """What an agent returns: field updates plus what its trace should say."""
+
+    updates: dict[str, Any]
+    summary: str = ""
+    reasoning: str = ""
+    action: str = "run"
+    outputs: dict[str, Any] = field(default_factory=dict)
+    tools_called: list[str] = field(default_factory=list)
+    token_usage: dict[str, int] = field(default_factory=dict)
+
+
+class Agent:
+    """Base class of every agent; subclasses declare their contract as class attributes."""
+
+    NAME: ClassVar[str] = ""
+    DESCRIPTION: ClassVar[str] = ""
+    REQUIRED_STATE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    OPTIONAL_STATE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    WRITES_STATE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    JOB_STATUS: ClassVar[JobStatus] = JobStatus.PROFILING
+    PROGRESS_WEIGHT: ClassVar[float] = 1.0
+    IS_CRITIQUE: ClassVar[bool] = False
+    Params: ClassVar[type[AgentParams]] = AgentParams
+
+    @classmethod
+    def reads(cls) -> frozenset[str]:
+        """Every field the agent may read: required, optional and the always-readable context."""
+        return frozenset(cls.REQUIRED_STATE_FIELDS) | frozenset(cls.OPTIONAL_STATE_FIELDS) | ALWAYS_READABLE
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        """Do the agent's work and return the update; never mutate ``view``."""
+        raise NotImplementedError
+
+
+def check_contract(cls: type[Agent]) -> None:
+    """Raise :class:`AgentRegistrationError` listing every problem in an agent's declaration."""
+    problems: list[str] = []
+    name = getattr(cls, "NAME", "") or cls.__name__
+    if not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise AgentRegistrationError(f"{cls!r} is not a subclass of agents.base.Agent")
+    if not cls.NAME or not cls.NAME.isidentifier():
+        problems.append(f"NAME must be a non-empty identifier, got {cls.NAME!r}")
+    for attr in ("REQUIRED_STATE_FIELDS", "OPTIONAL_STATE_FIELDS", "WRITES_STATE_FIELDS"):
+        value = getattr(cls, attr)
+        if not isinstance(value, (tuple, list, frozenset, set)):
+            problems.append(f"{attr} must be a tuple of field names")
+            continue
+        for f in value:
+            if f not in STATE_FIELDS:
+                problems.append(f"{attr} names '{f}', which is not an AnalysisState field")
+    for f in cls.WRITES_STATE_FIELDS:
+        if f in RUNNER_FIELDS:
+            problems.append(f"WRITES_STATE_FIELDS names '{f}', which only the runner may write")
+    if not cls.WRITES_STATE_FIELDS:
+        problems.append("WRITES_STATE_FIELDS is empty: an agent must write something")
+    if not isinstance(cls.JOB_STATUS, JobStatus) or cls.JOB_STATUS.is_terminal or cls.JOB_STATUS in (
+        JobStatus.PENDING,
+        JobStatus.CANCELLING,
+        JobStatus.ITERATING,
+    ):
+        problems.append(f"JOB_STATUS must be a working JobStatus, got {cls.JOB_STATUS!r}")
+    if not isinstance(cls.PROGRESS_WEIGHT, (int, float)) or cls.PROGRESS_WEIGHT <= 0:
+        problems.append(f"PROGRESS_WEIGHT must be a positive number, got {cls.PROGRESS_WEIGHT!r}")
+    if not (isinstance(cls.Params, type) and issubclass(cls.Params, AgentParams)):
+        problems.append("Params must subclass agents.base.AgentParams")
+    if problems:
+        raise AgentRegistrationError(f"agent '{name}' ({cls.__module__}.{cls.__qualname__}): " + "; ".join(problems))

@@ -1,0 +1,80 @@
+"""A read-only view of the state, holding its own deep copy, limited to declared reads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agents.base.errors import ContractViolation
+
+if TYPE_CHECKING:
+    from agents.base.state import AnalysisState, TreatmentEffectResult
+
+__all__ = ["StateView"]
+
+
+class StateView:
+    """What an agent sees of the state.
+
+    The view owns a deep copy taken at dispatch, so nothing an agent does to it can reach the
+    job's state or a parallel sibling's view. Reading a field the agent did not declare raises
+    :class:`ContractViolation`; assigning any attribute raises ``AttributeError``.
+    """
+
+    __slots__ = ("_agent", "_readable", "_snapshot")
+
+    def __init__(self, state: AnalysisState, agent: str, readable: frozenset[str]) -> None:
+        object.__setattr__(self, "_snapshot", state.model_copy(deep=True))
+        object.__setattr__(self, "_agent", agent)
+        object.__setattr__(self, "_readable", readable)
+
+    def __getattr__(self, name: str) -> Any:
+        snapshot = object.__getattribute__(self, "_snapshot")
+        if name not in type(snapshot).model_fields:
+            raise AttributeError(f"AnalysisState has no field '{name}'")
+        if name not in object.__getattribute__(self, "_readable"):
+            raise ContractViolation(
+                object.__getattribute__(self, "_agent"), name, "read", sorted(self._readable)
+            )
+        return getattr(snapshot, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"the state view is read-only: return '{name}' in the agent's updates instead")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("the state view is read-only")
+
+    def __getstate__(self) -> tuple[Any, str, frozenset[str]]:
+        return (self._snapshot, self._agent, self._readable)
+
+    def __setstate__(self, data: tuple[Any, str, frozenset[str]]) -> None:
+        snapshot, agent, readable = data
+        object.__setattr__(self, "_snapshot", snapshot)
+        object.__setattr__(self, "_agent", agent)
+        object.__setattr__(self, "_readable", readable)
+
+    # The state's helpers, on the snapshot (pair resolution is the state's single rule).
+    def get_primary_pair(self) -> tuple[str | None, str | None]:
+        """The primary treatment-outcome pair, resolved by the state's one rule."""
+        return self._snapshot.get_primary_pair()
+
+    def get_effects_for_pair(self, treatment: str, outcome: str) -> list[TreatmentEffectResult]:
+        """Estimates for one pair (requires treatment_effects among the agent's reads)."""
+        self.treatment_effects  # noqa: B018 - contract check
+        return self._snapshot.get_effects_for_pair(treatment, outcome)
+
+    def get_all_pairs(self) -> list[tuple[str, str]]:
+        """Every distinct pair analysed so far."""
+        return self._snapshot.get_all_pairs()
+
+    def should_iterate(self) -> bool:
+        """Whether the latest critique asks for another round within budget."""
+        self.critique_history  # noqa: B018 - contract check
+        return self._snapshot.should_iterate()
+
+    def is_approved(self) -> bool:
+        """Whether the latest critique approved."""
+        self.critique_history  # noqa: B018 - contract check
+        return self._snapshot.is_approved()
+
+    def __repr__(self) -> str:
+        return f"StateView(agent={self._agent!r}, job={self._snapshot.job_id!r})"
