@@ -123,7 +123,7 @@ def is_legal_transition(current: JobStatus, target: JobStatus) -> bool:
     if target in (JobStatus.FAILED, JobStatus.CANCELLING):
         return True
     if current is JobStatus.ITERATING:
-        return target in _PHASES and JobStatus.PROFILING <= target and _RANK[target] <= _RANK[JobStatus.CRITIQUE_REVIEW]
+        return target in _RANK and _RANK[JobStatus.PROFILING] <= _RANK[target] <= _RANK[JobStatus.CRITIQUE_REVIEW]
     if target is JobStatus.ITERATING:
         return current is JobStatus.CRITIQUE_REVIEW
     if target is JobStatus.COMPLETED:

@@ -1,0 +1,139 @@
+"""The `whyflow` command: validate, run, resume, cancel and inspect recipe runs.
+
+Exit codes: 0 success; 1 a run failed or a recipe is invalid; 2 bad input (data, arguments);
+130 cancelled. Errors are one clear line (or one block for a recipe), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.base.errors import WhyflowError
+from agents.base.state import StudyDesign
+from flows.errors import JobNotFound, RecipeSyntaxError, RecipeValidationError
+
+__all__ = ["main", "build_parser"]
+
+
+def _prepare_environment(verbose: bool = False) -> None:
+    """Quiet, offline-friendly defaults for Prefect and the notebook stack (user settings win)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
+    os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def _overrides(items: Sequence[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"whyflow: error: --set expects KEY=VALUE, got '{item}'")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (kept separate so the README's examples can be tested)."""
+    parser = argparse.ArgumentParser(
+        prog="whyflow",
+        description="Turn a tabular dataset into a defensible causal analysis, run as a Prefect flow.",
+    )
+    parser.add_argument("--runs-dir", default=None, help="where job folders live (default ./runs or $WHYFLOW_RUNS_DIR)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("validate", help="check recipes statically, before anything runs")
+    p.add_argument("recipes", nargs="+", metavar="RECIPE")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting or STEP.PARAM")
+
+    p = sub.add_parser("run", help="run a recipe on a dataset")
+    p.add_argument("recipe", metavar="RECIPE")
+    p.add_argument("--data", required=True, help="CSV or Parquet file, or an http(s) URL")
+    p.add_argument("--treatment", "-t", help="treatment column (default: the profiler's best candidate)")
+    p.add_argument("--outcome", "-y", help="outcome column (default: the profiler's best candidate)")
+    p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting or STEP.PARAM, e.g. max_iterations=2")
+    p.add_argument("--metadata", help="YAML/JSON file with column descriptions, orderings and forbidden edges")
+    p.add_argument("--estimand", choices=["ATE", "ATT"], default="ATE")
+    p.add_argument("--instrument", help="instrument column (enables 2SLS / LATE)")
+    p.add_argument("--running-variable", help="running variable of a regression discontinuity")
+    p.add_argument("--cutoff", type=float, help="cutoff of the running variable")
+    p.add_argument("--unit", help="unit id column of panel data (difference-in-differences)")
+    p.add_argument("--time", help="time column of panel data")
+    p.add_argument("--job-id", help="use this job id instead of a generated one")
+    p.add_argument("--verbose", action="store_true", help="show Prefect's own logs too")
+
+    p = sub.add_parser("resume", help="continue a killed, failed or cancelled job from its last completed agent")
+    p.add_argument("job", metavar="JOB", help="job id or job folder")
+    p.add_argument("--verbose", action="store_true")
+
+    p = sub.add_parser("status", help="show a job's status, progress and results")
+    p.add_argument("job", metavar="JOB")
+
+    sub.add_parser("list", help="list jobs")
+
+    p = sub.add_parser("cancel", help="ask a running job to stop after its current agent")
+    p.add_argument("job", metavar="JOB")
+
+    sub.add_parser("agents", help="list the registered agents and their contracts")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `whyflow` console script."""
+    args = build_parser().parse_args(argv)
+    from flows import commands
+
+    handlers = {
+        "validate": commands.cmd_validate,
+        "run": commands.cmd_run,
+        "resume": commands.cmd_resume,
+        "status": commands.cmd_status,
+        "list": commands.cmd_list,
+        "cancel": commands.cmd_cancel,
+        "agents": commands.cmd_agents,
+    }
+    if args.command in ("run", "resume"):
+        _prepare_environment(getattr(args, "verbose", False))
+    try:
+        return int(handlers[args.command](args))
+    except (RecipeSyntaxError, RecipeValidationError) as exc:
+        print(f"whyflow: {exc}", file=sys.stderr)
+        return 1
+    except JobNotFound as exc:
+        print(f"whyflow: {exc}", file=sys.stderr)
+        return 2
+    except WhyflowError as exc:
+        print(f"whyflow: error: {exc}", file=sys.stderr)
+        return 2
+    except FileExistsError as exc:
+        print(f"whyflow: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def design_from_args(args: Any) -> StudyDesign:
+    """The study-design facts given on the command line."""
+    if (args.running_variable is None) != (args.cutoff is None):
+        raise SystemExit("whyflow: error: --running-variable and --cutoff go together")
+    if (args.unit is None) != (args.time is None):
+        raise SystemExit("whyflow: error: --unit and --time go together")
+    return StudyDesign(
+        estimand=args.estimand,
+        instrument=args.instrument,
+        running_variable=args.running_variable,
+        cutoff=args.cutoff,
+        unit_column=args.unit,
+        time_column=args.time,
+    )
+
+
+def resolve_path(text: str) -> str:
+    """An absolute path for local files; URLs unchanged."""
+    from flows.jobs import is_url
+
+    return text if is_url(text) else str(Path(text).expanduser().resolve())

@@ -1,0 +1,165 @@
+"""The handlers behind each `whyflow` subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from agents.base.state import AnalysisState, JobStatus
+from flows.errors import RecipeValidationError
+from flows.plan import Plan, load_plan
+from flows.store import JobFolder, JobStore
+
+__all__ = ["cmd_validate", "cmd_run", "cmd_resume", "cmd_status", "cmd_list", "cmd_cancel", "cmd_agents"]
+
+_EXIT = {JobStatus.COMPLETED: 0, JobStatus.FAILED: 1, JobStatus.CANCELLED: 130}
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate each recipe; report every problem; exit 1 if any recipe is invalid."""
+    from flows.cli import _overrides
+    from flows.errors import RecipeSyntaxError
+
+    failed = 0
+    for recipe in args.recipes:
+        try:
+            plan = load_plan(recipe, _overrides(args.set))
+        except (RecipeSyntaxError, RecipeValidationError) as exc:
+            print(f"✗ {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        names = [n.key for n in plan.agent_nodes()]
+        print(f"✓ {recipe}: recipe '{plan.name}' is valid — {len(names)} agents: {', '.join(names)}")
+    return 1 if failed else 0
+
+
+def _execute(plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dict[str, str]) -> int:
+    from flows.compile import build_flow, set_console_reporter
+    from flows.progress import ConsoleReporter
+    from flows.summary import job_summary
+
+    state = folder.load()
+    set_console_reporter(ConsoleReporter())
+    flow = build_flow(plan, run_name=f"{plan.name}-{state.job_id}")
+    try:
+        flow(recipe=recipe_for_flow, job_dir=str(folder.path.resolve()), overrides=overrides, return_state=True)
+    except KeyboardInterrupt:
+        state = folder.load()
+        if not state.status.is_terminal:
+            state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
+            folder.save(state)
+    finally:
+        set_console_reporter(None)
+    state = folder.load()
+    print()
+    for line in job_summary(state, folder.path):
+        print(line)
+    if state.status is JobStatus.FAILED:
+        print(f"whyflow: run failed in {state.error_agent}: {state.error_message}", file=sys.stderr)
+        print(f"whyflow: everything written so far is kept; fix the cause and `whyflow resume {folder.path}`", file=sys.stderr)
+    elif state.status is JobStatus.CANCELLED:
+        print(f"whyflow: job cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
+    return _EXIT.get(state.status, 1)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Create a job for the data and run the recipe on it."""
+    from flows.cli import _overrides, design_from_args, resolve_path
+    from flows.jobs import RunRequest, prepare_job
+
+    overrides = _overrides(args.set)
+    plan = load_plan(args.recipe, overrides)
+    request = RunRequest(
+        recipe=str(Path(args.recipe).resolve()),
+        data=resolve_path(args.data),
+        treatment=args.treatment,
+        outcome=args.outcome,
+        output=args.output,
+        overrides=overrides,
+        design=design_from_args(args),
+        metadata=args.metadata,
+        job_id=args.job_id,
+        runs_dir=args.runs_dir,
+    )
+    folder = prepare_job(request, plan)
+    print(f"whyflow: job folder {folder.path}")
+    return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """Continue a job from its last completed agent, with the recipe as it was run."""
+    folder = JobStore(args.runs_dir).open(args.job)
+    state = folder.load()
+    if state.status is JobStatus.COMPLETED:
+        print(f"whyflow: job {state.job_id} is already completed; nothing to resume")
+        return 0
+    run = folder.read_run()
+    overrides = dict(run.get("overrides") or {})
+    plan = load_plan(folder.recipe_path, overrides)
+    done = len(state.completed_steps)
+    if state.status in (JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.CANCELLING):
+        state.reopen()
+    folder.clear_cancel()
+    folder.save(state)
+    print(f"whyflow: resuming job {state.job_id} in {folder.path} ({done} step(s) already done)")
+    return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Print one job's status, progress, results and where its files are."""
+    from flows.summary import job_summary
+
+    folder = JobStore(args.runs_dir).open(args.job)
+    state: AnalysisState = folder.load()
+    for line in job_summary(state, folder.path):
+        print(line)
+    if state.completed_steps:
+        print("Completed steps: " + ", ".join(state.completed_steps))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print every job under the runs folder, newest first."""
+    jobs = JobStore(args.runs_dir).list()
+    if not jobs:
+        print(f"no jobs in {JobStore(args.runs_dir).root}")
+        return 0
+    print(f"{'JOB':<24} {'STATUS':<22} {'PROGRESS':>8}  {'RECIPE':<20} DATA")
+    for job in jobs:
+        print(f"{job.job_id:<24} {job.status:<22} {job.progress:>7.0f}%  {job.recipe:<20} {job.data}")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Ask a running job to stop after its current agent."""
+    folder = JobStore(args.runs_dir).open(args.job)
+    state = folder.load()
+    if state.status.is_terminal:
+        print(f"whyflow: job {state.job_id} is already {state.status.value}")
+        return 0
+    folder.request_cancel()
+    print(f"whyflow: asked job {state.job_id} to stop after its current agent")
+    return 0
+
+
+def cmd_agents(args: argparse.Namespace) -> int:
+    """List every registered agent with its contract."""
+    from agents.base.registry import default_registry
+
+    registry = default_registry()
+    for name in registry.names():
+        try:
+            cls = registry.get(name)
+        except Exception as exc:  # noqa: BLE001 - show broken plug-ins instead of crashing
+            print(f"{name}: cannot load ({exc})")
+            continue
+        print(f"{name}  [{cls.JOB_STATUS.value}, weight {cls.PROGRESS_WEIGHT}]")
+        print(f"    requires: {', '.join(cls.REQUIRED_STATE_FIELDS) or '-'}")
+        if cls.OPTIONAL_STATE_FIELDS:
+            print(f"    may read: {', '.join(cls.OPTIONAL_STATE_FIELDS)}")
+        print(f"    writes:   {', '.join(cls.WRITES_STATE_FIELDS)}")
+        params = ", ".join(f"{k}={v.default!r}" for k, v in cls.Params.model_fields.items())
+        if params:
+            print(f"    with:     {params}")
+    return 0

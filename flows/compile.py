@@ -1,0 +1,162 @@
+"""Compile a plan into a Prefect 3 flow whose tasks are the agents.
+
+Each agent step becomes a Prefect task named after the agent (retries from the recipe);
+parallel groups are submitted to the flow's task runner (threads by default, Dask when the
+recipe says so) and the critique loop runs inside the flow. The runner applies every update
+in the flow, so the state has one writer whichever runner executes the tasks.
+
+Prefect is imported here (and in nothing `whyflow validate` needs), so validation stays fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from agents.base.agent import Agent, AgentContext, AgentResult
+from agents.base.state import AnalysisState
+from flows.dispatch import dispatch
+from flows.errors import RunCancelled, RunFailed
+from flows.jobs import RunRequest, prepare_job
+from flows.plan import AgentNode, Plan, load_plan
+from flows.progress import FanOutReporter, LogReporter, Reporter
+from flows.runner import Runner
+from flows.store import JobFolder
+
+__all__ = ["build_flow", "make_task_runner", "PrefectExecutor", "run_job", "analysis_flow", "set_console_reporter"]
+
+
+def _agent_task(agent_cls: type[Agent], params: dict[str, Any], state: AnalysisState, ctx: AgentContext) -> AgentResult:
+    """The body of every agent task: dispatch on a private view, return the update."""
+    from prefect.logging import get_run_logger
+
+    try:
+        logger = get_run_logger()
+        ctx = dataclasses.replace(ctx, logger=logger)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - outside a run context (plain call) keep the default
+        pass
+    return dispatch(agent_cls, state, params, ctx)
+
+
+def make_task_runner(plan: Plan) -> Any:
+    """The Prefect task runner the recipe's settings ask for."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    settings = plan.settings
+    if settings.task_runner == "dask":
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError as exc:  # pragma: no cover - prefect-dask is a dependency
+            raise RuntimeError("task_runner: dask needs the prefect-dask package") from exc
+        if settings.dask_address:
+            return DaskTaskRunner(address=settings.dask_address)
+        return DaskTaskRunner(
+            cluster_kwargs={"n_workers": settings.max_workers or 2, "threads_per_worker": 1, "processes": True}
+        )
+    if settings.task_runner == "sequential":
+        return ThreadPoolTaskRunner(max_workers=1)
+    return ThreadPoolTaskRunner(max_workers=settings.max_workers)
+
+
+class PrefectExecutor:
+    """Runs each agent as a Prefect task: called in the flow, or submitted for parallel groups."""
+
+    def __init__(self, plan: Plan) -> None:
+        from prefect import task
+        from prefect.cache_policies import NO_CACHE
+
+        self._tasks = {
+            node.key: task(
+                _agent_task,
+                name=node.name,
+                retries=node.retries,
+                retry_delay_seconds=plan.settings.retry_delay_seconds,
+                cache_policy=NO_CACHE,
+                persist_result=False,
+            )
+            for node in plan.agent_nodes()
+        }
+
+    def _task(self, node: AgentNode, ctx: AgentContext) -> Any:
+        return self._tasks[node.key].with_options(task_run_name=ctx.step)
+
+    def run(self, node: AgentNode, state: AnalysisState, ctx: AgentContext) -> AgentResult:
+        result: AgentResult = self._task(node, ctx)(node.agent_cls, node.params.model_dump(), state, ctx)
+        return result
+
+    def run_many(self, jobs: list[tuple[AgentNode, AnalysisState, AgentContext]]) -> list[AgentResult | BaseException]:
+        futures = [self._task(n, ctx).submit(n.agent_cls, n.params.model_dump(), s, ctx) for n, s, ctx in jobs]
+        out: list[AgentResult | BaseException] = []
+        for future in futures:
+            try:
+                out.append(future.result())
+            except BaseException as exc:  # noqa: BLE001 - each member's failure is reported
+                out.append(exc)
+        return out
+
+
+def run_job(plan: Plan, folder: JobFolder, reporter: Reporter | None = None) -> dict[str, Any]:
+    """The flow's body: run the plan on the job in ``folder`` with Prefect tasks."""
+    from prefect.logging import get_run_logger
+    from prefect.states import Cancelled, Failed
+
+    state = folder.load()
+    reporters: list[Reporter] = [LogReporter(get_run_logger())]
+    if reporter is not None:
+        reporters.insert(0, reporter)
+    runner = Runner(plan, folder, state, PrefectExecutor(plan), FanOutReporter(*reporters))
+    try:
+        runner.run()
+    except RunFailed as exc:
+        return Failed(message=str(exc))  # type: ignore[no-any-return]
+    except RunCancelled as exc:
+        return Cancelled(message=str(exc))  # type: ignore[no-any-return]
+    return {"job_id": state.job_id, "job_dir": str(folder.path), "status": state.status.value}
+
+
+def build_flow(plan: Plan, run_name: str | None = None) -> Any:
+    """The Prefect flow for ``plan``: named after the recipe, with the recipe's task runner."""
+    return analysis_flow.with_options(
+        name=plan.name,
+        task_runner=make_task_runner(plan),
+        flow_run_name=run_name,
+        description=plan.description or None,
+    )
+
+
+_console: list[Reporter] = []
+"""A console reporter the CLI installs for the duration of a run (not a flow parameter)."""
+
+
+def set_console_reporter(reporter: Reporter | None) -> None:
+    """Show progress of flows started from this process on ``reporter`` (``None`` to stop)."""
+    _console.clear()
+    if reporter is not None:
+        _console.append(reporter)
+
+
+@flow(name="whyflow", persist_result=False, log_prints=False)
+def analysis_flow(
+    recipe: str,
+    data: str | None = None,
+    treatment: str | None = None,
+    outcome: str | None = None,
+    job_dir: str | None = None,
+    output: str | None = None,
+    overrides: dict[str, str] | None = None,
+) -> Any:
+    """Run a recipe: on an existing job folder (``job_dir``), or on ``data`` as a new job."""
+    plan = load_plan(recipe, overrides or {})
+    if job_dir is not None:
+        folder = JobFolder(Path(job_dir))
+    else:
+        if data is None:
+            raise ValueError("either job_dir or data is needed")
+        request = RunRequest(
+            recipe=recipe, data=data, treatment=treatment, outcome=outcome, output=output, overrides=overrides or {}
+        )
+        folder = prepare_job(request, plan)
+    return run_job(plan, folder, _console[0] if _console else None)

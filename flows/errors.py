@@ -1,0 +1,76 @@
+"""Errors of loading, validating and running recipes: one class per failure mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.base.errors import WhyflowError
+
+__all__ = [
+    "RecipeIssue",
+    "RecipeSyntaxError",
+    "RecipeValidationError",
+    "JobNotFound",
+    "RunFailed",
+    "RunCancelled",
+    "CancelRequested",
+]
+
+
+@dataclass(frozen=True)
+class RecipeIssue:
+    """One problem in a recipe, located in the user's file and named in the user's terms."""
+
+    path: str
+    line: int | None
+    column: int | None
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        loc = self.path + (f":{self.line}" if self.line else "") + (f":{self.column}" if self.line and self.column else "")
+        return f"{loc} {self.where} → {self.message}" if self.where else f"{loc} → {self.message}"
+
+
+class RecipeSyntaxError(WhyflowError):
+    """The recipe file is not valid YAML (or repeats a key)."""
+
+    def __init__(self, path: str, line: int | None, column: int | None, message: str, snippet: str = "") -> None:
+        self.path = path
+        self.line = line
+        self.column = column
+        self.problem = message
+        loc = path + (f":{line}" if line else "") + (f":{column}" if line and column else "")
+        super().__init__(f"{loc} → {message}" + (f"\n{snippet}" if snippet else ""))
+
+
+class RecipeValidationError(WhyflowError):
+    """A recipe broke one or more rules; every problem is collected and reported at once."""
+
+    def __init__(self, path: str, issues: list[RecipeIssue]) -> None:
+        self.path = path
+        self.issues = list(issues)
+        head = f"{len(self.issues)} error{'s' if len(self.issues) != 1 else ''} in {path}:"
+        super().__init__("\n".join([head, *(f"  {issue}" for issue in self.issues)]))
+
+
+class JobNotFound(WhyflowError):
+    """No job folder matches the id or path the user gave."""
+
+
+class RunFailed(WhyflowError):
+    """An agent failed; the job is FAILED and everything written so far is kept."""
+
+    def __init__(self, agent: str, message: str, job_dir: str) -> None:
+        self.agent = agent
+        self.reason = message
+        self.job_dir = job_dir
+        super().__init__(f"agent '{agent}' failed: {message}")
+
+
+class RunCancelled(WhyflowError):
+    """The run was cancelled (Ctrl-C, SIGTERM, `whyflow cancel` or Prefect); state is saved."""
+
+
+class CancelRequested(BaseException):
+    """Raised inside the runner when a cancellation signal or request arrives."""

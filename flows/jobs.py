@@ -1,0 +1,177 @@
+"""Creating a job: fetch and check the data, fingerprint it, write the first state.
+
+Everything the user can get wrong about the input (a missing file, a wrong column, an empty or
+malformed CSV, a constant treatment) is caught here with a one-line reason, before Prefect or
+any agent starts. The user's file is only read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import urllib.parse
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.base.data import check_columns, read_table
+from agents.base.errors import DataError
+from agents.base.state import AnalysisState, DatasetInfo, StudyDesign, utcnow
+from flows.plan import Plan
+from flows.store import JobFolder, JobStore, new_job_id
+
+__all__ = ["RunRequest", "prepare_job", "fingerprint", "is_url"]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the user asked for: recipe, data, question and options."""
+
+    recipe: str
+    data: str
+    treatment: str | None = None
+    outcome: str | None = None
+    output: str | None = None
+    overrides: dict[str, str] = field(default_factory=dict)
+    design: StudyDesign = field(default_factory=StudyDesign)
+    metadata: str | None = None
+    job_id: str | None = None
+    runs_dir: str | None = None
+
+
+def is_url(text: str) -> bool:
+    """Whether ``text`` is an http(s) URL."""
+    return urllib.parse.urlparse(text).scheme in ("http", "https")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _download(url: str, folder: Path) -> Path:
+    name = Path(urllib.parse.urlparse(url).path).name or "data.csv"
+    target = folder / "data" / f"source-{name}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, target.open("wb") as fh:  # noqa: S310 - http(s) only
+            shutil.copyfileobj(response, fh)
+    except OSError as exc:
+        raise DataError(f"cannot download {url}: {exc}") from exc
+    return target
+
+
+def _load_metadata(path: str) -> dict[str, Any]:
+    import yaml
+
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"metadata file not found: {p}")
+    try:
+        text = p.read_text(encoding="utf-8")
+        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise DataError(f"metadata file {p} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise DataError(f"metadata file {p} must hold a mapping (description, columns, temporal_order, ...)")
+    return data
+
+
+def fingerprint(path: Path, frame: Any) -> dict[str, Any]:
+    """The dataset's identity: content hash, shape and schema."""
+    return {
+        "sha256": _sha256(path),
+        "rows": int(frame.shape[0]),
+        "columns": int(frame.shape[1]),
+        "schema": {str(c): str(t) for c, t in frame.dtypes.items()},
+    }
+
+
+def _check_treatment(frame: Any, treatment: str | None, outcome: str | None) -> None:
+    for role, col in (("treatment", treatment), ("outcome", outcome)):
+        if col is None:
+            continue
+        values = frame[col].dropna()
+        if values.empty:
+            raise DataError(f"{role} column '{col}' has no values (all missing)")
+        if values.nunique() < 2:
+            raise DataError(
+                f"{role} column '{col}' is constant ({values.iloc[0]!r} in every row): "
+                f"there is no variation to estimate an effect from"
+            )
+    if treatment is not None and treatment == outcome:
+        raise DataError(f"treatment and outcome are the same column '{treatment}'")
+
+
+def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
+    """Check the data and create the job folder with its first state, ``run.json`` and recipe copy."""
+    store = JobStore(request.runs_dir)
+    job_id = request.job_id or new_job_id()
+    local: Path | None = None if is_url(request.data) else Path(request.data)
+    if local is not None:
+        frame = read_table(local)  # raises DataError before any folder is made
+    folder = store.create(job_id, request.output)
+    if local is None:
+        local = _download(request.data, folder.path)
+        frame = read_table(local)
+    design = request.design
+    check_columns(
+        frame,
+        {
+            "treatment": request.treatment,
+            "outcome": request.outcome,
+            "instrument": design.instrument,
+            "running variable": design.running_variable,
+            "unit": design.unit_column,
+            "time": design.time_column,
+        },
+        str(request.data),
+    )
+    _check_treatment(frame, request.treatment, request.outcome)
+    metadata = _load_metadata(request.metadata) if request.metadata else None
+    if request.metadata:
+        design = design.model_copy(update={"metadata_path": str(Path(request.metadata).resolve())})
+    prints = fingerprint(local, frame)
+    state = AnalysisState(
+        job_id=job_id,
+        dataset_info=DatasetInfo(
+            url=request.data,
+            name=Path(urllib.parse.urlparse(request.data).path).stem or None,
+            local_path=str(local.resolve()),
+            n_samples=prints["rows"],
+            n_features=prints["columns"],
+        ),
+        treatment_variable=request.treatment,
+        outcome_variable=request.outcome,
+        raw_metadata=metadata,
+        design=design,
+        max_iterations=plan.settings.max_iterations,
+    )
+    shutil.copyfile(plan.source, folder.recipe_path)
+    folder.write_run(
+        {
+            "job_id": job_id,
+            "recipe": str(Path(plan.source).resolve()),
+            "recipe_name": plan.name,
+            "data": request.data,
+            "data_local_path": str(local.resolve()),
+            "data_sha256": prints["sha256"],
+            "fingerprint": prints,
+            "treatment": request.treatment,
+            "outcome": request.outcome,
+            "overrides": dict(request.overrides),
+            "design": design.model_dump(),
+            "metadata": request.metadata,
+            "seed": plan.settings.seed,
+            "created_at": utcnow().isoformat(),
+            "request": {k: v for k, v in asdict(request).items() if k != "design"},
+        }
+    )
+    folder.attach(state)
+    folder.save(state)
+    return folder

@@ -1,0 +1,277 @@
+"""The runner: walks a plan, dispatches agents, applies and persists every update.
+
+It is the only writer of the state. For each agent step it checks the cancel request, moves
+the job to the agent's phase, checks the required fields, dispatches the agent through an
+executor (Prefect tasks in a flow, or plain calls), applies the update under the contract,
+records the step, recomputes progress and saves ``state.json`` atomically. Steps already in
+``completed_steps`` are skipped, which is how a killed run resumes.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol
+
+from agents.base.agent import AgentContext, AgentResult
+from agents.base.errors import MissingStateField, WhyflowError
+from agents.base.state import AnalysisState, JobStatus
+from flows.dispatch import apply_result, dispatch, missing_required
+from flows.errors import CancelRequested, RunCancelled, RunFailed
+from flows.plan import AgentNode, LoopNode, ParallelNode, Plan
+from flows.progress import Reporter
+from flows.store import JobFolder
+
+__all__ = ["Executor", "LocalExecutor", "Runner", "step_key"]
+
+
+class Executor(Protocol):
+    """Runs agents: one in the flow's thread, or several concurrently."""
+
+    def run(self, node: AgentNode, state: AnalysisState, ctx: AgentContext) -> AgentResult: ...
+
+    def run_many(
+        self, jobs: list[tuple[AgentNode, AnalysisState, AgentContext]]
+    ) -> list[AgentResult | BaseException]: ...
+
+
+class LocalExecutor:
+    """Plain in-process calls, no Prefect (used by tests of the runner's own logic)."""
+
+    def run(self, node: AgentNode, state: AnalysisState, ctx: AgentContext) -> AgentResult:
+        return dispatch(node.agent_cls, state, node.params, ctx)
+
+    def run_many(self, jobs: list[tuple[AgentNode, AnalysisState, AgentContext]]) -> list[AgentResult | BaseException]:
+        out: list[AgentResult | BaseException] = []
+        for node, state, ctx in jobs:
+            try:
+                out.append(self.run(node, state, ctx))
+            except Exception as exc:  # noqa: BLE001 - reported per member by the runner
+                out.append(exc)
+        return out
+
+
+def step_key(node: AgentNode, round_: int | None = None) -> str:
+    """The name a step is recorded under in ``completed_steps`` (``key@round`` inside loops)."""
+    return node.key if round_ is None else f"{node.key}@{round_}"
+
+
+class _AgentFailed(Exception):
+    def __init__(self, agent: str, message: str) -> None:
+        super().__init__(message)
+        self.agent = agent
+        self.message = message
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, WhyflowError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+@contextmanager
+def _signals_as_cancel() -> Iterator[None]:
+    """Turn SIGTERM (a worker or Prefect stopping the run) into a graceful cancel."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise CancelRequested(f"received signal {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Runner:
+    """Runs one plan on one job's state, persisting after every agent."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        folder: JobFolder,
+        state: AnalysisState,
+        executor: Executor,
+        reporter: Reporter,
+        *,
+        context_factory: Callable[[AgentNode, str, int], AgentContext] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.folder = folder
+        self.state = state
+        self.executor = executor
+        self.reporter = reporter
+        self._context = context_factory or self._default_context
+        self._weights = {n.key: n.weight for n in plan.agent_nodes()}
+
+    # ---- public ---------------------------------------------------------------------------
+    def run(self) -> AnalysisState:
+        """Run every step not yet completed; raise RunFailed or RunCancelled after saving."""
+        state = self.state
+        try:
+            with _signals_as_cancel():
+                if state.status is JobStatus.PENDING:
+                    state.transition(JobStatus.FETCHING_DATA)
+                    self._save()
+                self.reporter.run_started(self.plan, state)
+                for index, step in enumerate(self.plan.steps):
+                    self._run_step(step, index)
+                state.mark_completed()
+                self._save()
+        except (CancelRequested, KeyboardInterrupt) as exc:
+            reason = str(exc) or "interrupted (Ctrl-C)"
+            self._finish_cancel(reason)
+            raise RunCancelled(f"job {state.job_id} cancelled: {reason}") from None
+        except _AgentFailed as exc:
+            if state.status not in (JobStatus.FAILED,):
+                state.mark_failed(exc.message, exc.agent)
+            self._save()
+            self.reporter.run_failed(state)
+            raise RunFailed(exc.agent, exc.message, str(self.folder.path)) from None
+        self.reporter.run_finished(state, self.folder)
+        return state
+
+    # ---- steps ----------------------------------------------------------------------------
+    def _run_step(self, step: AgentNode | ParallelNode | LoopNode, index: int, round_: int | None = None) -> None:
+        if isinstance(step, AgentNode):
+            self._run_agent(step, round_)
+        elif isinstance(step, ParallelNode):
+            self._run_parallel(step, round_)
+        else:
+            self._run_loop(step, index)
+
+    def _check_cancel(self) -> None:
+        if self.folder.cancel_requested():
+            raise CancelRequested("cancel requested (whyflow cancel)")
+
+    def _enter(self, status: JobStatus, agent: str) -> None:
+        try:
+            self.state.transition(status)
+        except WhyflowError as exc:
+            raise _AgentFailed(agent, str(exc)) from exc
+
+    def _run_agent(self, node: AgentNode, round_: int | None) -> None:
+        key = step_key(node, round_)
+        if key in self.state.completed_steps:
+            self.reporter.step_skipped(key)
+            return
+        self._check_cancel()
+        self._enter(node.status, node.name)
+        missing = missing_required(node.agent_cls, self.state)
+        if missing:
+            raise _AgentFailed(node.name, str(MissingStateField(node.name, missing[0])))
+        self._save()
+        self.reporter.step_started(key, node)
+        ctx = self._context(node, key, round_ or 0)
+        try:
+            result = self.executor.run(node, self.state, ctx)
+        except (CancelRequested, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any agent error fails the job, cleanly
+            self._record_error(node, exc)
+            raise _AgentFailed(node.name, _describe(exc)) from exc
+        self._apply(node, key, result)
+
+    def _run_parallel(self, group: ParallelNode, round_: int | None) -> None:
+        todo = [n for n in group.nodes if step_key(n, round_) not in self.state.completed_steps]
+        for n in group.nodes:
+            if n not in todo:
+                self.reporter.step_skipped(step_key(n, round_))
+        if not todo:
+            return
+        self._check_cancel()
+        self._enter(group.status, todo[0].name)
+        for n in todo:
+            missing = missing_required(n.agent_cls, self.state)
+            if missing:
+                raise _AgentFailed(n.name, str(MissingStateField(n.name, missing[0])))
+        self._save()
+        for n in todo:
+            self.reporter.step_started(step_key(n, round_), n)
+        jobs = [(n, self.state.model_copy(deep=True), self._context(n, step_key(n, round_), round_ or 0)) for n in todo]
+        results = self.executor.run_many(jobs)
+        failure: tuple[AgentNode, BaseException] | None = None
+        for n, result in zip(todo, results, strict=True):
+            if isinstance(result, BaseException):
+                self._record_error(n, result)
+                failure = failure or (n, result)
+                continue
+            self._apply(n, step_key(n, round_), result)
+        if failure is not None:
+            if isinstance(failure[1], (CancelRequested, KeyboardInterrupt)):
+                raise failure[1]
+            raise _AgentFailed(failure[0].name, _describe(failure[1]))
+
+    def _run_loop(self, loop: LoopNode, index: int) -> None:
+        done_key = f"critique_loop[{index}]#done"
+        if done_key in self.state.completed_steps:
+            return
+        self.state.max_iterations = loop.max_iterations
+        while True:
+            round_ = self.state.iteration_count + 1
+            if round_ > 1 and self.state.status is JobStatus.CRITIQUE_REVIEW:
+                self.state.transition(JobStatus.ITERATING)
+                self._save()
+            self.reporter.round_started(round_, loop.max_iterations)
+            for inner in loop.steps:
+                self._run_step(inner, index, round_)
+            self.state.iteration_count = round_
+            self._save()
+            if not self.state.should_iterate():
+                break
+        self.state.completed_steps = [*self.state.completed_steps, done_key]
+        self._save()
+        self.reporter.loop_finished(self.state)
+
+    # ---- applying -------------------------------------------------------------------------
+    def _apply(self, node: AgentNode, key: str, result: AgentResult) -> None:
+        try:
+            apply_result(self.state, node.agent_cls, result, writes=node.writes, step=key)
+        except _AgentFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - contract violations and bad values fail the job
+            self._record_error(node, exc)
+            raise _AgentFailed(node.name, _describe(exc)) from exc
+        self.state.completed_steps = [*self.state.completed_steps, key]
+        self.state.progress_percentage = self._progress()
+        self._save()
+        self.reporter.step_finished(key, node, result, self.state)
+
+    def _progress(self) -> float:
+        done = {k.split("@")[0] for k in self.state.completed_steps if "#" not in k}
+        total = sum(self._weights.values()) or 1.0
+        return round(min(99.9, 100.0 * sum(w for k, w in self._weights.items() if k in done) / total), 1)
+
+    def _record_error(self, node: AgentNode, exc: BaseException) -> None:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        with (self.folder.path / "errors.log").open("a", encoding="utf-8") as fh:
+            fh.write(f"--- agent {node.name} ---\n{text}\n")
+
+    def _finish_cancel(self, reason: str) -> None:
+        state = self.state
+        if state.status.is_terminal:
+            return
+        if state.status is not JobStatus.PENDING and state.status is not JobStatus.CANCELLING:
+            state.mark_cancelling()
+            self._save()
+        state.mark_cancelled(f"Cancelled: {reason}")
+        self._save()
+        self.reporter.run_cancelled(state)
+
+    def _save(self) -> None:
+        self.folder.save(self.state)
+
+    def _default_context(self, node: AgentNode, key: str, round_: int) -> AgentContext:
+        return AgentContext(
+            job_dir=Path(self.folder.path).resolve(),
+            step=key,
+            seed=self.plan.settings.seed,
+            iteration=round_,
+        )

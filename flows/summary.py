@@ -1,0 +1,82 @@
+"""Plain-text summaries of a job for the terminal: estimates, critique, where things are."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from agents.base.state import AnalysisState, TreatmentEffectResult
+
+__all__ = ["fmt", "estimate_lines", "job_summary"]
+
+
+def fmt(x: float | None) -> str:
+    """A number with as many digits as a reader needs."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    ax = abs(x)
+    if ax >= 1000:
+        return f"{x:,.0f}"
+    if ax >= 10:
+        return f"{x:.1f}"
+    if ax >= 0.01 or ax == 0:
+        return f"{x:.3f}"
+    return f"{x:.2e}"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return ""
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def _line(effect: TreatmentEffectResult, headline: bool) -> str:
+    mark = "★" if headline else " "
+    naive = " (naive, for contrast)" if effect.details.get("naive") else ""
+    return (
+        f"  {mark} {effect.method:<26} {effect.estimand:<4} {fmt(effect.estimate):>10}  "
+        f"95% CI [{fmt(effect.ci_lower)}, {fmt(effect.ci_upper)}]  {_p(effect.p_value)}{naive}"
+    )
+
+
+def estimate_lines(state: AnalysisState) -> list[str]:
+    """The estimates of every pair, headline first, with the reason it leads."""
+    lines: list[str] = []
+    pairs = state.get_all_pairs() or ([state.get_primary_pair()] if all(state.get_primary_pair()) else [])
+    for treatment, outcome in pairs:
+        effects = state.get_effects_for_pair(str(treatment), str(outcome))
+        if not effects:
+            continue
+        heads = [e for e in effects if e.details.get("headline")]
+        ordered = heads + [e for e in effects if e not in heads]
+        lines.append(f"Effect of {treatment} on {outcome}:")
+        lines.extend(_line(e, e in heads) for e in ordered)
+        if heads:
+            h = heads[0]
+            reason = h.details.get("headline_reason") or "chosen by the estimator's rule"
+            lines.append(f"  Headline: {h.method}, {fmt(h.estimate)} (95% CI {fmt(h.ci_lower)} to {fmt(h.ci_upper)}). Why: {reason}")
+    return lines
+
+
+def job_summary(state: AnalysisState, job_dir: Path) -> list[str]:
+    """What a user wants at the end of a run or from `whyflow status`."""
+    lines = [f"Job {state.job_id}: {state.status.value} ({state.progress_percentage:.0f}%)"]
+    if state.error_message:
+        who = f" in {state.error_agent}" if state.error_agent else ""
+        lines.append(f"  Reason{who}: {state.error_message}")
+    lines.extend(estimate_lines(state))
+    if state.critique_history:
+        last = state.critique_history[-1]
+        lines.append(f"Critique: {last.decision.value} after {len(state.critique_history)} round(s)")
+        for issue in last.issues[:3]:
+            lines.append(f"  - {issue}")
+    if state.recommendations:
+        lines.append("Next steps:")
+        lines.extend(f"  - {r}" for r in state.recommendations[:5])
+    lines.append(f"Job folder: {job_dir}")
+    lines.append(f"State:      {job_dir / 'state.json'}")
+    if state.notebook_path:
+        html = Path(state.notebook_path).with_suffix(".html")
+        extra = f" (HTML: {html})" if html.exists() else ""
+        lines.append(f"Notebook:   {state.notebook_path}{extra}")
+    return lines

@@ -1,0 +1,140 @@
+"""Small real agents used to test the spine without the statistics stack.
+
+They are registered as plug-ins through a real ``whyflow.agents`` entry point (see
+``tests/conftest.py``), exactly as a third-party package would register its agents.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from agents.base.agent import Agent, AgentParams, AgentResult
+from agents.base.data import read_table
+from agents.base.state import CritiqueDecision, CritiqueFeedback, JobStatus, TreatmentEffectResult
+from tests.helpers import basic_profile
+
+
+class ToyProfiler(Agent):
+    """Reads the input and writes a plain profile and the analysis copy."""
+
+    NAME = "toy_profiler"
+    REQUIRED_STATE_FIELDS = ("dataset_info",)
+    WRITES_STATE_FIELDS = ("data_profile", "dataframe_path")
+    JOB_STATUS = JobStatus.PROFILING
+
+    def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
+        frame = read_table(view.dataset_info.local_path)
+        path = ctx.data_dir / "analysis.parquet"
+        frame.to_parquet(path, index=False)
+        t, y = view.get_primary_pair()
+        return AgentResult(
+            updates={"data_profile": basic_profile(frame, t, y), "dataframe_path": str(path)},
+            summary=f"{len(frame)} rows",
+        )
+
+
+class ToyEstimator(Agent):
+    """Difference in means with a normal-approximation interval; sleeps if asked."""
+
+    NAME = "toy_estimator"
+    REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")
+    OPTIONAL_STATE_FIELDS = ("critique_history",)
+    WRITES_STATE_FIELDS = ("treatment_effects", "analyzed_pairs")
+    JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
+    PROGRESS_WEIGHT = 3.0
+
+    class Params(AgentParams):
+        sleep: float = 0.0
+
+    def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
+        if params.sleep:
+            time.sleep(params.sleep)
+        frame = read_table(view.dataframe_path)
+        t, y = view.get_primary_pair()
+        a, b = frame[frame[t] == 1][y], frame[frame[t] == 0][y]
+        est = float(a.mean() - b.mean())
+        se = float((a.var() / len(a) + b.var() / len(b)) ** 0.5)
+        effect = TreatmentEffectResult(
+            method="Difference in means",
+            estimand="ATE",
+            estimate=est,
+            std_error=se,
+            ci_lower=est - 1.96 * se,
+            ci_upper=est + 1.96 * se,
+            details={"headline": True, "round": ctx.iteration, "pid": os.getpid()},
+            treatment_variable=t,
+            outcome_variable=y,
+        )
+        return AgentResult(updates={"treatment_effects": [effect]}, summary=f"{est:.3f}")
+
+
+class ToyCritique(Agent):
+    """Asks for another round until round ``approve_at``, then approves."""
+
+    NAME = "toy_critique"
+    REQUIRED_STATE_FIELDS = ("treatment_effects",)
+    OPTIONAL_STATE_FIELDS = ("critique_history",)
+    WRITES_STATE_FIELDS = ("critique_history",)
+    JOB_STATUS = JobStatus.CRITIQUE_REVIEW
+    IS_CRITIQUE = True
+
+    class Params(AgentParams):
+        approve_at: int = 2
+
+    def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
+        round_ = view.iteration_count + 1
+        decision = CritiqueDecision.APPROVE if round_ >= params.approve_at else CritiqueDecision.ITERATE
+        feedback = CritiqueFeedback(decision=decision, iteration=round_, scores={"overall": 3}, issues=[], improvements=[], reasoning="toy")
+        return AgentResult(updates={"critique_history": [*view.critique_history, feedback]}, summary=decision.value)
+
+
+class Recommender(Agent):
+    """Writes one recommendation (a sibling for parallel-isolation tests)."""
+
+    NAME = "toy_recommender"
+    REQUIRED_STATE_FIELDS = ("data_profile",)
+    WRITES_STATE_FIELDS = ("recommendations",)
+    JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
+
+    def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
+        profile = view.data_profile
+        profile.feature_names.append("MUTATED")  # mutating a view's copy must not leak anywhere
+        return AgentResult(updates={"recommendations": [f"{len(profile.feature_names)} names seen"]})
+
+
+class Watcher(Agent):
+    """Reads the profile a parallel sibling may have mutated and reports what it saw."""
+
+    NAME = "toy_watcher"
+    REQUIRED_STATE_FIELDS = ("data_profile",)
+    WRITES_STATE_FIELDS = ("domain_knowledge",)
+    JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
+
+    def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
+        time.sleep(0.2)
+        return AgentResult(updates={"domain_knowledge": {"names": list(view.data_profile.feature_names)}})
+
+
+class BadWriter(Agent):
+    """Returns a field outside its contract."""
+
+    NAME = "bad_writer"
+    REQUIRED_STATE_FIELDS = ("data_profile",)
+    WRITES_STATE_FIELDS = ("recommendations",)
+    JOB_STATUS = JobStatus.CRITIQUE_REVIEW
+
+    def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
+        return AgentResult(updates={"recommendations": ["x"], "treatment_effects": []})
+
+
+class Crasher(Agent):
+    """Raises, to test failure handling."""
+
+    NAME = "crasher"
+    REQUIRED_STATE_FIELDS = ("data_profile",)
+    WRITES_STATE_FIELDS = ("recommendations",)
+    JOB_STATUS = JobStatus.CRITIQUE_REVIEW
+
+    def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom: the agent broke")
