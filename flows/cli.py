@@ -137,3 +137,7 @@ def resolve_path(text: str) -> str:
     from flows.jobs import is_url
 
     return text if is_url(text) else str(Path(text).expanduser().resolve())
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m flows.cli`
+    sys.exit(main())

@@ -47,6 +47,8 @@ class RecipeSyntaxError(WhyflowError):
 class RecipeValidationError(WhyflowError):
     """A recipe broke one or more rules; every problem is collected and reported at once."""
 
+    document: object = None
+
     def __init__(self, path: str, issues: list[RecipeIssue]) -> None:
         self.path = path
         self.issues = list(issues)

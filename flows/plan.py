@@ -232,7 +232,41 @@ def build_plan(
     return plan
 
 
+def _step_issues(path: str, document: Any, registry: Registry) -> list[RecipeIssue]:
+    """Resolve each step that is well-formed on its own, to report its agent problems too."""
+    from pydantic import TypeAdapter
+
+    from flows.recipe import Step
+
+    resolver = _Resolver(path, document, registry)
+    steps = document.get("steps") if isinstance(document, dict) else None
+    if not isinstance(steps, list):
+        return []
+    settings = Settings()
+    adapter: TypeAdapter[Any] = TypeAdapter(Step)
+    for i, raw in enumerate(steps):
+        try:
+            spec = adapter.validate_python(raw)
+        except ValidationError:
+            continue
+        resolver.step(spec, ("steps", i), settings)
+    return resolver.issues
+
+
 def load_plan(path: str | Path, overrides: dict[str, str] | None = None, registry: Registry | None = None) -> Plan:
-    """Load, resolve and validate a recipe file into a :class:`Plan`."""
-    spec, document = load_recipe(path, overrides)
+    """Load, resolve and validate a recipe file into a :class:`Plan`.
+
+    When the recipe's shape is wrong, the agent-level problems of its well-formed steps are
+    reported in the same error, so one `whyflow validate` shows everything.
+    """
+    try:
+        spec, document = load_recipe(path, overrides)
+    except RecipeValidationError as exc:
+        if exc.document is not None:
+            extra = _step_issues(str(path), exc.document, registry or default_registry())
+            known = {(i.line, i.message) for i in exc.issues}
+            merged = exc.issues + [i for i in extra if (i.line, i.message) not in known]
+            merged.sort(key=lambda i: (i.line or 0, i.column or 0))
+            raise RecipeValidationError(exc.path, merged) from exc
+        raise
     return build_plan(spec, document, path, registry)

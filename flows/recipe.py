@@ -288,7 +288,9 @@ def load_recipe(path: str | Path, overrides: dict[str, str] | None = None) -> tu
     try:
         spec = RecipeSpec.model_validate(document)
     except ValidationError as exc:
-        raise RecipeValidationError(p, issues_from_validation_error(p, document, exc)) from exc
+        error = RecipeValidationError(p, issues_from_validation_error(p, document, exc))
+        error.document = document
+        raise error from exc
     return spec, document
 
 

@@ -1,0 +1,254 @@
+"""Critique: decisions on hand-built analyses whose numbers are computed from seeded data."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from agents.base.state import AnalysisState, CritiqueDecision, TreatmentEffectResult
+from agents.critique import codes_in
+from agents.stats.synthetic import linear_confounding
+from flows.dispatch import run_single_agent
+from tests.helpers import make_state
+
+ADJ = ["x1", "x2", "x3"]
+
+
+# ---- real estimates and diagnostics, computed here -----------------------------------------
+def _propensity(frame: pd.DataFrame, covs: list[str]) -> np.ndarray:
+    from sklearn.linear_model import LogisticRegression
+
+    x = frame[covs].to_numpy()
+    e = LogisticRegression(C=1e6, max_iter=2000).fit(x, frame["treated"]).predict_proba(x)[:, 1]
+    return np.clip(e, 1e-6, 1 - 1e-6)  # as estimators clip; separation still shows in the ranges
+
+
+def _result(method: str, est: float, se: float, rnd: int, **details: object) -> TreatmentEffectResult:
+    return TreatmentEffectResult(
+        method=method,
+        estimand="ATE",
+        estimate=est,
+        std_error=se,
+        ci_lower=est - 1.96 * se,
+        ci_upper=est + 1.96 * se,
+        details={"round": rnd, "adjustment_set": ADJ, **details},
+        treatment_variable="treated",
+        outcome_variable="outcome",
+    )
+
+
+def _estimates(frame: pd.DataFrame, e: np.ndarray, rnd: int, *, dr: bool, changes: list[str] | None = None) -> list:
+    """Naive, OLS (headline), IPW and optionally AIPW estimates of treated -> outcome."""
+    import statsmodels.api as sm
+
+    t, y = frame["treated"].to_numpy(), frame["outcome"].to_numpy()
+    extra = {"changes_applied": changes or []}
+    naive = y[t == 1].mean() - y[t == 0].mean()
+    out = [
+        _result("naive_difference", naive, math.sqrt(y[t == 1].var() / t.sum() + y[t == 0].var() / (1 - t).sum()), rnd)
+    ]
+    ols = sm.OLS(y, sm.add_constant(frame[["treated", *ADJ]])).fit()
+    out.append(_result("regression_adjustment", ols.params["treated"], ols.bse["treated"], rnd, headline=True, **extra))
+    w = t / e + (1 - t) / (1 - e)
+    ipw = sm.WLS(y, sm.add_constant(t), weights=w).fit(cov_type="HC1")
+    out.append(_result("ipw", ipw.params[1], ipw.bse[1], rnd, **extra))
+    if dr:
+        x = sm.add_constant(frame[ADJ])
+        mu1 = sm.OLS(y[t == 1], x[t == 1]).fit().predict(x)
+        mu0 = sm.OLS(y[t == 0], x[t == 0]).fit().predict(x)
+        psi = mu1 - mu0 + t * (y - mu1) / e - (1 - t) * (y - mu0) / (1 - e)
+        out.append(_result("aipw", psi.mean(), psi.std(ddof=1) / math.sqrt(len(psi)), rnd, **extra))
+    return out
+
+
+def _ps_diag(frame: pd.DataFrame, e: np.ndarray, covs: list[str], *, trimmed: bool = False, changes=None) -> dict:
+    """ps_diagnostics in the README's shape, from propensity scores ``e``."""
+    from sklearn.metrics import roc_auc_score
+
+    t = frame["treated"].to_numpy()
+    lo, hi = max(e[t == 1].min(), e[t == 0].min()), min(e[t == 1].max(), e[t == 0].max())
+    out = (e < lo) | (e > hi)
+    w = t / e + (1 - t) / (1 - e)
+    balance = {}
+    for c in covs:
+        v = frame[c].to_numpy()
+        sd = math.sqrt((v[t == 1].var() + v[t == 0].var()) / 2)
+        m1w, m0w = np.average(v[t == 1], weights=w[t == 1]), np.average(v[t == 0], weights=w[t == 0])
+        balance[c] = {"smd_before": (v[t == 1].mean() - v[t == 0].mean()) / sd, "smd_after": (m1w - m0w) / sd}
+    max_after = max(abs(b["smd_after"]) for b in balance.values())
+    return {
+        "treatment": "treated",
+        "model": "logistic",
+        "covariates": covs,
+        "auc": float(roc_auc_score(t, e)),
+        "propensity_range": {
+            "treated": [e[t == 1].min(), e[t == 1].max()],
+            "control": [e[t == 0].min(), e[t == 0].max()],
+        },
+        "common_support": [float(lo), float(hi)],
+        "outside_support": {
+            "treated": float(out[t == 1].mean()),
+            "control": float(out[t == 0].mean()),
+            "overall": float(out.mean()),
+        },
+        "overlap_ok": bool(out.mean() <= 0.05),
+        "trim_suggestion": {
+            "lower": 0.05,
+            "upper": 0.95,
+            "n_dropped": int(((e < 0.05) | (e > 0.95)).sum()),
+            "reason": "Crump",
+        },
+        "trimmed": trimmed,
+        "n_used": len(frame),
+        "balance": balance,
+        "max_smd_before": max(abs(b["smd_before"]) for b in balance.values()),
+        "max_smd_after": float(max_after),
+        "balance_ok": bool(max_after <= 0.1),
+        "ess": {
+            "treated": float(w[t == 1].sum() ** 2 / (w[t == 1] ** 2).sum()),
+            "control": float(w[t == 0].sum() ** 2 / (w[t == 0] ** 2).sum()),
+        },
+        "changes": changes or [],
+    }
+
+
+def _analysis(
+    frame: pd.DataFrame, job: Path, *, dr: bool = True, rnd: int = 1, trimmed: bool = False, changes=None
+) -> AnalysisState:
+    """A state after estimation, with confounder discovery, ps diagnostics and estimates."""
+    state = make_state(frame, job, "treated", "outcome")
+    e = _propensity(frame, ADJ)
+    state.ps_diagnostics = _ps_diag(frame, e, ADJ, trimmed=trimmed, changes=changes)
+    state.treatment_effects = _estimates(frame, e, rnd, dr=dr, changes=changes)
+    state.confounder_discovery = {
+        "treatment": "treated",
+        "outcome": "outcome",
+        "adjustment_set": ADJ,
+        "excluded": {},
+        "data_associated": ["x1", "x2"],
+        "identification": {"method": "backdoor", "identified": True, "estimand": "E[Y|do(T)]"},
+    }
+    state.iteration_count = rnd - 1
+    return state
+
+
+def _critique(state: AnalysisState, job: Path):
+    run_single_agent("critique", state, job)
+    return state.critique_history[-1]
+
+
+# ---- tests -------------------------------------------------------------------------------
+def test_clean_analysis_is_approved(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=2000, seed=2, strength=1.0)
+    state = _analysis(frame, tmp_path)
+    fb = _critique(state, tmp_path)
+    assert fb.decision is CritiqueDecision.APPROVE, fb.reasoning
+    assert fb.iteration == 1 and fb.improvements == []
+    assert fb.scores["overlap"] >= 4 and fb.scores["balance"] >= 4 and fb.scores["agreement"] >= 4
+    assert fb.scores["identification"] == 5
+    entry = state.debate_history[-1]
+    assert entry["round"] == 1 and entry["decision"] == "APPROVE" and entry["scores"] == fb.scores
+
+
+def test_poor_overlap_is_not_approved_and_asks_for_trimming(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=2000, seed=2, strength=3.0)
+    state = _analysis(frame, tmp_path)
+    assert state.ps_diagnostics["outside_support"]["overall"] > 0.1  # precondition: real poor overlap
+    fb = _critique(state, tmp_path)
+    assert fb.decision is CritiqueDecision.ITERATE
+    assert "trim_to_common_support" in codes_in(fb.improvements)
+    assert fb.scores["overlap"] <= 2
+    assert any("overlap" in i.lower() for i in fb.issues)
+
+
+def test_poor_overlap_at_budget_limit_is_still_not_approved(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=2000, seed=2, strength=3.0)
+    state = _analysis(frame, tmp_path, rnd=3)  # iteration_count 2 of max 3: no budget left
+    fb = _critique(state, tmp_path)
+    assert fb.decision is not CritiqueDecision.APPROVE
+    assert state.debate_history[-1]["limit_reached"] is True and state.debate_history[-1]["approved"] is False
+    assert "NOT APPROVED" in fb.reasoning
+
+
+def test_imbalance_after_weighting_asks_for_another_propensity_model(tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    n = 2000
+    x1, x2, x3 = rng.normal(size=(3, n))
+    t = rng.binomial(1, 1 / (1 + np.exp(-(1.5 * (x1**2 - 1) + 0.3 * x2))))
+    y = 2 * t + x1**2 + x2 + 0.5 * x3 + rng.normal(size=n)
+    frame = pd.DataFrame({"x1": x1, "x2": x2, "x3": x3, "x1_sq": x1**2, "treated": t, "outcome": y})
+    state = _analysis(frame, tmp_path)
+    # A logistic model linear in x1 cannot capture the U-shaped assignment: x1_sq stays imbalanced.
+    state.ps_diagnostics = _ps_diag(frame, _propensity(frame, ADJ), [*ADJ, "x1_sq"])
+    assert state.ps_diagnostics["max_smd_after"] > 0.1  # precondition
+    fb = _critique(state, tmp_path)
+    assert fb.decision is CritiqueDecision.ITERATE
+    assert "switch_propensity_model" in codes_in(fb.improvements)
+    assert any("x1_sq" in i for i in fb.issues) and fb.scores["balance"] <= 2
+
+
+def test_perfect_separation_is_rejected(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=1000, seed=5)
+    frame["treated"] = (frame["x1"] + 0.5 * frame["x2"] > 0).astype(int)  # deterministic assignment
+    frame["outcome"] = 2 * frame["treated"] + frame["x1"] + np.random.default_rng(0).normal(size=len(frame))
+    state = _analysis(frame, tmp_path)
+    fb = _critique(state, tmp_path)
+    assert fb.decision is CritiqueDecision.REJECT
+    assert "deterministic" in fb.reasoning and fb.improvements == []
+
+
+def test_post_treatment_only_candidates_are_rejected(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=1000, seed=6, with_mediator=True)
+    state = _analysis(frame, tmp_path)
+    state.confounder_discovery = {
+        "treatment": "treated",
+        "outcome": "outcome",
+        "adjustment_set": [],
+        "excluded": {"mediator": "post-treatment: measured after treated"},
+        "mediators": ["mediator"],
+        "data_associated": ["mediator"],
+        "identification": {"method": "backdoor", "identified": True, "estimand": "unadjusted"},
+    }
+    fb = _critique(state, tmp_path)
+    assert fb.decision is CritiqueDecision.REJECT
+    assert "mediator" in fb.reasoning and "after treated" in fb.reasoning
+
+
+def test_left_out_confounder_asks_to_widen_adjustment_set(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=1500, seed=2)
+    state = _analysis(frame, tmp_path)
+    state.confounder_discovery = {**state.confounder_discovery, "data_associated": ["x1", "x2", "x4"]}
+    fb = _critique(state, tmp_path)
+    assert fb.decision is CritiqueDecision.ITERATE
+    assert any(i.startswith("widen_adjustment_set:") and "x4" in i for i in fb.improvements)
+
+
+def test_rounds_are_recorded_and_applied_improvements_not_repeated(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=2000, seed=2, strength=3.0)
+    job1, job2 = tmp_path / "r1", tmp_path / "r2"
+    state = _analysis(frame, job1, dr=False)
+    fb1 = _critique(state, job1)
+    assert fb1.decision is CritiqueDecision.ITERATE
+    assert codes_in(fb1.improvements) >= {"trim_to_common_support", "add_doubly_robust"}
+
+    # Round 2: the estimators act on both codes (trim to the suggested [0.05, 0.95], add AIPW).
+    e = _propensity(frame, ADJ)
+    trimmed = frame[(e >= 0.05) & (e <= 0.95)].reset_index(drop=True)
+    applied = ["trim_to_common_support", "add_doubly_robust"]
+    round2 = _analysis(trimmed, job2, dr=True, rnd=2, trimmed=True, changes=["trim_to_common_support: [0.05, 0.95]"])
+    for e2 in round2.treatment_effects:
+        e2.details["changes_applied"] = applied
+    state.treatment_effects = round2.treatment_effects
+    state.ps_diagnostics = round2.ps_diagnostics
+    state.iteration_count = 1
+    fb2 = _critique(state, job2)
+    assert fb2.iteration == 2
+    assert not codes_in(fb2.improvements) & set(applied)
+    assert [d["round"] for d in state.debate_history] == [1, 2]
+    assert state.debate_history[0]["changes_applied"] == []
+    assert set(state.debate_history[1]["changes_applied"]) == set(applied)
+    assert len(state.critique_history) == 2
+    assert fb2.decision is not CritiqueDecision.REJECT

@@ -1,0 +1,163 @@
+"""effect_estimator on seeded synthetic data with known truths, through run_single_agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.base.errors import AgentError
+from agents.base.state import CritiqueDecision, CritiqueFeedback, StudyDesign
+from agents.stats import synthetic_effects as S
+from flows.dispatch import run_single_agent
+from tests.helpers import make_state
+
+FAST = {"methods": ["naive", "ols", "ipw", "aipw"], "bootstrap": 50}
+
+
+def _by_key(state) -> dict:
+    return {e.details["method_key"]: e for e in state.treatment_effects}
+
+
+def _covers(e, value: float) -> bool:
+    return e.ci_lower <= value <= e.ci_upper
+
+
+def _headlines(state) -> list:
+    return [e for e in state.treatment_effects if e.details.get("headline")]
+
+
+def test_linear_confounding_default_menu(tmp_path: Path) -> None:
+    frame, truth = S.linear_confounding(n=2000, seed=21)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    result = run_single_agent("effect_estimator", state, tmp_path, {"bootstrap": 50})
+    est = _by_key(state)
+    assert {"naive", "ols", "ipw", "aipw", "matching", "stratification", "dr_learner"} <= set(est)
+    assert est["naive"].details["naive"] and not _covers(est["naive"], truth["effect"])
+    for key in ("ols", "ipw", "aipw"):
+        assert _covers(est[key], truth["effect"]), key
+    heads = _headlines(state)
+    assert len(heads) == 1 and heads[0].details["method_key"] == "aipw" and heads[0].details["headline_reason"]
+    assert all(e.details["round"] == 1 and e.details["n_used"] == 2000 for e in est.values())
+    assert est["aipw"].details["adjustment_set"] == ["x1", "x2", "x3"]
+    assert state.analyzed_pairs[0].treatment == "treated" and state.analyzed_pairs[0].priority == 1
+    assert "meta-learners" in result.reasoning and "Headline" in result.reasoning
+
+
+def test_nonlinear_cate_summary_orders_subgroups(tmp_path: Path) -> None:
+    frame, truth = S.nonlinear_heterogeneous(n=2500, seed=1)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    run_single_agent("effect_estimator", state, tmp_path, {"methods": ["naive", "aipw", "dr_learner", "x_learner"]})
+    est = _by_key(state)
+    assert _covers(est["aipw"], truth["effect"]) or _covers(est["dr_learner"], truth["effect"])
+    for key in ("dr_learner", "x_learner"):
+        summary = est[key].details["cate_summary"]
+        assert est[key].details["cate_modifier"] == "x1"
+        ordered = [v["estimate"] for v in sorted(summary.values(), key=lambda v: v["quartile"])]
+        assert ordered == sorted(ordered), (key, ordered)
+
+
+def test_poor_overlap_trimmed_in_round_two(tmp_path: Path) -> None:
+    frame, truth = S.poor_overlap(n=2500, seed=2)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    run_single_agent("effect_estimator", state, tmp_path, FAST)
+    head = _headlines(state)[0]
+    assert head.details["method_key"] == "ols" and "overlap is poor" in head.details["headline_reason"]
+    state.critique_history = [
+        CritiqueFeedback(
+            decision=CritiqueDecision.ITERATE,
+            iteration=1,
+            scores={},
+            issues=["poor overlap"],
+            improvements=["trim_to_common_support: restrict to common support", "add_doubly_robust: add AIPW"],
+            reasoning="",
+        )
+    ]
+    state.iteration_count = 1
+    result = run_single_agent("effect_estimator", state, tmp_path, {"methods": ["naive", "ols"], "bootstrap": 50})
+    est = _by_key(state)
+    assert "aipw" in est  # add_doubly_robust honoured even with a pinned menu
+    trim = est["aipw"].details["trimmed"]
+    assert trim["n_dropped"] > 300 and est["aipw"].details["n_used"] == 2500 - trim["n_dropped"]
+    assert est["aipw"].details["round"] == 2
+    assert {"trim_to_common_support", "add_doubly_robust"} <= set(est["aipw"].details["changes_applied"])
+    assert _headlines(state)[0].details["method_key"] == "aipw" and _covers(est["aipw"], truth["effect"])
+    assert "dropped" in result.reasoning
+
+
+def test_null_effect_adjusted_intervals_include_zero(tmp_path: Path) -> None:
+    frame, _ = S.null_effect(n=3000, seed=6)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    run_single_agent("effect_estimator", state, tmp_path, FAST)
+    est = _by_key(state)
+    assert not _covers(est["naive"], 0.0)
+    assert _covers(est["ols"], 0.0) and _covers(est["aipw"], 0.0) and _covers(_headlines(state)[0], 0.0)
+
+
+def test_mediator_never_adjusted_with_or_without_discovery(tmp_path: Path) -> None:
+    frame, truth = S.derived_treatment(n=2000, seed=8)
+    # Without confounder discovery: domain knowledge marks the mediator post-treatment, and the
+    # relabelled treatment is detected as a deterministic function of the treatment.
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.domain_knowledge = {"post_treatment": ["mediator"]}
+    result = run_single_agent("effect_estimator", state, tmp_path, FAST)
+    for e in state.treatment_effects:
+        assert "mediator" not in e.details["adjustment_set"] and "treated_label" not in e.details["adjustment_set"]
+    assert _covers(_by_key(state)["aipw"], truth["effect"])  # total effect, not the direct effect 1.0
+    assert "mediator (measured after the treatment" in result.reasoning and "deterministic function" in result.reasoning
+    # With confounder discovery naming it a mediator (even if its set carelessly lists it).
+    state2 = make_state(frame, tmp_path / "b", "treated", "outcome")
+    state2.confounder_discovery = {
+        "treatment": "treated",
+        "outcome": "outcome",
+        "adjustment_set": ["x1", "x2", "mediator"],
+        "excluded": {"mediator": "mediator on treated -> mediator -> outcome"},
+        "mediators": ["mediator"],
+    }
+    run_single_agent("effect_estimator", state2, tmp_path / "b", FAST)
+    assert all(e.details["adjustment_set"] in ([], ["x1", "x2"]) for e in state2.treatment_effects)
+
+
+@pytest.mark.parametrize(
+    ("gen", "design", "key"),
+    [
+        (lambda: S.instrument_confounded(n=3000, seed=3), StudyDesign(instrument="z"), "iv"),
+        (lambda: S.panel_did(seed=4), StudyDesign(unit_column="unit", time_column="period"), "did"),
+        (lambda: S.sharp_rdd(n=3000, seed=5), StudyDesign(running_variable="score", cutoff=0.0), "rdd"),
+    ],
+)
+def test_declared_designs_headline_and_cover(tmp_path: Path, gen, design, key) -> None:
+    frame, truth = gen()
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.design = design
+    run_single_agent("effect_estimator", state, tmp_path, {"bootstrap": 50})
+    est = _by_key(state)
+    heads = _headlines(state)
+    assert len(heads) == 1 and heads[0].details["method_key"] == key and _covers(est[key], truth["effect"])
+    assert "aipw" not in est  # backdoor propensity methods are not run by default under a design
+    if key == "iv":
+        assert est["iv"].estimand == "LATE" and not _covers(est["ols"], truth["effect"])
+        assert "z" not in est["ols"].details["adjustment_set"]
+
+
+def test_string_treatment_mapped_and_nonbinary_rejected(tmp_path: Path) -> None:
+    frame, truth = S.linear_confounding(n=1500, seed=9)
+    frame["treated"] = frame["treated"].map({1: "yes", 0: "no"})
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    result = run_single_agent("effect_estimator", state, tmp_path, FAST)
+    assert _by_key(state)["aipw"].details["treated_value"] == "yes" and "'yes' is taken as treated" in result.reasoning
+    assert _covers(_by_key(state)["aipw"], truth["effect"])
+    frame["dose"] = frame["x3"].round()
+    state2 = make_state(frame, tmp_path / "b", "dose", "outcome")
+    with pytest.raises(AgentError, match="binary"):
+        run_single_agent("effect_estimator", state2, tmp_path / "b", FAST)
+
+
+def test_pair_from_profile_and_unknown_method(tmp_path: Path) -> None:
+    frame, _ = S.linear_confounding(n=1000, seed=10)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.treatment_variable = state.outcome_variable = None
+    run_single_agent("effect_estimator", state, tmp_path, FAST)
+    assert state.analyzed_pairs[0].treatment == "treated" and "profile" in state.analyzed_pairs[0].rationale
+    with pytest.raises(AgentError, match="unknown method"):
+        run_single_agent("effect_estimator", state, tmp_path, {"methods": ["magic"]})

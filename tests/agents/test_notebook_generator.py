@@ -1,0 +1,224 @@
+"""The report notebook: rendered from templates, executed, reproducing the run's headline.
+
+Two notebook executions in all: a real analysis of the job-training data (OLS fitted here with
+statsmodels, marked headline) with a user section override, and a minimal state with a
+planted failing cell, run in a worker thread as a threaded Prefect runner would.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pandas as pd
+import pytest
+
+from agents.base.errors import AgentError
+from agents.base.state import AnalysisState, CausalDAG, CausalEdge, DatasetInfo, TreatmentEffectResult
+from agents.notebook_generator import recompute_kind
+from agents.stats.notebook import fmt_num, split_cells
+from agents.stats.synthetic import job_training
+from flows.dispatch import run_single_agent
+from tests.helpers import basic_profile, make_state
+
+CONFOUNDERS = ["age", "education_years", "prior_earnings", "married", "region"]
+
+USER_SECTION = """{% extends "builtin/sections/80_critique.j2" %}
+{% from "macros.j2" import markdown %}
+{% block critique %}
+{{ super() }}
+{% call markdown() %}
+## Notes from our team
+USER-SECTION-MARKER
+{% endcall %}
+{% endblock %}
+"""
+
+FAILING_SECTION = """{% from "macros.j2" import markdown, code %}
+{% call code() %}
+raise ValueError("planted failure")
+{% endcall %}
+"""
+
+
+def _ols(frame: pd.DataFrame, adjust: list[str]) -> Any:
+    import statsmodels.api as sm
+
+    X = sm.add_constant(pd.get_dummies(frame[["training", *adjust]], drop_first=True, dtype=float))
+    return sm.OLS(frame["earnings"], X).fit(cov_type="HC1")
+
+
+def _effect(fit: Any, method: str, adjust: list[str], n: int, **details: Any) -> TreatmentEffectResult:
+    lo, hi = fit.conf_int().loc["training"]
+    return TreatmentEffectResult(
+        method=method,
+        estimand="ATE",
+        estimate=float(fit.params["training"]),
+        std_error=float(fit.bse["training"]),
+        ci_lower=float(lo),
+        ci_upper=float(hi),
+        p_value=float(fit.pvalues["training"]),
+        treatment_variable="training",
+        outcome_variable="earnings",
+        details={"adjustment_set": adjust, "n_used": n, "cov_type": "HC1", **details},
+    )
+
+
+def _stream(cell: Any) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def _tagged(nb: Any, tag: str) -> list[Any]:
+    return [c for c in nb.cells if tag in c.metadata.get("tags", [])]
+
+
+@pytest.fixture(scope="module")
+def analysis(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A real small analysis, reported with a user template folder overriding one section."""
+    job = tmp_path_factory.mktemp("job")
+    frame, truth = job_training(n=1500, seed=3)
+    state = make_state(frame, job, "training", "earnings")
+    adjusted = _ols(frame, CONFOUNDERS)
+    state.treatment_effects = [
+        _effect(_ols(frame, []), "naive_difference", [], len(frame)),
+        _effect(adjusted, "ols", CONFOUNDERS, len(frame), headline=True, headline_reason="regression on the back-door set"),
+    ]
+    edges = [(c, "training") for c in CONFOUNDERS[:3]] + [(c, "earnings") for c in CONFOUNDERS]
+    edges += [("training", "skills_score"), ("skills_score", "earnings"), ("training", "earnings")]
+    state.proposed_dag = CausalDAG(
+        nodes=list(frame.columns),
+        discovery_method="test graph",
+        edges=[CausalEdge(source=s, target=t, confidence=0.8) for s, t in edges]
+        + [CausalEdge(source="married", target="age", edge_type="undirected", confidence=0.3)],
+    )
+    state.confounder_discovery = {"treatment": "training", "outcome": "earnings", "adjustment_set": CONFOUNDERS,
+                                  "mediators": ["skills_score"], "excluded": {"skills_score": "mediator"}}  # fmt: skip
+    (job / "state.json").write_text(state.to_json())  # what the runner persists before this step
+    user = job / "my_templates" / "sections"
+    user.mkdir(parents=True)
+    (user / "80_critique.j2").write_text(USER_SECTION)
+    result = run_single_agent("notebook_generator", state, job, {"template_dir": str(job / "my_templates"), "timeout": 120})
+    nb = nbformat.read(state.notebook_path, as_version=4)
+    return {"job": job, "state": state, "result": result, "nb": nb, "truth": truth, "fit": adjusted}
+
+
+def test_notebook_executes_without_error_cells(analysis: dict[str, Any]) -> None:
+    nb, result = analysis["nb"], analysis["result"]
+    assert analysis["state"].notebook_path == str(analysis["job"] / "report.ipynb")
+    assert result.outputs["execution_errors"] == []
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+    assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code")
+    assert result.outputs["state_file"] == "state.json"
+
+
+def test_recomputed_headline_matches_state_json(analysis: dict[str, Any]) -> None:
+    (cell,) = _tagged(analysis["nb"], "headline-check")
+    text = _stream(cell)
+    match = re.search(r"Recomputed estimate: (\S+) \| state: (\S+)", text)
+    assert match, text
+    recomputed, stored = float(match.group(1)), float(match.group(2))
+    headline = analysis["state"].treatment_effects[1]
+    assert stored == pytest.approx(headline.estimate, rel=1e-8)
+    assert recomputed == pytest.approx(headline.estimate, rel=1e-6)
+    assert "Reproduced:" in text and analysis["result"].outputs["reproduced"] is True
+    # The report's headline is a correct answer: the true 1,500 lies in its interval, the naive one is biased.
+    assert headline.ci_lower <= analysis["truth"]["effect"] <= headline.ci_upper
+    naive = analysis["state"].treatment_effects[0]
+    assert not naive.ci_lower <= analysis["truth"]["effect"] <= naive.ci_upper
+
+
+def test_every_applicable_figure_is_drawn(analysis: dict[str, Any]) -> None:
+    nb = analysis["nb"]
+    for tag in ("figure-distributions", "figure-correlation", "figure-dag", "figure-overlap", "figure-love",
+                "figure-forest", "refuters"):  # fmt: skip
+        cells = _tagged(nb, tag)
+        assert cells, f"no cell tagged {tag}"
+        pngs = [o for c in cells for o in c.outputs if "image/png" in o.get("data", {})]
+        assert pngs, f"cell {tag} drew no figure"
+    # The DoWhy placebo refuter moves the effect towards zero; the random common cause does not move it.
+    (refuters,) = _tagged(nb, "refuters")
+    html = next(o.data["text/html"] for o in refuters.outputs if "text/html" in o.get("data", {}))
+    assert "placebo treatment" in html
+
+
+def test_html_contains_the_headline(analysis: dict[str, Any]) -> None:
+    html_path = analysis["job"] / "report.html"
+    assert html_path.exists()
+    html = html_path.read_text()
+    headline = analysis["state"].treatment_effects[1]
+    assert f"raised <code>earnings</code> by about {fmt_num(headline.estimate)}" in html
+    assert f"95% CI {fmt_num(headline.ci_lower)} to {fmt_num(headline.ci_upper)}" in html
+    assert "data:image/png;base64" in html
+
+
+def test_user_section_override_is_used(analysis: dict[str, Any]) -> None:
+    sources = [c.source for c in analysis["nb"].cells]
+    assert any("USER-SECTION-MARKER" in s for s in sources)
+    assert any(s.startswith("## Provenance") for s in sources)  # the other sections are still built in
+
+
+def _minimal_state(tmp_path: Path) -> AnalysisState:
+    frame, _ = job_training(n=300, seed=1)
+    return AnalysisState(
+        job_id="minimal",
+        dataset_info=DatasetInfo(url="memory://jobs.csv", name="jobs"),
+        data_profile=basic_profile(frame),
+    )
+
+
+def test_execution_error_keeps_notebook_and_is_reported(tmp_path: Path) -> None:
+    state = _minimal_state(tmp_path)
+    user = tmp_path / "tpl" / "sections"
+    user.mkdir(parents=True)
+    (user / "90_recommendations.j2").write_text(FAILING_SECTION)
+    params = {"template_dir": str(tmp_path / "tpl"), "timeout": 60}
+    with ThreadPoolExecutor(1) as pool:  # as Prefect's thread runner would call it
+        result = pool.submit(run_single_agent, "notebook_generator", state, tmp_path / "job", params).result()
+    nb = nbformat.read(state.notebook_path, as_version=4)
+    (error,) = result.outputs["execution_errors"]
+    assert error["ename"] == "ValueError" and "planted failure" in error["evalue"]
+    assert nb.cells[error["cell"]].source.startswith("raise ValueError")
+    assert "failed" in result.summary and "ValueError" in result.reasoning
+    assert nb.cells[-1].metadata.get("tags") == ["provenance"]  # every cell kept, later ones executed
+    assert nb.cells[-1].outputs and (tmp_path / "job" / "report.html").exists()
+
+
+def test_minimal_state_renders_without_execution(tmp_path: Path) -> None:
+    state = _minimal_state(tmp_path)
+    result = run_single_agent("notebook_generator", state, tmp_path, {"execute": False, "html": False})
+    nb = nbformat.read(state.notebook_path, as_version=4)
+    text = "\n".join(c.source for c in nb.cells)
+    assert nb.cells[0].source.startswith("# Data report: jobs")
+    assert "## 6. The estimated effect" not in text and "headline-check" not in str(nb)
+    assert "300 rows" in text and "not executed" in result.summary
+
+
+def test_recipe_can_replace_the_top_level_template(tmp_path: Path) -> None:
+    top = tmp_path / "short.ipynb.j2"
+    top.write_text('{% include "sections/00_setup.j2" %}\n{% include "sections/99_provenance.j2" %}\n')
+    state = _minimal_state(tmp_path)
+    run_single_agent("notebook_generator", state, tmp_path / "job", {"template": str(top), "execute": False, "html": False})
+    nb = nbformat.read(state.notebook_path, as_version=4)
+    heads = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"]
+    assert heads == ["# Data report: jobs", "## Setup", "## Provenance"]
+
+
+def test_text_outside_a_cell_is_a_template_error() -> None:
+    with pytest.raises(AgentError, match="outside a cell at rendered line 4"):
+        split_cells("<<<whyflow:markdown>>>\nhi\n<<<whyflow:end>>>\nstray\n")
+    cells = split_cells("\n<<<whyflow:code tags=a,b>>>\nx = 1\n<<<whyflow:end>>>\n")
+    assert cells == [{"kind": "code", "tags": ["a", "b"], "source": "x = 1"}]
+
+
+@pytest.mark.parametrize(
+    ("method", "kind"),
+    [("ols", "ols"), ("backdoor.linear_regression", "ols"), ("ipw", "ipw"), ("backdoor.propensity_score_weighting", "ipw"),
+     ("aipw", "aipw"), ("doubly_robust", "aipw"), ("x_learner", None), ("dml", None), ("iv.instrumental_variable", None),
+     ("propensity_score_matching", None)],
+)  # fmt: skip
+def test_recompute_kind(method: str, kind: str | None) -> None:
+    assert recompute_kind(method) == kind

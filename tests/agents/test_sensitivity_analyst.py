@@ -1,0 +1,181 @@
+"""Sensitivity analyst: E-values, Rosenbaum bounds and DoWhy refuters on seeded confounded data."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.base.errors import AgentError
+from agents.base.state import AnalysisState, TreatmentEffectResult
+from agents.stats.sensitivity import evalue_for_effect, evalue_rr, matched_pair_differences, rosenbaum_gamma
+from agents.stats.synthetic import linear_confounding
+from flows.dispatch import run_single_agent
+from tests.helpers import make_state
+
+ADJ = ["x1", "x2", "x3"]
+
+
+def _ols_effect(frame: pd.DataFrame, method: str, *, headline: bool) -> TreatmentEffectResult:
+    """A regression-adjusted estimate fitted with statsmodels (what an estimator would report)."""
+    import statsmodels.api as sm
+
+    fit = sm.OLS(frame["outcome"], sm.add_constant(frame[["treated", *ADJ]])).fit()
+    lo, hi = fit.conf_int().loc["treated"]
+    return TreatmentEffectResult(
+        method=method,
+        estimand="ATE",
+        estimate=float(fit.params["treated"]),
+        std_error=float(fit.bse["treated"]),
+        ci_lower=float(lo),
+        ci_upper=float(hi),
+        p_value=float(fit.pvalues["treated"]),
+        details={"headline": headline, "adjustment_set": ADJ, "round": 1},
+        treatment_variable="treated",
+        outcome_variable="outcome",
+    )
+
+
+def _naive(frame: pd.DataFrame) -> TreatmentEffectResult:
+    t, y = frame["treated"] == 1, frame["outcome"]
+    diff = float(y[t].mean() - y[~t].mean())
+    se = float(math.sqrt(y[t].var() / t.sum() + y[~t].var() / (~t).sum()))
+    return TreatmentEffectResult(
+        method="naive_difference",
+        estimand="ATE",
+        estimate=diff,
+        std_error=se,
+        ci_lower=diff - 1.96 * se,
+        ci_upper=diff + 1.96 * se,
+        details={"round": 1},
+        treatment_variable="treated",
+        outcome_variable="outcome",
+    )
+
+
+def _state(frame: pd.DataFrame, job: Path) -> AnalysisState:
+    state = make_state(frame, job, "treated", "outcome")
+    state.treatment_effects = [
+        _naive(frame),
+        _ols_effect(frame, "propensity_score_matching", headline=False),
+        _ols_effect(frame, "regression_adjustment", headline=True),
+    ]
+    state.confounder_discovery = {"treatment": "treated", "outcome": "outcome", "adjustment_set": ADJ}
+    return state
+
+
+@pytest.fixture(scope="module")
+def confounded(tmp_path_factory: pytest.TempPathFactory) -> tuple[AnalysisState, pd.DataFrame, Path]:
+    frame, truth = linear_confounding(n=1500, effect=2.0, seed=3)
+    job = tmp_path_factory.mktemp("sens")
+    state = _state(frame, job)
+    run_single_agent("sensitivity_analyst", state, job, {"simulations": 20}, seed=5)
+    return state, frame, job
+
+
+def _by_method(state: AnalysisState, method: str) -> list:
+    return [r for r in state.sensitivity_results if r.method == method]
+
+
+# ---- E-values ----------------------------------------------------------------------------
+def test_evalue_matches_vanderweele_ding_worked_example() -> None:
+    # VanderWeele & Ding (2017): RR 3.9 (95% CI 1.8 to 8.7) -> E-values 7.26 and 3.00.
+    assert evalue_rr(3.9) == pytest.approx(7.26, abs=0.01)
+    assert evalue_rr(1.8) == pytest.approx(3.00, abs=0.01)
+    assert evalue_rr(1 / 3.9) == pytest.approx(evalue_rr(3.9))  # protective effects are inverted
+
+
+def test_continuous_evalue_uses_standardized_difference_and_ci_limit_closest_to_null() -> None:
+    est, lo, hi, sd = -1.2, -1.8, -0.6, 4.0
+    ev = evalue_for_effect(est, lo, hi, outcome_sd=sd)
+    rr = math.exp(0.91 * est / sd)
+    assert ev["risk_ratio"] == pytest.approx(rr)
+    assert ev["evalue_estimate"] == pytest.approx(1 / rr + math.sqrt(1 / rr * (1 / rr - 1)))
+    rr_limit = 1 / math.exp(0.91 * hi / sd)  # the upper limit is closest to the null for a negative effect
+    assert ev["evalue_ci"] == pytest.approx(rr_limit + math.sqrt(rr_limit * (rr_limit - 1)))
+    assert 1 < ev["evalue_ci"] < ev["evalue_estimate"]
+
+
+def test_binary_outcome_evalue_uses_risk_ratio_and_is_one_when_ci_crosses_null() -> None:
+    ev = evalue_for_effect(0.10, 0.04, 0.16, baseline_risk=0.20)
+    assert ev["scale"] == "risk_ratio"
+    assert ev["risk_ratio"] == pytest.approx(0.30 / 0.20)
+    assert ev["evalue_estimate"] == pytest.approx(1.5 + math.sqrt(1.5 * 0.5))
+    crossing = evalue_for_effect(0.10, -0.02, 0.22, baseline_risk=0.20)
+    assert crossing["ci_crosses_null"] and crossing["evalue_ci"] == 1.0
+    assert crossing["evalue_estimate"] > 1
+
+
+# ---- the agent on confounded data ----------------------------------------------------------
+def test_evalues_headline_first_and_naive_skipped(confounded) -> None:
+    state, frame, _ = confounded
+    evs = _by_method(state, "e_value")
+    assert [r.details["estimate_method"] for r in evs] == ["regression_adjustment", "propensity_score_matching"]
+    head = evs[0]
+    d = head.details["estimate"] / frame["outcome"].std()
+    rr = math.exp(0.91 * d)
+    assert head.robustness_value == pytest.approx(rr + math.sqrt(rr * (rr - 1)))
+    assert 1 < head.details["evalue_ci"] < head.robustness_value
+    assert "treated" in head.interpretation and "outcome" in head.interpretation
+
+
+def test_placebo_treatment_gives_near_zero_effect(confounded) -> None:
+    state, _, _ = confounded
+    (placebo,) = _by_method(state, "placebo_treatment")
+    head = next(e for e in state.treatment_effects if e.details.get("headline"))
+    assert abs(placebo.details["new_effect"]) < 3 * head.std_error  # the true 2.0 is far away
+    assert abs(placebo.details["refuted_estimate"] - head.estimate) < 1e-6  # same adjustment set, same OLS
+    assert placebo.details["passed"] and placebo.robustness_value >= 0.05
+
+
+def test_unobserved_confounder_reduces_the_estimate(confounded) -> None:
+    state, _, job = confounded
+    (uc,) = _by_method(state, "unobserved_common_cause")
+    base = uc.details["refuted_estimate"]
+    grid = np.asarray(uc.details["new_effects"])
+    assert grid.shape == (3, 3)
+    assert grid[-1, -1] < grid[0, 0] < base  # stronger confounding removes more of the effect
+    assert 0 < uc.robustness_value < 1
+    assert uc.robustness_value == pytest.approx(grid.min() / base)
+    assert Path(uc.details["plot"]).exists() and Path(uc.details["plot"]).parent == job / "plots"
+
+
+def test_rosenbaum_gamma_above_one_for_strong_effect(confounded) -> None:
+    state, _, _ = confounded
+    (rb,) = _by_method(state, "rosenbaum_bounds")
+    assert rb.robustness_value > 2
+    assert rb.details["mean_pair_difference"] == pytest.approx(2.0, abs=0.4)  # caliper pairs are unbiased
+    subset, common = _by_method(state, "data_subset"), _by_method(state, "random_common_cause")
+    assert subset[0].details["passed"] and common[0].details["passed"]
+
+
+def test_rosenbaum_gamma_is_one_for_null_effect_and_ci_evalue_is_one(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=1500, effect=0.0, seed=4)
+    state = _state(frame, tmp_path)
+    head = next(e for e in state.treatment_effects if e.details.get("headline"))
+    assert head.ci_lower < 0 < head.ci_upper  # precondition on this seed
+    run_single_agent("sensitivity_analyst", state, tmp_path, {"refuters": False}, seed=1)
+    (rb,) = _by_method(state, "rosenbaum_bounds")
+    assert rb.robustness_value == 1.0
+    ev = _by_method(state, "e_value")[0]
+    assert ev.details["ci_crosses_null"] and ev.details["evalue_ci"] == 1.0
+    assert not _by_method(state, "placebo_treatment")
+
+
+def test_matching_pairs_recover_effect_and_gamma_grows_with_effect() -> None:
+    small, _ = linear_confounding(n=1500, effect=0.3, seed=8)
+    large, _ = linear_confounding(n=1500, effect=1.5, seed=8)
+    g_small = rosenbaum_gamma(matched_pair_differences(small, "treated", "outcome", ADJ, seed=0))["gamma"]
+    g_large = rosenbaum_gamma(matched_pair_differences(large, "treated", "outcome", ADJ, seed=0))["gamma"]
+    assert 1 <= g_small < g_large
+
+
+def test_only_naive_estimates_is_an_agent_error(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=300, seed=1)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.treatment_effects = [_naive(frame)]
+    with pytest.raises(AgentError, match="no adjusted estimate"):
+        run_single_agent("sensitivity_analyst", state, tmp_path, {"refuters": False})

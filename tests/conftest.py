@@ -1,0 +1,52 @@
+"""Session-wide test setup: quiet offline Prefect, one test harness, the test plug-in agents.
+
+The spine's test agents (tests/spine_agents.py) are registered through a real
+``whyflow.agents`` entry point: a ``.dist-info`` folder on sys.path (and on PYTHONPATH for
+subprocesses), which is how a third-party package's agents are found.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN_DIR = Path(__file__).resolve().parent / "fixtures" / "plugin_site"
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+if str(PLUGIN_DIR) not in sys.path:
+    sys.path.insert(0, str(PLUGIN_DIR))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """Environment for a `whyflow` subprocess that sees the test plug-ins and the harness."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(PLUGIN_DIR), str(ROOT), env.get("PYTHONPATH", "")])
+    try:
+        from prefect.settings import PREFECT_API_URL
+
+        url = PREFECT_API_URL.value()
+        if url:
+            env["PREFECT_API_URL"] = url
+    except Exception:  # noqa: BLE001 - without a harness the subprocess uses ephemeral mode
+        pass
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One Prefect test server for the whole session (about 7 s to start)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield

@@ -1,0 +1,163 @@
+"""The `whyflow` command as a user meets it: runs through Prefect, errors, resume after kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agents.stats.synthetic import linear_confounding
+from flows.cli import main
+from tests.conftest import subprocess_env
+
+RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    frame, _ = linear_confounding(800, effect=2.0, seed=11)
+    path = tmp_path_factory.mktemp("data") / "study.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def run_cli(*argv: str) -> int:
+    return main(list(argv))
+
+
+def test_run_through_prefect_leaves_state_and_summary(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "job"
+    code = run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", str(data), "--treatment", "treated", "--outcome", "outcome", "--output", str(out))
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    state = json.loads((out / "state.json").read_text())
+    assert state["status"] == "completed"
+    assert "✓ toy_profiler" in printed and "critique round 2" in printed
+    assert "Effect of treated on outcome:" in printed and f"State:      {out / 'state.json'}" in printed
+    assert (out / "recipe.yaml").exists() and json.loads((out / "run.json").read_text())["data_sha256"]
+
+
+def test_task_runs_are_named_after_agents(data: Path, tmp_path: Path) -> None:
+    from prefect import get_client
+
+    out = tmp_path / "job"
+    assert run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out)) == 0
+    job_id = json.loads((out / "state.json").read_text())["job_id"]
+
+    async def task_names() -> list[str]:
+        async with get_client() as client:
+            runs = await client.read_flow_runs()
+            run = next(r for r in runs if r.name == f"toy-{job_id}")
+            assert run.state is not None and run.state.is_completed()
+            tasks = await client.read_task_runs()
+            return sorted(t.name for t in tasks if t.flow_run_id == run.id)
+
+    import asyncio
+
+    names = asyncio.run(task_names())
+    assert names.count("toy_estimator@1") == 1 and "toy_critique@2" in names and "toy_profiler" in names
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "message"),
+    [
+        (lambda p: p.write_text(""), ("-t", "treated", "-y", "outcome"), "data file is empty"),
+        (lambda p: p.write_text('a,b\n1,2\n3,4,5,6\n"x'), ("-t", "a", "-y", "b"), "malformed CSV"),
+        (None, ("-t", "treatment", "-y", "outcome"), "treatment column 'treatment' is not in"),
+        (None, ("-t", "treated", "-y", "outcom"), "(did you mean 'outcome'?)"),
+        (lambda p: pd.DataFrame({"t": [1] * 5, "y": range(5)}).to_csv(p, index=False), ("-t", "t", "-y", "y"), "treatment column 't' is constant"),
+        (lambda p: p.write_text("a,b\n"), ("-t", "a", "-y", "b"), "has a header but no rows"),
+    ],
+    ids=["empty", "malformed", "wrong-column", "misspelt", "constant-treatment", "header-only"],
+)
+def test_bad_input_gets_one_clear_line(make, args, message, data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    path = data
+    if make is not None:
+        path = tmp_path / "bad.csv"
+        make(path)
+    before = path.read_bytes()
+    code = run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", str(path), *args, "--output", str(tmp_path / "job"))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert path.read_bytes() == before
+
+
+def test_missing_data_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", str(tmp_path / "nope.csv")) == 2
+    assert "data file not found" in capsys.readouterr().err
+
+
+def test_failed_run_exits_nonzero_with_reason(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: r\nsteps:\n  - agent: toy_profiler\n  - agent: bad_writer\n")
+    code = run_cli("run", str(recipe), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(tmp_path / "job"))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "run failed in bad_writer: agent 'bad_writer' wrote state field 'treatment_effects'" in err
+    state = json.loads((tmp_path / "job" / "state.json").read_text())
+    assert state["status"] == "failed" and state["data_profile"] is not None
+
+
+def test_validate_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("validate", str(RECIPES / "valid_toy.yaml")) == 0
+    assert "recipe 'toy' is valid" in capsys.readouterr().out
+    assert run_cli("validate", str(RECIPES / "unknown_agent.yaml"), str(RECIPES / "valid_toy.yaml")) == 1
+    err = capsys.readouterr().err
+    assert "unknown_agent.yaml:4:5 step 'toy_estimater'" in err
+
+
+def test_status_list_and_cancel_commands(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = tmp_path / "runs"
+    assert run_cli("--runs-dir", str(runs), "run", str(RECIPES / "valid_toy.yaml"), "--data", str(data), "-t", "treated", "-y", "outcome", "--job-id", "job-a") == 0
+    capsys.readouterr()
+    assert run_cli("--runs-dir", str(runs), "list") == 0
+    listing = capsys.readouterr().out
+    assert "job-a" in listing and "completed" in listing
+    assert run_cli("--runs-dir", str(runs), "status", "job-a") == 0
+    assert "Job job-a: completed (100%)" in capsys.readouterr().out
+    assert run_cli("--runs-dir", str(runs), "cancel", "job-a") == 0
+    assert "already completed" in capsys.readouterr().out
+    assert run_cli("--runs-dir", str(runs), "status", "nope") == 2
+
+
+def test_kill_minus_nine_then_resume(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    recipe = tmp_path / "slow.yaml"
+    recipe.write_text("name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {sleep: 3}\n")
+    out = tmp_path / "job"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "run", str(recipe), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out)],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.time() + 120
+    state: dict = {}
+    while time.time() < deadline:
+        if (out / "state.json").exists():
+            state = json.loads((out / "state.json").read_text())
+            if state["status"] == "estimating_effects":
+                break
+        time.sleep(0.1)
+    assert state.get("status") == "estimating_effects", state
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed = json.loads((out / "state.json").read_text())
+    assert killed["completed_steps"] == ["toy_profiler"] and killed["status"] == "estimating_effects"
+
+    assert run_cli("resume", str(out)) == 0
+    printed = capsys.readouterr().out
+    assert "resuming job" in printed and "↷ toy_profiler already done" in printed
+    final = json.loads((out / "state.json").read_text())
+    assert final["status"] == "completed" and final["completed_steps"] == ["toy_profiler", "toy_estimator"]
+    assert len(final["treatment_effects"]) == 1
