@@ -26,6 +26,16 @@ def _prepare_environment(verbose: bool = False) -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
     os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # The first ephemeral start creates Prefect's database; on a busy 2-core machine that
+    # can take longer than Prefect's 20 s default.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    if not verbose:
+        # Libraries that log warnings for every estimate (dowhy) or every figure (traitlets):
+        # their findings reach the user through the agents' summaries and traces instead.
+        import logging
+
+        for name in ("dowhy", "traitlets", "causalml", "py.warnings"):
+            logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def _overrides(items: Sequence[str] | None) -> dict[str, str]:
@@ -57,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--treatment", "-t", help="treatment column (default: the profiler's best candidate)")
     p.add_argument("--outcome", "-y", help="outcome column (default: the profiler's best candidate)")
     p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting or STEP.PARAM, e.g. max_iterations=2")
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="override a setting or STEP.PARAM, e.g. max_iterations=2"
+    )
     p.add_argument("--metadata", help="YAML/JSON file with column descriptions, orderings and forbidden edges")
     p.add_argument("--estimand", choices=["ATE", "ATT"], default="ATE")
     p.add_argument("--instrument", help="instrument column (enables 2SLS / LATE)")

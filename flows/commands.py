@@ -49,6 +49,10 @@ def _execute(plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dic
         if not state.status.is_terminal:
             state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
             folder.save(state)
+    except Exception as exc:  # noqa: BLE001 - Prefect itself failed (e.g. no API server)
+        print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
+        print(f"whyflow: the job is saved; `whyflow resume {folder.path}` tries again", file=sys.stderr)
+        return 1
     finally:
         set_console_reporter(None)
     state = folder.load()
@@ -57,7 +61,10 @@ def _execute(plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dic
         print(line)
     if state.status is JobStatus.FAILED:
         print(f"whyflow: run failed in {state.error_agent}: {state.error_message}", file=sys.stderr)
-        print(f"whyflow: everything written so far is kept; fix the cause and `whyflow resume {folder.path}`", file=sys.stderr)
+        print(
+            f"whyflow: everything written so far is kept; fix the cause and `whyflow resume {folder.path}`",
+            file=sys.stderr,
+        )
     elif state.status is JobStatus.CANCELLED:
         print(f"whyflow: job cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
     return _EXIT.get(state.status, 1)

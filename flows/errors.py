@@ -28,7 +28,11 @@ class RecipeIssue:
     message: str
 
     def __str__(self) -> str:
-        loc = self.path + (f":{self.line}" if self.line else "") + (f":{self.column}" if self.line and self.column else "")
+        loc = (
+            self.path
+            + (f":{self.line}" if self.line else "")
+            + (f":{self.column}" if self.line and self.column else "")
+        )
         return f"{loc} {self.where} → {self.message}" if self.where else f"{loc} → {self.message}"
 
 

@@ -134,7 +134,9 @@ class _Resolver:
     def issue(self, loc: tuple[Any, ...], message: str) -> None:
         pos = locate(self.document, loc)
         self.issues.append(
-            RecipeIssue(self.path, pos[0] if pos else None, pos[1] if pos else None, step_label(self.document, loc), message)
+            RecipeIssue(
+                self.path, pos[0] if pos else None, pos[1] if pos else None, step_label(self.document, loc), message
+            )
         )
 
     def agent(self, spec: AgentStepSpec, loc: tuple[Any, ...], settings: Settings) -> AgentNode | None:
@@ -165,7 +167,12 @@ class _Resolver:
         return AgentNode(spec.key, cls, params, reads, writes, retries, loc)
 
     def _fields(
-        self, declared: tuple[str, ...] | None, loc: tuple[Any, ...], key: str, allowed: frozenset[str], cls: type[Agent]
+        self,
+        declared: tuple[str, ...] | None,
+        loc: tuple[Any, ...],
+        key: str,
+        allowed: frozenset[str],
+        cls: type[Agent],
     ) -> frozenset[str]:
         if declared is None:
             return allowed
@@ -203,9 +210,7 @@ class _Resolver:
         return LoopNode(tuple(n for n in inner if isinstance(n, (AgentNode, ParallelNode))), limit, loc)
 
 
-def build_plan(
-    spec: RecipeSpec, document: Any, path: str | Path, registry: Registry | None = None
-) -> Plan:
+def build_plan(spec: RecipeSpec, document: Any, path: str | Path, registry: Registry | None = None) -> Plan:
     """Resolve and validate ``spec``; raise :class:`RecipeValidationError` with every problem."""
     from flows.validate import validate_plan
 
@@ -214,7 +219,10 @@ def build_plan(
     for i, name in enumerate(spec.inputs):
         if name not in STATE_FIELDS:
             close = difflib.get_close_matches(name, sorted(STATE_FIELDS), n=1)
-            resolver.issue(("inputs", i), f"inputs: '{name}' is not a state field" + (f" (did you mean '{close[0]}'?)" if close else ""))
+            resolver.issue(
+                ("inputs", i),
+                f"inputs: '{name}' is not a state field" + (f" (did you mean '{close[0]}'?)" if close else ""),
+            )
     nodes = [resolver.step(s, ("steps", i), spec.settings) for i, s in enumerate(spec.steps)]
     plan = Plan(
         name=spec.name,

@@ -93,7 +93,11 @@ class LogReporter(Reporter):
 
     def step_finished(self, key: str, node: AgentNode, result: AgentResult, state: AnalysisState) -> None:
         self.logger.info(
-            "%s finished in %.1fs: %s [progress %.0f%%]", key, _seconds(result), result.summary or "done", state.progress_percentage
+            "%s finished in %.1fs: %s [progress %.0f%%]",
+            key,
+            _seconds(result),
+            result.summary or "done",
+            state.progress_percentage,
         )
 
     def round_started(self, round_: int, limit: int) -> None:
@@ -101,7 +105,11 @@ class LogReporter(Reporter):
 
     def loop_finished(self, state: AnalysisState) -> None:
         if state.critique_history:
-            self.logger.info("critique decided %s after %d round(s)", state.critique_history[-1].decision.value, state.iteration_count)
+            self.logger.info(
+                "critique decided %s after %d round(s)",
+                state.critique_history[-1].decision.value,
+                state.iteration_count,
+            )
 
     def run_failed(self, state: AnalysisState) -> None:
         self.logger.error("agent %s failed: %s", state.error_agent, state.error_message)

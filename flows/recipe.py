@@ -226,7 +226,11 @@ def issues_from_validation_error(
         loc = _clean_loc(prefix + tuple(error["loc"]))
         pos = locate(document, loc)
         where = step_label(document, loc)
-        issues.append(RecipeIssue(path, pos[0] if pos else None, pos[1] if pos else None, where, _message(error, known or _ALL_KEYS)))
+        issues.append(
+            RecipeIssue(
+                path, pos[0] if pos else None, pos[1] if pos else None, where, _message(error, known or _ALL_KEYS)
+            )
+        )
     return issues
 
 
@@ -248,9 +252,13 @@ def apply_overrides(document: Any, overrides: dict[str, str], path: str) -> None
             document.setdefault("settings", LocDict())[key] = value
             continue
         step_key, _, param = key.partition(".")
-        steps = [s for s in _iter_agent_steps(document.get("steps") or []) if step_key in (s.get("name"), s.get("agent"))]
+        steps = [
+            s for s in _iter_agent_steps(document.get("steps") or []) if step_key in (s.get("name"), s.get("agent"))
+        ]
         if not param or not steps:
-            names = sorted({str(s.get("name") or s.get("agent")) for s in _iter_agent_steps(document.get("steps") or [])})
+            names = sorted(
+                {str(s.get("name") or s.get("agent")) for s in _iter_agent_steps(document.get("steps") or [])}
+            )
             close = difflib.get_close_matches(step_key, names + sorted(_SETTING_KEYS), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             issues.append(
@@ -282,7 +290,9 @@ def load_recipe(path: str | Path, overrides: dict[str, str] | None = None) -> tu
     p = str(path)
     document = load_yaml(path)
     if not isinstance(document, LocDict):
-        raise RecipeValidationError(p, [RecipeIssue(p, 1, 1, "", "a recipe must be a YAML mapping with 'name' and 'steps'")])
+        raise RecipeValidationError(
+            p, [RecipeIssue(p, 1, 1, "", "a recipe must be a YAML mapping with 'name' and 'steps'")]
+        )
     if overrides:
         apply_overrides(document, overrides, p)
     try:

@@ -18,7 +18,7 @@ import os
 import secrets
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ def default_runs_dir() -> Path:
 
 def new_job_id() -> str:
     """A sortable, unique job id such as ``20261121-221503-3f9a2c``."""
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -135,7 +135,7 @@ class JobFolder:
 
     def request_cancel(self) -> None:
         """Ask a running job to stop after its current agent."""
-        self.cancel_path.write_text(datetime.now(timezone.utc).isoformat(), encoding="utf-8")
+        self.cancel_path.write_text(datetime.now(UTC).isoformat(), encoding="utf-8")
 
     def cancel_requested(self) -> bool:
         """Whether `whyflow cancel` asked this job to stop."""

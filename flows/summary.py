@@ -30,11 +30,11 @@ def _p(p: float | None) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.3f}"
 
 
-def _line(effect: TreatmentEffectResult, headline: bool) -> str:
+def _line(effect: TreatmentEffectResult, headline: bool, width: int) -> str:
     mark = "★" if headline else " "
     naive = " (naive, for contrast)" if effect.details.get("naive") else ""
     return (
-        f"  {mark} {effect.method:<26} {effect.estimand:<4} {fmt(effect.estimate):>10}  "
+        f"  {mark} {effect.method:<{width}} {effect.estimand:<4} {fmt(effect.estimate):>10}  "
         f"95% CI [{fmt(effect.ci_lower)}, {fmt(effect.ci_upper)}]  {_p(effect.p_value)}{naive}"
     )
 
@@ -50,11 +50,14 @@ def estimate_lines(state: AnalysisState) -> list[str]:
         heads = [e for e in effects if e.details.get("headline")]
         ordered = heads + [e for e in effects if e not in heads]
         lines.append(f"Effect of {treatment} on {outcome}:")
-        lines.extend(_line(e, e in heads) for e in ordered)
+        width = max(len(e.method) for e in ordered)
+        lines.extend(_line(e, e in heads, width) for e in ordered)
         if heads:
             h = heads[0]
             reason = h.details.get("headline_reason") or "chosen by the estimator's rule"
-            lines.append(f"  Headline: {h.method}, {fmt(h.estimate)} (95% CI {fmt(h.ci_lower)} to {fmt(h.ci_upper)}). Why: {reason}")
+            lines.append(
+                f"  Headline: {h.method}, {fmt(h.estimate)} (95% CI {fmt(h.ci_lower)} to {fmt(h.ci_upper)}). Why: {reason}"
+            )
     return lines
 
 

@@ -123,7 +123,10 @@ def _validate_loops_have_critique(plan: Plan, report: Report) -> None:
             continue
         members = [n for s in step.steps for n in ((s,) if isinstance(s, AgentNode) else s.nodes)]
         if not any(n.agent_cls.IS_CRITIQUE or "critique_history" in n.writes for n in members):
-            report((*step.loc, "critique_loop"), "critique_loop: has no critique agent, so it could never decide to stop or iterate")
+            report(
+                (*step.loc, "critique_loop"),
+                "critique_loop: has no critique agent, so it could never decide to stop or iterate",
+            )
 
 
 def _validate_status_order(plan: Plan, report: Report) -> None:

@@ -59,7 +59,9 @@ def make_state(
     frame.to_parquet(parquet, index=False)
     state = AnalysisState(
         job_id="test-job",
-        dataset_info=DatasetInfo(url=str(csv), name="test", local_path=str(csv), n_samples=len(frame), n_features=frame.shape[1]),
+        dataset_info=DatasetInfo(
+            url=str(csv), name="test", local_path=str(csv), n_samples=len(frame), n_features=frame.shape[1]
+        ),
         treatment_variable=treatment,
         outcome_variable=outcome,
     )

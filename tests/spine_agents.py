@@ -85,7 +85,9 @@ class ToyCritique(Agent):
     def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
         round_ = view.iteration_count + 1
         decision = CritiqueDecision.APPROVE if round_ >= params.approve_at else CritiqueDecision.ITERATE
-        feedback = CritiqueFeedback(decision=decision, iteration=round_, scores={"overall": 3}, issues=[], improvements=[], reasoning="toy")
+        feedback = CritiqueFeedback(
+            decision=decision, iteration=round_, scores={"overall": 3}, issues=[], improvements=[], reasoning="toy"
+        )
         return AgentResult(updates={"critique_history": [*view.critique_history, feedback]}, summary=decision.value)
 
 

@@ -145,10 +145,15 @@ def check_contract(cls: type[Agent]) -> None:
             problems.append(f"WRITES_STATE_FIELDS names '{f}', which only the runner may write")
     if not cls.WRITES_STATE_FIELDS:
         problems.append("WRITES_STATE_FIELDS is empty: an agent must write something")
-    if not isinstance(cls.JOB_STATUS, JobStatus) or cls.JOB_STATUS.is_terminal or cls.JOB_STATUS in (
-        JobStatus.PENDING,
-        JobStatus.CANCELLING,
-        JobStatus.ITERATING,
+    if (
+        not isinstance(cls.JOB_STATUS, JobStatus)
+        or cls.JOB_STATUS.is_terminal
+        or cls.JOB_STATUS
+        in (
+            JobStatus.PENDING,
+            JobStatus.CANCELLING,
+            JobStatus.ITERATING,
+        )
     ):
         problems.append(f"JOB_STATUS must be a working JobStatus, got {cls.JOB_STATUS!r}")
     if not isinstance(cls.PROGRESS_WEIGHT, (int, float)) or cls.PROGRESS_WEIGHT <= 0:

@@ -37,14 +37,20 @@ def read_table(path: str | Path) -> pd.DataFrame:
         if p.suffix.lower() in _PARQUET:
             frame = pd.read_parquet(p)
         else:
-            frame = pd.read_csv(p, sep=None if p.suffix.lower() not in (".csv", ".tsv") else ("\t" if p.suffix.lower() == ".tsv" else ","), engine="python" if p.suffix.lower() not in (".csv", ".tsv") else "c")
+            frame = pd.read_csv(
+                p,
+                sep=None if p.suffix.lower() not in (".csv", ".tsv") else ("\t" if p.suffix.lower() == ".tsv" else ","),
+                engine="python" if p.suffix.lower() not in (".csv", ".tsv") else "c",
+            )
     except pd.errors.EmptyDataError as exc:
         raise DataError(f"data file has no columns: {p}") from exc
     except pd.errors.ParserError as exc:
         detail = str(exc).strip().splitlines()[-1]
         raise DataError(f"malformed CSV {p}: {detail}") from exc
     except UnicodeDecodeError as exc:
-        raise DataError(f"data file {p} is not UTF-8 text (is it really a CSV?): {exc.reason} at byte {exc.start}") from exc
+        raise DataError(
+            f"data file {p} is not UTF-8 text (is it really a CSV?): {exc.reason} at byte {exc.start}"
+        ) from exc
     except (OSError, ValueError) as exc:
         raise DataError(f"cannot read {p}: {exc}") from exc
     if frame.shape[1] == 0:

@@ -39,8 +39,7 @@ class MissingStateField(WhyflowError):
         self.agent = agent
         self.field = field
         super().__init__(
-            f"agent '{agent}' requires state field '{field}', but it is empty at dispatch "
-            f"(no earlier step wrote it)"
+            f"agent '{agent}' requires state field '{field}', but it is empty at dispatch (no earlier step wrote it)"
         )
 
 

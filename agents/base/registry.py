@@ -95,7 +95,9 @@ class Registry:
         try:
             cls = _load(target)
         except (ImportError, AttributeError) as exc:
-            raise AgentRegistrationError(f"agent '{name}' points at '{target}', which cannot be imported: {exc}") from exc
+            raise AgentRegistrationError(
+                f"agent '{name}' points at '{target}', which cannot be imported: {exc}"
+            ) from exc
         from agents.base.agent import check_contract
 
         check_contract(cls)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -71,7 +71,7 @@ MAX_TRACE_REASONING_LEN = 1000
 
 def utcnow() -> datetime:
     """The current time in UTC, timezone-aware."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class JobStatus(StrEnum):

@@ -32,9 +32,7 @@ class StateView:
         if name not in type(snapshot).model_fields:
             raise AttributeError(f"AnalysisState has no field '{name}'")
         if name not in object.__getattribute__(self, "_readable"):
-            raise ContractViolation(
-                object.__getattribute__(self, "_agent"), name, "read", sorted(self._readable)
-            )
+            raise ContractViolation(object.__getattribute__(self, "_agent"), name, "read", sorted(self._readable))
         return getattr(snapshot, name)
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -33,9 +33,22 @@ def run_cli(*argv: str) -> int:
     return main(list(argv))
 
 
-def test_run_through_prefect_leaves_state_and_summary(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_through_prefect_leaves_state_and_summary(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "job"
-    code = run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", str(data), "--treatment", "treated", "--outcome", "outcome", "--output", str(out))
+    code = run_cli(
+        "run",
+        str(RECIPES / "valid_toy.yaml"),
+        "--data",
+        str(data),
+        "--treatment",
+        "treated",
+        "--outcome",
+        "outcome",
+        "--output",
+        str(out),
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     state = json.loads((out / "state.json").read_text())
@@ -49,7 +62,21 @@ def test_task_runs_are_named_after_agents(data: Path, tmp_path: Path) -> None:
     from prefect import get_client
 
     out = tmp_path / "job"
-    assert run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out)) == 0
+    assert (
+        run_cli(
+            "run",
+            str(RECIPES / "valid_toy.yaml"),
+            "--data",
+            str(data),
+            "-t",
+            "treated",
+            "-y",
+            "outcome",
+            "-o",
+            str(out),
+        )
+        == 0
+    )
     job_id = json.loads((out / "state.json").read_text())["job_id"]
 
     async def task_names() -> list[str]:
@@ -73,18 +100,26 @@ def test_task_runs_are_named_after_agents(data: Path, tmp_path: Path) -> None:
         (lambda p: p.write_text('a,b\n1,2\n3,4,5,6\n"x'), ("-t", "a", "-y", "b"), "malformed CSV"),
         (None, ("-t", "treatment", "-y", "outcome"), "treatment column 'treatment' is not in"),
         (None, ("-t", "treated", "-y", "outcom"), "(did you mean 'outcome'?)"),
-        (lambda p: pd.DataFrame({"t": [1] * 5, "y": range(5)}).to_csv(p, index=False), ("-t", "t", "-y", "y"), "treatment column 't' is constant"),
+        (
+            lambda p: pd.DataFrame({"t": [1] * 5, "y": range(5)}).to_csv(p, index=False),
+            ("-t", "t", "-y", "y"),
+            "treatment column 't' is constant",
+        ),
         (lambda p: p.write_text("a,b\n"), ("-t", "a", "-y", "b"), "has a header but no rows"),
     ],
     ids=["empty", "malformed", "wrong-column", "misspelt", "constant-treatment", "header-only"],
 )
-def test_bad_input_gets_one_clear_line(make, args, message, data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_gets_one_clear_line(
+    make, args, message, data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
     path = data
     if make is not None:
         path = tmp_path / "bad.csv"
         make(path)
     before = path.read_bytes()
-    code = run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", str(path), *args, "--output", str(tmp_path / "job"))
+    code = run_cli(
+        "run", str(RECIPES / "valid_toy.yaml"), "--data", str(path), *args, "--output", str(tmp_path / "job")
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert message in err and "Traceback" not in err
@@ -100,7 +135,9 @@ def test_missing_data_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_failed_run_exits_nonzero_with_reason(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     recipe = tmp_path / "r.yaml"
     recipe.write_text("name: r\nsteps:\n  - agent: toy_profiler\n  - agent: bad_writer\n")
-    code = run_cli("run", str(recipe), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(tmp_path / "job"))
+    code = run_cli(
+        "run", str(recipe), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(tmp_path / "job")
+    )
     err = capsys.readouterr().err
     assert code == 1
     assert "run failed in bad_writer: agent 'bad_writer' wrote state field 'treatment_effects'" in err
@@ -118,7 +155,23 @@ def test_validate_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_status_list_and_cancel_commands(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = tmp_path / "runs"
-    assert run_cli("--runs-dir", str(runs), "run", str(RECIPES / "valid_toy.yaml"), "--data", str(data), "-t", "treated", "-y", "outcome", "--job-id", "job-a") == 0
+    assert (
+        run_cli(
+            "--runs-dir",
+            str(runs),
+            "run",
+            str(RECIPES / "valid_toy.yaml"),
+            "--data",
+            str(data),
+            "-t",
+            "treated",
+            "-y",
+            "outcome",
+            "--job-id",
+            "job-a",
+        )
+        == 0
+    )
     capsys.readouterr()
     assert run_cli("--runs-dir", str(runs), "list") == 0
     listing = capsys.readouterr().out
@@ -135,7 +188,21 @@ def test_kill_minus_nine_then_resume(data: Path, tmp_path: Path, capsys: pytest.
     recipe.write_text("name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {sleep: 3}\n")
     out = tmp_path / "job"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "run", str(recipe), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "flows.cli",
+            "run",
+            str(recipe),
+            "--data",
+            str(data),
+            "-t",
+            "treated",
+            "-y",
+            "outcome",
+            "-o",
+            str(out),
+        ],
         env=subprocess_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -12,16 +12,32 @@ from flows.plan import load_plan
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 
 CASES = [
-    ("unknown_agent.yaml", 4, "step 'toy_estimater' → agent: unknown agent 'toy_estimater' (did you mean 'toy_estimator'?)"),
+    (
+        "unknown_agent.yaml",
+        4,
+        "step 'toy_estimater' → agent: unknown agent 'toy_estimater' (did you mean 'toy_estimator'?)",
+    ),
     ("unknown_param.yaml", 6, "step 'toy_estimator' → with.slep: unknown key (did you mean 'sleep'?)"),
     ("bad_param_type.yaml", 5, "step 'toy_estimator' → with.sleep: Input should be a valid number"),
-    ("missing_read.yaml", 3, "requires 'data_profile', which no earlier step writes and no input provides; add a step with agent 'data_profiler'"),
+    (
+        "missing_read.yaml",
+        3,
+        "requires 'data_profile', which no earlier step writes and no input provides; add a step with agent 'data_profiler'",
+    ),
     ("parallel_clash.yaml", 6, "writes 'treatment_effects', which parallel sibling 'toy_estimator' also writes"),
-    ("parallel_reads_sibling.yaml", 5, "requires 'data_profile', which parallel sibling 'toy_profiler' writes at the same time"),
+    (
+        "parallel_reads_sibling.yaml",
+        5,
+        "requires 'data_profile', which parallel sibling 'toy_profiler' writes at the same time",
+    ),
     ("loop_without_critique.yaml", 4, "critique_loop: has no critique agent"),
     ("zero_iterations.yaml", 5, "step 'critique_loop' → max_iterations: must be ≥ 1 (got 0)"),
     ("unknown_key.yaml", 2, "step: unknown key (did you mean 'steps'?)"),
-    ("writes_outside_contract.yaml", 5, "writes: 'recommendations' is not in agent 'toy_estimator' WRITES_STATE_FIELDS"),
+    (
+        "writes_outside_contract.yaml",
+        5,
+        "writes: 'recommendations' is not in agent 'toy_estimator' WRITES_STATE_FIELDS",
+    ),
     ("duplicate_step_name.yaml", 5, "step name 'toy_estimator' is used twice; give one of them a distinct 'name:'"),
     ("phase_order.yaml", 5, "runs in phase EXPLORATORY_ANALYSIS after a step in phase ESTIMATING_EFFECTS"),
     ("not_a_mapping.yaml", 1, "a recipe must be a YAML mapping"),
@@ -71,7 +87,13 @@ def test_missing_recipe_file() -> None:
 
 def test_valid_recipe_resolves_into_plan() -> None:
     plan = load_plan(RECIPES / "valid_toy.yaml")
-    assert [n.key for n in plan.agent_nodes()] == ["toy_profiler", "toy_recommender", "toy_watcher", "toy_estimator", "toy_critique"]
+    assert [n.key for n in plan.agent_nodes()] == [
+        "toy_profiler",
+        "toy_recommender",
+        "toy_watcher",
+        "toy_estimator",
+        "toy_critique",
+    ]
     assert plan.steps[2].max_iterations == 3  # type: ignore[union-attr]
 
 
@@ -83,7 +105,10 @@ def test_overrides_set_settings_and_params() -> None:
 
 
 def test_unknown_override_is_an_error() -> None:
-    with pytest.raises(RecipeValidationError, match=r"--set toy_estimatr.sleep → not a setting or STEP.PARAM of this recipe \(did you mean 'toy_estimator'\?\)"):
+    with pytest.raises(
+        RecipeValidationError,
+        match=r"--set toy_estimatr.sleep → not a setting or STEP.PARAM of this recipe \(did you mean 'toy_estimator'\?\)",
+    ):
         load_plan(RECIPES / "valid_toy.yaml", {"toy_estimatr.sleep": "1"})
 
 

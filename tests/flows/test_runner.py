@@ -36,13 +36,17 @@ def write_recipe(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def start(tmp_path: Path, recipe: Path, overrides: dict[str, str] | None = None) -> tuple[Plan, JobFolder, AnalysisState]:
+def start(
+    tmp_path: Path, recipe: Path, overrides: dict[str, str] | None = None
+) -> tuple[Plan, JobFolder, AnalysisState]:
     frame, _ = linear_confounding(400, effect=2.0, seed=3)
     data = tmp_path / "data.csv"
     frame.to_csv(data, index=False)
     plan = load_plan(recipe, overrides)
     folder = prepare_job(
-        RunRequest(recipe=str(recipe), data=str(data), treatment="treated", outcome="outcome", output=str(tmp_path / "job")),
+        RunRequest(
+            recipe=str(recipe), data=str(data), treatment="treated", outcome="outcome", output=str(tmp_path / "job")
+        ),
         plan,
     )
     return plan, folder, folder.load()

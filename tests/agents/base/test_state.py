@@ -31,13 +31,21 @@ def new_state(**kw: object) -> AnalysisState:
 
 def effect(t: str, y: str, est: float = 1.0) -> TreatmentEffectResult:
     return TreatmentEffectResult(
-        method="OLS", estimand="ATE", estimate=est, std_error=0.1, ci_lower=est - 0.2, ci_upper=est + 0.2,
-        treatment_variable=t, outcome_variable=y,
+        method="OLS",
+        estimand="ATE",
+        estimate=est,
+        std_error=0.1,
+        ci_lower=est - 0.2,
+        ci_upper=est + 0.2,
+        treatment_variable=t,
+        outcome_variable=y,
     )
 
 
 def feedback(decision: CritiqueDecision, iteration: int = 1) -> CritiqueFeedback:
-    return CritiqueFeedback(decision=decision, iteration=iteration, scores={"overlap": 3}, issues=[], improvements=[], reasoning="")
+    return CritiqueFeedback(
+        decision=decision, iteration=iteration, scores={"overlap": 3}, issues=[], improvements=[], reasoning=""
+    )
 
 
 def test_defaults_follow_the_schema() -> None:
@@ -105,7 +113,10 @@ def test_primary_pair_priority() -> None:
     assert s.get_primary_pair() == (None, None)
     s.treatment_effects = [effect("t3", "y3")]
     assert s.get_primary_pair() == ("t3", "y3")
-    s.analyzed_pairs = [CausalPair(treatment="t2b", outcome="y2b", priority=2), CausalPair(treatment="t2", outcome="y2", priority=1)]
+    s.analyzed_pairs = [
+        CausalPair(treatment="t2b", outcome="y2b", priority=2),
+        CausalPair(treatment="t2", outcome="y2", priority=1),
+    ]
     assert s.get_primary_pair() == ("t2", "y2")
     s.treatment_variable, s.outcome_variable = "t1", "y1"
     assert s.get_primary_pair() == ("t1", "y1")
@@ -218,7 +229,9 @@ def test_json_round_trip_keeps_everything() -> None:
     recs=st.lists(st.text(max_size=20), max_size=3),
     iteration=st.integers(min_value=0, max_value=10),
 )
-def test_state_json_round_trip_property(treatment: str | None, estimates: list[float], recs: list[str], iteration: int) -> None:
+def test_state_json_round_trip_property(
+    treatment: str | None, estimates: list[float], recs: list[str], iteration: int
+) -> None:
     s = new_state(treatment_variable=treatment, recommendations=recs, iteration_count=iteration)
     s.treatment_effects = [effect("t", "y", e) for e in estimates]
     assert AnalysisState.from_json(s.to_json()) == s

@@ -1,0 +1,52 @@
+# whyflow: `make demo` runs the full causal recipe on the shipped example; `make test` tests.
+# Needs only Python 3.11+ and make: everything installs into ./.venv.
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# Keep Prefect, Jupyter and matplotlib state inside the project; no telemetry.
+export PREFECT_HOME := $(CURDIR)/.prefect
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export MPLCONFIGDIR := $(CURDIR)/.mplconfig
+export JUPYTER_RUNTIME_DIR := $(CURDIR)/.jupyter/runtime
+export IPYTHONDIR := $(CURDIR)/.ipython
+export OMP_NUM_THREADS := 1
+
+.PHONY: install demo test lint typecheck schema bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "whyflow needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/whyflow run pipelines/causal_analysis.yaml \
+		--data examples/job_training.csv --treatment training --outcome earnings \
+		--metadata examples/job_training.meta.yaml
+
+lint: install
+	$(BIN)/ruff check agents flows tests benchmarks
+
+typecheck: install
+	$(BIN)/mypy
+
+test: install lint
+	@$(BIN)/python -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests — failing" >&2; fi; \
+	exit $$rc
+
+schema: install
+	$(BIN)/python -m flows.schema > schemas/recipe.schema.json
+
+bench: install
+	$(BIN)/python benchmarks/bench_understanding.py
+	$(BIN)/python benchmarks/bench_discovery.py
+	$(BIN)/python benchmarks/bench_estimation.py
+
+clean:
+	rm -rf $(VENV) .prefect .mplconfig .jupyter .ipython .pytest_cache .ruff_cache .mypy_cache
