@@ -42,7 +42,9 @@ def test_true_graph_gives_confounders_and_excludes_bad_controls(tmp_path: Path) 
 def test_discovered_graph_with_temporal_knowledge(tmp_path: Path) -> None:
     frame, truth = _data(seed=1)
     state = make_state(frame, tmp_path, "treated", "outcome")
-    state.domain_knowledge = {"temporal_order": [["x1", "x2", "x3"], ["treated"], ["mediator", "t_scaled"], ["outcome"], ["collider"]]}
+    state.domain_knowledge = {
+        "temporal_order": [["x1", "x2", "x3"], ["treated"], ["mediator", "t_scaled"], ["outcome"], ["collider"]]
+    }
     run_single_agent("causal_discovery", state, tmp_path, {"bootstrap": 3})
     run_single_agent("dag_expert", state, tmp_path)
     run_single_agent("confounder_discovery", state, tmp_path)
@@ -67,7 +69,15 @@ def test_instrument_listed_not_adjusted(tmp_path: Path) -> None:
     frame, truth = wide_confounded(n=3000, p=12, seed=0)
     t, y = truth["treatment"], truth["outcome"]
     edges = [(c, t) for c in truth["confounders"]] + [(c, y) for c in truth["confounders"]]
-    edges += [("instrument", t), ("outcome_cause", y), (t, "mediator"), ("mediator", y), (t, y), (t, "collider"), (y, "collider")]
+    edges += [
+        ("instrument", t),
+        ("outcome_cause", y),
+        (t, "mediator"),
+        ("mediator", y),
+        (t, y),
+        (t, "collider"),
+        (y, "collider"),
+    ]
     state = make_state(frame, tmp_path, t, y)
     state.proposed_dag = _dag(edges)
     run_single_agent("confounder_discovery", state, tmp_path)

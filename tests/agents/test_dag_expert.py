@@ -44,7 +44,12 @@ def test_forbidden_edges_removed_or_reversed_and_temporal_orientation(tmp_path: 
     result = run_single_agent("dag_expert", state, tmp_path)
     arrows = _arrows(state.proposed_dag)
     assert not any({s, t} == {"age", "z"} for s, t, _ in arrows)
-    assert {("age", "m", "directed"), ("t", "m", "directed"), ("m", "y", "directed"), ("age", "t", "directed")} <= arrows
+    assert {
+        ("age", "m", "directed"),
+        ("t", "m", "directed"),
+        ("m", "y", "directed"),
+        ("age", "t", "directed"),
+    } <= arrows
     assert ("t", "y", "directed") in arrows  # the question presumes t -> y
     assert state.proposed_dag.discovery_method == "PC+expert"
     assert "removed age -> z" in result.reasoning and "reversed m -> age" in result.reasoning

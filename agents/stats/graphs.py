@@ -1,0 +1,248 @@
+"""Shared causal-graph helpers: background knowledge, edge keys, acyclicity and path logic.
+
+Used by causal discovery (to build causal-learn's ``BackgroundKnowledge``), the DAG expert (to
+orient, remove and add edges) and confounder discovery (descendants, mediators, colliders and
+the graph handed to DoWhy). Graph algorithms come from networkx; this module only says which
+question to ask it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agents.base.state import CausalEdge
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = [
+    "Knowledge",
+    "edge_key",
+    "directed_graph",
+    "break_cycles",
+    "definite_descendants",
+    "possible_descendants",
+    "mediators",
+    "colliders",
+    "skeleton",
+    "oriented",
+    "precision_recall",
+]
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """What domain knowledge and the question say about which causal directions are impossible.
+
+    Rules (each with a plain-words reason): explicit forbidden edges; nothing in a later
+    ``temporal_order`` tier causes something in an earlier tier; nothing measured after the
+    treatment causes the treatment; the outcome causes nothing, except variables that the
+    temporal order places strictly after the outcome.
+    """
+
+    treatment: str | None = None
+    outcome: str | None = None
+    tiers: dict[str, int] = field(default_factory=dict)
+    post_treatment: frozenset[str] = frozenset()
+    forbidden: frozenset[tuple[str, str]] = frozenset()
+    required: frozenset[tuple[str, str]] = frozenset()
+
+    @classmethod
+    def from_domain(
+        cls, domain: dict[str, Any] | None, treatment: str | None, outcome: str | None, nodes: Iterable[str] = ()
+    ) -> Knowledge:
+        """Read the ``domain_knowledge`` dict (agents/README.md shape), limited to ``nodes`` if given."""
+        domain = domain or {}
+        keep = set(nodes)
+
+        def ok(name: object) -> bool:
+            return isinstance(name, str) and (not keep or name in keep)
+
+        tiers: dict[str, int] = {}
+        for i, tier in enumerate(domain.get("temporal_order") or []):
+            for col in tier or []:
+                if ok(col):
+                    tiers.setdefault(col, i)
+        post = {c for c in domain.get("post_treatment") or [] if ok(c) and c != treatment}
+        roles = domain.get("roles") or {}
+        post |= {c for c, r in roles.items() if r == "mediator" and ok(c)}
+        if treatment in tiers:
+            post |= {c for c, t in tiers.items() if t > tiers[treatment] and c != outcome}
+
+        def pairs(key: str) -> frozenset[tuple[str, str]]:
+            out = set()
+            for pair in domain.get(key) or []:
+                if isinstance(pair, (list, tuple)) and len(pair) == 2 and ok(pair[0]) and ok(pair[1]):
+                    out.add((str(pair[0]), str(pair[1])))
+            return frozenset(out)
+
+        return cls(treatment, outcome, tiers, frozenset(post), pairs("forbidden_edges"), pairs("required_edges"))
+
+    def forbid_reason(self, src: str, dst: str) -> str | None:
+        """Why ``src -> dst`` is impossible, or ``None`` when nothing known rules it out."""
+        if (src, dst) in self.required:
+            return None
+        if (src, dst) in self.forbidden:
+            return f"domain knowledge forbids {src} -> {dst}"
+        if (dst, src) in self.required:
+            return f"domain knowledge requires {dst} -> {src}"
+        if src in self.tiers and dst in self.tiers and self.tiers[src] > self.tiers[dst]:
+            return f"{src} is measured after {dst} (temporal order)"
+        if dst == self.treatment and src in self.post_treatment:
+            return f"{src} is measured after the treatment {dst}, so it cannot cause it"
+        if src == self.outcome and dst != self.outcome:
+            t_out, t_dst = self.tiers.get(src), self.tiers.get(dst)
+            if t_out is None or t_dst is None or t_dst <= t_out:
+                return f"the outcome {src} is taken to cause nothing in the analysis"
+        return None
+
+    def is_empty(self) -> bool:
+        """True when there is no knowledge at all (no pair, tiers or edge lists)."""
+        return not (
+            self.treatment or self.outcome or self.tiers or self.post_treatment or self.forbidden or self.required
+        )
+
+    def causallearn(self, names: Sequence[str]) -> Any:
+        """The same rules as a causal-learn ``BackgroundKnowledge`` over ``names`` (or ``None``)."""
+        from causallearn.graph.GraphNode import GraphNode
+        from causallearn.utils.PCUtils.BackgroundKnowledge import BackgroundKnowledge
+
+        bk = BackgroundKnowledge()
+        nodes = {n: GraphNode(n) for n in names}
+        count = 0
+        for a in names:
+            for b in names:
+                if a != b and self.forbid_reason(a, b):
+                    bk.add_forbidden_by_node(nodes[a], nodes[b])
+                    count += 1
+        for a, b in self.required:
+            if a in nodes and b in nodes:
+                bk.add_required_by_node(nodes[a], nodes[b])
+                count += 1
+        return bk if count else None
+
+    def lingam_prior(self, names: Sequence[str]) -> Any:
+        """A DirectLiNGAM prior-knowledge matrix (``pk[to, from] = 0``: no path from ``from``)."""
+        import numpy as np
+
+        pk = -np.ones((len(names), len(names)))
+        for i, a in enumerate(names):
+            for j, b in enumerate(names):
+                if i != j and self.forbid_reason(a, b) and not self.forbid_reason(b, a):
+                    pk[j, i] = 0
+        return pk if (pk == 0).any() else None
+
+
+def edge_key(edge: CausalEdge) -> tuple[str, str, str]:
+    """An identity for an edge with its orientation: directed keeps order, others are sorted."""
+    if edge.edge_type == "directed":
+        return ("directed", edge.source, edge.target)
+    a, b = sorted((edge.source, edge.target))
+    return (edge.edge_type, a, b)
+
+
+def directed_graph(nodes: Iterable[str], edges: Iterable[CausalEdge]) -> nx.DiGraph:
+    """The directed part of a graph as a networkx DiGraph (edge attribute ``confidence``)."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    for e in edges:
+        if e.edge_type == "directed":
+            g.add_edge(e.source, e.target, confidence=e.confidence)
+    return g
+
+
+def break_cycles(
+    nodes: Sequence[str], edges: list[CausalEdge], protected: frozenset[tuple[str, str]] = frozenset()
+) -> tuple[list[CausalEdge], list[str]]:
+    """Remove the lowest-confidence directed edge of each cycle until the graph is acyclic.
+
+    ``protected`` edges (required by domain knowledge) are removed only if a cycle has nothing
+    else. Returns the kept edges and one sentence per removal.
+    """
+    import networkx as nx
+
+    kept = list(edges)
+    notes: list[str] = []
+    while True:
+        g = directed_graph(nodes, kept)
+        try:
+            cycle = nx.find_cycle(g)
+        except nx.NetworkXNoCycle:
+            return kept, notes
+        in_cycle = [(u, v) for u, v, *_ in cycle]
+        victim = min(in_cycle, key=lambda uv: (uv in protected, g.edges[uv]["confidence"], uv))
+        path = " -> ".join([u for u, _ in in_cycle] + [in_cycle[0][0]])
+        kept = [e for e in kept if not (e.edge_type == "directed" and (e.source, e.target) == victim)]
+        notes.append(
+            f"removed {victim[0]} -> {victim[1]} (confidence {g.edges[victim]['confidence']:.2f}, the lowest) "
+            f"to break the cycle {path}"
+        )
+
+
+def definite_descendants(nodes: Iterable[str], edges: Iterable[CausalEdge], source: str) -> set[str]:
+    """Nodes reachable from ``source`` along directed edges only."""
+    import networkx as nx
+
+    g = directed_graph(nodes, edges)
+    return set(nx.descendants(g, source)) if source in g else set()
+
+
+def possible_descendants(nodes: Iterable[str], edges: Iterable[CausalEdge], source: str) -> set[str]:
+    """Nodes reachable from ``source`` along directed edges forwards or undirected edges."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    for e in edges:
+        if e.edge_type == "directed":
+            g.add_edge(e.source, e.target)
+        elif e.edge_type == "undirected":
+            g.add_edge(e.source, e.target)
+            g.add_edge(e.target, e.source)
+    return set(nx.descendants(g, source)) - {source} if source in g else set()
+
+
+def mediators(nodes: Iterable[str], edges: Iterable[CausalEdge], treatment: str, outcome: str) -> set[str]:
+    """Nodes on a directed path treatment -> ... -> outcome."""
+    import networkx as nx
+
+    g = directed_graph(nodes, edges)
+    if treatment not in g or outcome not in g:
+        return set()
+    return (set(nx.descendants(g, treatment)) & set(nx.ancestors(g, outcome))) - {treatment, outcome}
+
+
+def colliders(nodes: Iterable[str], edges: Iterable[CausalEdge], treatment: str, outcome: str) -> set[str]:
+    """Common effects of treatment and outcome (descendants of both)."""
+    import networkx as nx
+
+    g = directed_graph(nodes, edges)
+    if treatment not in g or outcome not in g:
+        return set()
+    return (set(nx.descendants(g, treatment)) & set(nx.descendants(g, outcome))) - {treatment, outcome}
+
+
+def skeleton(edges: Iterable[tuple[str, str]] | Iterable[CausalEdge]) -> set[frozenset[str]]:
+    """Unordered adjacencies of a list of (source, target) pairs or CausalEdges."""
+    out: set[frozenset[str]] = set()
+    for e in edges:
+        a, b = (e.source, e.target) if isinstance(e, CausalEdge) else e
+        out.add(frozenset((a, b)))
+    return out
+
+
+def oriented(edges: Iterable[CausalEdge]) -> set[tuple[str, str]]:
+    """The directed edges of a learned graph as (source, target) pairs."""
+    return {(e.source, e.target) for e in edges if e.edge_type == "directed"}
+
+
+def precision_recall(found: set[Any], truth: set[Any]) -> tuple[float, float]:
+    """Precision and recall of ``found`` against ``truth`` (1.0 for empty denominators)."""
+    tp = len(found & truth)
+    precision = tp / len(found) if found else 1.0
+    recall = tp / len(truth) if truth else 1.0
+    return precision, recall
