@@ -95,3 +95,11 @@ def test_heuristics_without_metadata(tmp_path: Path) -> None:
     # Nothing the data cannot tell is invented: no temporal tiers without metadata.
     assert dk["temporal_order"] == []
     assert "skills_score" not in dk["post_treatment"]
+
+
+def test_temporal_order_from_measured_flags(tmp_path: Path) -> None:
+    meta = {k: v for k, v in METADATA.items() if k != "temporal_order"}
+    state = _state(tmp_path, meta)
+    run_single_agent("domain_knowledge", state, tmp_path)
+    dk = state.domain_knowledge
+    assert dk["temporal_order"] == [["age", "prior_earnings"], ["training"], ["skills_score", "earnings"]]

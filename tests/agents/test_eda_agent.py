@@ -90,6 +90,6 @@ def test_large_tables_use_dagostino_and_a_sample(tmp_path: Path) -> None:
     eda = state.eda_result
     assert eda.distribution_stats["x3"]["normality_test"] == "dagostino_k2"
     assert eda.distribution_stats["x3"]["is_normal"] is True
-    assert result.outputs["sampled"] is True and "sample of 2,000" in result.reasoning
+    assert result.outputs["sampled"] is True and "sample of 2,000 of 6,000 rows" in result.reasoning
     assert eda.plot_paths == {}
     assert eda.data_quality_score > 90

@@ -1,0 +1,105 @@
+"""Data profiler: column types, statistics and candidate causal roles of the input table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.data import check_columns, read_table
+from agents.base.errors import AgentError
+from agents.base.state import JobStatus
+from agents.base.view import StateView
+from agents.stats.profiling import build_profile
+
+__all__ = ["DataProfilerAgent", "write_parquet"]
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
+    """Write ``frame`` to Parquet, turning mixed-type text columns into strings if Arrow refuses them."""
+    try:
+        frame.to_parquet(path, index=False)
+    except (TypeError, ValueError):  # pyarrow's ArrowTypeError / ArrowInvalid
+        fixed = frame.copy()
+        for col in fixed.columns:
+            if pd.api.types.is_object_dtype(fixed[col]):
+                fixed[col] = fixed[col].astype("string")
+        fixed.to_parquet(path, index=False)
+    return path
+
+
+class DataProfilerAgent(Agent):
+    """Profiles the job's copy of the data and proposes treatment, outcome and covariate roles."""
+
+    NAME = "data_profiler"
+    DESCRIPTION = "Column types, missingness, summary statistics and candidate causal roles."
+    REQUIRED_STATE_FIELDS = ("dataset_info",)
+    OPTIONAL_STATE_FIELDS = ("raw_metadata",)
+    WRITES_STATE_FIELDS = ("data_profile", "dataframe_path")
+    JOB_STATUS = JobStatus.PROFILING
+    PROGRESS_WEIGHT = 1.0
+
+    class Params(AgentParams):
+        """No options: the profile is fully determined by the data and the user's choices."""
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        """Read the input, profile it and write the analysis copy."""
+        info = view.dataset_info
+        if not info.local_path:
+            raise AgentError("the dataset has no local copy (dataset_info.local_path is empty): fetch it first")
+        frame = read_table(info.local_path)
+        treatment, outcome = view.treatment_variable, view.outcome_variable
+        design = view.design
+        check_columns(
+            frame,
+            {
+                "treatment": treatment,
+                "outcome": outcome,
+                "instrument": design.instrument,
+                "running variable": design.running_variable,
+                "time": design.time_column,
+            },
+            f"the dataset {Path(info.local_path).name}",
+        )
+        if treatment and treatment == outcome:
+            raise AgentError(f"the treatment and the outcome are the same column '{treatment}'")
+        ctx.progress(f"profiling {frame.shape[0]:,} rows x {frame.shape[1]} columns")
+        report = build_profile(
+            frame,
+            treatment,
+            outcome,
+            view.raw_metadata,
+            instrument=design.instrument,
+            running_variable=design.running_variable,
+            time_column=design.time_column,
+        )
+        path = write_parquet(frame, ctx.data_dir / "analysis.parquet")
+        prof = report.profile
+        t = prof.treatment_candidates[0] if prof.treatment_candidates else None
+        y = prof.outcome_candidates[0] if prof.outcome_candidates else None
+        counts: dict[str, int] = {}
+        for kind in prof.feature_types.values():
+            counts[kind] = counts.get(kind, 0) + 1
+        n_missing = sum(prof.missing_values.values())
+        summary = (
+            f"{prof.n_samples:,} rows x {prof.n_features} columns ("
+            + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            + f"); treatment {t or '?'}, outcome {y or '?'}, {len(prof.potential_confounders)} potential confounders"
+            + (f", {n_missing:,} missing cells" if n_missing else "")
+        )
+        return AgentResult(
+            updates={"data_profile": prof, "dataframe_path": str(path)},
+            summary=summary,
+            reasoning="\n".join(report.reasons),
+            outputs={
+                "n_samples": prof.n_samples,
+                "n_features": prof.n_features,
+                "type_counts": counts,
+                "treatment": t,
+                "outcome": y,
+                "text_numeric_columns": report.text_numeric,
+                "id_columns": report.id_columns,
+                "constant_columns": report.constant_columns,
+            },
+        )

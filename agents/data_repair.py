@@ -1,0 +1,401 @@
+"""Data repair: a Great Expectations suite built from the profile, then the repairs that are safe.
+
+Each failed expectation and each repair becomes one ``data_repairs`` entry with counts, so the
+critique and the report can say exactly what was changed. Safe repairs: numbers stored as text
+parsed, label spelling variants unified, exact duplicate rows dropped, rows missing the
+treatment or outcome dropped (never imputed), constant columns dropped, other missing values
+imputed (median / mode) with a ``<col>_missing`` indicator when the share is material.
+Outliers are reported, not changed: trimming them would change the estimand silently.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.errors import AgentError
+from agents.base.state import DataProfile, JobStatus
+from agents.base.view import StateView
+from agents.data_profiler import write_parquet
+from agents.stats.profiling import NUMERIC_TYPES, build_profile, label_variants, name_tokens, parse_numeric_text
+
+__all__ = ["DataRepairAgent", "run_expectations"]
+
+_NUMERIC_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+_NUMERIC_DTYPES += ["float16", "float32", "float64", "Int8", "Int16", "Int32", "Int64", "Float32", "Float64", "bool"]
+_FAR_OUT = 3.0  # Tukey's "far out" fence: beyond 3 IQR from the quartiles
+
+
+def _range_bounds(col: str, stats: dict[str, float]) -> tuple[float, float] | None:
+    """Plausible range: Tukey's far-out fences, intersected with [0, 120] for ages."""
+    if not {"p25", "p75"} <= stats.keys():
+        return None
+    iqr = stats["p75"] - stats["p25"]
+    if iqr <= 0:
+        return None
+    lo, hi = stats["p25"] - _FAR_OUT * iqr, stats["p75"] + _FAR_OUT * iqr
+    if "age" in name_tokens(col):
+        lo, hi = max(lo, 0.0), min(hi, 120.0)
+    return lo, hi
+
+
+def _suites(parsed: pd.DataFrame, profile: DataProfile, ids: list[str]) -> tuple[list, list]:
+    """Expectations on the raw data (types) and on the data with numbers parsed (the rest)."""
+    import great_expectations as gx
+
+    E = gx.expectations
+    types = profile.feature_types
+    on_raw: list[Any] = []
+    on_parsed: list[Any] = [E.ExpectCompoundColumnsToBeUnique(column_list=list(parsed.columns))]
+    for col in parsed.columns:
+        kind = types.get(col, "categorical")
+        on_parsed.append(E.ExpectColumnValuesToNotBeNull(column=col))
+        if kind in NUMERIC_TYPES and pd.api.types.is_numeric_dtype(parsed[col]):
+            on_raw.append(E.ExpectColumnValuesToBeInTypeList(column=col, type_list=_NUMERIC_DTYPES))
+        if kind == "constant" or parsed[col].nunique() <= 1:
+            on_parsed.append(E.ExpectColumnUniqueValueCountToBeBetween(column=col, min_value=2))
+        if col in ids:
+            on_parsed.append(E.ExpectColumnValuesToBeUnique(column=col))
+        bounds = _range_bounds(col, _stats(parsed[col])) if kind == "numeric" else None
+        if bounds is not None:
+            on_parsed.append(E.ExpectColumnValuesToBeBetween(column=col, min_value=bounds[0], max_value=bounds[1]))
+        if kind in ("categorical", "binary") and not pd.api.types.is_numeric_dtype(parsed[col]):
+            variants = label_variants(parsed[col])
+            allowed = sorted({str(v) for v in parsed[col].dropna().astype(str).unique()} - set(variants))
+            on_parsed.append(E.ExpectColumnValuesToBeInSet(column=col, value_set=allowed))
+    return on_raw, on_parsed
+
+
+def _stats(series: pd.Series) -> dict[str, float]:
+    v = series.dropna()
+    if v.empty or not pd.api.types.is_numeric_dtype(v):
+        return {}
+    q = v.astype("float64").quantile([0.25, 0.75]).to_numpy()
+    return {"p25": float(q[0]), "p75": float(q[1])}
+
+
+def run_expectations(frame: pd.DataFrame, expectations: list[Any]) -> list[dict[str, Any]]:
+    """Validate ``expectations`` on ``frame`` with an ephemeral GE context; one entry per failure."""
+    if not expectations:
+        return []
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    gctx = gx.get_context(mode="ephemeral")
+    gctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+    suite = gx.ExpectationSuite(name="whyflow_repair", expectations=expectations)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"great_expectations\..*")
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"great_expectations\..*")
+        result = gctx.data_sources.pandas_default.read_dataframe(frame).validate(suite, result_format="SUMMARY")
+    failures: list[dict[str, Any]] = []
+    for res in result.results:
+        if res.success:
+            continue
+        cfg = res.expectation_config
+        col = cfg.kwargs.get("column")
+        failures.append(_failure_entry(frame, cfg.type, col, cfg.kwargs, dict(res.result or {})))
+    return failures
+
+
+def _failure_entry(frame: pd.DataFrame, kind: str, col: str | None, kwargs: dict, res: dict) -> dict[str, Any]:
+    """A data_repairs entry for one failed expectation, with a count and a plain explanation."""
+    n = len(frame)
+    count = res.get("unexpected_count")
+    if kind == "expect_column_values_to_be_in_type_list":
+        count = int(frame[col].notna().sum())
+        detail = f"values stored as {res.get('observed_value', 'text')}, not numbers ({count:,} values)"
+    elif kind == "expect_column_unique_value_count_to_be_between":
+        count = n
+        detail = f"constant column: {res.get('observed_value', 1)} distinct value"
+    elif kind == "expect_compound_columns_to_be_unique":
+        count = int(frame.duplicated(keep="first").sum())
+        detail = f"{count:,} rows exactly repeat an earlier row ({res.get('unexpected_count', 0):,} rows involved)"
+    elif kind == "expect_column_values_to_be_between":
+        detail = (
+            f"{count:,} of {n:,} values outside the plausible range "
+            f"[{kwargs['min_value']:.4g}, {kwargs['max_value']:.4g}] (3 IQR beyond the quartiles)"
+        )
+    elif kind == "expect_column_values_to_be_in_set":
+        detail = (
+            f"{count:,} values are spelling variants of another label: {res.get('partial_unexpected_list', [])[:5]}"
+        )
+    elif kind == "expect_column_values_to_not_be_null":
+        detail = f"{count:,} of {n:,} values missing ({(count or 0) / max(n, 1):.1%})"
+    else:
+        detail = f"{count} unexpected values"
+    return {
+        "kind": "expectation",
+        "expectation": kind,
+        "column": col,
+        "success": False,
+        "unexpected_count": int(count or 0),
+        "detail": detail,
+    }
+
+
+def _fmt(value: Any) -> str:
+    """A value for a message: numbers compactly, text quoted."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return f"{float(value):g}"
+    return repr(str(value)) if value is not None else "nothing"
+
+
+def _repair(column: str | None, issue: str, action: str, n_before: int, n_after: int, detail: str) -> dict[str, Any]:
+    return {
+        "kind": "repair",
+        "column": column,
+        "issue": issue,
+        "action": action,
+        "n_before": int(n_before),
+        "n_after": int(n_after),
+        "detail": detail,
+    }
+
+
+class DataRepairAgent(Agent):
+    """Validates the data against expectations built from its profile and repairs what is safe."""
+
+    NAME = "data_repair"
+    DESCRIPTION = "Great Expectations checks, then safe repairs (types, duplicates, missing values), each recorded."
+    REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")
+    OPTIONAL_STATE_FIELDS = ("domain_knowledge",)
+    WRITES_STATE_FIELDS = ("data_repairs", "dataframe_path", "data_profile")
+    JOB_STATUS = JobStatus.PROFILING
+    PROGRESS_WEIGHT = 1.5
+
+    class Params(AgentParams):
+        """Options of the repair step."""
+
+        indicator_threshold: float = 0.05
+        """Missing share above which an imputed column gets a ``<col>_missing`` indicator."""
+        drop_duplicates: bool = True
+        impute: bool = True
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        """Validate, repair, write ``repaired.parquet`` and re-profile."""
+        from agents.base.data import read_table
+
+        assert isinstance(params, DataRepairAgent.Params)
+        profile = view.data_profile
+        raw = read_table(view.dataframe_path)
+        treatment, outcome, why = self._pair(view, profile)
+        for role, col in (("treatment", treatment), ("outcome", outcome)):
+            if col and col not in raw.columns:
+                raise AgentError(f"the {role} column '{col}' is not in the analysis data")
+        ids = [c for c, k in profile.feature_types.items() if k == "id" and c in raw.columns]
+        ctx.progress(f"checking {raw.shape[0]:,} rows against expectations")
+        repairs: list[dict[str, Any]] = []
+        frame = self._parse_numbers(raw, profile, ids, repairs)
+        on_raw, on_parsed = _suites(frame, profile, ids)
+        failures = run_expectations(raw, on_raw) + run_expectations(frame, on_parsed)
+        frame = self._fix_labels(frame, profile, repairs)
+        frame = self._drop_rows(frame, treatment, outcome, params, repairs)
+        frame = self._drop_constants(frame, treatment, outcome, repairs)
+        if params.impute:
+            frame = self._impute(frame, profile, {treatment, outcome, *ids}, params.indicator_threshold, repairs)
+        frame = frame.reset_index(drop=True)
+        path = write_parquet(frame, ctx.data_dir / "repaired.parquet")
+        metadata = self._metadata(view)
+        design = view.design
+        report = build_profile(
+            frame,
+            treatment,
+            outcome,
+            metadata,
+            instrument=design.instrument if design.instrument in frame.columns else None,
+            running_variable=design.running_variable if design.running_variable in frame.columns else None,
+            time_column=design.time_column if design.time_column in frame.columns else None,
+        )
+        entries = failures + repairs
+        summary = (
+            f"{len(failures)} failed expectations, {len(repairs)} repairs; "
+            f"{raw.shape[0]:,} -> {frame.shape[0]:,} rows, {raw.shape[1]} -> {frame.shape[1]} columns"
+        )
+        reasoning = "\n".join(
+            [why, "Failed expectations:"]
+            + [f"- {e['expectation']} [{e['column']}]: {e['detail']}" for e in failures]
+            + ["Repairs:"]
+            + [f"- {e['issue']} [{e['column']}]: {e['action']} ({e['detail']})" for e in repairs]
+            + ["Outliers are reported, not changed: trimming or winsorising would silently change the estimand."]
+        )
+        return AgentResult(
+            updates={"data_repairs": entries, "dataframe_path": str(path), "data_profile": report.profile},
+            summary=summary,
+            reasoning=reasoning,
+            outputs={
+                "n_failed_expectations": len(failures),
+                "n_repairs": len(repairs),
+                "rows": [int(raw.shape[0]), int(frame.shape[0])],
+                "columns": [int(raw.shape[1]), int(frame.shape[1])],
+            },
+            tools_called=["great_expectations"],
+        )
+
+    @staticmethod
+    def _pair(view: StateView, profile: DataProfile) -> tuple[str | None, str | None, str]:
+        t, y = view.get_primary_pair()
+        if t and y:
+            return t, y, f"pair under study: {t} -> {y}"
+        t = t or (profile.treatment_candidates[0] if profile.treatment_candidates else None)
+        y = y or (profile.outcome_candidates[0] if profile.outcome_candidates else None)
+        return t, y, f"no pair chosen yet: using the profile's first candidates {t} -> {y}"
+
+    @staticmethod
+    def _metadata(view: StateView) -> dict[str, Any] | None:
+        """Roles from the domain knowledge, in the metadata shape the profiler understands."""
+        dk = view.domain_knowledge
+        if not dk:
+            return None
+        columns = {c: {"role": r} for c, r in (dk.get("roles") or {}).items()}
+        for c in dk.get("post_treatment") or []:
+            columns.setdefault(c, {})["measured"] = "post"
+        return {"columns": columns}
+
+    @staticmethod
+    def _parse_numbers(raw: pd.DataFrame, profile: DataProfile, ids: list[str], repairs: list) -> pd.DataFrame:
+        frame = raw.copy()
+        for col in frame.columns:
+            if col in ids or profile.feature_types.get(col) not in NUMERIC_TYPES:
+                continue
+            parsed = parse_numeric_text(frame[col])
+            if parsed is None:
+                continue
+            n_text = int(frame[col].notna().sum())
+            n_ok = int(parsed.notna().sum())
+            frame[col] = parsed
+            repairs.append(
+                _repair(
+                    col,
+                    "numbers stored as text",
+                    "parsed as numbers (removed spaces, thousands separators, currency and % signs)",
+                    n_text,
+                    n_ok,
+                    f"{n_text:,} text values, {n_ok:,} parsed, {n_text - n_ok:,} unparseable set to missing",
+                )
+            )
+        return frame
+
+    @staticmethod
+    def _fix_labels(frame: pd.DataFrame, profile: DataProfile, repairs: list) -> pd.DataFrame:
+        for col in frame.columns:
+            if profile.feature_types.get(col) not in ("categorical", "binary"):
+                continue
+            if pd.api.types.is_numeric_dtype(frame[col]):
+                continue
+            mapping = label_variants(frame[col])
+            if not mapping:
+                continue
+            n_changed = int(frame[col].astype(str).isin(mapping).sum())
+            before = int(frame[col].nunique())
+            frame[col] = frame[col].where(frame[col].isna(), frame[col].astype(str).replace(mapping))
+            repairs.append(
+                _repair(
+                    col,
+                    "label spelling variants",
+                    "unified case/space variants to the most frequent spelling",
+                    before,
+                    int(frame[col].nunique()),
+                    f"{n_changed:,} values relabelled: "
+                    + ", ".join(f"{k!r}->{v!r}" for k, v in list(mapping.items())[:5]),
+                )
+            )
+        return frame
+
+    @staticmethod
+    def _drop_rows(
+        frame: pd.DataFrame, treatment: str | None, outcome: str | None, params: Any, repairs: list
+    ) -> pd.DataFrame:
+        n = len(frame)
+        if params.drop_duplicates:
+            dup = frame.duplicated(keep="first")
+            if dup.any():
+                frame = frame.loc[~dup]
+                repairs.append(
+                    _repair(
+                        None,
+                        "exact duplicate rows",
+                        "dropped the repeats, kept the first",
+                        n,
+                        len(frame),
+                        f"{n - len(frame):,} duplicate rows removed",
+                    )
+                )
+        for role, col in (("treatment", treatment), ("outcome", outcome)):
+            if not col or col not in frame.columns:
+                continue
+            missing = frame[col].isna()
+            if missing.any():
+                before = len(frame)
+                frame = frame.loc[~missing]
+                repairs.append(
+                    _repair(
+                        col,
+                        f"missing {role}",
+                        f"dropped the rows (the {role} is never imputed)",
+                        before,
+                        len(frame),
+                        f"{before - len(frame):,} rows without a {role} value removed",
+                    )
+                )
+        if frame.empty:
+            raise AgentError("no rows left after dropping duplicates and rows missing the treatment or outcome")
+        return frame
+
+    @staticmethod
+    def _drop_constants(frame: pd.DataFrame, treatment: str | None, outcome: str | None, repairs: list) -> pd.DataFrame:
+        constants = [c for c in frame.columns if frame[c].nunique(dropna=True) <= 1]
+        for role, col in (("treatment", treatment), ("outcome", outcome)):
+            if col in constants:
+                raise AgentError(f"the {role} '{col}' takes a single value in the data: no effect can be estimated")
+        for col in constants:
+            n_cols = frame.shape[1]
+            value = frame[col].dropna().iloc[0] if frame[col].notna().any() else None
+            frame = frame.drop(columns=[col])
+            repairs.append(
+                _repair(
+                    col,
+                    "constant column",
+                    "dropped from the analysis",
+                    n_cols,
+                    frame.shape[1],
+                    f"every row holds {_fmt(value)}: no information (n_before/n_after count columns)",
+                )
+            )
+        return frame
+
+    @staticmethod
+    def _impute(
+        frame: pd.DataFrame, profile: DataProfile, protected: set, threshold: float, repairs: list
+    ) -> pd.DataFrame:
+        frame = frame.copy()
+        n = len(frame)
+        for col in list(frame.columns):
+            kind = profile.feature_types.get(col, "categorical")
+            missing = frame[col].isna()
+            n_missing = int(missing.sum())
+            if not n_missing or col in protected or kind in ("id", "datetime", "text"):
+                continue
+            numeric = pd.api.types.is_numeric_dtype(frame[col]) and kind == "numeric"  # ordinal: the mode
+            fill = frame[col].median() if numeric else frame[col].mode(dropna=True).iloc[0]
+            share = n_missing / n
+            if share > threshold:
+                frame[f"{col}_missing"] = missing.astype("int8")
+            frame[col] = frame[col].fillna(fill)
+            method = "median" if numeric else "most frequent value"
+            indicator = f"; indicator {col}_missing added ({share:.1%} missing)" if share > threshold else ""
+            repairs.append(
+                _repair(
+                    col,
+                    "missing values",
+                    f"imputed with the {method} ({_fmt(fill)}){indicator}",
+                    n_missing,
+                    int(frame[col].isna().sum()),
+                    f"{n_missing:,} of {n:,} values ({share:.1%}) imputed",
+                )
+            )
+        return frame
