@@ -252,3 +252,20 @@ def test_rounds_are_recorded_and_applied_improvements_not_repeated(tmp_path: Pat
     assert set(state.debate_history[1]["changes_applied"]) == set(applied)
     assert len(state.critique_history) == 2
     assert fb2.decision is not CritiqueDecision.REJECT
+
+
+def test_assumed_identification_lowers_the_score_but_is_not_rejected(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=1500, seed=2)
+    state = _analysis(frame, tmp_path)
+    state.confounder_discovery = {
+        **state.confounder_discovery,
+        "identification": {
+            "method": "data-driven (no graph)",
+            "identified": False,
+            "estimand": "conditional ignorability given the set (assumed, not identified from a graph)",
+        },
+    }
+    fb = _critique(state, tmp_path)
+    assert fb.decision is CritiqueDecision.APPROVE  # the clean data otherwise pass every check
+    assert fb.scores["identification"] <= 3
+    assert any("assumed" in i and "x1" in i for i in fb.issues)

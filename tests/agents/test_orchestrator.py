@@ -132,3 +132,19 @@ def test_clean_approved_analysis_is_trusted(tmp_path: Path) -> None:
     recs = _recommend(state, tmp_path)
     assert recs[0].startswith("Trust the regression_adjustment estimate")
     assert f"{state.treatment_effects[0].estimate:.3g}" in recs[0]
+
+
+def test_data_driven_adjustment_set_asks_to_confirm_timing(tmp_path: Path) -> None:
+    from agents.stats.synthetic import job_training
+
+    frame, _ = job_training(n=600, seed=3)
+    frame = frame.rename(columns={"training": "treated", "earnings": "outcome"})
+    adj = ["age", "prior_earnings", "skills_score"]  # a mediator among them, as data-driven selection can do
+    state = _analysed(frame, tmp_path, adj=adj)
+    state.confounder_discovery = {
+        **state.confounder_discovery,
+        "identification": {"method": "data-driven (no graph)", "identified": False, "estimand": "assumed"},
+    }
+    recs = _recommend(state, tmp_path)
+    hit = [r for r in recs if "chosen from data associations" in r]
+    assert hit and "skills_score" in hit[0] and "measured before treated" in hit[0]

@@ -179,3 +179,38 @@ def test_only_naive_estimates_is_an_agent_error(tmp_path: Path) -> None:
     state.treatment_effects = [_naive(frame)]
     with pytest.raises(AgentError, match="no adjusted estimate"):
         run_single_agent("sensitivity_analyst", state, tmp_path, {"refuters": False})
+
+
+def test_trimmed_headline_is_analysed_on_its_trimmed_sample(tmp_path: Path) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    frame, _ = linear_confounding(n=1500, effect=2.0, seed=7, strength=3.0)
+    e = LogisticRegression(max_iter=1000).fit(frame[ADJ], frame["treated"]).predict_proba(frame[ADJ])[:, 1]
+    kept = frame[(e >= 0.1) & (e <= 0.9)].reset_index(drop=True)
+    assert len(kept) < 0.8 * len(frame)  # precondition: trimming matters on these data
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    head = _ols_effect(kept, "aipw", headline=True)
+    head.details["trimmed"] = {"lower": 0.1, "upper": 0.9, "n_kept": len(kept)}
+    state.treatment_effects = [head]
+    run_single_agent("sensitivity_analyst", state, tmp_path, {"simulations": 5}, seed=2)
+    (placebo,) = _by_method(state, "placebo_treatment")
+    assert abs(placebo.details["n_used"] - len(kept)) <= 0.02 * len(kept)
+    assert abs(placebo.details["refuted_estimate"] - head.estimate) < 0.5 * head.std_error
+    assert "trimmed" in state.agent_traces[-1].reasoning
+
+
+def test_binary_outcome_evalue_uses_control_risk(tmp_path: Path) -> None:
+    rng = np.random.default_rng(12)
+    n = 1500
+    x1, x2, x3 = rng.normal(size=(3, n))
+    t = rng.binomial(1, 1 / (1 + np.exp(-(0.8 * x1 + 0.6 * x2))))
+    y = rng.binomial(1, np.clip(0.25 + 0.15 * t + 0.05 * x1, 0.01, 0.99))
+    frame = pd.DataFrame({"x1": x1, "x2": x2, "x3": x3, "treated": t, "outcome": y})
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.treatment_effects = [_ols_effect(frame, "linear_probability", headline=True)]
+    run_single_agent("sensitivity_analyst", state, tmp_path, {"refuters": False})
+    (ev,) = _by_method(state, "e_value")
+    p0 = frame.loc[frame["treated"] == 0, "outcome"].mean()
+    assert ev.details["scale"] == "risk_ratio"
+    assert ev.details["risk_ratio"] == pytest.approx((p0 + ev.details["estimate"]) / p0)
+    assert ev.robustness_value > ev.details["evalue_ci"] > 1

@@ -1,0 +1,516 @@
+"""Critique: a deterministic review of one round of analysis (APPROVE, ITERATE or REJECT).
+
+The rule engine (:func:`review`) is a pure function of :class:`ReviewInputs`, so the same state
+always gets the same verdict. It scores six dimensions 1-5 (identification, overlap, balance,
+agreement, robustness, data_quality), lists issues and coded improvements (agents/README.md),
+and decides:
+
+* REJECT when the data cannot identify the effect: the treatment is constant in the analysed
+  sample; the propensity model separates the groups perfectly (no common support); the only
+  candidate confounders are post-treatment; confounder discovery found no valid adjustment
+  ("identified": false with an estimand saying it is not identifiable; a merely assumed,
+  data-driven identification only lowers the score); or an IV estimate has no instrument.
+* ITERATE when an improvement has not been tried yet and the budget allows another round
+  (``iteration_count + 1 < max_iterations``).
+* APPROVE otherwise, with one exception: an untrimmed estimate under poor overlap is never
+  approved. With budget left that is an ITERATE with ``trim_to_common_support``; with the budget
+  spent it is still ITERATE ("limit reached"): the loop stops because the runner has no budget
+  left, the debate entry says ``approved: false, limit_reached: true``, and the report must say
+  the analysis was not approved.
+
+A code counts as applied when this round's estimates (``details["changes_applied"]``),
+``ps_diagnostics["changes"]`` or an earlier debate entry list it; an applied code is never
+recommended again.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.errors import AgentError
+from agents.base.state import (
+    CritiqueDecision,
+    CritiqueFeedback,
+    DataProfile,
+    EDAResult,
+    JobStatus,
+    SensitivityResult,
+    TreatmentEffectResult,
+)
+
+if TYPE_CHECKING:
+    from agents.base.view import StateView
+
+__all__ = ["CritiqueAgent", "ReviewInputs", "Review", "review", "latest_round", "codes_in", "is_naive"]
+
+CODES = ("trim_to_common_support", "add_doubly_robust", "widen_adjustment_set", "switch_propensity_model")
+_NAIVE = re.compile(r"naive|difference.in.means|unadjusted", re.IGNORECASE)
+_DR = re.compile(r"aipw|doubly|dr.?learner|(^|[_\s-])dr($|[_\s-])", re.IGNORECASE)
+_IV = re.compile(r"(^|[_\s.])iv($|[_\s.])|instrument|2sls|two.stage", re.IGNORECASE)
+_UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
+_POST_WORDS = re.compile(r"post|after|mediat|descendant|collider|caused by the treatment", re.IGNORECASE)
+
+OVERLAP_POOR_SHARE = 0.10
+"""Share of units outside common support above which overlap counts as poor."""
+BALANCE_SMD = 0.10
+"""Largest acceptable absolute standardized mean difference after weighting/matching."""
+
+
+def codes_in(items: list[str] | None) -> set[str]:
+    """The improvement codes named by a list of strings ("code: words" or a bare code)."""
+    found: set[str] = set()
+    for item in items or []:
+        head = str(item).split(":", 1)[0].strip()
+        found.update(c for c in CODES if head == c or head.startswith(c))
+    return found
+
+
+def is_naive(method: str) -> bool:
+    """Whether an estimate's method is an unadjusted comparison."""
+    return bool(_NAIVE.search(method))
+
+
+def latest_round(effects: list[TreatmentEffectResult]) -> list[TreatmentEffectResult]:
+    """The estimates of the latest round (``details["round"]``; all when unlabelled)."""
+    rounds = [int(e.details.get("round", 0) or 0) for e in effects]
+    latest = max(rounds, default=0)
+    return [e for e, r in zip(effects, rounds, strict=True) if r == latest]
+
+
+@dataclass(frozen=True)
+class ReviewInputs:
+    """Everything the rules look at, gathered from the state by the agent."""
+
+    treatment: str
+    outcome: str
+    estimates: list[TreatmentEffectResult]
+    round: int
+    max_iterations: int
+    ps: dict[str, Any] | None = None
+    sensitivity: list[SensitivityResult] = field(default_factory=list)
+    eda: EDAResult | None = None
+    confounders: dict[str, Any] | None = None
+    profile: DataProfile | None = None
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    previous_improvements: list[str] = field(default_factory=list)
+    earlier_applied: list[str] = field(default_factory=list)
+    instrument: str | None = None
+
+
+@dataclass
+class Review:
+    """The verdict of :func:`review`."""
+
+    decision: CritiqueDecision
+    scores: dict[str, int]
+    issues: list[str]
+    improvements: list[str]
+    reasoning: list[str]
+    changes_applied: list[str]
+    limit_reached: bool = False
+
+
+@dataclass
+class _Acc:
+    """Issues, improvements, reasons and blockers collected while scoring."""
+
+    issues: list[str] = field(default_factory=list)
+    improvements: dict[str, str] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    impossible: list[str] = field(default_factory=list)
+    must_trim: bool = False
+
+
+def _clip(score: float) -> int:
+    return int(max(1, min(5, round(score))))
+
+
+def _headline(estimates: list[TreatmentEffectResult]) -> TreatmentEffectResult | None:
+    return next((e for e in estimates if e.details.get("headline")), estimates[0] if estimates else None)
+
+
+# ---- dimensions --------------------------------------------------------------------------
+def _post_treatment(cd: dict[str, Any]) -> set[str]:
+    """Variables confounder discovery marked as measured after (or caused by) the treatment."""
+    post = set()
+    for key in ("mediators", "descendants", "derived_from_treatment", "colliders"):
+        post.update(cd.get(key) or [])
+    post.update(c for c, why in (cd.get("excluded") or {}).items() if _POST_WORDS.search(str(why)))
+    return post
+
+
+def _identification(inp: ReviewInputs, acc: _Acc) -> int:
+    """Is the effect identified with these data, and is the adjustment set well argued?"""
+    cd, head, score = inp.confounders, _headline(inp.estimates), 5.0
+    if head is not None and _IV.search(head.method):
+        instruments = list((cd or {}).get("instruments") or []) + ([inp.instrument] if inp.instrument else [])
+        if not instruments:
+            acc.impossible.append(
+                f"the headline is an IV estimate ({head.method}) but no instrument was named or found"
+            )
+            return 1
+    if cd is None:
+        acc.issues.append(
+            "No confounder discovery: the adjustment set was not derived from a causal graph or domain knowledge."
+        )
+        return _clip(score - 2)
+    ident = cd.get("identification") or {}
+    ident_text = f"{ident.get('method', '')}: {ident.get('estimand', '')}"
+    if ident.get("identified") is False and _UNIDENTIFIABLE.search(ident_text):
+        acc.impossible.append(
+            f"confounder discovery found no valid adjustment for the effect of {inp.treatment} on {inp.outcome} "
+            f"({ident_text})"
+        )
+        return 1
+    if ident.get("identified") is False:
+        score -= 2
+        acc.issues.append(
+            f"Identification is assumed, not derived from a causal graph ({ident_text.strip(': ')}): the estimate "
+            f"holds only if nothing outside {sorted(cd.get('adjustment_set') or []) or 'the empty set'} confounds "
+            f"{inp.treatment} and {inp.outcome}."
+        )
+    adjustment = set(cd.get("adjustment_set") or [])
+    post = _post_treatment(cd)
+    candidates = set(cd.get("data_associated") or []) - {inp.treatment, inp.outcome}
+    if not candidates and inp.profile is not None:
+        candidates = set(inp.profile.potential_confounders) - {inp.treatment, inp.outcome}
+    if not adjustment and candidates and candidates <= post:
+        acc.impossible.append(
+            f"every candidate confounder ({', '.join(sorted(candidates))}) is measured after {inp.treatment} "
+            "(mediator, descendant or collider): adjusting for them biases the estimate and nothing measured "
+            "before the treatment is left to adjust for"
+        )
+        return 1
+    accounted = adjustment | post | set(cd.get("excluded") or {}) | set(cd.get("instruments") or [])
+    left_out = sorted(set(cd.get("data_associated") or []) - accounted - {inp.treatment, inp.outcome})
+    if left_out:
+        score -= 1.5
+        acc.issues.append(
+            f"{', '.join(left_out)} {'is' if len(left_out) == 1 else 'are'} associated with both {inp.treatment} "
+            f"and {inp.outcome} but neither adjusted for nor excluded with a reason."
+        )
+        acc.improvements["widen_adjustment_set"] = (
+            f"widen_adjustment_set: add {', '.join(left_out)} to the adjustment set (or record why "
+            f"{'it is' if len(left_out) == 1 else 'they are'} not a confounder)."
+        )
+    if cd.get("excluded"):
+        acc.reasons.append(f"Excluded with reasons: {', '.join(sorted(cd['excluded']))}.")
+    return _clip(score)
+
+
+def _constant_treatment(inp: ReviewInputs) -> bool:
+    """Whether the treatment takes a single value in the analysed sample."""
+    p = inp.profile
+    if p is not None:
+        stats = p.numeric_stats.get(inp.treatment)
+        if stats and (stats.get("std") == 0 or stats.get("min") == stats.get("max")):
+            return True
+        levels = p.categorical_stats.get(inp.treatment)
+        if levels is not None and sum(1 for v in levels.values() if v > 0) < 2:
+            return True
+    ess = (inp.ps or {}).get("ess") or {}
+    return bool(ess) and (ess.get("treated", 1) == 0 or ess.get("control", 1) == 0)
+
+
+def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
+    """Common support of the propensity score; poor overlap needs trimming before approval."""
+    ps = inp.ps
+    if not ps:
+        acc.issues.append("No propensity-score diagnostics: overlap was not checked.")
+        return 3
+    outside = float((ps.get("outside_support") or {}).get("overall", 0.0) or 0.0)
+    support = ps.get("common_support") or [0.0, 1.0]
+    auc = float(ps.get("auc") or 0.5)
+    if support[0] >= support[1] or auc >= 0.999 or outside >= 0.95:
+        acc.impossible.append(
+            f"the propensity model separates {inp.treatment} groups almost perfectly (AUC {auc:.3f}, "
+            f"{outside:.0%} outside common support): {inp.treatment} is (nearly) a deterministic function of "
+            "the covariates, so no treated unit has comparable controls"
+        )
+        return 1
+    score = 5 - (outside > 0.02) - (outside > 0.05) - (outside > OVERLAP_POOR_SHARE) - (outside > 0.2)
+    poor = ps.get("overlap_ok") is False or outside > OVERLAP_POOR_SHARE
+    trimmed = bool(ps.get("trimmed")) or "trim_to_common_support" in applied
+    if poor:
+        score = min(score, 2)
+        acc.issues.append(
+            f"Poor overlap: {outside:.1%} of units lie outside the common support "
+            f"[{support[0]:.3f}, {support[1]:.3f}] of the propensity score (AUC {auc:.2f})."
+        )
+        if not trimmed:
+            acc.must_trim = True
+            sugg = ps.get("trim_suggestion") or {}
+            lo, hi = sugg.get("lower", support[0]), sugg.get("upper", support[1])
+            dropped = f", dropping {sugg['n_dropped']} units" if "n_dropped" in sugg else ""
+            acc.improvements["trim_to_common_support"] = (
+                f"trim_to_common_support: restrict the sample to propensity scores in [{lo:.3f}, {hi:.3f}]"
+                f"{dropped}, then re-estimate (the estimand becomes the effect in the overlap population)."
+            )
+        else:
+            acc.reasons.append(
+                "Overlap is poor but the sample is already trimmed; the estimand is the overlap population."
+            )
+    return _clip(score)
+
+
+def _balance(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
+    """Covariate balance after weighting/matching (max |SMD|)."""
+    ps = inp.ps
+    if not ps or ps.get("max_smd_after") is None:
+        return 3
+    smd = abs(float(ps["max_smd_after"]))
+    score = 5 - (smd > 0.05) - (smd > BALANCE_SMD) - (smd > 0.15) - (smd > 0.25)
+    if smd > BALANCE_SMD or ps.get("balance_ok") is False:
+        worst = max(
+            (ps.get("balance") or {"?": {"smd_after": smd}}).items(), key=lambda kv: abs(kv[1].get("smd_after", 0))
+        )
+        acc.issues.append(f"Imbalance after weighting: max |SMD| {smd:.2f} (worst: {worst[0]}), above {BALANCE_SMD}.")
+        if ps.get("model", "logistic") == "logistic" and "switch_propensity_model" not in applied:
+            acc.improvements["switch_propensity_model"] = (
+                f"switch_propensity_model: replace the logistic propensity model by gradient boosting (or add "
+                f"interactions/splines for {worst[0]}) to bring max |SMD| below {BALANCE_SMD}."
+            )
+    return _clip(score)
+
+
+def _agreement(inp: ReviewInputs, acc: _Acc) -> int:
+    """Do the adjusted estimators agree, relative to their standard errors?"""
+    adjusted = [e for e in inp.estimates if not _NAIVE.search(e.method) and math.isfinite(e.estimate)]
+    head = _headline(adjusted)
+    if head is not None:  # IV estimates a different (local) effect: compare like with like
+        adjusted = [e for e in adjusted if bool(_IV.search(e.method)) == bool(_IV.search(head.method))]
+    if head is None or len(adjusted) < 2:
+        acc.reasons.append("Only one adjusted estimator: agreement cannot be checked.")
+        return 3
+    worst = 0.0
+    for i, a in enumerate(adjusted):
+        for b in adjusted[i + 1 :]:
+            se = math.sqrt(max(a.std_error, 0) ** 2 + max(b.std_error, 0) ** 2) or 1e-12
+            worst = max(worst, abs(a.estimate - b.estimate) / se)
+    disjoint = [
+        e.method for e in adjusted if e is not head and (e.ci_upper < head.ci_lower or e.ci_lower > head.ci_upper)
+    ]
+    score = 5 - (worst > 1) - (worst > 2) - (worst > 3) - (worst > 4)
+    if disjoint:
+        score = min(score, 2)
+        acc.issues.append(f"Confidence intervals of {', '.join(disjoint)} do not overlap the headline ({head.method}).")
+    elif worst > 2:
+        acc.issues.append(f"Adjusted estimators disagree: the largest gap is {worst:.1f} standard errors.")
+    return _clip(score)
+
+
+def _robustness(inp: ReviewInputs, acc: _Acc) -> int:
+    """Refuters passed, E-value size, Rosenbaum Gamma, simulated unobserved confounding."""
+    if not inp.sensitivity:
+        acc.issues.append("No sensitivity analysis: robustness to unmeasured confounding is unknown.")
+        return 3
+    score = 5.0
+    failed = [
+        r.method for r in inp.sensitivity if r.details.get("kind") == "refuter" and r.details.get("passed") is False
+    ]
+    if failed:
+        score -= len(failed)
+        acc.issues.append(f"Refuters failed: {', '.join(failed)}.")
+    ev = next((r for r in inp.sensitivity if r.method == "e_value"), None)
+    if ev is not None:
+        e_ci = float(ev.details.get("evalue_ci", ev.robustness_value))
+        score -= 2 if e_ci < 1.25 else (1 if e_ci < 1.5 else 0)
+        if ev.details.get("ci_crosses_null"):
+            acc.issues.append("The headline's confidence interval includes no effect (E-value of the limit 1).")
+        elif e_ci < 1.5:
+            acc.issues.append(
+                f"Small E-value for the confidence limit ({e_ci:.2f}): weak unmeasured confounding could explain "
+                "the effect away."
+            )
+    rb = next((r for r in inp.sensitivity if r.method == "rosenbaum_bounds"), None)
+    if rb is not None and rb.robustness_value < 1.2:
+        score -= 1
+        acc.issues.append(f"Rosenbaum Gamma {rb.robustness_value:.2f}: the matched effect is fragile to hidden bias.")
+    uc = next((r for r in inp.sensitivity if r.method == "unobserved_common_cause"), None)
+    if uc is not None and uc.robustness_value <= 0:
+        score -= 1
+        acc.issues.append("A simulated unobserved confounder of modest strength explains the estimate away.")
+    return _clip(score)
+
+
+def _data_quality(inp: ReviewInputs, acc: _Acc) -> int:
+    """EDA's quality score and what data repair had to do."""
+    score = 5.0
+    if inp.eda is not None and inp.eda.data_quality_score:
+        q = float(inp.eda.data_quality_score)
+        q = q / 100 if q > 1 else q
+        score = 1 + 4 * q
+        if q < 0.7:
+            acc.issues.append(f"Low data quality score ({q:.0%}): {'; '.join(inp.eda.data_quality_issues[:3])}.")
+    repairs = [r for r in inp.repairs if r.get("kind") == "repair"]
+    lost = max(
+        ((r.get("n_before", 0) - r.get("n_after", 0)) / r["n_before"] for r in repairs if r.get("n_before")),
+        default=0.0,
+    )
+    if lost > 0.2:
+        score -= 1
+        acc.issues.append(
+            f"Data repair dropped {lost:.0%} of the rows: the analysed sample may not represent the input."
+        )
+    failed = [r for r in inp.repairs if r.get("kind") == "expectation" and r.get("success") is False]
+    if len(failed) > len(repairs):
+        score -= 0.5
+        acc.issues.append(f"{len(failed) - len(repairs)} failed data expectation(s) were not repaired.")
+    return _clip(score)
+
+
+# ---- the rule engine ---------------------------------------------------------------------
+def review(inp: ReviewInputs) -> Review:
+    """Score, list issues and improvements, and decide; a pure function of ``inp``."""
+    acc = _Acc()
+    head = _headline(inp.estimates)
+    this_round = sorted(
+        codes_in([c for e in inp.estimates for c in e.details.get("changes_applied") or []])
+        | codes_in((inp.ps or {}).get("changes"))
+    )
+    applied = set(this_round) | codes_in(inp.earlier_applied)
+    if _constant_treatment(inp):
+        acc.impossible.append(
+            f"{inp.treatment} takes a single value in the analysed sample: there is no comparison group"
+        )
+    scores = {
+        "identification": _identification(inp, acc),
+        "overlap": _overlap(inp, acc, applied),
+        "balance": _balance(inp, acc, applied),
+        "agreement": _agreement(inp, acc),
+        "robustness": _robustness(inp, acc),
+        "data_quality": _data_quality(inp, acc),
+    }
+    if not any(_DR.search(e.method) for e in inp.estimates) and "add_doubly_robust" not in applied:
+        acc.improvements["add_doubly_robust"] = (
+            f"add_doubly_robust: add an AIPW / doubly robust estimate of {inp.treatment} -> {inp.outcome}; it stays "
+            "consistent if either the outcome or the propensity model is right."
+        )
+    for code in sorted(set(acc.improvements) & applied):  # never recommend what was already applied
+        del acc.improvements[code]
+    repeated = codes_in(inp.previous_improvements) & set(acc.improvements) - applied
+    if repeated:
+        acc.issues.append(f"Recommended last round but not applied: {', '.join(sorted(repeated))}.")
+    improvements = list(acc.improvements.values())
+    budget = inp.round < inp.max_iterations
+    limit = False
+    if acc.impossible:
+        decision = CritiqueDecision.REJECT
+        acc.reasons.insert(
+            0, "REJECT: the effect is not identifiable with these data: " + "; ".join(acc.impossible) + "."
+        )
+        improvements = []
+    elif improvements and budget:
+        decision = CritiqueDecision.ITERATE
+        acc.reasons.insert(0, f"ITERATE (round {inp.round} of {inp.max_iterations}): untried improvements remain.")
+    elif acc.must_trim:
+        decision, limit = CritiqueDecision.ITERATE, True
+        acc.reasons.insert(
+            0,
+            f"NOT APPROVED: overlap is poor and the estimate is untrimmed, but the iteration budget "
+            f"({inp.max_iterations} rounds) is spent; decision ITERATE at the limit, so the loop stops unapproved.",
+        )
+    else:
+        decision = CritiqueDecision.APPROVE
+        why = "no untried improvement remains" if not improvements else "the iteration budget is spent"
+        acc.reasons.insert(0, f"APPROVE: identification holds and {why}.")
+    if head is not None:
+        acc.reasons.append(f"Headline: {head.method} = {head.estimate:.4g} [{head.ci_lower:.4g}, {head.ci_upper:.4g}].")
+    if this_round:
+        acc.reasons.append(f"Changes applied this round: {', '.join(this_round)}.")
+    return Review(decision, scores, acc.issues, improvements, acc.reasons, this_round, limit)
+
+
+class CritiqueAgent(Agent):
+    """Deterministic reviewer of one round: scores, issues, coded improvements and a decision."""
+
+    NAME = "critique"
+    DESCRIPTION = "Scores the analysis and decides APPROVE / ITERATE / REJECT"
+    REQUIRED_STATE_FIELDS = ("treatment_effects",)
+    OPTIONAL_STATE_FIELDS = (
+        "ps_diagnostics",
+        "sensitivity_results",
+        "eda_result",
+        "confounder_discovery",
+        "data_profile",
+        "data_repairs",
+        "critique_history",
+        "debate_history",
+        "proposed_dag",
+    )
+    WRITES_STATE_FIELDS = ("critique_history", "debate_history")
+    JOB_STATUS = JobStatus.CRITIQUE_REVIEW
+    PROGRESS_WEIGHT = 0.5
+    IS_CRITIQUE = True
+
+    class Params(AgentParams):
+        """The critique has no options yet (an LLM mode comes later)."""
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        """Gather the inputs, run the rules, append the feedback and the debate entry."""
+        inp = self._inputs(view)
+        rv = review(inp)
+        feedback = CritiqueFeedback(
+            decision=rv.decision,
+            iteration=inp.round,
+            scores=rv.scores,
+            issues=rv.issues,
+            improvements=rv.improvements,
+            reasoning=" ".join(rv.reasoning),
+        )
+        entry = {
+            "round": inp.round,
+            "decision": rv.decision.value,
+            "scores": rv.scores,
+            "issues": rv.issues,
+            "improvements": rv.improvements,
+            "changes_applied": rv.changes_applied,
+            "approved": rv.decision is CritiqueDecision.APPROVE,
+            "limit_reached": rv.limit_reached,
+        }
+        mean = sum(rv.scores.values()) / len(rv.scores)
+        codes = sorted(codes_in(rv.improvements))
+        return AgentResult(
+            updates={
+                "critique_history": [*view.critique_history, feedback],
+                "debate_history": [*view.debate_history, entry],
+            },
+            summary=f"round {inp.round}: {rv.decision.value} (mean score {mean:.1f}/5"
+            + (f"; next: {', '.join(codes)})" if codes else ")"),
+            reasoning=feedback.reasoning,
+            action=rv.decision.value.lower(),
+            outputs={"decision": rv.decision.value, "scores": rv.scores, "improvements": codes, "round": inp.round},
+        )
+
+    @staticmethod
+    def _inputs(view: StateView) -> ReviewInputs:
+        """Collect the primary pair's latest estimates and every diagnostic the rules use."""
+        treatment, outcome = view.get_primary_pair()
+        if not (treatment and outcome):
+            raise AgentError("no treatment/outcome pair to review: no estimate names its variables")
+        estimates = latest_round(view.get_effects_for_pair(treatment, outcome))
+        if not estimates:
+            raise AgentError(f"no estimate of {treatment} -> {outcome} to review")
+        history = view.critique_history
+        ps = view.ps_diagnostics
+        cd = view.confounder_discovery
+        return ReviewInputs(
+            treatment=treatment,
+            outcome=outcome,
+            estimates=estimates,
+            round=view.iteration_count + 1,
+            max_iterations=view.max_iterations,
+            ps=ps if ps and ps.get("treatment", treatment) == treatment else None,
+            sensitivity=list(view.sensitivity_results),
+            eda=view.eda_result,
+            confounders=cd if cd and cd.get("treatment", treatment) == treatment else None,
+            profile=view.data_profile,
+            repairs=list(view.data_repairs),
+            previous_improvements=list(history[-1].improvements) if history else [],
+            earlier_applied=[c for d in view.debate_history for c in d.get("changes_applied") or []],
+            instrument=view.design.instrument,
+        )

@@ -1,0 +1,451 @@
+"""Sensitivity analyst: how much unmeasured confounding would it take to overturn the estimate?
+
+For the primary pair's estimates (headline first) it writes one :class:`SensitivityResult` per
+analysis. ``robustness_value`` means, per ``method``:
+
+* ``e_value``: the E-value of the point estimate (risk-ratio scale, >= 1; larger is more
+  robust); ``details["evalue_ci"]`` is the E-value of the confidence limit closest to the null
+  (1 when the interval already crosses the null).
+* ``rosenbaum_bounds``: the critical Gamma of the Wilcoxon signed-rank test on re-matched 1:1
+  propensity pairs (1 = not robust to any hidden bias); only when a matching estimate exists.
+* ``placebo_treatment``, ``random_common_cause``, ``data_subset``: DoWhy's refutation p-value
+  (>= 0.05 passes: the placebo distribution covers zero, or the original estimate sits inside
+  the refuted estimates' distribution).
+* ``unobserved_common_cause``: the share of the estimate that remains in the worst cell of a
+  grid of simulated confounder strengths (1 = unchanged, <= 0 = explained away or reversed;
+  0 when the headline's interval already includes zero).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.data import read_table
+from agents.base.errors import AgentError
+from agents.base.state import JobStatus, SensitivityResult, TreatmentEffectResult
+from agents.critique import is_naive, latest_round
+
+if TYPE_CHECKING:
+    from agents.base.view import StateView
+
+__all__ = ["SensitivityAnalystAgent", "primary_estimates"]
+
+_MATCHING = re.compile(r"match|psm", re.IGNORECASE)
+
+
+def primary_estimates(effects: list[TreatmentEffectResult]) -> list[TreatmentEffectResult]:
+    """The latest round's estimates, headline first, naive comparisons left out."""
+    adjusted = [e for e in latest_round(effects) if not is_naive(e.method)]
+    return sorted(adjusted, key=lambda e: not e.details.get("headline", False))
+
+
+def _fmt(x: float) -> str:
+    """A number with sensible precision for a sentence."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+class SensitivityAnalystAgent(Agent):
+    """E-values, Rosenbaum bounds and DoWhy refuters for the primary pair's estimates."""
+
+    NAME = "sensitivity_analyst"
+    DESCRIPTION = "E-values, Rosenbaum bounds and DoWhy refuters for the primary estimate"
+    REQUIRED_STATE_FIELDS = ("treatment_effects", "dataframe_path")
+    OPTIONAL_STATE_FIELDS = ("confounder_discovery", "data_profile", "ps_diagnostics")
+    WRITES_STATE_FIELDS = ("sensitivity_results",)
+    JOB_STATUS = JobStatus.SENSITIVITY_ANALYSIS
+    PROGRESS_WEIGHT = 1.5
+
+    class Params(AgentParams):
+        """Options: refuter simulations, significance level, confounder-strength grid."""
+
+        simulations: int = 50
+        alpha: float = 0.05
+        refuters: bool = True
+        subset_fraction: float = 0.8
+        flip_probabilities: tuple[float, ...] = (0.02, 0.05, 0.1)
+        outcome_strengths_sd: tuple[float, ...] = (0.05, 0.1, 0.25)
+        gamma_max: float = 20.0
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        """Compute every applicable sensitivity analysis and explain each."""
+        assert isinstance(params, SensitivityAnalystAgent.Params)
+        notes: list[str] = []
+        treatment, outcome = self._pair(view, notes)
+        estimates = primary_estimates(view.get_effects_for_pair(treatment, outcome))
+        if not estimates:
+            raise AgentError(f"no adjusted estimate of {treatment} -> {outcome} to analyse (only naive ones, or none)")
+        frame = read_table(view.dataframe_path)
+        missing = [c for c in (treatment, outcome) if c not in frame.columns]
+        if missing:
+            raise AgentError(f"column(s) {missing} of the estimates are not in the analysis data")
+        adjustment = self._adjustment(view, estimates[0], frame, treatment, outcome, notes)
+        frame = self._analysis_sample(frame, estimates[0], treatment, adjustment, notes)
+        results = self._evalues(estimates, frame, treatment, outcome, notes)
+        results += self._rosenbaum(estimates, frame, treatment, outcome, adjustment, params, ctx, notes)
+        if params.refuters:
+            ctx.progress(f"DoWhy refuters ({params.simulations} simulations each)")
+            results += self._refuters(estimates[0], frame, treatment, outcome, adjustment, params, ctx, notes)
+        return AgentResult(
+            updates={"sensitivity_results": results},
+            summary=self._summary(results),
+            reasoning=" ".join(notes),
+            outputs=self._outputs(results, len(frame)),
+            tools_called=["dowhy.CausalModel.refute_estimate"] if params.refuters else [],
+        )
+
+    # ---- inputs --------------------------------------------------------------------------
+    @staticmethod
+    def _pair(view: StateView, notes: list[str]) -> tuple[str, str]:
+        """The primary pair, falling back on the profile's first candidates."""
+        treatment, outcome = view.get_primary_pair()
+        if treatment and outcome:
+            return treatment, outcome
+        profile = view.data_profile
+        if profile and profile.treatment_candidates and profile.outcome_candidates:
+            notes.append("No primary pair was set; used the profile's first treatment and outcome candidates.")
+            return profile.treatment_candidates[0], profile.outcome_candidates[0]
+        raise AgentError("no treatment/outcome pair: set --treatment and --outcome or run the profiler first")
+
+    @staticmethod
+    def _adjustment(
+        view: StateView,
+        headline: TreatmentEffectResult,
+        frame: pd.DataFrame,
+        treatment: str,
+        outcome: str,
+        notes: list[str],
+    ) -> list[str]:
+        """The adjustment set: confounder_discovery's for this pair, else the headline's own."""
+        cd = view.confounder_discovery or {}
+        if cd.get("adjustment_set") is not None and cd.get("treatment", treatment) == treatment:
+            adjustment, source = list(cd["adjustment_set"]), "confounder_discovery"
+        elif headline.details.get("adjustment_set") is not None:
+            adjustment, source = list(headline.details["adjustment_set"]), "the headline estimate"
+        else:
+            adjustment, source = [], "nowhere (no adjustment set known: unadjusted)"
+        dropped = [c for c in adjustment if c not in frame.columns or c in (treatment, outcome)]
+        adjustment = [c for c in adjustment if c not in dropped]
+        notes.append(f"Adjustment set from {source}: {adjustment or 'none'}.")
+        if dropped:
+            notes.append(f"Left out {dropped}: not usable columns of the analysis data.")
+        return adjustment
+
+    @staticmethod
+    def _analysis_sample(
+        frame: pd.DataFrame, headline: TreatmentEffectResult, treatment: str, adjustment: list[str], notes: list[str]
+    ) -> pd.DataFrame:
+        """The rows the headline describes: re-apply its trim to common support, if it was trimmed."""
+        from agents.stats.sensitivity import is_binary, trim_by_propensity
+
+        trim = headline.details.get("trimmed")
+        if not isinstance(trim, dict) or "lower" not in trim or not is_binary(frame[treatment]):
+            return frame
+        kept = trim_by_propensity(frame, treatment, adjustment, float(trim["lower"]), float(trim["upper"]))
+        notes.append(
+            f"The headline was estimated on a sample trimmed to propensity [{trim['lower']}, {trim['upper']}] "
+            f"({trim.get('n_kept', '?')} units); the same bounds on a logistic propensity keep {len(kept)} units, "
+            "on which every analysis below runs."
+        )
+        return kept
+
+    @staticmethod
+    def _outputs(results: list[SensitivityResult], n: int) -> dict[str, Any]:
+        """Small facts for the trace."""
+        out: dict[str, Any] = {"n_results": len(results), "n_used": n}
+        for r in results:
+            key = {"e_value": "evalue", "rosenbaum_bounds": "gamma", "unobserved_common_cause": "share_left"}.get(
+                r.method, f"p_{r.method}"
+            )
+            out.setdefault(key, round(r.robustness_value, 4))
+        return out
+
+    # ---- E-values ------------------------------------------------------------------------
+    @staticmethod
+    def _evalues(
+        estimates: list[TreatmentEffectResult], frame: pd.DataFrame, treatment: str, outcome: str, notes: list[str]
+    ) -> list[SensitivityResult]:
+        """One E-value result per estimate (headline first)."""
+        from agents.stats.sensitivity import evalue_for_effect, is_binary
+
+        y = frame[outcome]
+        binary_y = is_binary(y)
+        scale: dict[str, float] = {}
+        if binary_y and is_binary(frame[treatment]):
+            scale["baseline_risk"] = float(y[frame[treatment].astype(int) == 0].mean())
+            notes.append(
+                f"Binary outcome: E-values use the risk ratio implied by each risk difference and the "
+                f"control group's risk ({scale['baseline_risk']:.3f})."
+            )
+        else:
+            scale["outcome_sd"] = float(y.std())
+            notes.append(
+                f"E-values convert each estimate to a standardized difference d = estimate / sd({outcome}) "
+                f"(sd = {_fmt(scale['outcome_sd'])}) and RR = exp(0.91 d) (VanderWeele & Ding)."
+            )
+        results: list[SensitivityResult] = []
+        for est in estimates:
+            try:
+                ev = evalue_for_effect(est.estimate, est.ci_lower, est.ci_upper, **scale)
+            except ValueError as exc:
+                notes.append(f"No E-value for {est.method}: {exc}.")
+                continue
+            results.append(
+                SensitivityResult(
+                    method="e_value",
+                    robustness_value=ev["evalue_estimate"],
+                    interpretation=_evalue_text(est, ev, treatment, outcome),
+                    details={
+                        "kind": "e_value",
+                        "estimate_method": est.method,
+                        "headline": bool(est.details.get("headline", False)),
+                        "estimate": est.estimate,
+                        "ci": [est.ci_lower, est.ci_upper],
+                        **ev,
+                    },
+                )
+            )
+        return results
+
+    # ---- Rosenbaum -----------------------------------------------------------------------
+    @staticmethod
+    def _rosenbaum(
+        estimates: list[TreatmentEffectResult],
+        frame: pd.DataFrame,
+        treatment: str,
+        outcome: str,
+        adjustment: list[str],
+        params: SensitivityAnalystAgent.Params,
+        ctx: AgentContext,
+        notes: list[str],
+    ) -> list[SensitivityResult]:
+        """Rosenbaum bounds when a matching estimate exists and the treatment is binary."""
+        from agents.stats.sensitivity import is_binary, matched_pair_differences, rosenbaum_gamma
+
+        matching = [e for e in estimates if _MATCHING.search(e.method)]
+        if not matching:
+            notes.append("No matching estimate, so no Rosenbaum bounds.")
+            return []
+        if not is_binary(frame[treatment]):
+            notes.append("Rosenbaum bounds need a binary treatment; skipped.")
+            return []
+        diffs = matched_pair_differences(frame, treatment, outcome, adjustment, seed=ctx.seed)
+        if diffs.size < 10:
+            notes.append(f"Only {diffs.size} matched pairs within the caliper: no Rosenbaum bounds.")
+            return []
+        positive = matching[0].estimate >= 0
+        rb = rosenbaum_gamma(diffs, alpha=params.alpha, positive=positive, gamma_max=params.gamma_max)
+        gamma = rb["gamma"]
+        if gamma <= 1.0:
+            text = (
+                f"The re-matched pairs ({rb['n_pairs']}) do not show a significant effect of {treatment} on "
+                f"{outcome} even without hidden bias (p = {rb['p_value_gamma_1']:.3g}): Gamma = 1."
+            )
+        else:
+            bound = "at least " if rb["capped"] else ""
+            text = (
+                f"Over {rb['n_pairs']} matched pairs the effect stays significant unless a hidden confounder "
+                f"makes one unit of a pair {bound}{gamma:.2f} times as likely to be treated as the other "
+                f"(Gamma = {bound}{gamma:.2f}); "
+                + ("that is robust." if gamma >= 2 else "a modest hidden bias could overturn it.")
+            )
+        notes.append(f"Rosenbaum bounds on {rb['n_pairs']} re-matched pairs (caliper 0.2 SD of the logit).")
+        details = {
+            "kind": "rosenbaum",
+            "estimate_method": matching[0].method,
+            "mean_pair_difference": float(diffs.mean()),
+        }
+        return [
+            SensitivityResult(
+                method="rosenbaum_bounds", robustness_value=gamma, interpretation=text, details={**details, **rb}
+            )
+        ]
+
+    # ---- refuters ------------------------------------------------------------------------
+    @staticmethod
+    def _refuters(
+        headline: TreatmentEffectResult,
+        frame: pd.DataFrame,
+        treatment: str,
+        outcome: str,
+        adjustment: list[str],
+        params: SensitivityAnalystAgent.Params,
+        ctx: AgentContext,
+        notes: list[str],
+    ) -> list[SensitivityResult]:
+        """DoWhy's placebo, random common cause, data subset and unobserved confounder refuters."""
+        from agents.stats.sensitivity import run_refuters
+
+        try:
+            raw = run_refuters(
+                frame,
+                treatment,
+                outcome,
+                adjustment,
+                simulations=params.simulations,
+                seed=ctx.seed,
+                subset_fraction=params.subset_fraction,
+                flip_probabilities=params.flip_probabilities,
+                outcome_strengths_sd=params.outcome_strengths_sd,
+            )
+        except (ValueError, KeyError, TypeError, ZeroDivisionError, ArithmeticError) as exc:
+            notes.append(f"DoWhy refuters failed ({type(exc).__name__}: {exc}); no refutation results.")
+            return []
+        base = raw["estimate"]
+        notes.append(
+            f"Refuters re-estimate the effect by DoWhy backdoor linear regression on the adjustment set "
+            f"({_fmt(base)}; headline {headline.method}: {_fmt(headline.estimate)}), "
+            f"{params.simulations} simulations each."
+        )
+        common = {
+            "kind": "refuter",
+            "refuted_estimate": base,
+            "n_used": raw["n_used"],
+            "simulations": params.simulations,
+            "subset_fraction": params.subset_fraction,
+        }
+        out = [
+            _refuter_result(name, raw[key], base, params.alpha, treatment, common)
+            for name, key in (
+                ("placebo_treatment", "placebo_treatment_refuter"),
+                ("random_common_cause", "random_common_cause"),
+                ("data_subset", "data_subset_refuter"),
+            )
+        ]
+        significant = not headline.ci_lower <= 0 <= headline.ci_upper
+        out.append(
+            _unobserved_result(raw["add_unobserved_common_cause"], base, significant, treatment, outcome, common, ctx)
+        )
+        return out
+
+    @staticmethod
+    def _summary(results: list[SensitivityResult]) -> str:
+        """The one CLI line."""
+        parts: list[str] = []
+        ev = next((r for r in results if r.method == "e_value"), None)
+        if ev:
+            parts.append(f"E-value {ev.robustness_value:.2f} (CI {ev.details['evalue_ci']:.2f})")
+        rb = next((r for r in results if r.method == "rosenbaum_bounds"), None)
+        if rb:
+            parts.append(f"Gamma {rb.robustness_value:.2f}")
+        refs = [r for r in results if r.details.get("kind") == "refuter" and "passed" in r.details]
+        if refs:
+            parts.append(f"refuters {sum(r.details['passed'] for r in refs)}/{len(refs)} passed")
+        uc = next((r for r in results if r.method == "unobserved_common_cause"), None)
+        if uc and uc.details.get("meaningful", True):
+            parts.append(f"{uc.robustness_value:.0%} of the estimate left under the strongest simulated confounder")
+        return "; ".join(parts) or "no sensitivity analysis applicable"
+
+
+def _evalue_text(est: TreatmentEffectResult, ev: dict[str, Any], treatment: str, outcome: str) -> str:
+    """Plain words for one E-value."""
+    text = (
+        f"To explain away the {est.method} estimate ({_fmt(est.estimate)}), an unmeasured confounder would need "
+        f"a risk-ratio association of {ev['evalue_estimate']:.2f} with both {treatment} and {outcome}, "
+        f"beyond the measured covariates"
+    )
+    if ev["ci_crosses_null"]:
+        return text + "; the confidence interval already includes no effect (E-value of the limit = 1)."
+    strength = "weak" if ev["evalue_ci"] < 1.5 else ("moderate" if ev["evalue_ci"] < 2.5 else "strong")
+    return text + f"; {ev['evalue_ci']:.2f} would move the interval to include no effect ({strength} robustness)."
+
+
+def _refuter_result(
+    method: str, raw: dict[str, Any], base: float, alpha: float, treatment: str, common: dict[str, Any]
+) -> SensitivityResult:
+    """One p-value refuter as a SensitivityResult."""
+    p = raw["p_value"]
+    passed = p is None or p >= alpha
+    new = raw["new_effect"]
+    if method == "placebo_treatment":
+        what = f"Replacing {treatment} by a random permutation gives an average effect of {_fmt(new)} (vs {_fmt(base)})"
+        verdict = (
+            "close to zero, as it should be" if passed else "not zero: the estimate may be an artefact of the model"
+        )
+    elif method == "random_common_cause":
+        what = f"Adding a random common cause moves the estimate to {_fmt(new)} (from {_fmt(base)})"
+        verdict = "essentially unchanged" if passed else "a shift a noise covariate should not cause"
+    else:
+        what = f"Re-estimating on random {common['subset_fraction']:.0%} subsets gives {_fmt(new)} on average (vs {_fmt(base)})"
+        verdict = "stable" if passed else "unstable across subsets"
+    p_text = "no p-value" if p is None else f"p = {p:.3g}"
+    return SensitivityResult(
+        method=method,
+        robustness_value=1.0 if p is None else float(p),
+        interpretation=f"{what}: {verdict} ({p_text}).",
+        details={**common, "new_effect": new, "p_value": p, "passed": passed},
+    )
+
+
+def _unobserved_result(
+    raw: dict[str, Any],
+    base: float,
+    significant: bool,
+    treatment: str,
+    outcome: str,
+    common: dict[str, Any],
+    ctx: AgentContext,
+) -> SensitivityResult:
+    """The added-unobserved-common-cause grid as a SensitivityResult (share of estimate left).
+
+    When the headline's interval already includes zero there is no effect to keep: the share is
+    not meaningful (a near-zero denominator) and the robustness value is 0.
+    """
+    sign = 1.0 if base >= 0 else -1.0
+    shares = [[sign * v / abs(base) if base else 0.0 for v in row] for row in raw["new_effects"]]
+    worst = min(min(row) for row in shares)
+    t_kind = "flips of" if raw["effect_on_treatment"] == "binary_flip" else "SD shifts of"
+    sim = (
+        f"A simulated unobserved confounder ({t_kind} {treatment} up to {max(raw['strengths_treatment']):.0%} "
+        f"and {outcome} shifts up to {max(raw['strengths_outcome_sd']):.2f} SD)"
+    )
+    span = f"({_fmt(raw['min_effect'])} to {_fmt(raw['max_effect'])})"
+    if not significant:
+        text = f"{sim} moves the estimate to {span}; the estimate is not distinguishable from zero, so no share of it is robust."
+        value = 0.0
+    else:
+        text = f"{sim} leaves {worst:.0%} of the estimate in the worst case {span}"
+        text += "; the sign survives." if worst > 0 else "; it can be explained away or reversed."
+        value = float(worst)
+    plot = _plot_grid(raw, shares, treatment, outcome, ctx)
+    return SensitivityResult(
+        method="unobserved_common_cause",
+        robustness_value=value,
+        interpretation=text,
+        details={
+            **common,
+            **raw,
+            "share_remaining": shares,
+            "worst_share": float(worst),
+            "meaningful": significant,
+            "plot": plot,
+        },
+    )
+
+
+def _plot_grid(raw: dict[str, Any], shares: list[list[float]], treatment: str, outcome: str, ctx: AgentContext) -> str:
+    """A heat map of the share of the estimate left at each confounder strength."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    image = ax.imshow(shares, cmap="RdYlGn", vmin=0, vmax=1, origin="lower")
+    for i, row in enumerate(shares):
+        for j, v in enumerate(row):
+            ax.text(j, i, f"{v:.0%}", ha="center", va="center", fontsize=9)
+    ax.set_xticks(range(len(raw["strengths_outcome_sd"])), [f"{s:g} SD" for s in raw["strengths_outcome_sd"]])
+    ax.set_yticks(range(len(raw["strengths_treatment"])), [f"{s:g}" for s in raw["strengths_treatment"]])
+    ax.set_xlabel(f"Confounder effect on {outcome}")
+    ax.set_ylabel(f"Confounder effect on {treatment}")
+    ax.set_title("Share of the estimate left under an unobserved confounder")
+    fig.colorbar(image, ax=ax, label="share of estimate")
+    fig.tight_layout()
+    path = ctx.plots_dir / "sensitivity_unobserved_confounder.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
