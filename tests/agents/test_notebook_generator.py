@@ -79,12 +79,14 @@ def _tagged(nb: Any, tag: str) -> list[Any]:
 def analysis(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real small analysis, reported with a user template folder overriding one section."""
     job = tmp_path_factory.mktemp("job")
-    frame, truth = job_training(n=1500, seed=3)
+    frame, truth = job_training(n=1000, seed=3)
     state = make_state(frame, job, "training", "earnings")
     adjusted = _ols(frame, CONFOUNDERS)
     state.treatment_effects = [
         _effect(_ols(frame, []), "naive_difference", [], len(frame)),
-        _effect(adjusted, "ols", CONFOUNDERS, len(frame), headline=True, headline_reason="regression on the back-door set"),
+        _effect(
+            adjusted, "ols", CONFOUNDERS, len(frame), headline=True, headline_reason="regression on the back-door set"
+        ),
     ]
     edges = [(c, "training") for c in CONFOUNDERS[:3]] + [(c, "earnings") for c in CONFOUNDERS]
     edges += [("training", "skills_score"), ("skills_score", "earnings"), ("training", "earnings")]
@@ -100,7 +102,9 @@ def analysis(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     user = job / "my_templates" / "sections"
     user.mkdir(parents=True)
     (user / "80_critique.j2").write_text(USER_SECTION)
-    result = run_single_agent("notebook_generator", state, job, {"template_dir": str(job / "my_templates"), "timeout": 120})
+    result = run_single_agent(
+        "notebook_generator", state, job, {"template_dir": str(job / "my_templates"), "timeout": 120}
+    )
     nb = nbformat.read(state.notebook_path, as_version=4)
     return {"job": job, "state": state, "result": result, "nb": nb, "truth": truth, "fit": adjusted}
 
@@ -201,7 +205,9 @@ def test_recipe_can_replace_the_top_level_template(tmp_path: Path) -> None:
     top = tmp_path / "short.ipynb.j2"
     top.write_text('{% include "sections/00_setup.j2" %}\n{% include "sections/99_provenance.j2" %}\n')
     state = _minimal_state(tmp_path)
-    run_single_agent("notebook_generator", state, tmp_path / "job", {"template": str(top), "execute": False, "html": False})
+    run_single_agent(
+        "notebook_generator", state, tmp_path / "job", {"template": str(top), "execute": False, "html": False}
+    )
     nb = nbformat.read(state.notebook_path, as_version=4)
     heads = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"]
     assert heads == ["# Data report: jobs", "## Setup", "## Provenance"]
@@ -216,8 +222,8 @@ def test_text_outside_a_cell_is_a_template_error() -> None:
 
 @pytest.mark.parametrize(
     ("method", "kind"),
-    [("ols", "ols"), ("backdoor.linear_regression", "ols"), ("ipw", "ipw"), ("backdoor.propensity_score_weighting", "ipw"),
-     ("aipw", "aipw"), ("doubly_robust", "aipw"), ("x_learner", None), ("dml", None), ("iv.instrumental_variable", None),
+    [("ols", "ols"), ("linear_regression", "ols"), ("ipw", "ipw"), ("backdoor.propensity_score_weighting", "dowhy"),
+     ("aipw", "aipw"), ("doubly_robust", "aipw"), ("backdoor.econml.dml.LinearDML", None), ("x_learner", None), ("dml", None), ("iv.instrumental_variable", None),
      ("propensity_score_matching", None)],
 )  # fmt: skip
 def test_recompute_kind(method: str, kind: str | None) -> None:

@@ -1,0 +1,523 @@
+"""The report: an executed, reproducible Jupyter notebook rendered from Jinja templates.
+
+The agent turns the state into a template context (every number in the prose comes from the
+state), renders ``templates/report.ipynb.j2`` (or the recipe's own template) into nbformat
+cells, writes ``report.ipynb`` before anything can fail, executes it with nbclient in the job
+folder and exports ``report.html``. Code cells reload the job's data and ``state.json`` and
+recompute the headline estimate, the propensity model and DoWhy refuters, asserting that the
+headline matches the run. An execution error is recorded, never raised.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.errors import AgentError
+from agents.base.state import JobStatus
+from agents.base.view import StateView
+
+__all__ = ["NotebookGeneratorAgent", "recompute_kind"]
+
+_READS: tuple[str, ...] = (
+    "raw_metadata",
+    "domain_knowledge",
+    "dataframe_path",
+    "eda_result",
+    "proposed_dag",
+    "treatment_effects",
+    "sensitivity_results",
+    "confounder_discovery",
+    "ps_diagnostics",
+    "data_repairs",
+    "debate_history",
+    "critique_history",
+    "recommendations",
+    "agent_traces",
+    "created_at",
+)
+_SNAPSHOT_FIELDS = ("job_id", "dataset_info", "treatment_variable", "outcome_variable", "design", "iteration_count",
+                    "max_iterations", "analyzed_pairs", "data_profile", *_READS)  # fmt: skip
+_NOT_CHEAP = {"dml", "learner", "xlearner", "slearner", "tlearner", "forest", "matching", "match", "stratification",
+              "iv", "instrument", "instrumental", "rdd", "discontinuity", "did", "difference", "synthetic"}  # fmt: skip
+
+
+def recompute_kind(method: str) -> str | None:
+    """Which cheap estimator reproduces ``method``: "dowhy", "ols", "ipw", "aipw", or None (not cheap)."""
+    text = method.lower()
+    tokens = set(re.split(r"[^a-z0-9]+", text))
+    if text.startswith("backdoor.") and not tokens & {"econml", "causalml"}:
+        return "dowhy"  # a DoWhy method name: refit with DoWhy itself, same method and parameters
+    if tokens & _NOT_CHEAP or "learner" in text:
+        return None
+    if tokens & {"aipw", "dr", "doubly", "augmented"}:
+        return "aipw"
+    if tokens & {"ipw", "iptw", "weighting", "weighted"}:
+        return "ipw"
+    if tokens & {"ols", "regression", "linear"}:
+        return "ols"
+    return None
+
+
+class NotebookGeneratorAgent(Agent):
+    """Writes ``report.ipynb`` (executed) and ``report.html`` into the job folder."""
+
+    NAME = "notebook_generator"
+    DESCRIPTION = "Render, execute and export the reproducible report notebook"
+    REQUIRED_STATE_FIELDS = ("data_profile",)
+    OPTIONAL_STATE_FIELDS = _READS
+    WRITES_STATE_FIELDS = ("notebook_path",)
+    JOB_STATUS = JobStatus.GENERATING_NOTEBOOK
+    PROGRESS_WEIGHT = 1.5
+
+    class Params(AgentParams):
+        """Recipe options: which template, whether to execute, per-cell timeout, HTML export."""
+
+        template: str | None = None
+        template_dir: str | None = None
+        execute: bool = True
+        timeout: int = Field(default=300, ge=1)
+        html: bool = True
+        title: str | None = None
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        """Render the notebook, write it, execute it, export HTML and report what happened."""
+        from agents.stats import notebook as nbk
+
+        assert isinstance(params, NotebookGeneratorAgent.Params)
+        job_dir = Path(ctx.job_dir).resolve()
+        job_dir.mkdir(parents=True, exist_ok=True)
+        snapshot = _snapshot(view)
+        (job_dir / "report_state.json").write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
+        context = build_context(view, snapshot, job_dir, ctx.seed, params.title)
+        env = nbk.make_environment(params.template_dir)
+        text = nbk.render_template(env, params.template or "report.ipynb.j2", context)
+        cells = nbk.split_cells(text)
+        if not cells:
+            raise AgentError("the notebook template rendered no cells")
+        nb = nbk.build_notebook(cells, {"job_id": view.job_id, "state_file": context["paths"]["state_file"]})
+        nb_path = job_dir / "report.ipynb"
+        nbk.write_notebook(nb, nb_path)
+        outputs: dict[str, Any] = {
+            "notebook": str(nb_path),
+            "n_cells": len(nb.cells),
+            "state_file": context["paths"]["state_file"],
+        }
+        reasons = [f"rendered {len(nb.cells)} cells from {params.template or 'report.ipynb.j2'}"
+                   + (f" (user templates first: {params.template_dir})" if params.template_dir else ""),
+                   *context["decisions"]]  # fmt: skip
+        errors: list[dict[str, Any]] = []
+        if params.execute:
+            started = time.perf_counter()
+            report = nbk.execute_notebook(nb, job_dir, params.timeout)
+            outputs["execution_s"] = round(time.perf_counter() - started, 2)
+            errors = report.errors
+            nb.metadata["whyflow"]["execution_errors"] = errors
+            nbk.write_notebook(nb, nb_path)
+            reasons.append(_execution_reason(report, outputs["execution_s"]))
+        if params.html:
+            outputs["html"], note = _html(nbk, nb, job_dir / "report.html")
+            reasons.append(note)
+        outputs.update(execution_errors=errors, reproduced=nbk.headline_reproduced(nb))
+        return AgentResult(
+            updates={"notebook_path": str(nb_path)},
+            summary=_summary(params.execute, errors, outputs),
+            reasoning="; ".join(reasons),
+            outputs=outputs,
+            tools_called=[
+                "jinja2",
+                "nbformat",
+                *(["nbclient"] if params.execute else []),
+                *(["nbconvert"] if params.html else []),
+            ],
+        )
+
+
+# ---- running helpers ----------------------------------------------------------------------------
+def _html(nbk: Any, nb: Any, path: Path) -> tuple[str | None, str]:
+    try:
+        nbk.export_html(nb, path)
+    except Exception as exc:  # noqa: BLE001 - HTML is a convenience; the notebook is the report
+        return None, f"HTML export failed ({type(exc).__name__}: {exc}); the notebook is intact"
+    return str(path), f"exported {path.name}"
+
+
+def _execution_reason(report: Any, seconds: float) -> str:
+    if not report.errors:
+        return f"executed every cell without error in {seconds:.1f} s"
+    first = report.errors[0]
+    return (f"execution found {len(report.errors)} failing cell(s); first: cell {first['cell']} "
+            f"{first['ename']}: {first['evalue'][:200]}; the notebook was saved with its outputs so far")  # fmt: skip
+
+
+def _summary(executed: bool, errors: list[dict[str, Any]], outputs: dict[str, Any]) -> str:
+    repro = outputs.get("reproduced")
+    if not executed:
+        return f"report.ipynb written ({outputs['n_cells']} cells, not executed)"
+    if errors:
+        first = errors[0]
+        return f"report.ipynb written but cell {first['cell']} failed ({first['ename']}: {first['evalue'][:120]})"
+    tail = "; headline reproduced" if repro else ""
+    return f"report.ipynb executed ({outputs['n_cells']} cells, {outputs.get('execution_s', 0):.0f} s){tail}"
+
+
+def _snapshot(view: StateView) -> dict[str, Any]:
+    """The state as this agent sees it, JSON-ready (what the notebook reloads if needed)."""
+    from agents.stats.notebook import jsonable
+
+    out: dict[str, Any] = {}
+    for name in _SNAPSHOT_FIELDS:
+        value = getattr(view, name)
+        out[name] = jsonable(value)
+    return out
+
+
+# ---- the template context -----------------------------------------------------------------------
+def build_context(view: StateView, snap: dict[str, Any], job_dir: Path, seed: int, title: str | None) -> dict[str, Any]:
+    """Everything the templates use, from the state only (numbers are never invented here)."""
+    decisions: list[str] = []
+    profile = snap["data_profile"]
+    treatment, outcome = view.get_primary_pair()
+    pair_note = ""
+    if treatment is None or outcome is None:
+        treatment = next(iter(profile.get("treatment_candidates") or []), None)
+        outcome = next(iter(profile.get("outcome_candidates") or []), None)
+        if treatment and outcome:
+            pair_note = "No treatment and outcome were given, so the profile's first candidates are used."
+            decisions.append(pair_note)
+    binary = profile.get("feature_types", {}).get(treatment) == "binary"
+    run_info = _read_json(job_dir / "run.json")
+    has_data = bool(snap.get("dataframe_path")) and Path(snap["dataframe_path"]).exists()
+    effects = _effects(snap, treatment, outcome)
+    headline = next((e for e in reversed(effects) if e["headline"]), None)
+    if headline:
+        headline["sentence"] = _sentence(headline, treatment, outcome, binary)
+        headline["reason"] = headline["details"].get("headline_reason", "")
+    confounders, ps = snap.get("confounder_discovery"), snap.get("ps_diagnostics")
+    recompute = _recompute(effects, headline, confounders, ps, has_data, binary, decisions)
+    agreement = _agreement(effects, headline)
+    return {
+        "title": title or (f"Causal analysis: the effect of {treatment} on {outcome}" if treatment and outcome else
+                           f"Data report: {snap['dataset_info'].get('name') or 'dataset'}"),
+        "job_id": snap["job_id"], "created_at": _when(snap.get("created_at")), "seed": seed,
+        "treatment": treatment, "outcome": outcome, "pair_note": pair_note, "treatment_binary": binary,
+        "dataset": _dataset(snap, run_info), "profile": profile, "has_data": has_data,
+        "paths": _paths(snap, job_dir, decisions),
+        "missing": [(c, n) for c, n in profile.get("missing_values", {}).items() if n],
+        "repairs": {"expectations": [r for r in snap.get("data_repairs", []) if r.get("kind") == "expectation"],
+                    "actions": [r for r in snap.get("data_repairs", []) if r.get("kind") == "repair"]},
+        "eda": snap.get("eda_result"), "domain": snap.get("domain_knowledge"),
+        "dag": snap.get("proposed_dag"), **_dag(snap.get("proposed_dag"), treatment, outcome),
+        "confounders": confounders, "ps": ps,
+        "effects": effects, "headline": headline, "other_pairs": _other_pairs(snap, treatment, outcome),
+        "recompute": recompute, "agreement": agreement,
+        "propensity": _propensity(confounders, ps, headline, has_data, binary),
+        "refute": _refute(recompute, confounders, has_data, binary),
+        "assumptions": _assumptions(snap, headline, agreement),
+        "sensitivity": snap.get("sensitivity_results", []),
+        "critique": _critique(snap), "recommendations": snap.get("recommendations", []),
+        "traces": _traces(snap), "versions": _versions(),
+        "run_info": run_info, "has_run_json": run_info is not None, "has_recipe": (job_dir / "recipe.yaml").exists(),
+        "decisions": decisions,
+    }  # fmt: skip
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _when(value: Any) -> str:
+    text = str(value or "")
+    return text[:16].replace("T", " ") + " UTC" if len(text) >= 16 else text
+
+
+def _dataset(snap: dict[str, Any], run_info: dict[str, Any] | None) -> dict[str, Any]:
+    info, profile = snap["dataset_info"], snap["data_profile"]
+    meta = snap.get("raw_metadata") or {}
+    domain = snap.get("domain_knowledge") or {}
+    return {
+        "name": info.get("name"), "source": info.get("local_path") or info.get("url"),
+        "rows": profile["n_samples"], "cols": profile["n_features"],
+        "sha256": (run_info or {}).get("data_sha256"),
+        "description": domain.get("description") or meta.get("description") or info.get("kaggle_description"),
+    }  # fmt: skip
+
+
+def _paths(snap: dict[str, Any], job_dir: Path, decisions: list[str]) -> dict[str, Any]:
+    data = snap.get("dataframe_path")
+    data_file = None
+    if data:
+        p = Path(data).resolve()
+        data_file = str(p.relative_to(job_dir)) if p.is_relative_to(job_dir) else str(p)
+    state_file = "report_state.json"
+    on_disk = _read_json(job_dir / "state.json")
+    if on_disk is not None and _same_estimates(on_disk, snap):
+        state_file = "state.json"
+    else:
+        decisions.append("state.json is absent or older than this step's view, so the notebook reads report_state.json")
+    return {"job_dir": str(job_dir), "data_file": data_file, "state_file": state_file}
+
+
+def _same_estimates(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    key = [(e.get("method"), e.get("estimate")) for e in a.get("treatment_effects", [])]
+    return a.get("job_id") == b["job_id"] and key == [(e["method"], e["estimate"]) for e in b["treatment_effects"]]
+
+
+def _dag(dag: dict[str, Any] | None, treatment: str | None, outcome: str | None) -> dict[str, Any]:
+    if not dag:
+        return {"dag_counts": {}, "dag_focus": []}
+    counts: dict[str, int] = {}
+    for e in dag["edges"]:
+        counts[e["edge_type"]] = counts.get(e["edge_type"], 0) + 1
+    focus = [e for e in dag["edges"] if {e["source"], e["target"]} & {treatment, outcome}]
+    return {"dag_counts": counts, "dag_focus": focus[:25]}
+
+
+def _effects(snap: dict[str, Any], treatment: str | None, outcome: str | None) -> list[dict[str, Any]]:
+    """The pair's estimates (with their index in the state's list), flattened for tables."""
+    out = []
+    for index, e in enumerate(snap.get("treatment_effects", [])):
+        tv, ov = e.get("treatment_variable"), e.get("outcome_variable")
+        if (tv or treatment) != treatment or (ov or outcome) != outcome:
+            continue
+        d = e.get("details") or {}
+        out.append({**e, "index": index, "details": d, "headline": bool(d.get("headline")),
+                    "round": d.get("round"), "n_used": d.get("n_used")})  # fmt: skip
+    return out
+
+
+def _other_pairs(snap: dict[str, Any], treatment: str | None, outcome: str | None) -> list[dict[str, Any]]:
+    counts: dict[tuple[str, str], int] = {}
+    for e in snap.get("treatment_effects", []):
+        pair = (e.get("treatment_variable"), e.get("outcome_variable"))
+        if None not in pair and pair != (treatment, outcome):
+            counts[pair] = counts.get(pair, 0) + 1  # type: ignore[index]
+    return [{"treatment": t, "outcome": y, "n": n} for (t, y), n in counts.items()]
+
+
+def _sentence(e: dict[str, Any], treatment: str | None, outcome: str | None, binary: bool) -> str:
+    """The headline in plain words, e.g. "Receiving training raised earnings by about 1,480 (95% CI ...)"."""
+    from agents.stats.notebook import fmt_num
+
+    est = float(e["estimate"])
+    verb = "raised" if est > 0 else "lowered" if est < 0 else "did not change"
+    subject = f"Receiving `{treatment}`" if binary else f"A one-unit increase in `{treatment}`"
+    if binary and str(e.get("estimand", "")).upper() == "ATT":
+        subject = f"Among those who received it, receiving `{treatment}`"
+    size = f" by about {fmt_num(abs(est))}" if est else ""
+    text = (f"{subject} {verb} `{outcome}`{size} (95% CI {fmt_num(e['ci_lower'])} to {fmt_num(e['ci_upper'])}), "
+            f"estimated by {e['method']} ({e.get('estimand', 'ATE')}).")  # fmt: skip
+    if e["ci_lower"] <= 0 <= e["ci_upper"]:
+        text += " The interval includes zero, so the data are also consistent with no effect."
+    return text
+
+
+def _is_baseline(e: dict[str, Any]) -> bool:
+    """An unadjusted comparison reported for contrast, not as an estimate of the effect."""
+    method = str(e["method"]).lower()
+    return bool(e["details"].get("baseline")) or "naive" in method or "unadjusted" in method
+
+
+def _agreement(effects: list[dict[str, Any]], headline: dict[str, Any] | None) -> dict[str, Any] | None:
+    """How far the adjusted estimates agree with the headline (baselines left out)."""
+    from agents.stats.notebook import fmt_num
+
+    adjusted = [e for e in effects if not _is_baseline(e)]
+    left_out = len(effects) - len(adjusted)
+    note = f" ({left_out} unadjusted baseline{'s' if left_out > 1 else ''} left out)" if left_out else ""
+    if len(adjusted) < 2:
+        if not adjusted:
+            return None
+        return {
+            "text": f"Only one adjusted estimate was computed{note}, so agreement between estimators cannot be judged."
+        }
+    ref = headline or adjusted[-1]
+    values = [float(e["estimate"]) for e in adjusted]
+    same_sign = sum(1 for v in values if (v > 0) == (ref["estimate"] > 0))
+    covering = sum(1 for e in adjusted if e["ci_lower"] <= ref["estimate"] <= e["ci_upper"])
+    spread = (max(values) - min(values)) / ref["std_error"] if ref["std_error"] else float("nan")
+    n = len(adjusted)
+    text = (
+        f"{n} adjusted estimates{note} range from {fmt_num(min(values))} to {fmt_num(max(values))} "
+        f"(a spread of {spread:.1f} {'headline ' if headline else ''}standard errors); {same_sign} of {n} "
+        f"share the sign of the {'headline' if headline else 'last estimate'}, and {covering} of {n} intervals contain it."
+    )
+    return {"text": text, "spread_se": spread, "same_sign": same_sign, "covering": covering, "n": n}
+
+
+def _first(d: dict[str, Any], *keys: str) -> Any:
+    return next((d[k] for k in keys if d.get(k) is not None), None)
+
+
+def _bounds(value: Any) -> list[float] | None:
+    if isinstance(value, dict) and value.get("lower") is not None:
+        return [float(value["lower"]), float(value["upper"])]
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return [float(value[0]), float(value[1])]
+    return None
+
+
+def _recompute(effects: list[dict[str, Any]], headline: dict[str, Any] | None, confounders: dict[str, Any] | None,
+               ps: dict[str, Any] | None, has_data: bool, binary: bool, decisions: list[str]) -> dict[str, Any] | None:  # fmt: skip
+    """Which estimate the notebook refits, how, and with which recorded settings."""
+    if not has_data or not effects:
+        return None
+
+    def ok(e: dict[str, Any]) -> str | None:
+        kind = recompute_kind(str(e["method"]))
+        return kind if kind in ("ols", "dowhy") or (kind and binary) else None
+
+    exact = [e for e in reversed(effects) if ok(e) in ("ols", "dowhy") and not _is_baseline(e)]
+    target = headline if headline and ok(headline) else next((e for e in reversed(effects) if ok(e)), None)
+    if target is not None and ok(target) in ("ipw", "aipw") and exact:
+        # Weighting estimators hinge on how the propensity was fitted (cross-fitting folds, regularisation,
+        # clipping); a deterministic regression estimate gives the meaningful pass/fail check.
+        target = exact[0]
+    if target is None:
+        decisions.append("no estimate uses a method the notebook can refit cheaply; all are shown from the state")
+        return None
+    kind, d, notes = ok(target), target["details"], []
+    adjustment = d.get("adjustment_set")
+    if adjustment is None:
+        adjustment = list((confounders or {}).get("adjustment_set", []))
+        notes.append("The estimate did not record its adjustment set; the confounder analysis's set is used.")
+    cov_type = _first(d, "cov_type", "se_type")
+    if cov_type is None and re.search(r"\bHC[0-3]\b", str(d.get("se_method", ""))):
+        cov_type = re.search(r"\bHC[0-3]\b", str(d["se_method"])).group(0)  # type: ignore[union-attr]
+    if kind == "ols" and not isinstance(cov_type, str):
+        cov_type = "HC1"
+        notes.append("The run did not record its standard-error type; HC1 is assumed (only the estimate is checked).")
+    trim = _bounds(_first(d, "trim", "trimming", "trim_bounds", "propensity_trim", "trimmed"))
+    if trim is None and d.get("trimmed") and ps and ps.get("trim_suggestion"):
+        trim = _bounds(ps["trim_suggestion"])
+    exact_fit = kind == "ols" or (kind == "dowhy" and "linear_regression" in str(target["method"]))
+    ps_model = _first(d, "propensity_model", "ps_model") or (ps or {}).get("model") or "logistic"
+    return {
+        "index": target["index"], "kind": kind, "method": target["method"], "is_headline": target is headline,
+        "adjustment_set": list(adjustment), "cov_type": cov_type if kind == "ols" else None, "trim": trim,
+        "ps_model": ps_model, "clip": _bounds(_first(d, "clip", "propensity_clip")) or [1e-6, 1 - 1e-6],
+        "estimand": target.get("estimand", "ATE"),
+        "target_units": d.get("target_units") or str(target.get("estimand", "ATE")).lower(),
+        "method_params": d.get("method_params") or {},
+        "binary": binary, "notes": notes,
+        "description": {"ols": "least squares of the outcome on the treatment and the adjustment set",
+                        "ipw": f"inverse-probability weighting with a {ps_model} propensity model",
+                        "aipw": f"augmented IPW: linear outcome models per arm and a {ps_model} propensity model", "dowhy": f"DoWhy's {target['method']} with the run's method parameters"}[kind],
+        "tolerance_expr": '1e-6 * max(1.0, abs(EST["estimate"]))' if exact_fit else '0.1 * EST["std_error"] + 1e-9',
+        "tolerance_text": "a relative 1e-6 (the fit is deterministic)" if exact_fit else
+                          "a tenth of its standard error (a propensity model's solver may differ slightly)",
+        "headline_note": f"{headline['method']} depends on fitting details (cross-fitted or learned nuisance models) that a short notebook cell cannot reproduce exactly." if headline else "",
+    }  # fmt: skip
+
+
+def _propensity(confounders: dict[str, Any] | None, ps: dict[str, Any] | None, headline: dict[str, Any] | None,
+                has_data: bool, binary: bool) -> dict[str, Any] | None:  # fmt: skip
+    if not (has_data and binary):
+        return None
+    covs = (
+        (ps or {}).get("covariates")
+        or (confounders or {}).get("adjustment_set")
+        or (headline or {}).get("details", {}).get("adjustment_set")
+    )
+    if not covs:
+        return None
+    trim = _bounds((ps or {}).get("trim_suggestion")) if (ps or {}).get("trimmed") else None
+    return {"covariates": list(covs), "model": (ps or {}).get("model") or "logistic", "trim": trim}
+
+
+def _refute(
+    recompute: dict[str, Any] | None, confounders: dict[str, Any] | None, has_data: bool, binary: bool
+) -> dict[str, Any] | None:
+    adjustment = (recompute or {}).get("adjustment_set") or (confounders or {}).get("adjustment_set")
+    if not (has_data and binary and adjustment):
+        return None
+    return {"adjustment_set": list(adjustment)}
+
+
+def _assumptions(
+    snap: dict[str, Any], headline: dict[str, Any] | None, agreement: dict[str, Any] | None
+) -> list[dict[str, str]]:
+    """Each assumption with a status (holds, doubtful, unknown, reported) and the state's evidence."""
+    from agents.stats.notebook import fmt_num, fmt_pct
+
+    rows: list[dict[str, str]] = []
+    cd, ps = snap.get("confounder_discovery") or {}, snap.get("ps_diagnostics") or {}
+    ident = cd.get("identification") or {}
+    if ident:
+        rows.append({"name": "Identification", "status": "holds" if ident.get("identified") else "doubtful",
+                     "evidence": f"{ident.get('method', '')}: {ident.get('estimand', '')}".strip(": ")})  # fmt: skip
+    post = set(cd.get("mediators", [])) | set(cd.get("colliders", [])) | set(cd.get("descendants", []))
+    post |= set(cd.get("derived_from_treatment", [])) | set(
+        (snap.get("domain_knowledge") or {}).get("post_treatment", [])
+    )
+    if headline is not None and headline["details"].get("adjustment_set") is not None:
+        bad = sorted(post & set(headline["details"]["adjustment_set"]))
+        rows.append({"name": "No post-treatment variable adjusted for", "status": "doubtful" if bad else "holds",
+                     "evidence": f"adjusted for {', '.join(bad)}" if bad else f"none of {len(post)} known post-treatment variables is in the headline's adjustment set"})  # fmt: skip
+    sens = snap.get("sensitivity_results", [])
+    rows.append({"name": "No unmeasured confounding", "status": "unknown",
+                 "evidence": "cannot be tested from data; " + ("; ".join(f"{s['method']}: {s['interpretation']}" for s in sens[:3]) if sens else "no sensitivity analysis was run")})  # fmt: skip
+    if ps.get("overlap_ok") is not None:
+        share = (ps.get("outside_support") or {}).get("overall")
+        rows.append({"name": "Overlap (positivity)", "status": "holds" if ps["overlap_ok"] else "doubtful",
+                     "evidence": f"AUC {fmt_num(ps.get('auc'))}" + (f"; {fmt_pct(share)} of rows outside common support" if share is not None else "")})  # fmt: skip
+    if ps.get("balance_ok") is not None:
+        rows.append({"name": "Covariate balance after weighting", "status": "holds" if ps["balance_ok"] else "doubtful",
+                     "evidence": f"largest |SMD| {fmt_num(ps.get('max_smd_before'))} before, {fmt_num(ps.get('max_smd_after'))} after weighting"})  # fmt: skip
+    if headline is not None and headline.get("assumptions_tested"):
+        rows.append(
+            {
+                "name": "Checks run by the estimator",
+                "status": "reported",
+                "evidence": "; ".join(headline["assumptions_tested"]),
+            }
+        )
+    if agreement and agreement.get("n", 0) >= 2:
+        agree = agreement["same_sign"] == agreement["n"] and agreement["covering"] == agreement["n"]
+        rows.append(
+            {"name": "Estimators agree", "status": "holds" if agree else "doubtful", "evidence": agreement["text"]}
+        )
+    issues = (snap.get("eda_result") or {}).get("data_quality_issues") or []
+    if snap.get("eda_result"):
+        rows.append({"name": "Data quality", "status": "doubtful" if issues else "holds",
+                     "evidence": "; ".join(issues[:3]) or "no data-quality issues flagged"})  # fmt: skip
+    history = snap.get("critique_history", [])
+    if history:
+        last = history[-1]
+        rows.append({"name": "Critique approval", "status": "holds" if last["decision"] == "APPROVE" else "doubtful",
+                     "evidence": f"final decision {last['decision']}" + (f": {'; '.join(last['issues'][:2])}" if last["issues"] else "")})  # fmt: skip
+    return rows
+
+
+def _critique(snap: dict[str, Any]) -> list[dict[str, Any]]:
+    debate = snap.get("debate_history", [])
+    rounds = []
+    for i, c in enumerate(snap.get("critique_history", []), start=1):
+        changes = [ch for d in debate if d.get("round") == i for ch in d.get("changes_applied", [])]
+        rounds.append({"round": i, "decision": c["decision"], "scores": c.get("scores", {}), "issues": c.get("issues", []),
+                       "improvements": c.get("improvements", []), "reasoning": c.get("reasoning", ""), "changes_applied": changes})  # fmt: skip
+    return rounds
+
+
+def _traces(snap: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"agent": t["agent_name"], "action": t.get("action", ""), "seconds": t.get("duration_ms", 0) / 1000,
+             "summary": str((t.get("outputs") or {}).get("summary", ""))[:160]} for t in snap.get("agent_traces", [])]  # fmt: skip
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return {"whyflow": version("whyflow")}
+    except PackageNotFoundError:
+        return {"whyflow": None}

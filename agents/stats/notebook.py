@@ -1,0 +1,314 @@
+"""Rendering Jinja templates into nbformat notebooks, executing them and exporting HTML.
+
+Templates mark cells with the ``markdown()`` and ``code()`` macros of ``templates/macros.j2``;
+the macros wrap their body in marker lines that :func:`split_cells` turns into nbformat v4
+cells. A user folder is searched before the built-in templates (a Jinja ``ChoiceLoader``), and
+the built-ins stay reachable under the ``builtin/`` prefix, so a user section can
+``{% extends "builtin/sections/20_eda.j2" %}`` and override one block.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.base.errors import AgentError
+
+__all__ = [
+    "BUILTIN_TEMPLATES",
+    "ExecutionReport",
+    "build_notebook",
+    "execute_notebook",
+    "export_html",
+    "headline_reproduced",
+    "jsonable",
+    "make_environment",
+    "render_template",
+    "split_cells",
+    "write_notebook",
+]
+
+BUILTIN_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+"""The templates shipped with whyflow (``<repo>/templates``)."""
+
+_MARKER = re.compile(r"^<<<whyflow:(markdown|code|raw)(?: tags=([\w,\-]*))?>>>\s*$")
+_END = "<<<whyflow:end>>>"
+
+
+@dataclass
+class ExecutionReport:
+    """What happened when the notebook ran: errors per cell and whether it finished."""
+
+    executed: bool = False
+    completed: bool = False
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    message: str = ""
+
+
+# ---- formatting filters -----------------------------------------------------------------------
+def fmt_num(value: Any, digits: int = 3) -> str:
+    """A number for prose: thousands separators, about ``digits`` significant digits."""
+    if value is None:
+        return "n/a"
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    magnitude = int(math.floor(math.log10(abs(x))))
+    decimals = max(0, digits - 1 - magnitude)
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:,.{decimals}f}"
+
+
+def fmt_pct(value: Any, decimals: int = 1) -> str:
+    """A share in [0, 1] as a percentage."""
+    if value is None:
+        return "n/a"
+    return f"{100 * float(value):.{decimals}f}%"
+
+
+def fmt_p(value: Any) -> str:
+    """A p-value the way papers write it."""
+    if value is None:
+        return "n/a"
+    p = float(value)
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def md_escape(value: Any) -> str:
+    """Text safe inside a Markdown table cell."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+# ---- rendering --------------------------------------------------------------------------------
+def make_environment(template_dir: str | Path | None = None) -> Any:
+    """A Jinja environment: the user's folder first, then the built-ins (also as ``builtin/``)."""
+    import jinja2
+
+    loaders: list[Any] = []
+    if template_dir is not None:
+        folder = Path(template_dir).expanduser()
+        if not folder.is_dir():
+            raise AgentError(f"notebook template_dir {folder} is not a folder")
+        loaders.append(jinja2.FileSystemLoader(str(folder)))
+    builtin = jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES))
+    loaders += [builtin, jinja2.PrefixLoader({"builtin": builtin})]
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.ChainableUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters.update(num=fmt_num, pct=fmt_pct, pval=fmt_p, md=md_escape, py=repr)
+    return env
+
+
+def render_template(env: Any, template: str, context: dict[str, Any]) -> str:
+    """Render ``template`` (a name the loaders know, or a path to a file) with ``context``."""
+    import jinja2
+
+    path = Path(template).expanduser()
+    try:
+        if path.is_file() and not _known(env, template):
+            tpl = env.from_string(path.read_text(encoding="utf-8"))
+        else:
+            tpl = env.get_template(template)
+        return str(tpl.render(**context))
+    except jinja2.TemplateNotFound as exc:
+        raise AgentError(
+            f"notebook template '{exc.name}' not found (searched the template_dir and {BUILTIN_TEMPLATES})"
+        ) from exc
+    except jinja2.TemplateSyntaxError as exc:
+        raise AgentError(
+            f"notebook template {exc.filename or exc.name or template}:{exc.lineno}: {exc.message}"
+        ) from exc
+
+
+def _known(env: Any, name: str) -> bool:
+    import jinja2
+
+    try:
+        env.get_template(name)
+    except (jinja2.TemplateNotFound, ValueError):
+        return False
+    return True
+
+
+def split_cells(text: str) -> list[dict[str, Any]]:
+    """Split rendered text into ``{"kind", "source", "tags"}`` cells at the macro markers.
+
+    Blank text between cells is ignored; any other text outside a cell is an error naming its
+    line, because it would silently vanish from the notebook.
+    """
+    cells: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    lines: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _MARKER.match(line.strip())
+        if match and current is None:
+            current = {"kind": match.group(1), "tags": [t for t in (match.group(2) or "").split(",") if t]}
+            lines = []
+        elif line.strip() == _END and current is not None:
+            current["source"] = "\n".join(lines).strip("\n")
+            if current["source"].strip():
+                cells.append(current)
+            current = None
+        elif current is not None:
+            lines.append(line)
+        elif line.strip():
+            raise AgentError(
+                f"notebook template produced text outside a cell at rendered line {number}: {line.strip()[:80]!r}"
+            )
+    if current is not None:
+        raise AgentError("notebook template left a cell open (a markdown()/code() call without its end)")
+    return cells
+
+
+def build_notebook(cells: list[dict[str, Any]], metadata: dict[str, Any] | None = None) -> Any:
+    """An nbformat v4 notebook from split cells, with the python3 kernelspec."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    makers = {
+        "markdown": nbformat.v4.new_markdown_cell,
+        "code": nbformat.v4.new_code_cell,
+        "raw": nbformat.v4.new_raw_cell,
+    }
+    for cell in cells:
+        new = makers[cell["kind"]](cell["source"])
+        if cell["tags"]:
+            new.metadata["tags"] = list(cell["tags"])
+        nb.cells.append(new)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["whyflow"] = dict(metadata or {})
+    nbformat.validate(nb)
+    return nb
+
+
+# ---- execution and export ----------------------------------------------------------------------
+def _kernel_env(job_dir: Path) -> dict[str, str]:
+    """The kernel's environment: Jupyter, IPython and matplotlib folders under the job folder."""
+    import os
+
+    env = dict(os.environ)
+    for var, sub in (
+        ("JUPYTER_RUNTIME_DIR", ".jupyter/runtime"),
+        ("IPYTHONDIR", ".ipython"),
+        ("MPLCONFIGDIR", ".mplconfig"),
+    ):
+        path = job_dir / sub
+        path.mkdir(parents=True, exist_ok=True)
+        env[var] = str(path)
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
+    """Run every cell in ``job_dir`` (errors are recorded per cell, never raised).
+
+    Cells keep running after a failing one (``allow_errors``) so the report shows as much as
+    it can; each failing cell is returned with its index, error name, value and source.
+    """
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    report = ExecutionReport(executed=True)
+    runtime = job_dir / ".jupyter" / "runtime"
+    runtime.mkdir(parents=True, exist_ok=True)
+    km = KernelManager(kernel_name="python3", connection_file=str(runtime / f"kernel-{uuid.uuid4().hex[:12]}.json"))
+    client = NotebookClient(
+        nb,
+        km=km,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(job_dir)}},
+    )
+    log = (job_dir / ".jupyter" / "kernel.log").open("ab")
+    try:
+        # cleanup_kc: shut the kernel down even though we passed our own kernel manager.
+        client.execute(cleanup_kc=True, env=_kernel_env(job_dir), stdout=log, stderr=log)
+        report.completed = True
+    except Exception as exc:  # noqa: BLE001 - a timeout or dead kernel must not lose the report
+        report.message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+    finally:
+        log.close()
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    report.errors = cell_errors(nb)
+    if not report.completed and not report.errors:
+        report.errors = [{"cell": None, "ename": "ExecutionStopped", "evalue": report.message, "source": ""}]
+    return report
+
+
+def cell_errors(nb: Any) -> list[dict[str, Any]]:
+    """Every code cell of ``nb`` with an error output: index, error name, value and source head."""
+    errors = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                errors.append(
+                    {
+                        "cell": index,
+                        "ename": out.get("ename", ""),
+                        "evalue": str(out.get("evalue", ""))[:500],
+                        "source": cell.source[:300],
+                    }
+                )
+    return errors
+
+
+def export_html(nb: Any, path: Path) -> Path:
+    """Write ``nb`` as one standalone HTML file (nbconvert's lab template, images inlined)."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab")
+    body, _ = exporter.from_notebook_node(nb)
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def write_notebook(nb: Any, path: Path) -> None:
+    """Write ``nb`` atomically (a reader never sees half a file)."""
+    import nbformat
+
+    tmp = path.with_suffix(".ipynb.tmp")
+    nbformat.write(nb, str(tmp))
+    tmp.replace(path)
+
+
+def headline_reproduced(nb: Any) -> bool | None:
+    """True when the headline-check cell printed its success line, None when there is none."""
+    for cell in nb.cells:
+        if "headline-check" in cell.metadata.get("tags", []):
+            text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+            return "Reproduced:" in text
+    return None
+
+
+def jsonable(value: Any) -> Any:
+    """Pydantic models, datetimes and containers of them as plain JSON values."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
