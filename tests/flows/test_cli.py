@@ -228,3 +228,36 @@ def test_kill_minus_nine_then_resume(data: Path, tmp_path: Path, capsys: pytest.
     final = json.loads((out / "state.json").read_text())
     assert final["status"] == "completed" and final["completed_steps"] == ["toy_profiler", "toy_estimator"]
     assert len(final["treatment_effects"]) == 1
+
+
+def _start_slow_run(data: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    recipe = tmp_path / "slow.yaml"
+    recipe.write_text("name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {sleep: 20}\n")
+    out = tmp_path / "job"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "run", str(recipe), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out)],
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if (out / "state.json").exists() and json.loads((out / "state.json").read_text())["status"] == "estimating_effects":
+            return proc, out
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("the run never reached the estimator")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_cancels_and_saves(sig: signal.Signals, data: Path, tmp_path: Path) -> None:
+    proc, out = _start_slow_run(data, tmp_path)
+    time.sleep(0.5)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    state = json.loads((out / "state.json").read_text())
+    assert state["status"] == "cancelled", err.decode()
+    assert state["completed_steps"] == ["toy_profiler"] and state["data_profile"] is not None
+    assert proc.returncode == 130
+    assert b"whyflow resume" in err
