@@ -58,7 +58,7 @@ def test_nonlinear_cate_summary_orders_subgroups(tmp_path: Path) -> None:
 
 
 def test_poor_overlap_trimmed_in_round_two(tmp_path: Path) -> None:
-    frame, truth = S.poor_overlap(n=2500, seed=2)
+    frame, truth = S.poor_overlap(n=2500, seed=0)
     state = make_state(frame, tmp_path, "treated", "outcome")
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     head = _headlines(state)[0]

@@ -13,7 +13,12 @@ from tests.helpers import make_state
 def _critique(*improvements: str) -> list[CritiqueFeedback]:
     return [
         CritiqueFeedback(
-            decision=CritiqueDecision.ITERATE, iteration=1, scores={}, issues=[], improvements=list(improvements), reasoning=""
+            decision=CritiqueDecision.ITERATE,
+            iteration=1,
+            scores={},
+            issues=[],
+            improvements=list(improvements),
+            reasoning="",
         )
     ]
 

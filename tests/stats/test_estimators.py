@@ -69,7 +69,9 @@ def test_did_and_rdd_cover() -> None:
     naive = E.naive_difference(frame["outcome"].to_numpy(), frame["treated"].to_numpy())
     assert not naive.covers(truth["effect"])
     frame, truth = S.sharp_rdd(n=3000, seed=5)
-    rd = D.rdd_local_linear(frame["score"].to_numpy(), frame["outcome"].to_numpy(), frame["treated"].to_numpy(), 0.0, "score")
+    rd = D.rdd_local_linear(
+        frame["score"].to_numpy(), frame["outcome"].to_numpy(), frame["treated"].to_numpy(), 0.0, "score"
+    )
     assert rd.covers(truth["effect"]) and rd.details["design"] == "sharp"
 
 

@@ -1,0 +1,197 @@
+"""Effect estimation: a menu of estimators per pair, one clearly-argued headline.
+
+For each pair (the primary first) the agent chooses the adjustment set (never a mediator,
+collider, post-treatment variable or a relabelling of the treatment), fits cross-fitted
+propensity scores, runs the methods the data and the declared design call for (or those pinned
+in ``methods``) and marks exactly one result ``headline`` by the rule in
+:func:`agents.stats.pair_analysis.choose_headline`. In critique rounds it acts on
+``trim_to_common_support``, ``add_doubly_robust``, ``widen_adjustment_set`` and
+``switch_propensity_model``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.data import check_columns, read_table
+from agents.base.errors import AgentError
+from agents.base.state import JobStatus
+from agents.base.view import StateView
+from agents.stats.adjustment import critique_codes
+
+__all__ = ["EffectEstimatorAgent", "resolve_pairs", "setup_for_pair", "finish_pair"]
+
+
+class EffectEstimatorAgent(Agent):
+    """Estimates each pair's effect with several methods and picks a headline by a fixed rule."""
+
+    NAME = "effect_estimator"
+    DESCRIPTION = (
+        "Treatment effects by regression, weighting, doubly robust, matching, meta-learner and design-based estimators"
+    )
+    REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")
+    OPTIONAL_STATE_FIELDS = (
+        "confounder_discovery",
+        "ps_diagnostics",
+        "proposed_dag",
+        "domain_knowledge",
+        "critique_history",
+        "eda_result",
+    )
+    WRITES_STATE_FIELDS = ("treatment_effects", "analyzed_pairs")
+    JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
+    PROGRESS_WEIGHT = 3
+
+    class Params(AgentParams):
+        """``methods`` pins the menu (keys of pair_analysis.METHODS); ``bootstrap`` resamples."""
+
+        methods: list[str] | None = None
+        bootstrap: int = 200
+        propensity_model: Literal["logistic", "gbm"] = "logistic"
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        """Estimate every pair and return ``treatment_effects`` and ``analyzed_pairs``."""
+        from agents.stats.pair_analysis import METHODS, default_methods, run_method
+
+        assert isinstance(params, EffectEstimatorAgent.Params)
+        bad = [m for m in params.methods or [] if m not in METHODS]
+        if bad:
+            raise AgentError(f"unknown method(s) {bad}; choose from {', '.join(METHODS)}")
+        pairs, why = resolve_pairs(view)
+        frame = read_table(view.dataframe_path)
+        codes = critique_codes(view.critique_history)
+        round_no = view.iteration_count + 1
+        results: list[dict[str, Any]] = []
+        outputs: dict[str, Any] = {"round": round_no, "codes": codes, "pairs": {}}
+        for pair in pairs:
+            t, y = pair["treatment"], pair["outcome"]
+            ctx.progress(f"estimating {t} -> {y}")
+            setup = setup_for_pair(view, frame, t, y, codes, params.propensity_model, ctx.seed, params.bootstrap)
+            if params.methods:
+                methods = list(params.methods) + (
+                    ["aipw"] if "add_doubly_robust" in codes and "aipw" not in params.methods else []
+                )
+                reasons = ["Methods pinned by the recipe: " + ", ".join(params.methods) + "."]
+            else:
+                methods, reasons = default_methods(setup, codes)
+            if "add_doubly_robust" in codes and setup.binary:
+                setup.changes.append("add_doubly_robust: AIPW (doubly robust) included")
+            estimates = {}
+            for name in methods:
+                ctx.progress(f"{t} -> {y}: {name}")
+                try:
+                    estimates[name] = run_method(setup, name)
+                except AgentError as exc:
+                    reasons.append(f"{name} skipped: {exc}.")
+            if not estimates:
+                raise AgentError(f"no estimator could be run for {t} -> {y}")
+            rows, text, headline = finish_pair(view, setup, estimates, round_no)
+            results.extend(rows)
+            why.append(f"[{t} -> {y}] " + " ".join(reasons) + " " + text)
+            outputs["pairs"][f"{t}->{y}"] = {
+                "headline": headline,
+                "n_methods": len(estimates),
+                "changes": setup.changes,
+            }
+        head = next(r for r in results if r["details"].get("headline"))
+        summary = (
+            f"{len(results)} estimates for {len(pairs)} pair(s); headline {head['method']} "
+            f"{head['estimate']:.4g} [{head['ci_lower']:.4g}, {head['ci_upper']:.4g}] for {head['treatment_variable']} -> {head['outcome_variable']}"
+        )
+        return AgentResult(
+            updates={"treatment_effects": results, "analyzed_pairs": [p for p in pairs]},
+            summary=summary,
+            reasoning=" ".join(why),
+            outputs=outputs,
+            tools_called=sorted({r["details"]["method_key"] for r in results}),
+        )
+
+
+def resolve_pairs(view: StateView) -> tuple[list[dict[str, Any]], list[str]]:
+    """The pairs to analyse, primary first, as CausalPair dicts, and how they were chosen."""
+    treatment, outcome = view.get_primary_pair()
+    why: list[str] = []
+    profile = view.data_profile
+    if not treatment or not outcome:
+        if not (profile.treatment_candidates and profile.outcome_candidates):
+            raise AgentError(
+                "no treatment/outcome pair: give --treatment and --outcome (the profile found no candidates)"
+            )
+        treatment, outcome = profile.treatment_candidates[0], profile.outcome_candidates[0]
+        why.append(f"No pair was given; using the profile's first candidates {treatment} -> {outcome}.")
+        rationale = "profile's first treatment and outcome candidates (no pair given)"
+    else:
+        rationale = "the study's primary pair"
+    pairs = [{"treatment": treatment, "outcome": outcome, "rationale": rationale, "priority": 1}]
+    for p in sorted(view.analyzed_pairs, key=lambda p: p.priority):
+        if (p.treatment, p.outcome) != (treatment, outcome):
+            pairs.append(
+                {
+                    "treatment": p.treatment,
+                    "outcome": p.outcome,
+                    "rationale": p.rationale,
+                    "priority": max(p.priority, 2),
+                }
+            )
+    return pairs, why
+
+
+def setup_for_pair(
+    view: StateView, frame: Any, treatment: str, outcome: str, codes: list[str], model: str, seed: int, bootstrap: int
+) -> Any:
+    """Check the columns and build the pair's PairSetup from the view."""
+    from agents.stats.pair_analysis import setup_pair
+
+    check_columns(frame, {"treatment": treatment, "outcome": outcome}, "the analysis data")
+    return setup_pair(
+        frame,
+        treatment,
+        outcome,
+        profile=view.data_profile,
+        view_design=view.design,
+        confounder_discovery=view.confounder_discovery,
+        domain_knowledge=view.domain_knowledge,
+        codes=codes,
+        ps_model=model,
+        seed=seed,
+        bootstrap=bootstrap,
+    )
+
+
+def finish_pair(
+    view: StateView, setup: Any, estimates: dict[str, Any], round_no: int
+) -> tuple[list[dict[str, Any]], str, str]:
+    """Result rows with exactly one headline, plus the reasoning text for the pair."""
+    from agents.stats.pair_analysis import choose_headline, to_result
+
+    head, reason = choose_headline(setup, estimates, view.ps_diagnostics)
+    rows = []
+    for key, est in estimates.items():
+        row = to_result(setup, key, est, round_no, setup.changes)
+        row["details"]["headline"] = key == head
+        if key == head:
+            row["details"]["headline_reason"] = reason
+        rows.append(row)
+    adj = setup.adjustment
+    text = [
+        f"Adjustment set ({adj.source}): {', '.join(adj.covariates) or 'none'}.",
+        ("Excluded: " + "; ".join(f"{c} ({r})" for c, r in adj.excluded.items()) + ".")
+        if adj.excluded
+        else "Nothing excluded.",
+        *setup.notes,
+    ]
+    if setup.overlap and setup.binary:
+        o = setup.overlap
+        text.append(
+            f"Propensity ({setup.ps_model}): {o['outside_support']['overall']:.1%} outside common support, overlap "
+            f"{'adequate' if o['overlap_ok'] else 'poor'}."
+        )
+    text.extend(setup.changes)
+    text.append(f"Headline: {reason}")
+    text.append(
+        "Estimates: "
+        + "; ".join(f"{e.method} {e.estimate:.4g} [{e.ci[0]:.4g}, {e.ci[1]:.4g}]" for e in estimates.values())
+        + "."
+    )
+    return rows, " ".join(text), head

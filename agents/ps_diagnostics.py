@@ -1,0 +1,150 @@
+"""Propensity-score diagnostics: can the treated and control groups be compared at all?
+
+Fits P(treated | covariates) (logistic by default, or a regularised cross-fitted LightGBM),
+then reports the model's AUC, overlap and common support, a Crump et al. trimming suggestion,
+covariate balance before and after inverse-probability weighting, effective sample sizes and
+two figures. In a critique round it acts on ``trim_to_common_support`` (diagnostics then
+describe the trimmed sample) and ``switch_propensity_model``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.data import check_columns, read_table
+from agents.base.errors import AgentError
+from agents.base.state import JobStatus
+from agents.base.view import StateView
+from agents.stats.adjustment import choose_adjustment, critique_codes, prepare
+
+__all__ = ["PSDiagnosticsAgent"]
+
+
+class PSDiagnosticsAgent(Agent):
+    """Propensity model, overlap, trimming suggestion, balance and effective sample sizes."""
+
+    NAME = "ps_diagnostics"
+    DESCRIPTION = "Propensity score overlap, common support, trimming and covariate balance"
+    REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")
+    OPTIONAL_STATE_FIELDS = ("confounder_discovery", "critique_history")
+    WRITES_STATE_FIELDS = ("ps_diagnostics",)
+    JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
+    PROGRESS_WEIGHT = 1
+
+    class Params(AgentParams):
+        """``model``: logistic regression (default) or a regularised, cross-fitted LightGBM."""
+
+        model: Literal["logistic", "gbm"] = "logistic"
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        """Diagnose the primary pair's propensity scores and write ``ps_diagnostics``."""
+        from agents.stats import propensity as P
+
+        assert isinstance(params, PSDiagnosticsAgent.Params)
+        profile = view.data_profile
+        treatment, outcome = view.get_primary_pair()
+        why: list[str] = []
+        if not treatment or not outcome:
+            if not (profile.treatment_candidates and profile.outcome_candidates):
+                raise AgentError("no treatment/outcome pair: set --treatment/--outcome or profile the data first")
+            treatment, outcome = profile.treatment_candidates[0], profile.outcome_candidates[0]
+            why.append(f"No pair was given; using the profile's first candidates {treatment} -> {outcome}.")
+        frame = read_table(view.dataframe_path)
+        check_columns(frame, {"treatment": treatment, "outcome": outcome}, "the analysis data")
+        codes = critique_codes(view.critique_history)
+        model = params.model
+        changes: list[str] = []
+        if "switch_propensity_model" in codes:
+            model = "gbm" if model == "logistic" else "logistic"
+            changes.append(f"switch_propensity_model: propensity model switched to {model}")
+        design = view.design
+        adj = choose_adjustment(
+            frame,
+            treatment,
+            outcome,
+            profile.potential_confounders,
+            view.confounder_discovery,
+            design_columns=(design.instrument, design.running_variable, design.unit_column, design.time_column),
+        )
+        why.append(f"Covariates from the {adj.source}: {', '.join(adj.covariates) or 'none'}.")
+        if adj.excluded:
+            why.append("Excluded: " + "; ".join(f"{c} ({r})" for c, r in adj.excluded.items()) + ".")
+        prep = prepare(frame, treatment, outcome, adj.covariates)
+        why.extend(prep.notes)
+        if prep.X.shape[1] == 0:
+            raise AgentError(f"no covariates to model the propensity of '{treatment}' (nothing left to adjust for)")
+        ps = P.fit_propensity(prep.X, prep.t, model, ctx.seed)
+        X, t, trimmed, trim_applied = prep.X, prep.t, False, None
+        if "trim_to_common_support" in codes:
+            keep, (lo, hi) = P.trim_mask(ps)
+            trim_applied = {"lower": round(lo, 4), "upper": round(hi, 4), "n_dropped": int((~keep).sum())}
+            X, t = X[keep].reset_index(drop=True), t[keep]
+            ps = P.fit_propensity(X, t, model, ctx.seed)
+            trimmed = True
+            changes.append(
+                f"trim_to_common_support: dropped {trim_applied['n_dropped']} units with propensity outside "
+                f"[{lo:.3f}, {hi:.3f}] and refitted the propensity model on the rest"
+            )
+        diag = P.diagnose(X, t, ps, design.estimand if design.estimand in ("ATE", "ATT") else "ATE")
+        title = f"Propensity of {treatment} ({model}{', trimmed' if trimmed else ''})"
+        plots = {
+            "overlap": P.plot_overlap(ps, t, diag["common_support"], ctx.plots_dir / "propensity_overlap.png", title),
+            "love_plot": P.plot_love(
+                diag["balance"], ctx.plots_dir / "love_plot.png", f"Covariate balance for {treatment}"
+            ),
+        }
+        result: dict[str, Any] = {
+            "treatment": treatment,
+            "outcome": outcome,
+            "model": model,
+            "model_detail": _model_detail(model),
+            "covariates": list(X.columns),
+            "excluded": adj.excluded,
+            **diag,
+            "trimmed": trimmed,
+            "trim_applied": trim_applied,
+            "n_used": int(len(t)),
+            "plots": plots,
+            "changes": changes,
+        }
+        why.extend(_explain(result))
+        summary = (
+            f"{model} propensity for {treatment}: AUC {diag['auc']}, "
+            f"{diag['outside_support']['overall']:.1%} outside common support, overlap {'ok' if diag['overlap_ok'] else 'POOR'}, "
+            f"max |SMD| {diag['max_smd_before']:.2f} -> {diag['max_smd_after']:.2f}"
+            + (f" (trimmed {trim_applied['n_dropped']})" if trim_applied else "")
+        )
+        outputs = {
+            "auc": diag["auc"],
+            "overlap_ok": diag["overlap_ok"],
+            "outside_support": diag["outside_support"]["overall"],
+            "balance_ok": diag["balance_ok"],
+            "n_used": int(len(t)),
+            "changes": changes,
+        }
+        return AgentResult(
+            updates={"ps_diagnostics": result}, summary=summary, reasoning=" ".join(why), outputs=outputs
+        )
+
+
+def _model_detail(model: str) -> str:
+    if model == "gbm":
+        return "LightGBM, 150 shallow trees (depth 3, >= 50 units a leaf, shrinkage 0.05), 5-fold cross-fitted"
+    return "logistic regression on standardised covariates (light L2), 5-fold cross-fitted"
+
+
+def _explain(d: dict[str, Any]) -> list[str]:
+    out = [
+        f"AUC {d['auc']}: {'strong' if (d['auc'] or 0) > 0.8 else 'moderate' if (d['auc'] or 0) > 0.65 else 'weak'} "
+        "separation of the arms by the covariates.",
+        f"Common support [{d['common_support'][0]:.3f}, {d['common_support'][1]:.3f}]; "
+        f"{d['outside_support']['treated']:.1%} of treated and {d['outside_support']['control']:.1%} of controls lie outside; "
+        f"{d['extreme_share']:.1%} have scores below 0.02 or above 0.98. Overlap judged "
+        f"{'adequate' if d['overlap_ok'] else 'poor'} (rule: <= 10% outside support and <= 10% extreme scores).",
+        f"Trim suggestion: {d['trim_suggestion']['reason']} ({d['trim_suggestion']['n_dropped']} units).",
+        f"Weighting moves the largest |SMD| from {d['max_smd_before']:.3f} to {d['max_smd_after']:.3f} "
+        f"({'balanced' if d['balance_ok'] else 'NOT balanced'} at the 0.1 threshold); effective sample sizes "
+        f"treated {d['ess']['treated']}, control {d['ess']['control']}.",
+    ]
+    return out

@@ -1,0 +1,233 @@
+"""Choosing what to adjust for and preparing the analysis frame for the estimators.
+
+One place decides the covariates of both ps_diagnostics and the effect estimators, so the two
+agents always describe the same adjustment: confounder_discovery's set when present, else the
+profile's potential confounders; never mediators, colliders, post-treatment variables or
+deterministic functions of the treatment.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agents.base.errors import AgentError
+
+__all__ = [
+    "CODES",
+    "Adjustment",
+    "Prepared",
+    "critique_codes",
+    "choose_adjustment",
+    "derived_from_treatment",
+    "encode_treatment",
+    "prepare",
+    "safe_name",
+]
+
+CODES = ("trim_to_common_support", "add_doubly_robust", "widen_adjustment_set", "switch_propensity_model")
+
+
+@dataclass
+class Adjustment:
+    """The covariates to adjust for, what was excluded and why, and where they came from."""
+
+    covariates: list[str]
+    excluded: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+    added: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Prepared:
+    """Complete cases with a 0/1 treatment, a float outcome and an encoded covariate matrix."""
+
+    frame: pd.DataFrame
+    t: np.ndarray
+    y: np.ndarray
+    X: pd.DataFrame
+    treated_label: str
+    n_missing_dropped: int
+    notes: list[str] = field(default_factory=list)
+
+
+def critique_codes(critique_history: list[Any] | None) -> list[str]:
+    """Improvement codes in the latest critique (``code: words`` strings), in order."""
+    if not critique_history:
+        return []
+    found: list[str] = []
+    for text in critique_history[-1].improvements:
+        code = str(text).split(":", 1)[0].strip()
+        if code in CODES and code not in found:
+            found.append(code)
+    return found
+
+
+def derived_from_treatment(frame: pd.DataFrame, treatment: str, candidates: list[str]) -> list[str]:
+    """Columns that are deterministic functions of the treatment (constant within each arm).
+
+    Such a column is the treatment under another name: adjusting for it leaves no variation in
+    treatment to learn from (perfect separation).
+    """
+    t = frame[treatment]
+    out: list[str] = []
+    for col in candidates:
+        pair = frame[[treatment, col]].dropna()
+        if pair.empty or pair[col].nunique() < 2:
+            continue
+        per_arm = pair.groupby(treatment)[col].nunique()
+        values_per_level = pair.groupby(col)[treatment].nunique()
+        if (per_arm <= 1).all() or ((values_per_level <= 1).all() and pair[col].nunique() <= t.nunique()):
+            out.append(col)
+            continue
+        if pd.api.types.is_numeric_dtype(pair[col]) and pd.api.types.is_numeric_dtype(pair[treatment]):
+            if pair[col].std() > 0 and pair[treatment].std() > 0 and abs(pair[col].corr(pair[treatment])) > 0.999:
+                out.append(col)
+    return out
+
+
+def _exclusions(confounder_discovery: dict[str, Any] | None, domain_knowledge: dict[str, Any] | None) -> dict[str, str]:
+    excluded: dict[str, str] = {}
+    cd = confounder_discovery or {}
+    for col, reason in (cd.get("excluded") or {}).items():
+        excluded[str(col)] = f"excluded by confounder discovery: {reason}"
+    for key, label in (
+        ("mediators", "mediator (on the causal path)"),
+        ("colliders", "collider (common effect)"),
+        ("descendants", "descendant of the treatment"),
+        ("derived_from_treatment", "deterministic function of the treatment"),
+    ):
+        for col in cd.get(key) or []:
+            excluded.setdefault(str(col), label)
+    for col in cd.get("instruments") or []:
+        excluded.setdefault(str(col), "instrument (affects the outcome only through the treatment)")
+    dk = domain_knowledge or {}
+    for col in dk.get("post_treatment") or []:
+        excluded.setdefault(str(col), "measured after the treatment (domain knowledge)")
+    for col, role in (dk.get("roles") or {}).items():
+        if role in ("mediator", "id", "collider"):
+            excluded.setdefault(str(col), f"role '{role}' in domain knowledge")
+    return excluded
+
+
+def choose_adjustment(
+    frame: pd.DataFrame,
+    treatment: str,
+    outcome: str,
+    potential_confounders: list[str],
+    confounder_discovery: dict[str, Any] | None = None,
+    domain_knowledge: dict[str, Any] | None = None,
+    *,
+    widen: bool = False,
+    design_columns: tuple[str | None, ...] = (),
+) -> Adjustment:
+    """The covariates to adjust for, with every exclusion and its reason.
+
+    ``widen`` (critique code ``widen_adjustment_set``) adds discovery's data-associated
+    variables and the profile's potential confounders that no rule excludes.
+    """
+    cd = (
+        confounder_discovery
+        if confounder_discovery and confounder_discovery.get("treatment") in (None, treatment)
+        else None
+    )
+    excluded = _exclusions(cd, domain_knowledge)
+    reserved = {treatment, outcome, *[c for c in design_columns if c]}
+    if cd is not None and cd.get("adjustment_set") is not None:
+        base = [str(c) for c in cd["adjustment_set"]]
+        source = "confounder_discovery adjustment set"
+    else:
+        base = [str(c) for c in potential_confounders]
+        source = "profile's potential confounders (no confounder discovery)"
+    pool = list(base)
+    added: list[str] = []
+    if widen:
+        for col in [*((cd or {}).get("data_associated") or []), *potential_confounders]:
+            if col not in pool:
+                pool.append(str(col))
+                added.append(str(col))
+    pool = [c for c in pool if c in frame.columns and c not in reserved]
+    for col in derived_from_treatment(frame, treatment, [c for c in pool if c not in excluded]):
+        excluded[col] = "deterministic function of the treatment (constant within each arm)"
+    for col in pool:
+        if col not in excluded and frame[col].nunique(dropna=True) < 2:
+            excluded[col] = "constant column"
+        elif col not in excluded and frame[col].dtype == object and frame[col].nunique() > 50:
+            excluded[col] = "high-cardinality text column (identifier-like)"
+    covariates = [c for c in pool if c not in excluded]
+    shown = {c: r for c, r in excluded.items() if c in frame.columns and c not in reserved}
+    return Adjustment(covariates=covariates, excluded=shown, source=source, added=[c for c in added if c in covariates])
+
+
+def encode_treatment(series: pd.Series) -> tuple[np.ndarray, str, str]:
+    """Map a two-valued treatment to 0/1; returns (t, treated label, a note saying which is 1)."""
+    values = series.dropna().unique()
+    if len(values) != 2:
+        raise AgentError(
+            f"treatment '{series.name}' has {len(values)} distinct values; the backdoor estimators need a "
+            "binary treatment (declare an instrument or a discontinuity design, or dichotomise it)"
+        )
+    as_set = {str(v).lower() for v in values}
+    if set(values) <= {0, 1} or as_set <= {"0", "1", "0.0", "1.0"}:
+        return series.astype(float).to_numpy(), "1", f"'{series.name}' is coded 0/1 (1 = treated)."
+    if as_set == {"true", "false"}:
+        treated = [v for v in values if str(v).lower() == "true"][0]
+    else:
+        positive = {"yes", "y", "treated", "treatment", "on", "t"}
+        hits = [v for v in values if str(v).lower() in positive]
+        treated = hits[0] if hits else sorted(values, key=str)[-1]
+    t = (series == treated).astype(float).to_numpy()
+    return (
+        t,
+        str(treated),
+        f"'{series.name}' has values {sorted(map(str, values))}; '{treated}' is taken as treated (1).",
+    )
+
+
+def safe_name(name: str) -> str:
+    """A column name usable in formulas and as a DoWhy node (non-word characters to _)."""
+    return re.sub(r"\W+", "_", str(name)).strip("_") or "col"
+
+
+def prepare(
+    frame: pd.DataFrame, treatment: str, outcome: str, covariates: list[str], *, binary: bool = True
+) -> Prepared:
+    """Complete cases of (treatment, outcome, covariates) with categoricals one-hot encoded."""
+    cols = list(dict.fromkeys([treatment, outcome, *covariates]))
+    sub = frame[cols].dropna()
+    n_missing = len(frame) - len(sub)
+    if len(sub) < 20:
+        raise AgentError(f"only {len(sub)} complete rows for {treatment} -> {outcome}; too few to estimate an effect")
+    if not pd.api.types.is_numeric_dtype(sub[outcome]):
+        raise AgentError(f"outcome '{outcome}' is not numeric ({sub[outcome].dtype}); encode it first")
+    if binary:
+        t, label, note = encode_treatment(sub[treatment])
+    else:
+        t, label, note = sub[treatment].astype(float).to_numpy(), "", f"'{treatment}' used as numeric"
+    parts = []
+    for col in covariates:
+        s = sub[col]
+        if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
+            parts.append(pd.DataFrame({safe_name(col): s.astype(float).to_numpy()}, index=sub.index))
+        else:
+            dummies = pd.get_dummies(s.astype(str), prefix=safe_name(col), drop_first=True, dtype=float)
+            dummies.columns = [safe_name(c) for c in dummies.columns]
+            parts.append(dummies)
+    X = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=sub.index)
+    X = X.loc[:, X.std() > 0] if len(X.columns) else X
+    notes = [note]
+    if n_missing:
+        notes.append(f"{n_missing} rows with missing values in the used columns dropped.")
+    return Prepared(
+        frame=sub.reset_index(drop=True),
+        t=t,
+        y=sub[outcome].astype(float).to_numpy(),
+        X=X.reset_index(drop=True),
+        treated_label=label,
+        n_missing_dropped=n_missing,
+        notes=notes,
+    )

@@ -1,0 +1,327 @@
+"""Backdoor estimators of a binary treatment's effect: naive, OLS, IPW, AIPW, matching, strata.
+
+Every function returns an :class:`Estimate` with a standard error, a 95% interval and a
+p-value. Regression adjustment, matching and stratification go through DoWhy's
+identify -> estimate (``maximal-adjustment`` backdoor set: the default search is slow with many
+covariates); robust standard errors come from statsmodels; AIPW is cross-fitted with an
+influence-function standard error; matching and stratification get bootstrap standard errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agents.stats.propensity import CLIP, weights
+
+__all__ = [
+    "Estimate",
+    "DowhyBackdoor",
+    "normal_ci",
+    "naive_difference",
+    "ols_adjustment",
+    "ipw_hajek",
+    "aipw",
+    "ps_matching",
+    "ps_stratification",
+    "BOOTSTRAP_CAP",
+]
+
+BOOTSTRAP_CAP = 5000
+"""Largest resample for bootstrap SEs; beyond it an m-out-of-n bootstrap rescaled by sqrt(m/n)."""
+
+Z95 = 1.959963984540054
+
+
+@dataclass
+class Estimate:
+    """One method's estimate of one pair's effect, before it becomes a TreatmentEffectResult."""
+
+    method: str
+    estimand: str
+    estimate: float
+    std_error: float
+    ci: tuple[float, float]
+    p_value: float | None
+    assumptions: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def covers(self, value: float) -> bool:
+        """Whether the 95% interval contains ``value``."""
+        return self.ci[0] <= value <= self.ci[1]
+
+
+def normal_ci(est: float, se: float) -> tuple[tuple[float, float], float | None]:
+    """95% normal interval and two-sided p-value for H0: effect = 0."""
+    from scipy.stats import norm
+
+    if not np.isfinite(se) or se <= 0:
+        return (float(est), float(est)), None
+    p = float(2 * norm.sf(abs(est / se)))
+    return (float(est - Z95 * se), float(est + Z95 * se)), p
+
+
+def _make(method: str, estimand: str, est: float, se: float, assumptions: list[str], **details: Any) -> Estimate:
+    ci, p = normal_ci(est, se)
+    return Estimate(method, estimand, float(est), float(se), ci, p, assumptions, details)
+
+
+UNCONFOUNDED = "no unmeasured confounding given the adjustment set"
+POSITIVITY = "positivity / overlap of propensity scores"
+
+
+def naive_difference(y: np.ndarray, t: np.ndarray) -> Estimate:
+    """Unadjusted difference in means with a Welch standard error (for contrast only)."""
+    y1, y0 = y[t == 1], y[t == 0]
+    se = float(np.sqrt(y1.var(ddof=1) / len(y1) + y0.var(ddof=1) / len(y0)))
+    return _make(
+        "Naive difference",
+        "ATE",
+        y1.mean() - y0.mean(),
+        se,
+        ["none: ignores confounding"],
+        naive=True,
+        se_method="Welch",
+    )
+
+
+class DowhyBackdoor:
+    """A DoWhy model of one pair, identified once with the maximal adjustment set."""
+
+    def __init__(self, X: pd.DataFrame, t: np.ndarray, y: np.ndarray, ps: np.ndarray) -> None:
+        from dowhy import CausalModel
+
+        self.data = X.copy()
+        self.data["_treatment"] = t.astype(int)
+        self.data["_outcome"] = y
+        self.data["_ps"] = np.clip(ps, CLIP, 1 - CLIP)
+        self.covariates = list(X.columns)
+        self.strata = int(np.clip(len(y) // 200, 5, 20))
+        logging.getLogger("dowhy").setLevel(logging.WARNING)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=FutureWarning)
+            warnings.simplefilter("ignore", category=UserWarning)
+            self.model = CausalModel(
+                data=self.data, treatment="_treatment", outcome="_outcome", common_causes=self.covariates or None
+            )
+            self.estimand = self.model.identify_effect(
+                method_name="maximal-adjustment", proceed_when_unidentifiable=True
+            )
+
+    def estimator(self, kind: str) -> Any:
+        """A fitted DoWhy matching or stratification estimator using our propensity column."""
+        from dowhy.causal_estimators.propensity_score_matching_estimator import PropensityScoreMatchingEstimator
+        from dowhy.causal_estimators.propensity_score_stratification_estimator import (
+            PropensityScoreStratificationEstimator,
+        )
+
+        if kind == "matching":
+            est = PropensityScoreMatchingEstimator(self.estimand, propensity_score_column="_ps")
+        else:
+            est = PropensityScoreStratificationEstimator(
+                self.estimand, propensity_score_column="_ps", num_strata=self.strata, clipping_threshold=5
+            )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=FutureWarning)
+            est.fit(self.data)
+        return est
+
+
+def ols_adjustment(dw: DowhyBackdoor) -> Estimate:
+    """Regression adjustment: DoWhy backdoor.linear_regression, HC1 robust SE from statsmodels."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dw.model.estimate_effect(dw.estimand, method_name="backdoor.linear_regression")
+    fit = res.estimator.model
+    robust = fit.get_robustcov_results(cov_type="HC1")
+    names = list(fit.model.exog_names)
+    idx = names.index("_treatment") if "_treatment" in names else 1
+    se = float(np.asarray(robust.bse)[idx])
+    return _make(
+        "Regression adjustment (OLS)",
+        "ATE",
+        float(res.value),
+        se,
+        [UNCONFOUNDED, "outcome linear in the covariates", "constant effect (no interactions)"],
+        se_method="HC1 robust (statsmodels)",
+        library="dowhy backdoor.linear_regression",
+        r_squared=round(float(fit.rsquared), 4),
+    )
+
+
+def ipw_hajek(y: np.ndarray, t: np.ndarray, ps: np.ndarray, estimand: str = "ATE") -> Estimate:
+    """Normalised (Hajek) inverse-probability weighting via WLS of y on t, HC1 robust SE.
+
+    The SE treats the propensity as known (ignoring its estimation), which for the ATE is
+    usually conservative.
+    """
+    import statsmodels.api as sm
+
+    w = weights(ps, t, estimand)
+    fit = sm.WLS(y, sm.add_constant(t.astype(float)), weights=w).fit(cov_type="HC1")
+    return _make(
+        "Inverse probability weighting (Hajek)",
+        estimand,
+        float(fit.params[1]),
+        float(fit.bse[1]),
+        [UNCONFOUNDED, POSITIVITY, "propensity model correctly specified"],
+        se_method="HC1 robust WLS (statsmodels), propensity treated as known",
+        clip=[CLIP, 1 - CLIP],
+        max_weight=round(float(w.max()), 2),
+    )
+
+
+class LinearPlusBoost:
+    """OLS, then LightGBM on its residuals: extrapolates linearly where an arm has no data
+    (trees alone extrapolate flat, which biases AIPW at the edge of common support) while still
+    capturing nonlinearity where data exist."""
+
+    def __init__(self, seed: int = 0, boost: bool = True) -> None:
+        self.seed = seed
+        self.boost = boost
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> LinearPlusBoost:
+        from sklearn.linear_model import LinearRegression
+
+        self.linear_ = LinearRegression().fit(X, y)
+        self.gbm_ = None
+        if self.boost:
+            from lightgbm import LGBMRegressor
+
+            self.gbm_ = LGBMRegressor(
+                n_estimators=200,
+                learning_rate=0.05,
+                num_leaves=15,
+                min_child_samples=20,
+                random_state=self.seed,
+                n_jobs=1,
+                verbose=-1,
+            )
+            self.gbm_.fit(X, y - self.linear_.predict(X))
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        out = self.linear_.predict(X)
+        return out + self.gbm_.predict(X) if self.gbm_ is not None else out
+
+
+def _crossfit_outcomes(
+    X: pd.DataFrame, t: np.ndarray, y: np.ndarray, seed: int, folds: int
+) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.model_selection import KFold
+
+    Xv = X.to_numpy(dtype=float) if X.shape[1] else np.zeros((len(y), 1))
+    mu1, mu0 = np.empty(len(y)), np.empty(len(y))
+    for train, test in KFold(folds, shuffle=True, random_state=seed).split(Xv):
+        for arm, target in ((1, mu1), (0, mu0)):
+            idx = train[t[train] == arm]
+            model = LinearPlusBoost(seed, boost=len(y) >= 1000).fit(Xv[idx], y[idx])
+            target[test] = model.predict(Xv[test])
+    return mu1, mu0
+
+
+def aipw(
+    X: pd.DataFrame, y: np.ndarray, t: np.ndarray, ps: np.ndarray, seed: int = 0, estimand: str = "ATE"
+) -> Estimate:
+    """Augmented IPW (doubly robust), cross-fitted outcome models, influence-function SE.
+
+    ``ps`` must itself be cross-fitted; it is clipped to [CLIP, 1 - CLIP]. Outcome models are
+    OLS plus LightGBM on the residuals for n >= 1000 (OLS alone below), fitted per arm on the
+    other folds.
+    """
+    folds = 5 if len(y) <= 20000 else 3
+    mu1, mu0 = _crossfit_outcomes(X, t, y, seed, folds)
+    e = np.clip(ps, CLIP, 1 - CLIP)
+    if estimand == "ATT":
+        p = t.mean()
+        num = t * (y - mu0) - (1 - t) * e / (1 - e) * (y - mu0)
+        tau = num.sum() / t.sum()
+        phi = (num - t * tau) / p
+    else:
+        scores = mu1 - mu0 + t * (y - mu1) / e - (1 - t) * (y - mu0) / (1 - e)
+        tau = scores.mean()
+        phi = scores - tau
+    se = float(phi.std(ddof=1) / np.sqrt(len(y)))
+    return _make(
+        "AIPW (doubly robust)",
+        estimand,
+        float(tau),
+        se,
+        [UNCONFOUNDED, POSITIVITY, "propensity or outcome model correct (either suffices)"],
+        se_method="influence function",
+        crossfit_folds=folds,
+        outcome_model="OLS + LightGBM on residuals" if len(y) >= 1000 else "OLS",
+        clip=[CLIP, 1 - CLIP],
+    )
+
+
+def _bootstrap_se(fn: Any, data: pd.DataFrame, reps: int, seed: int) -> tuple[float, int]:
+    """Bootstrap SE of ``fn(resample)``; m-out-of-n with sqrt(m/n) rescaling above BOOTSTRAP_CAP."""
+    rng = np.random.default_rng(seed)
+    n = len(data)
+    m = min(n, BOOTSTRAP_CAP)
+    draws = []
+    t = data["_treatment"].to_numpy()
+    for _ in range(reps):
+        idx = rng.integers(0, n, size=m)
+        if t[idx].min() == t[idx].max():
+            continue
+        try:
+            draws.append(float(fn(data.iloc[idx].reset_index(drop=True))))
+        except Exception:  # noqa: BLE001 - a degenerate resample is skipped, counted below
+            continue
+    if len(draws) < max(10, reps // 2):
+        return float("nan"), len(draws)
+    return float(np.std(draws, ddof=1) * np.sqrt(m / n)), len(draws)
+
+
+def _dowhy_ps(dw: DowhyBackdoor, kind: str, estimand: str, reps: int, seed: int) -> tuple[float, float, int]:
+    est = dw.estimator(kind)
+    units = "att" if estimand == "ATT" else "ate"
+
+    def value(frame: pd.DataFrame) -> float:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(est.estimate_effect(frame, target_units=units).value)
+
+    point = value(dw.data)
+    se, used = _bootstrap_se(value, dw.data, reps, seed)
+    return point, se, used
+
+
+def ps_matching(dw: DowhyBackdoor, estimand: str = "ATE", reps: int = 200, seed: int = 0) -> Estimate:
+    """1:1 nearest-neighbour matching on the propensity score with replacement (DoWhy)."""
+    point, se, used = _dowhy_ps(dw, "matching", estimand, reps, seed)
+    return _make(
+        "Propensity score matching",
+        estimand,
+        point,
+        se,
+        [UNCONFOUNDED, POSITIVITY, "good matches exist for every unit"],
+        library="dowhy backdoor.propensity_score_matching",
+        se_method=f"bootstrap ({used} resamples; approximate for matching, Abadie & Imbens 2008)",
+    )
+
+
+def ps_stratification(dw: DowhyBackdoor, estimand: str = "ATE", reps: int = 200, seed: int = 0) -> Estimate:
+    """Propensity-score stratification (DoWhy), 5-20 strata by n, bootstrap SE.
+
+    Coarse strata leave residual confounding within each stratum (about 10% of the bias with
+    quintiles, Cochran 1968), so more strata are used when n allows.
+    """
+    point, se, used = _dowhy_ps(dw, "stratification", estimand, reps, seed)
+    return _make(
+        "Propensity score stratification",
+        estimand,
+        point,
+        se,
+        [UNCONFOUNDED, POSITIVITY, "covariates balanced within propensity strata"],
+        library="dowhy backdoor.propensity_score_stratification",
+        strata=dw.strata,
+        se_method=f"bootstrap ({used} resamples)",
+    )
