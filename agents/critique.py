@@ -136,7 +136,7 @@ def _headline(estimates: list[TreatmentEffectResult]) -> TreatmentEffectResult |
 # ---- dimensions --------------------------------------------------------------------------
 def _post_treatment(cd: dict[str, Any]) -> set[str]:
     """Variables confounder discovery marked as measured after (or caused by) the treatment."""
-    post = set()
+    post: set[str] = set()
     for key in ("mediators", "descendants", "derived_from_treatment", "colliders"):
         post.update(cd.get(key) or [])
     post.update(c for c, why in (cd.get("excluded") or {}).items() if _POST_WORDS.search(str(why)))

@@ -97,6 +97,8 @@ def run_expectations(frame: pd.DataFrame, expectations: list[Any]) -> list[dict[
         if res.success:
             continue
         cfg = res.expectation_config
+        if cfg is None:
+            continue
         col = cfg.kwargs.get("column")
         failures.append(_failure_entry(frame, cfg.type, col, cfg.kwargs, dict(res.result or {})))
     return failures

@@ -412,7 +412,7 @@ def _recompute(effects: list[dict[str, Any]], headline: dict[str, Any] | None, c
         "binary": binary, "notes": notes,
         "description": {"ols": "least squares of the outcome on the treatment and the adjustment set",
                         "ipw": f"inverse-probability weighting with a {ps_model} propensity model",
-                        "aipw": f"augmented IPW: linear outcome models per arm and a {ps_model} propensity model", "dowhy": f"DoWhy's {target['method']} with the run's method parameters"}[kind],
+                        "aipw": f"augmented IPW: linear outcome models per arm and a {ps_model} propensity model", "dowhy": f"DoWhy's {target['method']} with the run's method parameters"}[str(kind)],
         "tolerance_expr": '1e-6 * max(1.0, abs(EST["estimate"]))' if exact_fit else '0.1 * EST["std_error"] + 1e-9',
         "tolerance_text": "a relative 1e-6 (the fit is deterministic)" if exact_fit else
                           "a tenth of its standard error (a propensity model's solver may differ slightly)",

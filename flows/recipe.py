@@ -228,7 +228,7 @@ def issues_from_validation_error(
         where = step_label(document, loc)
         issues.append(
             RecipeIssue(
-                path, pos[0] if pos else None, pos[1] if pos else None, where, _message(error, known or _ALL_KEYS)
+                path, pos[0] if pos else None, pos[1] if pos else None, where, _message(dict(error), known or _ALL_KEYS)
             )
         )
     return issues

@@ -42,7 +42,9 @@ def _line(effect: TreatmentEffectResult, headline: bool, width: int) -> str:
 def estimate_lines(state: AnalysisState) -> list[str]:
     """The estimates of every pair, headline first, with the reason it leads."""
     lines: list[str] = []
-    pairs = state.get_all_pairs() or ([state.get_primary_pair()] if all(state.get_primary_pair()) else [])
+    pairs: list[tuple[str | None, str | None]] = list(state.get_all_pairs())
+    if not pairs and all(state.get_primary_pair()):
+        pairs = [state.get_primary_pair()]
     for treatment, outcome in pairs:
         effects = state.get_effects_for_pair(str(treatment), str(outcome))
         if not effects:

@@ -30,7 +30,7 @@ def iv_2sls(y: np.ndarray, t: np.ndarray, z: np.ndarray, X: pd.DataFrame, instru
         cov_type="robust"
     )
     est, se = float(res.params["treatment"]), float(res.std_errors["treatment"])
-    diag = res.first_stage.diagnostics
+    diag = res.first_stage.diagnostics  # type: ignore[attr-defined]  # IV results (linearmodels)
     f_stat = float(diag["f.stat"].iloc[0])
     ci, p = normal_ci(est, se)
     weak = f_stat < 10
@@ -122,7 +122,7 @@ def _local_fit(
         pd.Series(above[keep], name="above"),
         weights=w[keep],
     ).fit(cov_type="robust")
-    f = float(res.first_stage.diagnostics["f.stat"].iloc[0])
+    f = float(res.first_stage.diagnostics["f.stat"].iloc[0])  # type: ignore[attr-defined]
     return float(res.params["treatment"]), float(res.std_errors["treatment"]), int(keep.sum()), f
 
 

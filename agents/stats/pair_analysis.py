@@ -74,6 +74,13 @@ class PairSetup:
         """Whether the treatment is binary (backdoor estimators apply)."""
         return self.ps is not None
 
+    @property
+    def scores(self) -> np.ndarray:
+        """The propensity scores (only for a binary treatment)."""
+        if self.ps is None:
+            raise AgentError("propensity scores exist only for a binary treatment")
+        return self.ps
+
 
 def _design(view_design: Any, frame: pd.DataFrame, profile: Any, dk: dict[str, Any] | None) -> dict[str, Any]:
     """The declared design: instrument, discontinuity and/or panel columns present in the data."""
@@ -183,7 +190,7 @@ def refit_propensity(setup: PairSetup, model: str) -> dict[str, Any]:
 
 
 def _trim(setup: PairSetup) -> None:
-    keep, (lo, hi) = P.trim_mask(setup.ps)
+    keep, (lo, hi) = P.trim_mask(setup.scores)
     n_drop = int((~keep).sum())
     p = setup.prep
     setup.prep = Prepared(
@@ -248,7 +255,7 @@ def _dowhy(setup: PairSetup) -> Any:
     from agents.stats.estimators import DowhyBackdoor
 
     if setup._dowhy is None:
-        setup._dowhy = DowhyBackdoor(_covariates(setup), setup.prep.t, setup.prep.y, setup.ps)
+        setup._dowhy = DowhyBackdoor(_covariates(setup), setup.prep.t, setup.prep.y, setup.scores)
     return setup._dowhy
 
 
@@ -267,16 +274,16 @@ def run_method(setup: PairSetup, name: str) -> Estimate:
     if name == "ols":
         return E.ols_adjustment(_dowhy(setup)) if setup.binary else _ols_continuous(p.y, p.t, X)
     if name == "ipw":
-        return E.ipw_hajek(p.y, p.t, setup.ps, setup.estimand)
+        return E.ipw_hajek(p.y, p.t, setup.scores, setup.estimand)
     if name == "aipw":
-        return E.aipw(X, p.y, p.t, setup.ps, setup.seed, setup.estimand)
+        return E.aipw(X, p.y, p.t, setup.scores, setup.seed, setup.estimand)
     if name in ("matching", "stratification"):
         fn = E.ps_matching if name == "matching" else E.ps_stratification
         return fn(_dowhy(setup), setup.estimand, setup.bootstrap, setup.seed)
     if name.endswith("_learner"):
         from agents.stats.meta_learners import meta_learner
 
-        return meta_learner(name.split("_")[0].upper(), X, p.y, p.t, setup.ps, setup.seed)
+        return meta_learner(name.split("_")[0].upper(), X, p.y, p.t, setup.scores, setup.seed)
     if name == "iv":
         z = setup.design["iv"]["instrument"]
         return D.iv_2sls(p.y, p.t, p.frame[z].astype(float).to_numpy(), X, z)

@@ -185,7 +185,7 @@ def plot_overlap(ps: np.ndarray, t: np.ndarray, support: list[float], path: Path
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    bins = np.linspace(0, 1, 41)
+    bins = np.linspace(0, 1, 41).tolist()
     ax.hist(ps[t == 0], bins=bins, alpha=0.55, density=True, label="control", color="tab:blue")
     ax.hist(ps[t == 1], bins=bins, alpha=0.55, density=True, label="treated", color="tab:orange")
     for v in support:
