@@ -99,6 +99,8 @@ class EffectEstimatorAgent(Agent):
             f"{len(results)} estimates for {len(pairs)} pair(s); headline {head['method']} "
             f"{head['estimate']:.4g} [{head['ci_lower']:.4g}, {head['ci_upper']:.4g}] for {head['treatment_variable']} -> {head['outcome_variable']}"
         )
+        if head["details"].get("unverified_assumption"):
+            summary += " (assumes every covariate precedes the treatment: no graph or timing metadata)"
         return AgentResult(
             updates={"treatment_effects": results, "analyzed_pairs": [p for p in pairs]},
             summary=summary,
@@ -172,10 +174,13 @@ def finish_pair(
         row["details"]["headline"] = key == head
         if key == head:
             row["details"]["headline_reason"] = reason
+        if setup.adjustment.caveat:
+            row["details"]["unverified_assumption"] = setup.adjustment.caveat
         rows.append(row)
     adj = setup.adjustment
     text = [
         f"Adjustment set ({adj.source}): {', '.join(adj.covariates) or 'none'}.",
+        *([adj.caveat] if adj.caveat else []),
         ("Excluded: " + "; ".join(f"{c} ({r})" for c, r in adj.excluded.items()) + ".")
         if adj.excluded
         else "Nothing excluded.",

@@ -424,10 +424,12 @@ def _propensity(confounders: dict[str, Any] | None, ps: dict[str, Any] | None, h
                 has_data: bool, binary: bool) -> dict[str, Any] | None:  # fmt: skip
     if not (has_data and binary):
         return None
+    # Column names as they are in the data: ps_diagnostics lists encoded dummies (region_south),
+    # which the notebook's design_matrix rebuilds from the original column.
     covs = (
-        (ps or {}).get("covariates")
+        (headline or {}).get("details", {}).get("adjustment_set")
         or (confounders or {}).get("adjustment_set")
-        or (headline or {}).get("details", {}).get("adjustment_set")
+        or (ps or {}).get("covariates")
     )
     if not covs:
         return None

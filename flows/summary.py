@@ -60,6 +60,8 @@ def estimate_lines(state: AnalysisState) -> list[str]:
             lines.append(
                 f"  Headline: {h.method}, {fmt(h.estimate)} (95% CI {fmt(h.ci_lower)} to {fmt(h.ci_upper)}). Why: {reason}"
             )
+            if h.details.get("unverified_assumption"):
+                lines.append(f"  Caution: {h.details['unverified_assumption']}")
     return lines
 
 

@@ -40,6 +40,7 @@ class Adjustment:
     excluded: dict[str, str] = field(default_factory=dict)
     source: str = ""
     added: list[str] = field(default_factory=list)
+    caveat: str = ""
 
 
 @dataclass
@@ -160,7 +161,26 @@ def choose_adjustment(
             excluded[col] = "high-cardinality text column (identifier-like)"
     covariates = [c for c in pool if c not in excluded]
     shown = {c: r for c, r in excluded.items() if c in frame.columns and c not in reserved}
-    return Adjustment(covariates=covariates, excluded=shown, source=source, added=[c for c in added if c in covariates])
+    caveat = ""
+    if cd is None and not _has_timing(domain_knowledge) and covariates:
+        caveat = (
+            "Unverified: with no causal graph and no timing metadata, every adjusted covariate "
+            f"({', '.join(covariates)}) is assumed to be measured before {treatment}. A covariate caused by "
+            f"{treatment} (a mediator) would pull the estimate towards its direct part; run the full causal "
+            "recipe or pass --metadata with a temporal order to check."
+        )
+    return Adjustment(
+        covariates=covariates,
+        excluded=shown,
+        source=source,
+        added=[c for c in added if c in covariates],
+        caveat=caveat,
+    )
+
+
+def _has_timing(domain_knowledge: dict[str, Any] | None) -> bool:
+    dk = domain_knowledge or {}
+    return bool(dk.get("temporal_order") or dk.get("post_treatment"))
 
 
 def encode_treatment(series: pd.Series) -> tuple[np.ndarray, str, str]:
