@@ -261,3 +261,34 @@ def test_interrupt_cancels_and_saves(sig: signal.Signals, data: Path, tmp_path: 
     assert state["completed_steps"] == ["toy_profiler"] and state["data_profile"] is not None
     assert proc.returncode == 130
     assert b"whyflow resume" in err
+
+
+def test_parquet_input(data: Path, tmp_path: Path) -> None:
+    parquet = tmp_path / "study.parquet"
+    pd.read_csv(data).to_parquet(parquet, index=False)
+    out = tmp_path / "job"
+    assert run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", str(parquet), "-t", "treated", "-y", "outcome", "-o", str(out)) == 0
+    state = json.loads((out / "state.json").read_text())
+    assert state["dataset_info"]["n_samples"] == 800 and state["status"] == "completed"
+
+
+def test_http_url_input_is_downloaded_into_the_job_folder(data: Path, tmp_path: Path) -> None:
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(data.parent))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{data.name}"
+        out = tmp_path / "job"
+        assert run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", url, "-t", "treated", "-y", "outcome", "-o", str(out)) == 0
+        missing = run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", url + ".nope", "-o", str(tmp_path / "job2"))
+    finally:
+        server.shutdown()
+    state = json.loads((out / "state.json").read_text())
+    assert state["dataset_info"]["url"] == url
+    assert Path(state["dataset_info"]["local_path"]).parent == out / "data"
+    assert missing == 2
