@@ -45,7 +45,7 @@ from agents.base.state import (
 if TYPE_CHECKING:
     from agents.base.view import StateView
 
-__all__ = ["CritiqueAgent", "ReviewInputs", "Review", "review", "latest_round", "codes_in", "is_naive"]
+__all__ = ["CritiqueAgent", "ReviewInputs", "Review", "review", "latest_round", "primary_estimates", "codes_in", "is_naive"]
 
 CODES = ("trim_to_common_support", "add_doubly_robust", "widen_adjustment_set", "switch_propensity_model")
 _NAIVE = re.compile(r"naive|difference.in.means|unadjusted", re.IGNORECASE)
@@ -79,6 +79,17 @@ def latest_round(effects: list[TreatmentEffectResult]) -> list[TreatmentEffectRe
     rounds = [int(e.details.get("round", 0) or 0) for e in effects]
     latest = max(rounds, default=0)
     return [e for e, r in zip(effects, rounds, strict=True) if r == latest]
+
+
+def primary_estimates(view: StateView, purpose: str) -> tuple[str, str, list[TreatmentEffectResult]]:
+    """The primary pair and its latest round of estimates; ``purpose`` words the error."""
+    treatment, outcome = view.get_primary_pair()
+    if not (treatment and outcome):
+        raise AgentError(f"no treatment/outcome pair to {purpose}: no estimate names its variables")
+    estimates = latest_round(view.get_effects_for_pair(treatment, outcome))
+    if not estimates:
+        raise AgentError(f"no estimate of {treatment} -> {outcome} to {purpose}")
+    return treatment, outcome, estimates
 
 
 @dataclass(frozen=True)
@@ -489,12 +500,7 @@ class CritiqueAgent(Agent):
     @staticmethod
     def _inputs(view: StateView) -> ReviewInputs:
         """Collect the primary pair's latest estimates and every diagnostic the rules use."""
-        treatment, outcome = view.get_primary_pair()
-        if not (treatment and outcome):
-            raise AgentError("no treatment/outcome pair to review: no estimate names its variables")
-        estimates = latest_round(view.get_effects_for_pair(treatment, outcome))
-        if not estimates:
-            raise AgentError(f"no estimate of {treatment} -> {outcome} to review")
+        treatment, outcome, estimates = primary_estimates(view, "review")
         history = view.critique_history
         ps = view.ps_diagnostics
         cd = view.confounder_discovery

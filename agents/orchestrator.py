@@ -13,9 +13,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.errors import AgentError
 from agents.base.state import CritiqueFeedback, JobStatus, SensitivityResult, TreatmentEffectResult
-from agents.critique import is_naive, latest_round
+from agents.critique import is_naive, primary_estimates
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
@@ -65,12 +64,7 @@ class OrchestratorAgent(Agent):
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Build the recommendations, most important first."""
         assert isinstance(params, OrchestratorAgent.Params)
-        treatment, outcome = view.get_primary_pair()
-        if not (treatment and outcome):
-            raise AgentError("no treatment/outcome pair: nothing to recommend on")
-        estimates = latest_round(view.get_effects_for_pair(treatment, outcome))
-        if not estimates:
-            raise AgentError(f"no estimate of {treatment} -> {outcome} to recommend on")
+        treatment, outcome, estimates = primary_estimates(view, "recommend on")
         head = next((e for e in estimates if e.details.get("headline")), estimates[0])
         sens = list(view.sensitivity_results)
         critique = view.critique_history[-1] if view.critique_history else None
