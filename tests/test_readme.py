@@ -61,4 +61,11 @@ def test_readme_recipe_example_is_valid(tmp_path: Path) -> None:
     path.write_text(recipe)
     plan = load_plan(path)
     assert plan.name == "my_analysis"
-    assert [n.key for n in plan.agent_nodes()] == ["data_profiler", "eda_agent", "causal_discovery", "effect_estimator", "critique", "notebook_generator"]
+    assert [n.key for n in plan.agent_nodes()] == [
+        "data_profiler",
+        "eda_agent",
+        "causal_discovery",
+        "effect_estimator",
+        "critique",
+        "notebook_generator",
+    ]

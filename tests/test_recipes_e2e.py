@@ -31,7 +31,20 @@ def test_quick_estimate_recipe_covers_the_truth(tmp_path: Path, capsys: pytest.C
     data = tmp_path / "study.csv"
     frame.to_csv(data, index=False)
     out = tmp_path / "job"
-    code = main(["run", str(ROOT / "pipelines" / "quick_estimate.yaml"), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out)])
+    code = main(
+        [
+            "run",
+            str(ROOT / "pipelines" / "quick_estimate.yaml"),
+            "--data",
+            str(data),
+            "-t",
+            "treated",
+            "-y",
+            "outcome",
+            "-o",
+            str(out),
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0
     state = json.loads((out / "state.json").read_text())
@@ -50,7 +63,9 @@ def assert_notebook_ok(path: Path) -> None:
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    errors = [
+        o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
+    ]
     assert not errors, errors[0]
     assert path.with_suffix(".html").exists()
 
@@ -63,9 +78,18 @@ def test_causal_analysis_recipe_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "job"
     code = main(
         [
-            "run", str(ROOT / "pipelines" / "causal_analysis.yaml"), "--data", str(data),
-            "--treatment", "training", "--outcome", "earnings",
-            "--metadata", str(ROOT / "examples" / "job_training.meta.yaml"), "--output", str(out),
+            "run",
+            str(ROOT / "pipelines" / "causal_analysis.yaml"),
+            "--data",
+            str(data),
+            "--treatment",
+            "training",
+            "--outcome",
+            "earnings",
+            "--metadata",
+            str(ROOT / "examples" / "job_training.meta.yaml"),
+            "--output",
+            str(out),
         ]
     )
     assert code == 0

@@ -184,8 +184,26 @@ def test_status_list_and_cancel_commands(data: Path, tmp_path: Path, capsys: pyt
 
 
 def test_kill_minus_nine_then_resume(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    proc, out = _start_slow_run(data, tmp_path, sleep=3)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed = json.loads((out / "state.json").read_text())
+    assert killed["completed_steps"] == ["toy_profiler"] and killed["status"] == "estimating_effects"
+
+    assert run_cli("resume", str(out)) == 0
+    printed = capsys.readouterr().out
+    assert "resuming job" in printed and "↷ toy_profiler already done" in printed
+    final = json.loads((out / "state.json").read_text())
+    assert final["status"] == "completed" and final["completed_steps"] == ["toy_profiler", "toy_estimator"]
+    assert len(final["treatment_effects"]) == 1
+
+
+def _start_slow_run(data: Path, tmp_path: Path, sleep: float = 20) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start `whyflow run` in a subprocess and return once its slow estimator is running."""
     recipe = tmp_path / "slow.yaml"
-    recipe.write_text("name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {sleep: 3}\n")
+    recipe.write_text(
+        f"name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {{sleep: {sleep}}}\n"
+    )
     out = tmp_path / "job"
     proc = subprocess.Popen(
         [
@@ -204,46 +222,15 @@ def test_kill_minus_nine_then_resume(data: Path, tmp_path: Path, capsys: pytest.
             str(out),
         ],
         env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.time() + 120
-    state: dict = {}
-    while time.time() < deadline:
-        if (out / "state.json").exists():
-            state = json.loads((out / "state.json").read_text())
-            if state["status"] == "estimating_effects":
-                break
-        time.sleep(0.1)
-    assert state.get("status") == "estimating_effects", state
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    killed = json.loads((out / "state.json").read_text())
-    assert killed["completed_steps"] == ["toy_profiler"] and killed["status"] == "estimating_effects"
-
-    assert run_cli("resume", str(out)) == 0
-    printed = capsys.readouterr().out
-    assert "resuming job" in printed and "↷ toy_profiler already done" in printed
-    final = json.loads((out / "state.json").read_text())
-    assert final["status"] == "completed" and final["completed_steps"] == ["toy_profiler", "toy_estimator"]
-    assert len(final["treatment_effects"]) == 1
-
-
-def _start_slow_run(data: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
-    recipe = tmp_path / "slow.yaml"
-    recipe.write_text("name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {sleep: 20}\n")
-    out = tmp_path / "job"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "run", str(recipe), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out)],
-        env=subprocess_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
     deadline = time.time() + 120
     while time.time() < deadline:
-        if (out / "state.json").exists() and json.loads((out / "state.json").read_text())["status"] == "estimating_effects":
+        if (out / "state.json").exists() and json.loads((out / "state.json").read_text())[
+            "status"
+        ] == "estimating_effects":
             return proc, out
         time.sleep(0.1)
     proc.kill()
@@ -267,7 +254,21 @@ def test_parquet_input(data: Path, tmp_path: Path) -> None:
     parquet = tmp_path / "study.parquet"
     pd.read_csv(data).to_parquet(parquet, index=False)
     out = tmp_path / "job"
-    assert run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", str(parquet), "-t", "treated", "-y", "outcome", "-o", str(out)) == 0
+    assert (
+        run_cli(
+            "run",
+            str(RECIPES / "valid_toy.yaml"),
+            "--data",
+            str(parquet),
+            "-t",
+            "treated",
+            "-y",
+            "outcome",
+            "-o",
+            str(out),
+        )
+        == 0
+    )
     state = json.loads((out / "state.json").read_text())
     assert state["dataset_info"]["n_samples"] == 800 and state["status"] == "completed"
 
@@ -284,7 +285,12 @@ def test_http_url_input_is_downloaded_into_the_job_folder(data: Path, tmp_path: 
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/{data.name}"
         out = tmp_path / "job"
-        assert run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", url, "-t", "treated", "-y", "outcome", "-o", str(out)) == 0
+        assert (
+            run_cli(
+                "run", str(RECIPES / "valid_toy.yaml"), "--data", url, "-t", "treated", "-y", "outcome", "-o", str(out)
+            )
+            == 0
+        )
         missing = run_cli("run", str(RECIPES / "valid_toy.yaml"), "--data", url + ".nope", "-o", str(tmp_path / "job2"))
     finally:
         server.shutdown()
