@@ -69,6 +69,9 @@ class SensitivityAnalystAgent(Agent):
         flip_probabilities: tuple[float, ...] = (0.02, 0.05, 0.1)
         outcome_strengths_sd: tuple[float, ...] = (0.05, 0.1, 0.25)
         gamma_max: float = 20.0
+        max_rows: int = 20_000
+        """Rows (a seeded sample) the refuters and re-matching use on large data: each refuter refits
+        the estimate ``simulations`` times, and a sample answers the same question in seconds."""
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Compute every applicable sensitivity analysis and explain each."""
@@ -85,10 +88,17 @@ class SensitivityAnalystAgent(Agent):
         adjustment = self._adjustment(view, estimates[0], frame, treatment, outcome, notes)
         frame = self._analysis_sample(frame, estimates[0], treatment, adjustment, notes)
         results = self._evalues(estimates, frame, treatment, outcome, notes)
-        results += self._rosenbaum(estimates, frame, treatment, outcome, adjustment, params, ctx, notes)
+        sample = frame
+        if len(frame) > params.max_rows:
+            sample = frame.sample(n=params.max_rows, random_state=ctx.seed)
+            notes.append(
+                f"Re-matching and refuters use a seeded sample of {params.max_rows:,} of {len(frame):,} rows "
+                "(E-values use the full estimates)."
+            )
+        results += self._rosenbaum(estimates, sample, treatment, outcome, adjustment, params, ctx, notes)
         if params.refuters:
-            ctx.progress(f"DoWhy refuters ({params.simulations} simulations each)")
-            results += self._refuters(estimates[0], frame, treatment, outcome, adjustment, params, ctx, notes)
+            ctx.progress(f"DoWhy refuters ({params.simulations} simulations each, {len(sample):,} rows)")
+            results += self._refuters(estimates[0], sample, treatment, outcome, adjustment, params, ctx, notes)
         return AgentResult(
             updates={"sensitivity_results": results},
             summary=self._summary(results),

@@ -214,3 +214,12 @@ def test_binary_outcome_evalue_uses_control_risk(tmp_path: Path) -> None:
     assert ev.details["scale"] == "risk_ratio"
     assert ev.details["risk_ratio"] == pytest.approx((p0 + ev.details["estimate"]) / p0)
     assert ev.robustness_value > ev.details["evalue_ci"] > 1
+
+
+def test_large_data_refuters_use_a_seeded_sample_and_say_so(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=1500, effect=2.0, seed=4)
+    state = _state(frame, tmp_path)
+    result = run_single_agent("sensitivity_analyst", state, tmp_path, {"simulations": 10, "max_rows": 600}, seed=2)
+    assert "seeded sample of 600 of 1,500 rows" in result.reasoning
+    (placebo,) = _by_method(state, "placebo_treatment")
+    assert placebo.details["passed"]  # the sample still refutes nothing that holds
