@@ -93,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job", metavar="JOB")
 
     sub.add_parser("agents", help="list the registered agents and their contracts")
+
+    p = sub.add_parser("history", help="a recipe's runs on one data source: estimates, data, quality, drift")
+    p.add_argument("recipe", metavar="RECIPE", help="recipe file or recipe name")
+    p.add_argument("--data", required=True, help="the data file or URL the runs used")
     return parser
 
 
@@ -109,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "list": commands.cmd_list,
         "cancel": commands.cmd_cancel,
         "agents": commands.cmd_agents,
+        "history": commands.cmd_history,
     }
     if args.command in ("run", "resume"):
         _prepare_environment(getattr(args, "verbose", False))

@@ -11,7 +11,7 @@ from flows.errors import RecipeValidationError
 from flows.plan import Plan, load_plan
 from flows.store import JobFolder, JobStore
 
-__all__ = ["cmd_validate", "cmd_run", "cmd_resume", "cmd_status", "cmd_list", "cmd_cancel", "cmd_agents"]
+__all__ = ["cmd_validate", "cmd_run", "cmd_resume", "cmd_status", "cmd_list", "cmd_cancel", "cmd_agents", "cmd_history"]
 
 _EXIT = {JobStatus.COMPLETED: 0, JobStatus.FAILED: 1, JobStatus.CANCELLED: 130}
 
@@ -169,4 +169,21 @@ def cmd_agents(args: argparse.Namespace) -> int:
         params = ", ".join(f"{k}={v.default!r}" for k, v in cls.Params.model_fields.items())
         if params:
             print(f"    with:     {params}")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """Print every run of a recipe on one data source, newest last, with drift flags."""
+    from flows.cli import resolve_path
+    from flows.history import history_lines, recipe_name_of, records_for
+
+    name = recipe_name_of(args.recipe)
+    data = resolve_path(args.data)
+    records = records_for(name, data, [args.runs_dir])
+    if not records:
+        print(f"no runs of recipe '{name}' on {data} in {JobStore(args.runs_dir).root}")
+        return 0
+    print(f"Runs of recipe '{name}' on {data} (newest last):")
+    for line in history_lines(records):
+        print("  " + line)
     return 0

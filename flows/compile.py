@@ -103,18 +103,29 @@ def run_job(plan: Plan, folder: JobFolder, reporter: Reporter | None = None) -> 
     from prefect.logging import get_run_logger
     from prefect.states import Cancelled, Failed
 
+    from flows.artifacts import ProgressArtifactReporter, publish_run
+
     state = folder.load()
-    reporters: list[Reporter] = [LogReporter(get_run_logger())]
+    logger = get_run_logger()
+    reporters: list[Reporter] = [LogReporter(logger), ProgressArtifactReporter()]
     if reporter is not None:
         reporters.insert(0, reporter)
     runner = Runner(plan, folder, state, PrefectExecutor(plan), FanOutReporter(*reporters))
     try:
         runner.run()
     except RunFailed as exc:
+        publish_run(plan, folder, runner.state, logger)
         return Failed(message=str(exc))  # type: ignore[no-any-return]
     except RunCancelled as exc:
+        publish_run(plan, folder, runner.state, logger)
         return Cancelled(message=str(exc))  # type: ignore[no-any-return]
-    return {"job_id": state.job_id, "job_dir": str(folder.path), "status": state.status.value}
+    drift = publish_run(plan, folder, state, logger)
+    return {
+        "job_id": state.job_id,
+        "job_dir": str(folder.path),
+        "status": state.status.value,
+        "drift_flags": list(drift.get("flags") or []),
+    }
 
 
 def build_flow(plan: Plan, run_name: str | None = None) -> Any:

@@ -1,0 +1,187 @@
+"""The deployment entry flow: run any recipe from the Prefect UI, a schedule or the API.
+
+``prefect.yaml`` points one deployment per shipped recipe at :func:`whyflow_deployment`; its
+typed parameters render as a form in the UI. The flow
+
+1. resolves paths against the project folder (the deployment's ``set_working_directory`` pull
+   step makes it the working directory),
+2. prepares the job exactly as ``whyflow run`` does (data checks, fingerprint, job folder),
+3. reuses the latest completed job when the data's content (sha256), the recipe text and the
+   question are all unchanged (``force: true`` recomputes), and otherwise
+4. runs the recipe's compiled flow as a **subflow**, so the recipe's own task runner (threads,
+   Dask, sequential) applies and the flow run carries the recipe's name; the subflow creates
+   the artifacts.
+
+Cancelling the flow run in the UI: the worker sends SIGTERM, the runner turns it into a
+graceful cancel (the job is saved as CANCELLED) and the recipe flow ends Cancelled. If the
+process dies before the runner can save (killed after the grace period, or cancelled before the
+runner started), the ``on_cancellation`` / ``on_crashed`` hook marks the job CANCELLED / FAILED.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from prefect import flow
+
+from flows.store import JobFolder, JobStore
+
+__all__ = ["whyflow_deployment", "find_job_of_flow_run", "mark_job_cancelled", "mark_job_crashed"]
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+
+
+def _resolve(path: str | None) -> str | None:
+    """An absolute path (relative to the working directory); URLs unchanged."""
+    from flows.cli import resolve_path
+
+    return None if path is None else resolve_path(path)
+
+
+def _runs_roots(output: str | None) -> list[Path]:
+    roots = [Path(output).parent] if output else []
+    roots += [JobStore().root.resolve(), PROJECT_DIR / "runs"]
+    return roots
+
+
+def find_job_of_flow_run(flow_run_id: str, parameters: dict[str, Any]) -> JobFolder | None:
+    """The job folder a deployment flow run created (``run.json`` records the flow run id)."""
+    output = parameters.get("output")
+    if output and (Path(output) / "state.json").exists():
+        return JobFolder(Path(output))
+    for root in _runs_roots(output):
+        if not root.exists():
+            continue
+        for run_file in root.glob("*/run.json"):
+            folder = JobFolder(run_file.parent)
+            if str(folder.read_run().get("flow_run_id")) == flow_run_id:
+                return folder
+    return None
+
+
+def _finish_job(flow_run: Any, cancelled: bool, message: str) -> None:
+    folder = find_job_of_flow_run(str(flow_run.id), dict(flow_run.parameters or {}))
+    if folder is None or not folder.exists():
+        return
+    state = folder.load()
+    if state.status.is_terminal:
+        return
+    if cancelled:
+        state.mark_cancelled(f"Cancelled: {message}")
+    else:
+        state.mark_failed(message, state.error_agent or "prefect")
+    folder.save(state)
+
+
+def mark_job_cancelled(flow: Any, flow_run: Any, state: Any) -> None:
+    """``on_cancellation`` hook: the job ends CANCELLED even if the process died first."""
+    _finish_job(flow_run, True, state.message or "flow run cancelled from Prefect")
+
+
+def mark_job_crashed(flow: Any, flow_run: Any, state: Any) -> None:
+    """``on_crashed`` hook: the job ends FAILED with Prefect's reason if the process crashed."""
+    _finish_job(flow_run, False, f"the flow run crashed: {state.message or 'process died'}")
+
+
+def _flow_run_id() -> str | None:
+    from prefect.runtime import flow_run
+
+    run_id = flow_run.id
+    return str(run_id) if run_id else None
+
+
+@flow(
+    name="whyflow",
+    persist_result=False,
+    on_cancellation=[mark_job_cancelled],
+    on_crashed=[mark_job_crashed],
+)
+def whyflow_deployment(
+    recipe: str = "pipelines/causal_analysis.yaml",
+    data: str = "examples/job_training.csv",
+    treatment: str | None = "training",
+    outcome: str | None = "earnings",
+    metadata: str | None = "examples/job_training.meta.yaml",
+    estimand: Literal["ATE", "ATT"] = "ATE",
+    overrides: dict[str, str] | None = None,
+    output: str | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Run a whyflow recipe on a dataset and publish its results as artifacts.
+
+    Args:
+        recipe: Recipe YAML, relative to the project folder (e.g. pipelines/quick_estimate.yaml).
+        data: CSV or Parquet file (relative to the project folder or absolute), or an http(s) URL.
+        treatment: Treatment column; empty lets the data profiler choose.
+        outcome: Outcome column; empty lets the data profiler choose.
+        metadata: YAML/JSON with column descriptions, temporal order and forbidden edges.
+        estimand: ATE (everyone) or ATT (the treated).
+        overrides: Settings or step options, as with --set (e.g. {"max_iterations": "2"}).
+        output: Job folder; default runs/<job_id> in the project folder.
+        force: Recompute even if an earlier run saw exactly this data and question.
+    """
+    from prefect.logging import get_run_logger
+
+    from agents.base.state import StudyDesign
+    from flows.artifacts import history_roots, publish_reused
+    from flows.compile import build_flow
+    from flows.history import find_reusable, read_record
+    from flows.jobs import RunRequest, prepare_job
+    from flows.plan import load_plan
+
+    logger = get_run_logger()
+    recipe_path = _resolve(recipe)
+    assert recipe_path is not None
+    overrides = dict(overrides or {})
+    plan = load_plan(recipe_path, overrides)
+    request = RunRequest(
+        recipe=recipe_path,
+        data=str(_resolve(data)),
+        treatment=treatment or None,
+        outcome=outcome or None,
+        output=_resolve(output),
+        overrides=overrides,
+        design=StudyDesign(estimand=estimand),
+        metadata=_resolve(metadata) if metadata else None,
+        runs_dir=str(JobStore().root.resolve()),
+    )
+    folder = prepare_job(request, plan)
+    run = folder.read_run()
+    run["flow_run_id"] = _flow_run_id()
+    folder.write_run(run)
+    logger.info("job folder %s (data sha256 %s…)", folder.path, str(run.get("data_sha256"))[:12])
+
+    current, roots = read_record(folder), history_roots(folder)
+    previous = None if force or current is None else find_reusable(current, roots)
+    if previous is not None and current is not None:
+        logger.info(
+            "data unchanged since job %s (sha256 %s…, same recipe and question): reusing its results; "
+            "run with force=true to recompute",
+            previous.job_id,
+            current.sha256[:12],
+        )
+        if output is None:
+            shutil.rmtree(folder.path, ignore_errors=True)
+        publish_reused(plan.name, previous, current.sha256, roots)
+        return {"job_id": previous.job_id, "job_dir": str(previous.path), "status": "completed", "reused": True}
+
+    state = folder.load()
+    recipe_flow = build_flow(plan, run_name=f"{plan.name}-{state.job_id}")
+    final = recipe_flow(
+        recipe=str(folder.recipe_path.resolve()),
+        job_dir=str(folder.path.resolve()),
+        overrides=overrides,
+        return_state=True,
+    )
+    if not final.is_completed():
+        return final  # type: ignore[no-any-return]  # the run ends Failed or Cancelled like its recipe flow
+    result = final.result(raise_on_failure=False)
+    return {**(result if isinstance(result, dict) else {}), "reused": False}
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m flows.deployments` runs the default once
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    print(whyflow_deployment())
