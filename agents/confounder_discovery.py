@@ -2,15 +2,17 @@
 
 Why: an effect estimate is only as good as what it adjusts for. The graph (through DoWhy's
 backdoor identification) says which variables block the backdoor paths; the data cross-checks it
-(variables associated with both treatment and outcome, near-copies of the treatment, possible
-instruments); domain knowledge vetoes anything measured after the treatment. Mediators,
-colliders, descendants of the treatment and functions of it are never adjusted for.
+(variables associated with both treatment and outcome, categoricals as a joint block of dummies,
+near-copies of the treatment, possible instruments); domain knowledge vetoes anything measured
+after the treatment. Variables known to precede the treatment follow the disjunctive cause
+criterion (adjust for any possible cause of treatment or outcome, except instrument-like ones).
+Variables of unknown position pass a safety net (collider and descendant-of-treatment
+signatures; uncertain orientations listed under ``doubtful``). Mediators, colliders,
+descendants of the treatment and functions of it are never adjusted for.
 """
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,201 +23,23 @@ from agents.base.data import read_table
 from agents.base.errors import AgentError
 from agents.base.state import CausalDAG, DataProfile, JobStatus
 from agents.base.view import StateView
-from agents.stats.graphs import Knowledge
+from agents.stats.adjustment_rules import (
+    DataChecks,
+    assoc_pvalue,
+    data_checks,
+    design,
+    design_block,
+    disjunctive_cause,
+    known_pre_treatment,
+    looks_like_id,
+    screen_unknown,
+)
+from agents.stats.graphs import Knowledge, adjustment_valid, dowhy_graph, identify_backdoor
 
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["ConfounderDiscoveryAgent", "DataChecks", "data_checks", "dowhy_graph"]
-
-_MAX_LEVELS = 20
-
-
-@dataclass
-class DataChecks:
-    """Per-variable evidence from the data (p-values of F-tests, R² on the treatment)."""
-
-    p_treatment: dict[str, float] = field(default_factory=dict)
-    p_outcome_given_t: dict[str, float] = field(default_factory=dict)
-    r2_from_treatment: dict[str, float] = field(default_factory=dict)
-    unusable: dict[str, str] = field(default_factory=dict)
-
-
-def _block(s: pd.Series) -> np.ndarray | None:
-    """Design columns for one variable: itself if numeric, dummies if categorical (else None)."""
-    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
-        return s.to_numpy(dtype=float, na_value=np.nan).reshape(-1, 1)
-    if s.nunique(dropna=True) > _MAX_LEVELS:
-        return None
-    dummies = pd.get_dummies(s.astype("string"), drop_first=True, dtype=float)
-    return dummies.to_numpy() if dummies.shape[1] else None
-
-
-def _f_pvalue(target: np.ndarray, block: np.ndarray, controls: np.ndarray) -> float:
-    """p-value that ``block`` adds to an OLS of ``target`` on ``controls`` (statsmodels F-test)."""
-    import statsmodels.api as sm
-    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
-
-    n = len(target)
-    base = np.column_stack([np.ones(n), controls]) if controls.size else np.ones((n, 1))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.simplefilter("ignore", SingularMatrixWarning)
-        full = sm.OLS(target, np.column_stack([base, block])).fit()
-        restricted = sm.OLS(target, base).fit()
-        if full.ssr <= 1e-12 * max(restricted.ssr, 1e-300):
-            return 0.0
-        _, p, _ = full.compare_f_test(restricted)
-    return float(p) if np.isfinite(p) else 1.0
-
-
-def _r2_from(x: np.ndarray, t: np.ndarray) -> float:
-    """How well a flexible function of the treatment predicts ``x`` (max of several R²)."""
-    from scipy.stats import spearmanr
-
-    x = x.ravel()
-    if np.std(x) == 0:
-        return 1.0
-    levels = np.unique(t)
-    if len(levels) <= 20:
-        design = (t.reshape(-1, 1) == levels[1:].reshape(1, -1)).astype(float)
-    else:
-        z = (t - t.mean()) / t.std()
-        design = np.column_stack([z, z**2, z**3])
-    design = np.column_stack([np.ones(len(x)), design])
-    coef, *_ = np.linalg.lstsq(design, x, rcond=None)
-    r2 = 1 - np.var(x - design @ coef) / np.var(x)
-    if len(levels) > 2:
-        rho = spearmanr(x, t).statistic
-        r2 = max(r2, float(rho) ** 2 if np.isfinite(rho) else 0.0)
-    return float(r2)
-
-
-def data_checks(frame: pd.DataFrame, t: str, y: str, candidates: list[str]) -> DataChecks:
-    """Association of each candidate with the treatment, with the outcome given the treatment,
-    and R² of each candidate as a function of the treatment."""
-    out = DataChecks()
-    tv = frame[t].to_numpy(dtype=float)
-    yv = frame[y].to_numpy(dtype=float)
-    for c in candidates:
-        block = _block(frame[c])
-        if block is None:
-            out.unusable[c] = "categorical with too many levels for the association tests"
-            continue
-        ok = ~(np.isnan(block).any(axis=1) | np.isnan(tv) | np.isnan(yv))
-        if ok.sum() < 30 or np.nanstd(block[ok], axis=0).max() == 0:
-            out.unusable[c] = "constant or too few complete rows"
-            continue
-        out.p_treatment[c] = _f_pvalue(tv[ok], block[ok], np.empty(0))
-        out.p_outcome_given_t[c] = _f_pvalue(yv[ok], block[ok], tv[ok].reshape(-1, 1))
-        out.r2_from_treatment[c] = max(_r2_from(block[ok][:, j], tv[ok]) for j in range(block.shape[1]))
-    return out
-
-
-def _looks_like_id(s: pd.Series, n: int) -> bool:
-    """Text with a distinct value per row, or integers that are distinct per row and named like an id."""
-    unique = s.nunique(dropna=True)
-    if pd.api.types.is_float_dtype(s) or pd.api.types.is_bool_dtype(s):
-        return False
-    if not pd.api.types.is_numeric_dtype(s):
-        return unique >= 0.95 * n
-    tokens = str(s.name).lower().replace("-", "_").split("_")
-    return unique == n and ("id" in tokens or str(s.name).lower().endswith("id"))
-
-
-def _adjustment_valid(g: nx.DiGraph, t: str, y: str, s: set[str]) -> bool:
-    """Backdoor criterion (networkx d-separation): no descendant of t in s, and s blocks every
-    backdoor path in the graph without t's outgoing edges."""
-    import networkx as nx
-
-    if s & nx.descendants(g, t):
-        return False
-    bd = g.copy()
-    bd.remove_edges_from(list(g.out_edges(t)))
-    return bool(nx.is_d_separator(bd, {t}, {y}, set(s)))
-
-
-def dowhy_graph(dag: CausalDAG, t: str, y: str, knowledge: Knowledge) -> tuple[nx.DiGraph, list[str], list[str]]:
-    """A DAG for DoWhy: directed edges kept, bidirected edges as a hidden common cause U_a_b,
-    undirected edges oriented conservatively (see the notes returned).
-
-    Undirected neighbours of the treatment are taken to precede it (possible confounders) unless
-    knowledge puts them after it; undirected neighbours of the treatment's descendants are taken
-    to be descendants (never adjusted for); any other undirected edge follows a topological order.
-    """
-    import networkx as nx
-
-    g = nx.DiGraph()
-    g.add_nodes_from(dag.nodes)
-    notes: list[str] = []
-    latent: list[str] = []
-    undirected: list[tuple[str, str]] = []
-    for e in dag.edges:
-        if e.edge_type == "directed":
-            g.add_edge(e.source, e.target)
-        elif e.edge_type == "bidirected":
-            u = f"U_{e.source}_{e.target}"
-            g.add_edges_from([(u, e.source), (u, e.target)])
-            latent.append(u)
-            notes.append(f"{e.source} <-> {e.target}: modelled as a hidden common cause {u}")
-        else:
-            undirected.append((e.source, e.target))
-
-    def add(a: str, b: str, why: str) -> None:
-        if nx.has_path(g, b, a):
-            a, b = b, a
-            why = "the other way would create a cycle"
-        g.add_edge(a, b)
-        notes.append(f"{a} -- {b} taken as {a} -> {b}: {why}")
-
-    rest = []
-    for a, b in undirected:
-        if t in (a, b):
-            x = b if a == t else a
-            if x in knowledge.post_treatment or knowledge.forbid_reason(x, t):
-                add(t, x, "knowledge puts it after the treatment")
-            else:
-                add(x, t, "assumed to precede the treatment (possible confounder; verify)")
-        else:
-            rest.append((a, b))
-    changed = True
-    while changed:
-        changed = False
-        desc = nx.descendants(g, t) if t in g else set()
-        for a, b in list(rest):
-            if (a in desc) != (b in desc):
-                src, dst = (a, b) if a in desc else (b, a)
-                add(src, dst, f"neighbour of {src}, a descendant of the treatment: possibly caused by it")
-                rest.remove((a, b))
-                changed = True
-    order = {n: i for i, n in enumerate(nx.lexicographical_topological_sort(g))}
-    for a, b in rest:
-        src, dst = (a, b) if order[a] <= order[b] else (b, a)
-        add(src, dst, "follows the graph's topological order (does not touch the treatment)")
-    return g, latent, notes
-
-
-def _identify(
-    frame: pd.DataFrame, g: nx.DiGraph, t: str, y: str, latent: list[str]
-) -> tuple[list[str] | None, str, list[str]]:
-    """DoWhy maximal-adjustment backdoor identification: (set or None, estimand, graph instruments)."""
-    import networkx as nx
-    from dowhy import CausalModel
-
-    observed = [n for n in g.nodes if n in frame.columns]
-    eligible = set(observed) - nx.descendants(g, t) - {t, y}
-    if latent and not _adjustment_valid(g, t, y, eligible) and len(eligible) > 12:
-        return None, "maximal set blocked by hidden common causes; subset search skipped (too many variables)", []
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*assumed unobserved.*")
-        warnings.filterwarnings("ignore", category=FutureWarning)
-        model = CausalModel(data=frame[observed].head(500), treatment=t, outcome=y, graph=g)
-        estimand = model.identify_effect(method_name="maximal-adjustment", proceed_when_unidentifiable=True)
-    backdoor = estimand.estimands.get("backdoor")
-    ivs = [str(v) for v in (estimand.instrumental_variables or [])]
-    if not backdoor:
-        return None, "no backdoor adjustment set blocks every backdoor path", ivs
-    return [str(v) for v in estimand.get_backdoor_variables()], str(backdoor["estimand"]), ivs
+__all__ = ["ConfounderDiscoveryAgent", "dowhy_graph"]  # dowhy_graph re-exported for callers
 
 
 class ConfounderDiscoveryAgent(Agent):
@@ -227,14 +51,17 @@ class ConfounderDiscoveryAgent(Agent):
     OPTIONAL_STATE_FIELDS = ("proposed_dag", "domain_knowledge")
     WRITES_STATE_FIELDS = ("confounder_discovery",)
     JOB_STATUS = JobStatus.DISCOVERING_CAUSAL
+    PRELOAD_MODULES = ("dowhy",)
     PROGRESS_WEIGHT = 1.0
 
     class Params(AgentParams):
-        """Options: test level, determinism threshold, rows used by the data checks."""
+        """Options: test level, determinism threshold, rows used by the data checks, and the
+        bootstrap confidence below which an edge into the treatment counts as uncertain."""
 
         alpha: float = 0.05
         deterministic_r2: float = 0.99
         max_rows: int = 50000
+        doubtful_below: float = 0.7
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Combine graph, data and knowledge into the adjustment set with a reason per variable."""
@@ -255,13 +82,17 @@ class ConfounderDiscoveryAgent(Agent):
         candidates, excluded = self._candidates(frame, profile, t, y, view.domain_knowledge)
         checks = data_checks(frame, t, y, candidates)
         excluded.update(checks.unusable)
-        result = _Builder(t, y, candidates, checks, knowledge, params, excluded, notes)
+        usable = [c for c in candidates if c not in checks.unusable]
+        pre = known_pre_treatment(view.domain_knowledge, knowledge.tiers, t, usable)
+        result = _Builder(t, y, candidates, checks, knowledge, params, excluded, notes, pre)
         if dag is not None and t in dag.nodes and y in dag.nodes:
             result.from_graph(frame, dag)
         else:
             result.from_data_only(
                 "no causal graph" if dag is None else "the graph does not contain the treatment and outcome"
             )
+        result.safety_net(frame)  # first: the pre-treatment tests condition on what it keeps
+        result.pre_treatment_rule(frame)
         out = result.finish(frame)
         n_adj = len(out["adjustment_set"])
         summary = (
@@ -269,7 +100,8 @@ class ConfounderDiscoveryAgent(Agent):
             f"excluded {len(out['excluded'])}; identified={out['identification']['identified']}"
         )
         outputs = {
-            k: out[k] for k in ("adjustment_set", "mediators", "colliders", "derived_from_treatment", "instruments")
+            k: out[k]
+            for k in ("adjustment_set", "mediators", "colliders", "derived_from_treatment", "instruments", "doubtful")
         }
         return AgentResult(
             updates={"confounder_discovery": out},
@@ -309,7 +141,7 @@ class ConfounderDiscoveryAgent(Agent):
             kind = profile.feature_types.get(c, "")
             if roles.get(c) in ("id", "time") or kind in ("id", "datetime", "text"):
                 excluded[c] = f"{roles.get(c) or kind} column, not a causal variable"
-            elif _looks_like_id(s, n):
+            elif looks_like_id(s, n):
                 excluded[c] = "identifier-like (a distinct value per row)"
             else:
                 candidates.append(c)
@@ -329,10 +161,15 @@ class _Builder:
         params: ConfounderDiscoveryAgent.Params,
         excluded: dict[str, str],
         notes: list[str],
+        pre: dict[str, str],
     ) -> None:
         self.t, self.y, self.candidates, self.checks, self.k, self.params = t, y, candidates, checks, k, params
         self.excluded = excluded
         self.notes = notes
+        self.pre = pre
+        self.doubtful: dict[str, str] = {}
+        self.g: nx.DiGraph | None = None
+        self.dag: CausalDAG | None = None
         self.rationale: dict[str, str] = {}
         self.adjust: list[str] = []
         self.roles: dict[str, list[str]] = {"mediators": [], "colliders": [], "descendants": [], "instruments": []}
@@ -362,6 +199,7 @@ class _Builder:
         import networkx as nx
 
         g, latent, orient_notes = dowhy_graph(dag, self.t, self.y, self.k)
+        self.g, self.dag = g, dag
         self.notes += orient_notes
         desc = nx.descendants(g, self.t)
         anc_y = nx.ancestors(g, self.y)
@@ -378,7 +216,7 @@ class _Builder:
             self.roles["descendants"].append(c)
             self.excluded.setdefault(c, why)
         self.used_dowhy = True
-        backdoor, estimand, graph_ivs = _identify(frame, g, self.t, self.y, latent)
+        backdoor, estimand, graph_ivs = identify_backdoor(frame, g, self.t, self.y, latent)
         self.identification = {
             "method": "dowhy backdoor (maximal-adjustment)",
             "identified": backdoor is not None,
@@ -413,15 +251,98 @@ class _Builder:
                     "not in the graph; associated with both treatment and outcome in the data, so adjusted"
                 )
 
+    def _edge_doubt(self, c: str) -> tuple[str, float] | None:
+        """Why the orientation of ``c``'s edge with the treatment is uncertain, with the edge's
+        bootstrap confidence (0 when unoriented); None when it is not uncertain."""
+        if self.dag is None:
+            return "no graph and no temporal knowledge place it before the treatment", 0.0
+        for e in self.dag.edges:
+            if {e.source, e.target} == {c, self.t}:
+                if e.edge_type != "directed":
+                    return f"its edge with the treatment is {e.edge_type} (orientation unknown)", 0.0
+                if e.confidence < self.params.doubtful_below:
+                    why = f"its edge {e.source} -> {e.target} has this orientation in only {e.confidence:.0%} of bootstrap resamples"
+                    return why, e.confidence
+        return None
+
     def _orientation_warning(self, dag: CausalDAG, c: str) -> str:
-        """A caveat when the edge between ``c`` and the treatment is unoriented or unstable."""
-        for e in dag.edges:
-            if {e.source, e.target} == {c, self.t} and (e.edge_type != "directed" or e.confidence < 0.5):
-                return (
-                    f" (caution: its edge with the treatment is {e.edge_type}, confidence {e.confidence:.2f}; "
-                    "if it is measured after the treatment, do not adjust for it)"
+        """A caveat for the rationale when the edge between ``c`` and the treatment is uncertain."""
+        doubt = self._edge_doubt(c) if c not in self.pre else None
+        return f" (caution: {doubt[0]})" if doubt else ""
+
+    def pre_treatment_rule(self, frame: pd.DataFrame) -> None:
+        """Disjunctive cause criterion for variables domain knowledge places before the treatment."""
+        pre = [c for c in self.pre if c not in self.derived and c not in self.k.post_treatment]
+        rest = [c for c in self.adjust if c not in self.pre]
+        verdicts = disjunctive_cause(frame, self.t, self.y, pre, rest, self.checks, self.params.alpha)
+        for c, v in verdicts.items():
+            where = f"known pre-treatment ({self.pre[c]})"
+            if c in self.roles["descendants"]:
+                for key in ("mediators", "colliders", "descendants"):
+                    self.roles[key] = [x for x in self.roles[key] if x != c]
+                self.notes.append(f"the graph puts {c} after the treatment, but {where}: knowledge wins")
+            if v.decision == "adjust":
+                self.adjust += [] if c in self.adjust else [c]
+                self.excluded.pop(c, None)
+                self.rationale[c] = (
+                    f"{where}, so neither a mediator nor a collider; disjunctive cause criterion (a possible cause "
+                    f"of the treatment or the outcome): {v.reason}"
                 )
-        return ""
+                continue
+            if c in self.adjust and not self._can_drop(c):
+                self.rationale[c] = f"{where}; {v.reason}; kept: the graph needs it to block a backdoor path"
+                continue
+            self.adjust = [x for x in self.adjust if x != c]
+            self.rationale.pop(c, None)
+            if v.decision == "instrument":
+                self.roles["instruments"].append(c)
+                self.excluded[c] = (
+                    f"{where} but {v.reason}; adjusting for a cause of the treatment only would add variance"
+                )
+            else:
+                self.excluded[c] = f"{where}; {v.reason}"
+
+    def _can_drop(self, c: str) -> bool:
+        """Whether the graph's backdoor set stays valid without ``c`` (always, without a graph)."""
+        if self.g is None or c not in self.g:
+            return True
+        return adjustment_valid(self.g, self.t, self.y, {x for x in self.adjust if x in self.g and x != c})
+
+    def safety_net(self, frame: pd.DataFrame) -> None:
+        """Variables whose position relative to the treatment is unknown (no temporal knowledge):
+        drop bad-control signatures, restore likely causes, flag uncertain orientations
+        (``adjustment_rules.screen_unknown`` says how)."""
+        unknown = [c for c in self.adjust if c not in self.pre]
+        graph_desc = [
+            c
+            for c in self.roles["descendants"]
+            if c not in self.pre and c not in self.k.post_treatment and c not in self.derived
+        ]
+        doubt = {c: d for c in unknown + graph_desc if (d := self._edge_doubt(c))}
+        skip = set(self.derived) | set(self.k.post_treatment)
+        stable = {
+            e.source
+            for e in (self.dag.edges if self.dag else [])
+            if e.target == self.t and e.edge_type == "directed" and e.confidence >= 0.999
+        }
+        res = screen_unknown(
+            frame, self.t, self.y, unknown, graph_desc, self.checks, doubt, skip, stable, self.params.alpha
+        )
+        for c, (role, why) in res.drop.items():
+            if not self._can_drop(c):
+                self.notes.append(f"DoWhy's backdoor set needed {c}; the data signature overrides its orientation")
+            self.adjust.remove(c)
+            self.rationale.pop(c, None)
+            self.roles[role].append(c)
+            self.roles["descendants"].append(c)
+            self.excluded[c] = f"data {why}"
+        for c, why in res.add.items():
+            self.adjust.append(c)
+            self.excluded.pop(c, None)
+            for key in ("mediators", "colliders", "descendants"):
+                self.roles[key] = [x for x in self.roles[key] if x != c]
+            self.rationale[c] = f"possible confounder: {why}"
+        self.doubtful.update(res.doubtful)
 
     def _prune(self, g: nx.DiGraph, chosen: list[str], graph_ivs: list[str]) -> list[str]:
         """Drop variables the backdoor set does not need and the outcome does not depend on
@@ -432,7 +353,7 @@ class _Builder:
             if self.checks.p_outcome_given_t.get(c, 0) < alpha:
                 continue
             trial = set(keep) - {c}
-            if not _adjustment_valid(g, self.t, self.y, trial):
+            if not adjustment_valid(g, self.t, self.y, trial):
                 continue
             keep.remove(c)
             if self.checks.p_treatment.get(c, 1) < alpha:
@@ -452,7 +373,8 @@ class _Builder:
         self.notes.append(
             f"{why}: the adjustment set is data-driven (associated with both treatment and outcome), minus "
             "excluded variables. Without a graph, mediators and colliders look like confounders in the data; "
-            "only domain knowledge (temporal order, post_treatment) and the determinism check remove them"
+            "domain knowledge (temporal order, post_treatment), the determinism check and the data signatures of "
+            "the safety net remove them"
         )
         if not keep_identification:
             self.identification = {
@@ -489,24 +411,25 @@ class _Builder:
             "instruments": sorted(set(self.roles["instruments"])),
             "identification": self.identification,
             "data_associated": sorted(self.associated),
+            "doubtful": dict(self.doubtful),
         }
 
     def _data_instruments(self, frame: pd.DataFrame) -> None:
         """Variables associated with the treatment but not the outcome given treatment and the set."""
-        blocks = [b for c in self.adjust if (b := _block(frame[c])) is not None]
-        controls = np.column_stack([frame[self.t].to_numpy(float), *blocks])
+        controls = np.column_stack([frame[self.t].to_numpy(float), design(frame, self.adjust)])
         yv = frame[self.y].to_numpy(float)
         skip = set(self.adjust) | set(self.roles["instruments"]) | set(self.roles["descendants"]) | set(self.derived)
+        skip |= set(self.pre) | set(self.roles["mediators"]) | set(self.roles["colliders"])
         for c in self.candidates:
             if c in skip or c in self.k.post_treatment or self.checks.p_treatment.get(c, 1) >= self.params.alpha:
                 continue
-            block = _block(frame[c])
+            block = design_block(frame[c])
             if block is None:
                 continue
             ok = ~(np.isnan(controls).any(axis=1) | np.isnan(block).any(axis=1) | np.isnan(yv))
             if ok.sum() < 30:
                 continue
-            if _f_pvalue(yv[ok], block[ok], controls[ok]) >= self.params.alpha:
+            if assoc_pvalue(yv[ok], block[ok], controls[ok]) >= self.params.alpha:
                 self.roles["instruments"].append(c)
                 self.excluded.setdefault(
                     c, "possible instrument: drives the treatment, unrelated to the outcome given it and the set"
@@ -518,6 +441,7 @@ class _Builder:
         lines += [f"Note: {n}." for n in self.notes]
         lines += [f"Adjust for {c}: {r}." for c, r in self.rationale.items()]
         lines += [f"Exclude {c}: {r}." for c, r in self.excluded.items() if c not in self.adjust]
+        lines += [f"Doubtful {c}: {r}." for c, r in self.doubtful.items()]
         if self.associated:
             lines.append(
                 f"Data cross-check: associated with both treatment and outcome: {', '.join(sorted(self.associated))}."

@@ -1,21 +1,23 @@
 """Shared causal-graph helpers: background knowledge, edge keys, acyclicity and path logic.
 
 Used by causal discovery (to build causal-learn's ``BackgroundKnowledge``), the DAG expert (to
-orient, remove and add edges) and confounder discovery (descendants, mediators, colliders and
-the graph handed to DoWhy). Graph algorithms come from networkx; this module only says which
+orient, remove and add edges) and confounder discovery (descendants, mediators, colliders, the
+graph handed to DoWhy, DoWhy's backdoor identification and the backdoor validity check). Graph algorithms come from networkx; this module only says which
 question to ask it.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.base.state import CausalEdge
+from agents.base.state import CausalDAG, CausalEdge
 
 if TYPE_CHECKING:
     import networkx as nx
+    import pandas as pd
 
 __all__ = [
     "Knowledge",
@@ -29,6 +31,9 @@ __all__ = [
     "skeleton",
     "oriented",
     "precision_recall",
+    "adjustment_valid",
+    "dowhy_graph",
+    "identify_backdoor",
 ]
 
 
@@ -246,3 +251,98 @@ def precision_recall(found: set[Any], truth: set[Any]) -> tuple[float, float]:
     precision = tp / len(found) if found else 1.0
     recall = tp / len(truth) if truth else 1.0
     return precision, recall
+
+
+def adjustment_valid(g: nx.DiGraph, t: str, y: str, s: set[str]) -> bool:
+    """Backdoor criterion (networkx d-separation): no descendant of t in s, and s blocks every
+    backdoor path in the graph without t's outgoing edges."""
+    import networkx as nx
+
+    if s & nx.descendants(g, t):
+        return False
+    bd = g.copy()
+    bd.remove_edges_from(list(g.out_edges(t)))
+    return bool(nx.is_d_separator(bd, {t}, {y}, set(s)))
+
+
+def dowhy_graph(dag: CausalDAG, t: str, y: str, knowledge: Knowledge) -> tuple[nx.DiGraph, list[str], list[str]]:
+    """A DAG for DoWhy: directed edges kept, bidirected edges as a hidden common cause U_a_b,
+    undirected edges oriented conservatively (see the notes returned).
+
+    Undirected neighbours of the treatment are taken to precede it (possible confounders) unless
+    knowledge puts them after it; undirected neighbours of the treatment's descendants are taken
+    to be descendants (never adjusted for); any other undirected edge follows a topological order.
+    """
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(dag.nodes)
+    notes: list[str] = []
+    latent: list[str] = []
+    undirected: list[tuple[str, str]] = []
+    for e in dag.edges:
+        if e.edge_type == "directed":
+            g.add_edge(e.source, e.target)
+        elif e.edge_type == "bidirected":
+            u = f"U_{e.source}_{e.target}"
+            g.add_edges_from([(u, e.source), (u, e.target)])
+            latent.append(u)
+            notes.append(f"{e.source} <-> {e.target}: modelled as a hidden common cause {u}")
+        else:
+            undirected.append((e.source, e.target))
+
+    def add(a: str, b: str, why: str) -> None:
+        if nx.has_path(g, b, a):
+            a, b = b, a
+            why = "the other way would create a cycle"
+        g.add_edge(a, b)
+        notes.append(f"{a} -- {b} taken as {a} -> {b}: {why}")
+
+    rest = []
+    for a, b in undirected:
+        if t in (a, b):
+            x = b if a == t else a
+            if x in knowledge.post_treatment or knowledge.forbid_reason(x, t):
+                add(t, x, "knowledge puts it after the treatment")
+            else:
+                add(x, t, "assumed to precede the treatment (possible confounder; verify)")
+        else:
+            rest.append((a, b))
+    changed = True
+    while changed:
+        changed = False
+        desc = nx.descendants(g, t) if t in g else set()
+        for a, b in list(rest):
+            if (a in desc) != (b in desc):
+                src, dst = (a, b) if a in desc else (b, a)
+                add(src, dst, f"neighbour of {src}, a descendant of the treatment: possibly caused by it")
+                rest.remove((a, b))
+                changed = True
+    order = {n: i for i, n in enumerate(nx.lexicographical_topological_sort(g))}
+    for a, b in rest:
+        src, dst = (a, b) if order[a] <= order[b] else (b, a)
+        add(src, dst, "follows the graph's topological order (does not touch the treatment)")
+    return g, latent, notes
+
+
+def identify_backdoor(
+    frame: pd.DataFrame, g: nx.DiGraph, t: str, y: str, latent: list[str]
+) -> tuple[list[str] | None, str, list[str]]:
+    """DoWhy maximal-adjustment backdoor identification: (set or None, estimand, graph instruments)."""
+    import networkx as nx
+    from dowhy import CausalModel
+
+    observed = [n for n in g.nodes if n in frame.columns]
+    eligible = set(observed) - nx.descendants(g, t) - {t, y}
+    if latent and not adjustment_valid(g, t, y, eligible) and len(eligible) > 12:
+        return None, "maximal set blocked by hidden common causes; subset search skipped (too many variables)", []
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*assumed unobserved.*")
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        model = CausalModel(data=frame[observed].head(500), treatment=t, outcome=y, graph=g)
+        estimand = model.identify_effect(method_name="maximal-adjustment", proceed_when_unidentifiable=True)
+    backdoor = estimand.estimands.get("backdoor")
+    ivs = [str(v) for v in (estimand.instrumental_variables or [])]
+    if not backdoor:
+        return None, "no backdoor adjustment set blocks every backdoor path", ivs
+    return [str(v) for v in estimand.get_backdoor_variables()], str(backdoor["estimand"]), ivs

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import yaml
+
 from agents.base.state import CausalDAG, CausalEdge
+from agents.stats.adjustment_rules import data_checks
 from agents.stats.synthetic import TRUE_GRAPH_LINEAR, linear_confounding
 from agents.stats.synthetic_graphs import wide_confounded
 from flows.dispatch import run_single_agent
@@ -108,3 +113,97 @@ def test_undirected_neighbour_of_treatment_kept_as_possible_confounder(tmp_path:
     result = run_single_agent("confounder_discovery", state, tmp_path)
     assert "x1" in state.confounder_discovery["adjustment_set"]
     assert "assumed to precede the treatment" in result.reasoning
+
+
+def _chain(state, tmp_path: Path, agents: tuple[str, ...]) -> None:
+    for name in agents:
+        run_single_agent(name, state, tmp_path, {"bootstrap": 5} if name == "causal_discovery" else None)
+
+
+def test_job_training_example_with_metadata(tmp_path: Path) -> None:
+    """The shipped example: region (4 levels, skipped by discovery) is adjusted by the pre-treatment rule."""
+    root = Path(__file__).resolve().parents[2] / "examples"
+    frame = pd.read_csv(root / "job_training.csv")
+    state = make_state(frame, tmp_path, "training", "earnings", profile=False)
+    state.raw_metadata = yaml.safe_load((root / "job_training.meta.yaml").read_text())
+    _chain(state, tmp_path, ("data_profiler", "domain_knowledge", "causal_discovery", "dag_expert"))
+    assert "region" not in state.proposed_dag.nodes  # multi-level categoricals stay out of causal-learn
+    result = run_single_agent("confounder_discovery", state, tmp_path)
+    out = state.confounder_discovery
+    assert {"age", "education_years", "prior_earnings", "region"} <= set(out["adjustment_set"])
+    assert "skills_score" not in out["adjustment_set"] and "skills_score" in out["excluded"]
+    assert "disjunctive cause criterion" in out["rationale"]["region"]
+    assert out["doubtful"] == {}  # every variable's position is known from the metadata
+    assert "Adjust for region" in result.reasoning
+
+
+def _categorical_confounding(n: int, seed: int) -> pd.DataFrame:
+    """A 4-level categorical confounder: one level raises both treatment and outcome (effect 2)."""
+    rng = np.random.default_rng(seed)
+    site = rng.choice(["a", "b", "c", "d"], size=n)
+    x = rng.normal(size=n)
+    t = rng.binomial(1, 1 / (1 + np.exp(-(0.5 * x + 1.2 * (site == "c") - 0.3))))
+    y = 2 * t + x + 1.5 * (site == "c") + rng.normal(size=n)
+    return pd.DataFrame({"site": site, "x": x, "treated": t, "outcome": y, "post": t + y + rng.normal(size=n)})
+
+
+def test_categorical_confounder_enters_by_joint_test(tmp_path: Path) -> None:
+    frame = _categorical_confounding(2000, seed=5)
+    frame["many"] = np.arange(len(frame)) % 40  # numeric: tested as one column
+    frame["code"] = (np.arange(len(frame)) % 30).astype(str)  # 30 levels: too many for the tests
+    checks = data_checks(frame, "treated", "outcome", ["site", "x", "code"])
+    assert checks.p_treatment["site"] < 1e-6 and checks.p_outcome_given_t["site"] < 1e-6
+    assert "code" in checks.unusable
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.domain_knowledge = {"post_treatment": ["post"]}
+    _chain(state, tmp_path, ("causal_discovery", "dag_expert", "confounder_discovery"))
+    out = state.confounder_discovery
+    assert "site" not in state.proposed_dag.nodes
+    assert {"site", "x"} <= set(out["adjustment_set"]) and "post" not in out["adjustment_set"]
+    assert "associated with both" in out["rationale"]["site"]
+
+
+def test_known_pre_treatment_instrument_and_outcome_cause(tmp_path: Path) -> None:
+    frame, truth = wide_confounded(n=3000, p=12, seed=1)
+    pre = [c for c in frame.columns if c[:2] in ("c0", "c1", "c2", "c3", "no", "in", "ou") and c != "outcome"]
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.domain_knowledge = {"temporal_order": [pre, ["treated"], ["mediator"], ["outcome"], ["collider"]]}
+    run_single_agent("confounder_discovery", state, tmp_path)  # no graph: knowledge and data only
+    out = state.confounder_discovery
+    assert set(truth["confounders"]) | {"outcome_cause"} <= set(out["adjustment_set"])
+    assert "instrument" in out["instruments"] and "instrument-like" in out["excluded"]["instrument"]
+    assert not {"mediator", "collider"} & set(out["adjustment_set"])
+    assert out["doubtful"] == {}
+
+
+def test_safety_net_without_knowledge_drops_misoriented_bad_controls(tmp_path: Path) -> None:
+    """A discovered graph that points the collider and the mediator into the treatment."""
+    frame, truth = _data(n=3000, seed=5)
+    frame = frame.drop(columns="t_scaled")
+    edges = [("x1", "treated"), ("x2", "treated"), ("x1", "outcome"), ("x2", "outcome"), ("x3", "outcome")]
+    edges += [("collider", "treated"), ("collider", "outcome"), ("mediator", "treated"), ("mediator", "outcome")]
+    edges += [("treated", "outcome")]
+    dag = _dag(edges)
+    conf = {("mediator", "treated"): 0.6, ("collider", "treated"): 0.9}
+    dag.edges = [e.model_copy(update={"confidence": conf.get((e.source, e.target), 1.0)}) for e in dag.edges]
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.proposed_dag = dag
+    run_single_agent("confounder_discovery", state, tmp_path)
+    out = state.confounder_discovery
+    assert set(truth["confounders"]) <= set(out["adjustment_set"])
+    assert not {"mediator", "collider"} & set(out["adjustment_set"])
+    assert "collider signature" in out["excluded"]["collider"] and "collider" in out["colliders"]
+    assert "descendant-of-treatment signature" in out["excluded"]["mediator"]
+    assert {"mediator", "collider"} <= set(out["doubtful"])
+
+
+def test_safety_net_restores_confounder_on_a_weak_reversed_edge(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(3000, seed=6, strength=2.0)  # x1, x2 -> treated: clear explaining away
+    dag = _dag([("x2", "treated"), ("x1", "outcome"), ("x2", "outcome"), ("treated", "outcome")])
+    dag.edges.append(CausalEdge(source="treated", target="x1", confidence=0.3))
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.proposed_dag = dag
+    run_single_agent("confounder_discovery", state, tmp_path)
+    out = state.confounder_discovery
+    assert "x1" in out["adjustment_set"] and "added back" in out["doubtful"]["x1"]
+    assert "x1" not in out["mediators"]
