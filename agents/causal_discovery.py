@@ -230,6 +230,12 @@ class CausalDiscoveryAgent(Agent):
     OPTIONAL_STATE_FIELDS = ("domain_knowledge",)
     WRITES_STATE_FIELDS = ("proposed_dag",)
     JOB_STATUS = JobStatus.DISCOVERING_CAUSAL
+    PRELOAD_MODULES = (
+        "causallearn.search.ConstraintBased.PC",
+        "causallearn.search.ConstraintBased.FCI",
+        "causallearn.search.ScoreBased.GES",
+        "causallearn.utils.PCUtils.BackgroundKnowledge",
+    )
     PROGRESS_WEIGHT = 2.0
 
     class Params(AgentParams):

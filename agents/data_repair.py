@@ -168,6 +168,7 @@ class DataRepairAgent(Agent):
     OPTIONAL_STATE_FIELDS = ("domain_knowledge",)
     WRITES_STATE_FIELDS = ("data_repairs", "dataframe_path", "data_profile")
     JOB_STATUS = JobStatus.PROFILING
+    PRELOAD_MODULES = ("great_expectations",)
     PROGRESS_WEIGHT = 1.5
 
     class Params(AgentParams):

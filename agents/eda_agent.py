@@ -189,6 +189,7 @@ class EDAAgent(Agent):
     OPTIONAL_STATE_FIELDS = ("domain_knowledge",)
     WRITES_STATE_FIELDS = ("eda_result",)
     JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
+    PRELOAD_MODULES = ("statsmodels.stats.outliers_influence",)
     PROGRESS_WEIGHT = 1.5
 
     class Params(AgentParams):

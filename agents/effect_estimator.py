@@ -41,6 +41,7 @@ class EffectEstimatorAgent(Agent):
     )
     WRITES_STATE_FIELDS = ("treatment_effects", "analyzed_pairs")
     JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
+    PRELOAD_MODULES = ("dowhy", "lightgbm", "causalml.inference.meta", "linearmodels.iv")
     PROGRESS_WEIGHT = 3
 
     class Params(AgentParams):

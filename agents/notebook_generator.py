@@ -74,6 +74,7 @@ class NotebookGeneratorAgent(Agent):
     OPTIONAL_STATE_FIELDS = _READS
     WRITES_STATE_FIELDS = ("notebook_path",)
     JOB_STATUS = JobStatus.GENERATING_NOTEBOOK
+    PRELOAD_MODULES = ("jinja2", "nbformat", "nbclient", "nbconvert")
     PROGRESS_WEIGHT = 1.5
 
     class Params(AgentParams):

@@ -30,6 +30,7 @@ class PSDiagnosticsAgent(Agent):
     OPTIONAL_STATE_FIELDS = ("confounder_discovery", "critique_history")
     WRITES_STATE_FIELDS = ("ps_diagnostics",)
     JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
+    PRELOAD_MODULES = ("lightgbm", "sklearn.metrics")
     PROGRESS_WEIGHT = 1
 
     class Params(AgentParams):

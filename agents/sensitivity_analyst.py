@@ -57,6 +57,7 @@ class SensitivityAnalystAgent(Agent):
     OPTIONAL_STATE_FIELDS = ("confounder_discovery", "data_profile", "ps_diagnostics")
     WRITES_STATE_FIELDS = ("sensitivity_results",)
     JOB_STATUS = JobStatus.SENSITIVITY_ANALYSIS
+    PRELOAD_MODULES = ("dowhy",)
     PROGRESS_WEIGHT = 1.5
 
     class Params(AgentParams):

@@ -9,6 +9,8 @@ records the step, recomputes progress and saves ``state.json`` atomically. Steps
 
 from __future__ import annotations
 
+import importlib
+import os
 import signal
 import threading
 import traceback
@@ -53,6 +55,32 @@ class LocalExecutor:
             except Exception as exc:  # noqa: BLE001 - reported per member by the runner
                 out.append(exc)
         return out
+
+
+_PRELOAD = (
+    "scipy.stats",
+    "statsmodels.api",
+    "sklearn.linear_model",
+    "sklearn.model_selection",
+    "narwhals.stable.v1",
+    "matplotlib.pyplot",
+    "networkx",
+)
+"""Libraries several agents import lazily; imported once before any parallel group."""
+
+
+def preload(nodes: list[AgentNode]) -> None:
+    """Import the heavy modules a parallel group will use, in this thread, before it starts.
+
+    Two threads importing a library for the first time can deadlock on its module locks
+    (seen with narwhals under scikit-learn); after this, the threads find them in sys.modules.
+    """
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    for name in (*_PRELOAD, *(m for n in nodes for m in n.agent_cls.PRELOAD_MODULES)):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
 
 
 def step_key(node: AgentNode, round_: int | None = None) -> str:
@@ -195,6 +223,7 @@ class Runner:
         self._save()
         for n in todo:
             self.reporter.step_started(step_key(n, round_), n)
+        preload(todo)
         jobs = [(n, self.state.model_copy(deep=True), self._context(n, step_key(n, round_), round_ or 0)) for n in todo]
         results = self.executor.run_many(jobs)
         failure: tuple[AgentNode, BaseException] | None = None

@@ -112,6 +112,9 @@ class Agent:
     JOB_STATUS: ClassVar[JobStatus] = JobStatus.PROFILING
     PROGRESS_WEIGHT: ClassVar[float] = 1.0
     IS_CRITIQUE: ClassVar[bool] = False
+    PRELOAD_MODULES: ClassVar[tuple[str, ...]] = ()
+    """Heavy modules the runner imports in the flow's thread before a parallel group starts:
+    two threads importing the same library for the first time can deadlock on its module locks."""
     Params: ClassVar[type[AgentParams]] = AgentParams
 
     @classmethod
@@ -158,6 +161,8 @@ def check_contract(cls: type[Agent]) -> None:
         problems.append(f"JOB_STATUS must be a working JobStatus, got {cls.JOB_STATUS!r}")
     if not isinstance(cls.PROGRESS_WEIGHT, (int, float)) or cls.PROGRESS_WEIGHT <= 0:
         problems.append(f"PROGRESS_WEIGHT must be a positive number, got {cls.PROGRESS_WEIGHT!r}")
+    if not all(isinstance(m, str) for m in cls.PRELOAD_MODULES):
+        problems.append("PRELOAD_MODULES must be a tuple of module names")
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, AgentParams)):
         problems.append("Params must subclass agents.base.AgentParams")
     if problems:

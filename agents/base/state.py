@@ -131,8 +131,14 @@ def is_legal_transition(current: JobStatus, target: JobStatus) -> bool:
     return target in _RANK and _RANK[target] >= _RANK[current]
 
 
+# NaN and infinities (a p-value of a constant column, an unbounded VIF) are written as JSON's
+# NaN/Infinity constants, which Python, pandas and pydantic read back; writing them as null
+# would make the saved state fail validation when it is loaded again.
+_CONFIG = ConfigDict(extra="forbid", validate_assignment=True, ser_json_inf_nan="constants")
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = _CONFIG
 
 
 class DatasetInfo(_Model):
@@ -321,7 +327,7 @@ def _truncate(value: Any, limit: int) -> Any:
 class AnalysisState(BaseModel):
     """The state one job's agents share; written only by the runner."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = _CONFIG
 
     job_id: str
     dataset_info: DatasetInfo

@@ -235,3 +235,17 @@ def test_state_json_round_trip_property(
     s = new_state(treatment_variable=treatment, recommendations=recs, iteration_count=iteration)
     s.treatment_effects = [effect("t", "y", e) for e in estimates]
     assert AnalysisState.from_json(s.to_json()) == s
+
+
+def test_nan_and_infinity_survive_a_save_and_load() -> None:
+    from agents.base.state import EDAResult
+
+    s = new_state()
+    s.eda_result = EDAResult(
+        covariate_balance={"constant_col": {"smd": 0.0, "p_value": float("nan")}}, vif_scores={"x": float("inf")}
+    )
+    again = AnalysisState.from_json(s.to_json())
+    assert again.eda_result is not None
+    assert again.eda_result.vif_scores["x"] == float("inf")
+    p = again.eda_result.covariate_balance["constant_col"]["p_value"]
+    assert p != p  # NaN
