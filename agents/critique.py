@@ -208,6 +208,14 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             f"widen_adjustment_set: add {', '.join(left_out)} to the adjustment set (or record why "
             f"{'it is' if len(left_out) == 1 else 'they are'} not a confounder)."
         )
+    doubtful = cd.get("doubtful") or {}
+    if doubtful:
+        score -= 1
+        acc.issues.append(
+            f"The adjustment set rests on uncertain evidence for {', '.join(sorted(doubtful))}: "
+            + "; ".join(f"{c}: {r}" for c, r in sorted(doubtful.items()))
+            + ". Re-estimate with and without them, or state their timing in the metadata."
+        )
     if cd.get("excluded"):
         acc.reasons.append(f"Excluded with reasons: {', '.join(sorted(cd['excluded']))}.")
     return _clip(score)

@@ -175,6 +175,7 @@ class DomainKnowledgeAgent(Agent):
                 [str(c) for c in (t if isinstance(t, list) else [t])] for t in meta.get("temporal_order") or []
             ],
             "post_treatment": post,
+            "pre_treatment": list(pre),
             "forbidden_edges": [[str(a), str(b)] for a, b in meta.get("forbidden_edges") or []],
             "required_edges": [[str(a), str(b)] for a, b in meta.get("required_edges") or []],
             "notes": [str(n) for n in meta.get("notes") or []],

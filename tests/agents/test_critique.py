@@ -269,3 +269,15 @@ def test_assumed_identification_lowers_the_score_but_is_not_rejected(tmp_path: P
     assert fb.decision is CritiqueDecision.APPROVE  # the clean data otherwise pass every check
     assert fb.scores["identification"] <= 3
     assert any("assumed" in i and "x1" in i for i in fb.issues)
+
+
+def test_doubtful_adjustment_lowers_identification_and_is_named(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=1500, seed=2)
+    state = _analysis(frame, tmp_path)
+    state.confounder_discovery = {
+        **state.confounder_discovery,
+        "doubtful": {"x2": "kept: its edge into treated was found in 55% of resamples"},
+    }
+    fb = _critique(state, tmp_path)
+    assert fb.scores["identification"] == 4
+    assert any("uncertain evidence for x2" in i and "55% of resamples" in i for i in fb.issues)
