@@ -35,7 +35,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install lint
+test: install lint typecheck
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests — failing" >&2; fi; \
 	exit $$rc

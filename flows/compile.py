@@ -69,7 +69,7 @@ class PrefectExecutor:
         from prefect.cache_policies import NO_CACHE
 
         self._tasks = {
-            node.key: task(
+            node.key: task(  # type: ignore[call-overload]
                 _agent_task,
                 name=node.name,
                 retries=node.retries,
@@ -98,8 +98,12 @@ class PrefectExecutor:
         return out
 
 
-def run_job(plan: Plan, folder: JobFolder, reporter: Reporter | None = None) -> dict[str, Any]:
-    """The flow's body: run the plan on the job in ``folder`` with Prefect tasks."""
+def run_job(plan: Plan, folder: JobFolder, reporter: Reporter | None = None) -> Any:
+    """The flow's body: run the plan on the job in ``folder`` with Prefect tasks.
+
+    Returns a summary dict, or a Prefect Failed/Cancelled state so the flow run ends in it
+    without a traceback in the logs (the reason is in the job's state).
+    """
     from prefect.logging import get_run_logger
     from prefect.states import Cancelled, Failed
 
@@ -115,10 +119,10 @@ def run_job(plan: Plan, folder: JobFolder, reporter: Reporter | None = None) -> 
         runner.run()
     except RunFailed as exc:
         publish_run(plan, folder, runner.state, logger)
-        return Failed(message=str(exc))  # type: ignore[no-any-return]
+        return Failed(message=str(exc))
     except RunCancelled as exc:
         publish_run(plan, folder, runner.state, logger)
-        return Cancelled(message=str(exc))  # type: ignore[no-any-return]
+        return Cancelled(message=str(exc))
     drift = publish_run(plan, folder, state, logger)
     return {
         "job_id": state.job_id,
