@@ -102,7 +102,9 @@ class DowhyBackdoor:
         self.data["_ps"] = np.clip(ps, CLIP, 1 - CLIP)
         self.covariates = list(X.columns)
         self.strata = int(np.clip(len(y) // 200, 5, 20))
-        logging.getLogger("dowhy").setLevel(logging.WARNING)
+        dowhy_log = logging.getLogger("dowhy")
+        if dowhy_log.getEffectiveLevel() < logging.WARNING:  # quieten DoWhy's INFO chatter, never louden it
+            dowhy_log.setLevel(logging.WARNING)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=FutureWarning)
             warnings.simplefilter("ignore", category=UserWarning)
