@@ -45,7 +45,16 @@ from agents.base.state import (
 if TYPE_CHECKING:
     from agents.base.view import StateView
 
-__all__ = ["CritiqueAgent", "ReviewInputs", "Review", "review", "latest_round", "primary_estimates", "codes_in", "is_naive"]
+__all__ = [
+    "CritiqueAgent",
+    "ReviewInputs",
+    "Review",
+    "review",
+    "latest_round",
+    "primary_estimates",
+    "codes_in",
+    "is_naive",
+]
 
 CODES = ("trim_to_common_support", "add_doubly_robust", "widen_adjustment_set", "switch_propensity_model")
 _NAIVE = re.compile(r"naive|difference.in.means|unadjusted", re.IGNORECASE)
@@ -110,6 +119,7 @@ class ReviewInputs:
     previous_improvements: list[str] = field(default_factory=list)
     earlier_applied: list[str] = field(default_factory=list)
     instrument: str | None = None
+    n_input_rows: int | None = None
 
 
 @dataclass
@@ -207,6 +217,15 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
         acc.improvements["widen_adjustment_set"] = (
             f"widen_adjustment_set: add {', '.join(left_out)} to the adjustment set (or record why "
             f"{'it is' if len(left_out) == 1 else 'they are'} not a confounder)."
+        )
+    imputed = _imputed_shares(inp, adjustment)
+    if imputed:
+        score -= 2
+        acc.issues.append(
+            "Residual confounding is likely: "
+            + "; ".join(f"{c} was missing and imputed for {s:.0%} of rows" for c, s in imputed.items())
+            + ". An imputed confounder adjusts only partly for what it measures, so the estimate stays biased "
+            "towards the unadjusted comparison; distrust it unless the values are missing at random and few."
         )
     doubtful = cd.get("doubtful") or {}
     if doubtful:
@@ -366,10 +385,10 @@ def _data_quality(inp: ReviewInputs, acc: _Acc) -> int:
         if q < 0.7:
             acc.issues.append(f"Low data quality score ({q:.0%}): {'; '.join(inp.eda.data_quality_issues[:3])}.")
     repairs = [r for r in inp.repairs if r.get("kind") == "repair"]
-    lost = max(
-        ((r.get("n_before", 0) - r.get("n_after", 0)) / r["n_before"] for r in repairs if r.get("n_before")),
-        default=0.0,
-    )
+    # Rows lost = input rows minus the rows analysed (repair entries count issues, not rows).
+    lost = 0.0
+    if inp.n_input_rows and inp.profile is not None:
+        lost = max(0.0, 1 - inp.profile.n_samples / inp.n_input_rows)
     if lost > 0.2:
         score -= 1
         acc.issues.append(
@@ -380,6 +399,19 @@ def _data_quality(inp: ReviewInputs, acc: _Acc) -> int:
         score -= 0.5
         acc.issues.append(f"{len(failed) - len(repairs)} failed data expectation(s) were not repaired.")
     return _clip(score)
+
+
+def _imputed_shares(inp: ReviewInputs, adjustment: set[str], threshold: float = 0.1) -> dict[str, float]:
+    """Adjusted-for columns that data repair imputed for more than ``threshold`` of the rows."""
+    rows = inp.n_input_rows or (inp.profile.n_samples if inp.profile is not None else 0)
+    out: dict[str, float] = {}
+    for r in inp.repairs:
+        col = r.get("column")
+        if r.get("kind") == "repair" and col in adjustment and str(r.get("action", "")).startswith("imputed") and rows:
+            share = float(r.get("n_before", 0)) / rows
+            if share > threshold:
+                out[str(col)] = share
+    return out
 
 
 # ---- the rule engine ---------------------------------------------------------------------
@@ -527,4 +559,5 @@ class CritiqueAgent(Agent):
             previous_improvements=list(history[-1].improvements) if history else [],
             earlier_applied=[c for d in view.debate_history for c in d.get("changes_applied") or []],
             instrument=view.design.instrument,
+            n_input_rows=view.dataset_info.n_samples,
         )

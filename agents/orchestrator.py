@@ -120,6 +120,12 @@ class OrchestratorAgent(Agent):
                 f"Do not rely on the {est} yet: the critique did not approve it after round {critique.iteration} "
                 f"(scores {scores}{weak}){ev_text}{ref_text}."
             )
+        if critique.scores.get("identification", 5) <= 3:
+            first = critique.issues[0] if critique.issues else "the adjustment set is weakly supported"
+            return (
+                f"Treat the {est} with suspicion: the estimators pass their checks, but identification scored "
+                f"{critique.scores['identification']}/5 — {first}"
+            )
         strong = ev is not None and float(ev.details.get("evalue_ci", 1.0)) >= 2
         level = "with confidence" if not low and strong else "with caution"
         weak = f" (weak points: {', '.join(low)})" if low else ""

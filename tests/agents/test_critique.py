@@ -281,3 +281,29 @@ def test_doubtful_adjustment_lowers_identification_and_is_named(tmp_path: Path) 
     fb = _critique(state, tmp_path)
     assert fb.scores["identification"] == 4
     assert any("uncertain evidence for x2" in i and "55% of resamples" in i for i in fb.issues)
+
+
+def test_imputed_confounder_is_flagged_and_repairs_are_not_read_as_lost_rows(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=1500, seed=2)
+    state = _analysis(frame, tmp_path)
+    state.data_repairs = [
+        {
+            "kind": "expectation",
+            "expectation": "expect_column_values_to_not_be_null",
+            "column": "x1",
+            "success": False,
+            "unexpected_count": 450,
+        },
+        {
+            "kind": "repair",
+            "column": "x1",
+            "issue": "missing values",
+            "action": "imputed with the median (0.01)",
+            "n_before": 450,
+            "n_after": 0,
+        },
+    ]
+    fb = _critique(state, tmp_path)
+    assert fb.scores["identification"] <= 3
+    assert any("x1 was missing and imputed for 30% of rows" in i for i in fb.issues)
+    assert not any("dropped" in i for i in fb.issues)  # 450 -> 0 missing values is not 100% of rows lost

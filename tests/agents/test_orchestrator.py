@@ -148,3 +148,33 @@ def test_data_driven_adjustment_set_asks_to_confirm_timing(tmp_path: Path) -> No
     recs = _recommend(state, tmp_path)
     hit = [r for r in recs if "chosen from data associations" in r]
     assert hit and "skills_score" in hit[0] and "measured before treated" in hit[0]
+
+
+def test_weak_identification_is_not_called_trustworthy(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from agents.base.state import CritiqueDecision, CritiqueFeedback
+    from agents.orchestrator import OrchestratorAgent
+
+    head = TreatmentEffectResult(
+        method="AIPW",
+        estimand="ATE",
+        estimate=1.2,
+        std_error=0.1,
+        ci_lower=1.0,
+        ci_upper=1.4,
+        details={"headline": True},
+    )
+    verdict = OrchestratorAgent._trust(  # noqa: SLF001 - the verdict rule itself
+        head,
+        CritiqueFeedback(
+            decision=CritiqueDecision.APPROVE,
+            iteration=1,
+            scores={"identification": 3, "overlap": 5},
+            issues=["Residual confounding is likely: x1 was missing and imputed for 30% of rows."],
+            improvements=[],
+            reasoning="",
+        ),
+        [],
+        "treated",
+        "outcome",
+    )
+    assert verdict.startswith("Treat the") and "with suspicion" in verdict and "imputed for 30%" in verdict
