@@ -93,6 +93,10 @@ class ParallelStepSpec(_Spec):
 
 
 def _inner_kind(value: Any) -> str | None:
+    if isinstance(value, AgentStepSpec):
+        return "agent"
+    if isinstance(value, ParallelStepSpec):
+        return "parallel"
     if isinstance(value, dict):
         for kind in ("agent", "parallel"):
             if kind in value:
@@ -101,6 +105,8 @@ def _inner_kind(value: Any) -> str | None:
 
 
 def _step_kind(value: Any) -> str | None:
+    if isinstance(value, CritiqueLoopStepSpec):
+        return "critique_loop"
     if isinstance(value, dict) and "critique_loop" in value:
         return "critique_loop"
     return _inner_kind(value)
