@@ -80,6 +80,16 @@ class ConfounderDiscoveryAgent(Agent):
             notes.append(f"data checks on a seeded sample of {params.max_rows:,} rows")
         knowledge = Knowledge.from_domain(view.domain_knowledge, t, y)
         candidates, excluded = self._candidates(frame, profile, t, y, view.domain_knowledge)
+        declared = {
+            view.design.instrument: "declared instrument (--instrument): the IV estimator uses it; never adjusted for",
+            view.design.running_variable: "running variable of the declared discontinuity: the RDD estimator uses it",
+            view.design.unit_column: "unit id of the declared panel",
+            view.design.time_column: "time index of the declared panel",
+        }
+        for col, why in declared.items():
+            if col in candidates:
+                candidates.remove(col)
+                excluded[col] = why
         checks = data_checks(frame, t, y, candidates)
         excluded.update(checks.unusable)
         usable = [c for c in candidates if c not in checks.unusable]
@@ -94,6 +104,8 @@ class ConfounderDiscoveryAgent(Agent):
         result.safety_net(frame)  # first: the pre-treatment tests condition on what it keeps
         result.pre_treatment_rule(frame)
         out = result.finish(frame)
+        if view.design.instrument and view.design.instrument not in out["instruments"]:
+            out["instruments"] = sorted([*out["instruments"], view.design.instrument])
         n_adj = len(out["adjustment_set"])
         summary = (
             f"Adjust for {n_adj} variable(s) [{', '.join(out['adjustment_set'][:6])}{' ...' if n_adj > 6 else ''}]; "

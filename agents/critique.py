@@ -59,6 +59,7 @@ __all__ = [
 CODES = ("trim_to_common_support", "add_doubly_robust", "widen_adjustment_set", "switch_propensity_model")
 _NAIVE = re.compile(r"naive|difference.in.means|unadjusted", re.IGNORECASE)
 _DR = re.compile(r"aipw|doubly|dr.?learner|(^|[_\s-])dr($|[_\s-])", re.IGNORECASE)
+_DESIGN = re.compile(r"instrument|2sls|two.stage|discontinuity|rdd|difference.in.difference|did|twfe", re.IGNORECASE)
 _IV = re.compile(r"(^|[_\s.])iv($|[_\s.])|instrument|2sls|two.stage", re.IGNORECASE)
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 _POST_WORDS = re.compile(r"post|after|mediat|descendant|collider|caused by the treatment", re.IGNORECASE)
@@ -260,10 +261,21 @@ def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
     if not ps:
         acc.issues.append("No propensity-score diagnostics: overlap was not checked.")
         return 3
+    if not ps.get("covariates"):
+        acc.reasons.append("No covariates are adjusted for: overlap holds trivially.")
+        return 5
     outside = float((ps.get("outside_support") or {}).get("overall", 0.0) or 0.0)
     support = ps.get("common_support") or [0.0, 1.0]
     auc = float(ps.get("auc") or 0.5)
-    if support[0] >= support[1] or auc >= 0.999 or outside >= 0.95:
+    head = _headline(inp.estimates)
+    separated = support[0] >= support[1] or auc >= 0.999 or outside >= 0.95
+    if separated and head is not None and _DESIGN.search(head.method):
+        acc.issues.append(
+            f"The covariates separate the {inp.treatment} groups (AUC {auc:.3f}): the adjustment estimators cannot be "
+            f"trusted, but the headline {head.method} rests on its design, not on overlap."
+        )
+        return 3
+    if separated:
         acc.impossible.append(
             f"the propensity model separates {inp.treatment} groups almost perfectly (AUC {auc:.3f}, "
             f"{outside:.0%} outside common support): {inp.treatment} is (nearly) a deterministic function of "

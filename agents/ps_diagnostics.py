@@ -74,7 +74,7 @@ class PSDiagnosticsAgent(Agent):
         prep = prepare(frame, treatment, outcome, adj.covariates)
         why.extend(prep.notes)
         if prep.X.shape[1] == 0:
-            raise AgentError(f"no covariates to model the propensity of '{treatment}' (nothing left to adjust for)")
+            return _no_covariates(treatment, outcome, model, prep.t, adj.excluded, changes, why)
         ps = P.fit_propensity(prep.X, prep.t, model, ctx.seed)
         X, t, trimmed, trim_applied = prep.X, prep.t, False, None
         if "trim_to_common_support" in codes:
@@ -149,3 +149,49 @@ def _explain(d: dict[str, Any]) -> list[str]:
         f"treated {d['ess']['treated']}, control {d['ess']['control']}.",
     ]
     return out
+
+
+def _no_covariates(
+    treatment: str, outcome: str, model: str, t: Any, excluded: dict[str, str], changes: list[str], why: list[str]
+) -> AgentResult:
+    """Diagnostics when nothing is adjusted for: the propensity is the treated share for everyone.
+
+    Happens with a declared design whose only other columns are design columns (a panel's unit
+    and time, an instrument): there is no covariate to balance and no overlap to lose.
+    """
+    share = float(t.mean())
+    n1, n0 = int(t.sum()), int(len(t) - t.sum())
+    why.append(
+        f"No covariates are adjusted for, so the propensity of {treatment} is the treated share ({share:.1%}) for "
+        "every unit: overlap and balance hold trivially; the design's own assumptions carry the identification."
+    )
+    result = {
+        "treatment": treatment,
+        "outcome": outcome,
+        "model": model,
+        "covariates": [],
+        "excluded": excluded,
+        "auc": 0.5,
+        "propensity_range": {"treated": [share, share], "control": [share, share]},
+        "common_support": [share, share],
+        "outside_support": {"treated": 0.0, "control": 0.0, "overall": 0.0},
+        "overlap_ok": True,
+        "trim_suggestion": None,
+        "trimmed": False,
+        "trim_applied": None,
+        "n_used": int(len(t)),
+        "balance": {},
+        "max_smd_before": 0.0,
+        "max_smd_after": 0.0,
+        "balance_ok": True,
+        "ess": {"treated": float(n1), "control": float(n0)},
+        "plots": {},
+        "changes": changes,
+        "note": "no covariates to adjust for",
+    }
+    return AgentResult(
+        updates={"ps_diagnostics": result},
+        summary=f"no covariates to adjust for: propensity of {treatment} is the treated share {share:.1%}",
+        reasoning=" ".join(why),
+        outputs={"auc": 0.5, "overlap_ok": True, "n_covariates": 0},
+    )

@@ -107,3 +107,48 @@ def test_causal_analysis_recipe_end_to_end(tmp_path: Path) -> None:
     assert_notebook_ok(Path(state["notebook_path"]))
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
     assert {t["agent_name"] for t in traces} >= {"data_profiler", "effect_estimator", "critique", "notebook_generator"}
+
+
+DESIGNS = [
+    ("instrument_confounded", ["--instrument", "z"], "2SLS"),
+    ("panel_did", ["--unit", "unit", "--time", "period"], "Difference-in-differences"),
+    ("sharp_rdd", ["--running-variable", "score", "--cutoff", "0"], "discontinuity"),
+]
+
+
+@pytest.mark.parametrize(("generator", "flags", "method"), DESIGNS, ids=[d[0] for d in DESIGNS])
+def test_causal_analysis_with_a_declared_design(generator: str, flags: list[str], method: str, tmp_path: Path) -> None:
+    from agents.stats import synthetic_effects
+
+    frame, truth = getattr(synthetic_effects, generator)()
+    data = tmp_path / f"{generator}.csv"
+    frame.to_csv(data, index=False)
+    out = tmp_path / "job"
+    argv = [
+        "run",
+        str(ROOT / "pipelines" / "causal_analysis.yaml"),
+        "--data",
+        str(data),
+        "-t",
+        "treated",
+        "-y",
+        "outcome",
+    ]
+    code = main(
+        [
+            *argv,
+            *flags,
+            "-o",
+            str(out),
+            "--set",
+            "notebook_generator.execute=false",
+            "--set",
+            "causal_discovery.bootstrap=0",
+        ]
+    )
+    assert code == 0
+    state = json.loads((out / "state.json").read_text())
+    best = headline(state)
+    assert method in best["method"]
+    assert best["ci_lower"] <= truth["effect"] <= best["ci_upper"], best
+    assert state["critique_history"][-1]["decision"] != "REJECT"

@@ -345,8 +345,20 @@ def screen_unknown(
     for c in adjusted + graph_descendants:
         if p_t.get(c, 1) < alpha and p_y.get(c, 1) < alpha:
             why = collider_signature(frame, t, y, c, [o for o in others if o != c], alpha, dep)
-            colliders |= {c} if why else set()
-            out.drop.update({c: ("colliders", why)} if why and c in adjusted else {})
+            if not why:
+                continue
+            colliders.add(c)
+            # The signature rests on an independence; with fewer than two other measured causes of
+            # the treatment it has little power, and a true confounder looks the same (seen with one
+            # confounder and an instrument). Then keep it and say so rather than drop a confounder.
+            powered = sum(1 for o in others if o != c and p_t.get(o, 1) < alpha) >= 2
+            if c in adjusted and powered:
+                out.drop[c] = ("colliders", why)
+            elif c in adjusted:
+                out.doubtful[c] = (
+                    f"kept, but {why}; with fewer than two other measured causes of the treatment this test has "
+                    "little power, so a confounder can show the same signature: re-estimate without it to compare"
+                )
     anchors = [c for c in others if p_t[c] < alpha and c not in colliders and c not in graph_descendants]
     for c in graph_descendants:
         p = screened_by_treatment(frame, t, c, anchors) if c in doubt and c not in colliders else None

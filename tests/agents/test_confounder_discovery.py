@@ -207,3 +207,17 @@ def test_safety_net_restores_confounder_on_a_weak_reversed_edge(tmp_path: Path) 
     out = state.confounder_discovery
     assert "x1" in out["adjustment_set"] and "added back" in out["doubtful"]["x1"]
     assert "x1" not in out["mediators"]
+
+
+def test_declared_instrument_is_never_adjusted_for(tmp_path: Path) -> None:
+    from agents.stats.synthetic_effects import instrument_confounded
+
+    frame, truth = instrument_confounded(n=2000)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.design = state.design.model_copy(update={"instrument": "z"})
+    run_single_agent("confounder_discovery", state, tmp_path)
+    cd = state.confounder_discovery
+    assert cd is not None
+    assert "z" not in cd["adjustment_set"] and "z" in cd["instruments"]
+    assert cd["excluded"]["z"].startswith("declared instrument")
+    assert "x" in cd["adjustment_set"]  # the confounder is not thrown away as a "collider"

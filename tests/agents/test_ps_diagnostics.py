@@ -74,3 +74,20 @@ def test_switch_model_and_mediator_excluded(tmp_path: Path) -> None:
     run_single_agent("ps_diagnostics", state2, tmp_path / "b")
     assert "treated_label_programme" not in state2.ps_diagnostics["covariates"]
     assert "deterministic" in state2.ps_diagnostics["excluded"]["treated_label"]
+
+
+def test_no_covariates_gives_trivial_diagnostics_not_an_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+    import pandas as pd
+
+    from flows.dispatch import run_single_agent
+    from tests.helpers import make_state
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"treated": rng.binomial(1, 0.3, 500), "outcome": rng.normal(size=500)})
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    result = run_single_agent("ps_diagnostics", state, tmp_path)
+    ps = state.ps_diagnostics
+    assert ps is not None and ps["covariates"] == [] and ps["overlap_ok"] is True
+    assert abs(ps["common_support"][0] - frame["treated"].mean()) < 1e-9
+    assert "no covariates" in result.summary
