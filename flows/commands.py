@@ -34,11 +34,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _execute(plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dict[str, str]) -> int:
+def _execute(
+    plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dict[str, str], verbose: bool = False
+) -> int:
     from flows.compile import build_flow, set_console_reporter
-    from flows.progress import ConsoleReporter
+    from flows.progress import ConsoleReporter, quiet_prefect_console
     from flows.summary import job_summary
 
+    if not verbose:
+        quiet_prefect_console()
     state = folder.load()
     set_console_reporter(ConsoleReporter())
     flow = build_flow(plan, run_name=f"{plan.name}-{state.job_id}")
@@ -61,6 +65,8 @@ def _execute(plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dic
         print(line)
     if state.status is JobStatus.FAILED:
         print(f"whyflow: run failed in {state.error_agent}: {state.error_message}", file=sys.stderr)
+        if (folder.path / "errors.log").exists():
+            print(f"whyflow: the full traceback is in {folder.path / 'errors.log'}", file=sys.stderr)
         print(
             f"whyflow: everything written so far is kept; fix the cause and `whyflow resume {folder.path}`",
             file=sys.stderr,
@@ -91,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     folder = prepare_job(request, plan)
     print(f"whyflow: job folder {folder.path}")
-    return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides)
+    return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -110,7 +116,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     folder.clear_cancel()
     folder.save(state)
     print(f"whyflow: resuming job {state.job_id} in {folder.path} ({done} step(s) already done)")
-    return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides)
+    return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

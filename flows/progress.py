@@ -134,3 +134,31 @@ class FanOutReporter(Reporter):
                 getattr(reporter, name)(*args)
 
         return fan_out
+
+
+class _DropRunErrors(logging.Filter):
+    """Drop Prefect's own error records about task and flow runs (with their tracebacks)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        run_logger = record.name.startswith(("prefect.task_runs", "prefect.flow_runs", "prefect.task_engine"))
+        return not (run_logger and record.levelno >= logging.ERROR)
+
+
+def quiet_prefect_console() -> None:
+    """Keep Prefect's console output to warnings, without run tracebacks.
+
+    The runner already reports a failed agent in one line and keeps the traceback in the job's
+    ``errors.log``; Prefect's console handler would print it again. Records still reach Prefect's
+    API (and its UI) through the other handlers. ``whyflow run --verbose`` skips this.
+    """
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    loggers = [logging.getLogger()] + [
+        logging.getLogger(name) for name in list(logging.Logger.manager.loggerDict) if name.startswith("prefect")
+    ]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler, PrefectConsoleHandler) and not any(
+                isinstance(f, _DropRunErrors) for f in handler.filters
+            ):
+                handler.addFilter(_DropRunErrors())
