@@ -33,6 +33,13 @@ def run_cli(*argv: str) -> int:
     return main(list(argv))
 
 
+def run_toy(data: Path, *extra: str) -> int:
+    """`whyflow run` of the toy recipe on ``data`` with the test question."""
+    return run_cli(
+        "run", str(RECIPES / "valid_toy.yaml"), "--data", str(data), "-t", "treated", "-y", "outcome", *extra
+    )
+
+
 def test_run_through_prefect_leaves_state_and_summary(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -62,21 +69,7 @@ def test_task_runs_are_named_after_agents(data: Path, tmp_path: Path) -> None:
     from prefect import get_client
 
     out = tmp_path / "job"
-    assert (
-        run_cli(
-            "run",
-            str(RECIPES / "valid_toy.yaml"),
-            "--data",
-            str(data),
-            "-t",
-            "treated",
-            "-y",
-            "outcome",
-            "-o",
-            str(out),
-        )
-        == 0
-    )
+    assert run_toy(data, "-o", str(out)) == 0
     job_id = json.loads((out / "state.json").read_text())["job_id"]
 
     async def task_names() -> list[str]:
@@ -155,23 +148,8 @@ def test_validate_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_status_list_and_cancel_commands(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = tmp_path / "runs"
-    assert (
-        run_cli(
-            "--runs-dir",
-            str(runs),
-            "run",
-            str(RECIPES / "valid_toy.yaml"),
-            "--data",
-            str(data),
-            "-t",
-            "treated",
-            "-y",
-            "outcome",
-            "--job-id",
-            "job-a",
-        )
-        == 0
-    )
+    toy = ("run", str(RECIPES / "valid_toy.yaml"), "--data", str(data), "-t", "treated", "-y", "outcome")
+    assert run_cli("--runs-dir", str(runs), *toy, "--job-id", "job-a") == 0
     capsys.readouterr()
     assert run_cli("--runs-dir", str(runs), "list") == 0
     listing = capsys.readouterr().out
@@ -254,21 +232,7 @@ def test_parquet_input(data: Path, tmp_path: Path) -> None:
     parquet = tmp_path / "study.parquet"
     pd.read_csv(data).to_parquet(parquet, index=False)
     out = tmp_path / "job"
-    assert (
-        run_cli(
-            "run",
-            str(RECIPES / "valid_toy.yaml"),
-            "--data",
-            str(parquet),
-            "-t",
-            "treated",
-            "-y",
-            "outcome",
-            "-o",
-            str(out),
-        )
-        == 0
-    )
+    assert run_toy(parquet, "-o", str(out)) == 0
     state = json.loads((out / "state.json").read_text())
     assert state["dataset_info"]["n_samples"] == 800 and state["status"] == "completed"
 
