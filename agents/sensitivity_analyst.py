@@ -32,12 +32,12 @@ from agents.critique import is_naive, latest_round
 if TYPE_CHECKING:
     from agents.base.view import StateView
 
-__all__ = ["SensitivityAnalystAgent", "primary_estimates"]
+__all__ = ["SensitivityAnalystAgent", "adjusted_estimates"]
 
 _MATCHING = re.compile(r"match|psm", re.IGNORECASE)
 
 
-def primary_estimates(effects: list[TreatmentEffectResult]) -> list[TreatmentEffectResult]:
+def adjusted_estimates(effects: list[TreatmentEffectResult]) -> list[TreatmentEffectResult]:
     """The latest round's estimates, headline first, naive comparisons left out."""
     adjusted = [e for e in latest_round(effects) if not is_naive(e.method)]
     return sorted(adjusted, key=lambda e: not e.details.get("headline", False))
@@ -79,7 +79,7 @@ class SensitivityAnalystAgent(Agent):
         assert isinstance(params, SensitivityAnalystAgent.Params)
         notes: list[str] = []
         treatment, outcome = self._pair(view, notes)
-        estimates = primary_estimates(view.get_effects_for_pair(treatment, outcome))
+        estimates = adjusted_estimates(view.get_effects_for_pair(treatment, outcome))
         if not estimates:
             raise AgentError(f"no adjusted estimate of {treatment} -> {outcome} to analyse (only naive ones, or none)")
         frame = read_table(view.dataframe_path)

@@ -30,7 +30,7 @@ def is_present(value: Any) -> bool:
     return True
 
 
-def missing_required(agent_cls: type[Agent], state: AnalysisState, reads: frozenset[str] | None = None) -> list[str]:
+def missing_required(agent_cls: type[Agent], state: AnalysisState) -> list[str]:
     """The agent's required fields that are empty in ``state``."""
     required = agent_cls.REQUIRED_STATE_FIELDS
     return [f for f in required if not is_present(getattr(state, f))]

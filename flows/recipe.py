@@ -8,7 +8,6 @@ Resolving the spec against the agent registry happens in :mod:`flows.plan`.
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -308,8 +307,3 @@ def load_recipe(path: str | Path, overrides: dict[str, str] | None = None) -> tu
         error.document = document
         raise error from exc
     return spec, document
-
-
-def recipe_name_from_path(path: str | Path) -> str:
-    """A readable default name from a file name (used by error messages)."""
-    return re.sub(r"\W+", "_", Path(path).stem)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["read_table", "check_columns", "suggest"]
 
 _PARQUET = (".parquet", ".pq")
+_SEPARATORS = {".csv": ",", ".tsv": "\t"}
 
 
 def suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
@@ -34,14 +35,13 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if p.stat().st_size == 0:
         raise DataError(f"data file is empty: {p}")
     try:
-        if p.suffix.lower() in _PARQUET:
+        suffix = p.suffix.lower()
+        if suffix in _PARQUET:
             frame = pd.read_parquet(p)
-        else:
-            frame = pd.read_csv(
-                p,
-                sep=None if p.suffix.lower() not in (".csv", ".tsv") else ("\t" if p.suffix.lower() == ".tsv" else ","),
-                engine="python" if p.suffix.lower() not in (".csv", ".tsv") else "c",
-            )
+        elif suffix in _SEPARATORS:
+            frame = pd.read_csv(p, sep=_SEPARATORS[suffix])
+        else:  # .txt, no extension...: let pandas sniff the delimiter
+            frame = pd.read_csv(p, sep=None, engine="python")
     except pd.errors.EmptyDataError as exc:
         raise DataError(f"data file has no columns: {p}") from exc
     except pd.errors.ParserError as exc:
