@@ -114,13 +114,16 @@ def _vif(frame: pd.DataFrame, cols: list[str]) -> dict[str, float]:
 
 
 def _treatment_indicator(series: pd.Series) -> tuple[pd.Series | None, str]:
-    """The treatment as 0/1 (second sorted level = treated), or None when it is not binary."""
-    levels = sorted(series.dropna().unique(), key=str)
-    if len(levels) != 2:
-        return None, f"treatment has {len(levels)} levels, not 2: balance is for binary treatments"
-    if set(levels) <= {0, 1}:
-        return series.astype(float), ""
-    return (series == levels[1]).astype(float).where(series.notna()), f"treated = '{levels[1]}'"
+    """The treatment as 0/1 by the estimators' own rule, or None when it is not binary."""
+    from agents.stats.adjustment import encode_treatment
+
+    known = series.dropna()
+    if known.nunique() != 2:
+        return None, f"treatment has {known.nunique()} levels, not 2: balance is for binary treatments"
+    values, treated, _ = encode_treatment(known)
+    indicator = pd.Series(np.nan, index=series.index)
+    indicator[known.index] = values
+    return indicator, "" if treated == "1" else f"treated = '{treated}'"
 
 
 def _smd(a: np.ndarray, b: np.ndarray) -> float:
@@ -308,7 +311,7 @@ class EDAAgent(Agent):
     ) -> tuple[float, list[str]]:
         """Score 0-100 and the issues behind it; input problems already fixed weigh half."""
         now = quality_findings(frame)
-        before = self._input_findings(view, frame, now)
+        before = self._input_findings(view, now)
         issues: list[str] = []
         penalty = 0.0
 
@@ -354,7 +357,7 @@ class EDAAgent(Agent):
         return float(round(max(0.0, 100.0 - penalty), 1)), issues
 
     @staticmethod
-    def _input_findings(view: StateView, frame: pd.DataFrame, now: dict[str, Any]) -> dict[str, Any]:
+    def _input_findings(view: StateView, now: dict[str, Any]) -> dict[str, Any]:
         """Findings on the input file as received (the analysis data's own when it cannot be read)."""
         path = view.dataset_info.local_path
         if not path or path == view.dataframe_path:

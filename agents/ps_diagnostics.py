@@ -27,7 +27,7 @@ class PSDiagnosticsAgent(Agent):
     NAME = "ps_diagnostics"
     DESCRIPTION = "Propensity score overlap, common support, trimming and covariate balance"
     REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")
-    OPTIONAL_STATE_FIELDS = ("confounder_discovery", "critique_history")
+    OPTIONAL_STATE_FIELDS = ("confounder_discovery", "critique_history", "domain_knowledge")
     WRITES_STATE_FIELDS = ("ps_diagnostics",)
     JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
     PRELOAD_MODULES = ("lightgbm", "sklearn.metrics")
@@ -66,6 +66,8 @@ class PSDiagnosticsAgent(Agent):
             outcome,
             profile.potential_confounders,
             view.confounder_discovery,
+            view.domain_knowledge,
+            widen="widen_adjustment_set" in codes,
             design_columns=(design.instrument, design.running_variable, design.unit_column, design.time_column),
         )
         why.append(f"Covariates from the {adj.source}: {', '.join(adj.covariates) or 'none'}.")
