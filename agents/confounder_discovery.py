@@ -254,7 +254,7 @@ class _Builder:
                 tag = "cause of the outcome only: adjusting improves precision"
             else:
                 tag = "non-descendant of the treatment kept by the maximal backdoor set"
-            self.rationale[c] = f"{tag}; in DoWhy's backdoor set" + self._orientation_warning(dag, c)
+            self.rationale[c] = f"{tag}; in DoWhy's backdoor set" + self._orientation_warning(c)
         self.adjust = chosen
         for c in self.associated:  # data cross-check: associated variables the graph does not hold
             if c not in g and c not in self.excluded:
@@ -277,7 +277,7 @@ class _Builder:
                     return why, e.confidence
         return None
 
-    def _orientation_warning(self, dag: CausalDAG, c: str) -> str:
+    def _orientation_warning(self, c: str) -> str:
         """A caveat for the rationale when the edge between ``c`` and the treatment is uncertain."""
         doubt = self._edge_doubt(c) if c not in self.pre else None
         return f" (caution: {doubt[0]})" if doubt else ""

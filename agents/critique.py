@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.errors import AgentError
+from agents.base.improvements import codes_in
 from agents.base.state import (
     CritiqueDecision,
     CritiqueFeedback,
@@ -41,6 +42,7 @@ from agents.base.state import (
     SensitivityResult,
     TreatmentEffectResult,
 )
+from agents.stats.propensity import SMD_OK
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
@@ -56,7 +58,6 @@ __all__ = [
     "is_naive",
 ]
 
-CODES = ("trim_to_common_support", "add_doubly_robust", "widen_adjustment_set", "switch_propensity_model")
 _NAIVE = re.compile(r"naive|difference.in.means|unadjusted", re.IGNORECASE)
 _DR = re.compile(r"aipw|doubly|dr.?learner|(^|[_\s-])dr($|[_\s-])", re.IGNORECASE)
 _DESIGN = re.compile(r"instrument|2sls|two.stage|discontinuity|rdd|difference.in.difference|did|twfe", re.IGNORECASE)
@@ -66,17 +67,8 @@ _POST_WORDS = re.compile(r"post|after|mediat|descendant|collider|caused by the t
 
 OVERLAP_POOR_SHARE = 0.10
 """Share of units outside common support above which overlap counts as poor."""
-BALANCE_SMD = 0.10
+BALANCE_SMD = SMD_OK
 """Largest acceptable absolute standardized mean difference after weighting/matching."""
-
-
-def codes_in(items: list[str] | None) -> set[str]:
-    """The improvement codes named by a list of strings ("code: words" or a bare code)."""
-    found: set[str] = set()
-    for item in items or []:
-        head = str(item).split(":", 1)[0].strip()
-        found.update(c for c in CODES if head == c or head.startswith(c))
-    return found
 
 
 def is_naive(method: str) -> bool:

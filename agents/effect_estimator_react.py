@@ -20,6 +20,7 @@ from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.effect_estimator import EffectEstimatorAgent, finish_pair, resolve_pairs, setup_for_pair
 from agents.stats.adjustment import critique_codes
+from agents.stats.propensity import SMD_OK
 
 __all__ = ["EffectEstimatorReActAgent", "TOOLS", "policy", "llm_choose"]
 
@@ -160,7 +161,7 @@ def policy(loop: _Loop) -> tuple[str, str, str | None]:
     if s.binary and "balance" not in seen:
         return "Check whether weighting balances the covariates.", "check_balance", None
     bal = seen.get("balance", [])
-    if s.binary and bal and not seen.get("refit") and (bal[-1][1] or 0) > 0.1:
+    if s.binary and bal and not seen.get("refit") and (bal[-1][1] or 0) > SMD_OK:
         return (
             "Weighted balance is poor: the propensity model may be misspecified; try the other model.",
             "refit_propensity",

@@ -14,17 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.state import CritiqueFeedback, JobStatus, SensitivityResult, TreatmentEffectResult
-from agents.critique import is_naive, primary_estimates
+from agents.critique import BALANCE_SMD, OVERLAP_POOR_SHARE, is_naive, primary_estimates
+from agents.sensitivity_analyst import fmt_number as _fmt
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
 
 __all__ = ["OrchestratorAgent"]
-
-
-def _fmt(x: float) -> str:
-    """A number with sensible precision for a sentence."""
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
 
 def _find(results: list[SensitivityResult], method: str) -> SensitivityResult | None:
@@ -170,7 +166,7 @@ class OrchestratorAgent(Agent):
         """Poor overlap or imbalance: what it means and what to do."""
         out: list[str] = []
         outside = float((ps.get("outside_support") or {}).get("overall", 0.0) or 0.0)
-        if ps and (ps.get("overlap_ok") is False or outside > 0.1):
+        if ps and (ps.get("overlap_ok") is False or outside > OVERLAP_POOR_SHARE):
             lo, hi = (ps.get("common_support") or [0.0, 1.0])[:2]
             trimmed = "The sample was trimmed, so" if ps.get("trimmed") else "Until the sample is trimmed,"
             out.append(
@@ -179,7 +175,7 @@ class OrchestratorAgent(Agent):
                 f"collect more {treatment} = 0 units with high propensity and {treatment} = 1 units with low propensity."
             )
         smd = ps.get("max_smd_after")
-        if smd is not None and abs(float(smd)) > 0.1:
+        if smd is not None and abs(float(smd)) > BALANCE_SMD:
             balance = ps.get("balance") or {}
             worst = max(balance, key=lambda c: abs(balance[c].get("smd_after", 0)), default="a covariate")
             out.append(

@@ -32,7 +32,7 @@ from agents.critique import is_naive, latest_round
 if TYPE_CHECKING:
     from agents.base.view import StateView
 
-__all__ = ["SensitivityAnalystAgent", "adjusted_estimates"]
+__all__ = ["SensitivityAnalystAgent", "adjusted_estimates", "fmt_number"]
 
 _MATCHING = re.compile(r"match|psm", re.IGNORECASE)
 
@@ -43,8 +43,8 @@ def adjusted_estimates(effects: list[TreatmentEffectResult]) -> list[TreatmentEf
     return sorted(adjusted, key=lambda e: not e.details.get("headline", False))
 
 
-def _fmt(x: float) -> str:
-    """A number with sensible precision for a sentence."""
+def fmt_number(x: float) -> str:
+    """A number with sensible precision for a sentence (thousands separated, else 3 digits)."""
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
 
@@ -87,7 +87,7 @@ class SensitivityAnalystAgent(Agent):
         if missing:
             raise AgentError(f"column(s) {missing} of the estimates are not in the analysis data")
         adjustment = self._adjustment(view, estimates[0], frame, treatment, outcome, notes)
-        frame = self._analysis_sample(frame, estimates[0], treatment, adjustment, notes)
+        frame = self._analysis_sample(frame, estimates[0], treatment, outcome, ctx.seed, notes)
         results = self._evalues(estimates, frame, treatment, outcome, notes)
         sample = frame
         if len(frame) > params.max_rows:
@@ -147,19 +147,30 @@ class SensitivityAnalystAgent(Agent):
 
     @staticmethod
     def _analysis_sample(
-        frame: pd.DataFrame, headline: TreatmentEffectResult, treatment: str, adjustment: list[str], notes: list[str]
+        frame: pd.DataFrame, headline: TreatmentEffectResult, treatment: str, outcome: str, seed: int, notes: list[str]
     ) -> pd.DataFrame:
-        """The rows the headline describes: re-apply its trim to common support, if it was trimmed."""
-        from agents.stats.sensitivity import is_binary, trim_by_propensity
+        """The rows the headline describes: re-apply its trim to common support, if it was trimmed.
+
+        The estimator's own preparation and cross-fitted propensity model (same covariates, model
+        and seed) score the rows, so the same bounds keep the same units.
+        """
+        from agents.stats import propensity as P
+        from agents.stats.adjustment import prepare
+        from agents.stats.sensitivity import is_binary
 
         trim = headline.details.get("trimmed")
         if not isinstance(trim, dict) or "lower" not in trim or not is_binary(frame[treatment]):
             return frame
-        kept = trim_by_propensity(frame, treatment, adjustment, float(trim["lower"]), float(trim["upper"]))
+        covariates = [c for c in headline.details.get("adjustment_set") or [] if c in frame.columns]
+        model = headline.details.get("propensity_model") or "logistic"
+        prep = prepare(frame, treatment, outcome, covariates)
+        ps = P.fit_propensity(prep.X, prep.t, model, seed)
+        keep = (ps >= float(trim["lower"])) & (ps <= float(trim["upper"]))
+        kept = frame.loc[prep.X.index[keep]].reset_index(drop=True)
         notes.append(
             f"The headline was estimated on a sample trimmed to propensity [{trim['lower']}, {trim['upper']}] "
-            f"({trim.get('n_kept', '?')} units); the same bounds on a logistic propensity keep {len(kept)} units, "
-            "on which every analysis below runs."
+            f"({trim.get('n_kept', '?')} units); refitting its {model} propensity on its adjustment set keeps "
+            f"{len(kept)} units, on which every analysis below runs."
         )
         return kept
 
@@ -195,7 +206,7 @@ class SensitivityAnalystAgent(Agent):
             scale["outcome_sd"] = float(y.std())
             notes.append(
                 f"E-values convert each estimate to a standardized difference d = estimate / sd({outcome}) "
-                f"(sd = {_fmt(scale['outcome_sd'])}) and RR = exp(0.91 d) (VanderWeele & Ding)."
+                f"(sd = {fmt_number(scale['outcome_sd'])}) and RR = exp(0.91 d) (VanderWeele & Ding)."
             )
         results: list[SensitivityResult] = []
         for est in estimates:
@@ -308,7 +319,7 @@ class SensitivityAnalystAgent(Agent):
         base = raw["estimate"]
         notes.append(
             f"Refuters re-estimate the effect by DoWhy backdoor linear regression on the adjustment set "
-            f"({_fmt(base)}; headline {headline.method}: {_fmt(headline.estimate)}), "
+            f"({fmt_number(base)}; headline {headline.method}: {fmt_number(headline.estimate)}), "
             f"{params.simulations} simulations each."
         )
         common = {
@@ -354,7 +365,7 @@ class SensitivityAnalystAgent(Agent):
 def _evalue_text(est: TreatmentEffectResult, ev: dict[str, Any], treatment: str, outcome: str) -> str:
     """Plain words for one E-value."""
     text = (
-        f"To explain away the {est.method} estimate ({_fmt(est.estimate)}), an unmeasured confounder would need "
+        f"To explain away the {est.method} estimate ({fmt_number(est.estimate)}), an unmeasured confounder would need "
         f"a risk-ratio association of {ev['evalue_estimate']:.2f} with both {treatment} and {outcome}, "
         f"beyond the measured covariates"
     )
@@ -372,15 +383,15 @@ def _refuter_result(
     passed = p is None or p >= alpha
     new = raw["new_effect"]
     if method == "placebo_treatment":
-        what = f"Replacing {treatment} by a random permutation gives an average effect of {_fmt(new)} (vs {_fmt(base)})"
+        what = f"Replacing {treatment} by a random permutation gives an average effect of {fmt_number(new)} (vs {fmt_number(base)})"
         verdict = (
             "close to zero, as it should be" if passed else "not zero: the estimate may be an artefact of the model"
         )
     elif method == "random_common_cause":
-        what = f"Adding a random common cause moves the estimate to {_fmt(new)} (from {_fmt(base)})"
+        what = f"Adding a random common cause moves the estimate to {fmt_number(new)} (from {fmt_number(base)})"
         verdict = "essentially unchanged" if passed else "a shift a noise covariate should not cause"
     else:
-        what = f"Re-estimating on random {common['subset_fraction']:.0%} subsets gives {_fmt(new)} on average (vs {_fmt(base)})"
+        what = f"Re-estimating on random {common['subset_fraction']:.0%} subsets gives {fmt_number(new)} on average (vs {fmt_number(base)})"
         verdict = "stable" if passed else "unstable across subsets"
     p_text = "no p-value" if p is None else f"p = {p:.3g}"
     return SensitivityResult(
@@ -413,7 +424,7 @@ def _unobserved_result(
         f"A simulated unobserved confounder ({t_kind} {treatment} up to {max(raw['strengths_treatment']):.0%} "
         f"and {outcome} shifts up to {max(raw['strengths_outcome_sd']):.2f} SD)"
     )
-    span = f"({_fmt(raw['min_effect'])} to {_fmt(raw['max_effect'])})"
+    span = f"({fmt_number(raw['min_effect'])} to {fmt_number(raw['max_effect'])})"
     if not significant:
         text = f"{sim} moves the estimate to {span}; the estimate is not distinguishable from zero, so no share of it is robust."
         value = 0.0

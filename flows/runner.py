@@ -275,7 +275,7 @@ class Runner:
 
     def _progress(self) -> float:
         done = {k.split("@")[0] for k in self.state.completed_steps if "#" not in k}
-        total = sum(self._weights.values()) or 1.0
+        total = self.plan.total_weight or 1.0
         return round(min(99.9, 100.0 * sum(w for k, w in self._weights.items() if k in done) / total), 1)
 
     def _record_error(self, node: AgentNode, exc: BaseException) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from agents.base.errors import AgentError
+from agents.base.improvements import CODES, ordered_codes
 
 __all__ = [
     "CODES",
@@ -28,8 +29,6 @@ __all__ = [
     "prepare",
     "safe_name",
 ]
-
-CODES = ("trim_to_common_support", "add_doubly_robust", "widen_adjustment_set", "switch_propensity_model")
 
 
 @dataclass
@@ -58,14 +57,7 @@ class Prepared:
 
 def critique_codes(critique_history: list[Any] | None) -> list[str]:
     """Improvement codes in the latest critique (``code: words`` strings), in order."""
-    if not critique_history:
-        return []
-    found: list[str] = []
-    for text in critique_history[-1].improvements:
-        code = str(text).split(":", 1)[0].strip()
-        if code in CODES and code not in found:
-            found.append(code)
-    return found
+    return ordered_codes(critique_history[-1].improvements) if critique_history else []
 
 
 def derived_from_treatment(frame: pd.DataFrame, treatment: str, candidates: list[str]) -> list[str]:

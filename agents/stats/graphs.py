@@ -24,8 +24,6 @@ __all__ = [
     "edge_key",
     "directed_graph",
     "break_cycles",
-    "definite_descendants",
-    "possible_descendants",
     "mediators",
     "colliders",
     "skeleton",
@@ -186,29 +184,6 @@ def break_cycles(
             f"removed {victim[0]} -> {victim[1]} (confidence {g.edges[victim]['confidence']:.2f}, the lowest) "
             f"to break the cycle {path}"
         )
-
-
-def definite_descendants(nodes: Iterable[str], edges: Iterable[CausalEdge], source: str) -> set[str]:
-    """Nodes reachable from ``source`` along directed edges only."""
-    import networkx as nx
-
-    g = directed_graph(nodes, edges)
-    return set(nx.descendants(g, source)) if source in g else set()
-
-
-def possible_descendants(nodes: Iterable[str], edges: Iterable[CausalEdge], source: str) -> set[str]:
-    """Nodes reachable from ``source`` along directed edges forwards or undirected edges."""
-    import networkx as nx
-
-    g = nx.DiGraph()
-    g.add_nodes_from(nodes)
-    for e in edges:
-        if e.edge_type == "directed":
-            g.add_edge(e.source, e.target)
-        elif e.edge_type == "undirected":
-            g.add_edge(e.source, e.target)
-            g.add_edge(e.target, e.source)
-    return set(nx.descendants(g, source)) - {source} if source in g else set()
 
 
 def mediators(nodes: Iterable[str], edges: Iterable[CausalEdge], treatment: str, outcome: str) -> set[str]:

@@ -19,7 +19,6 @@ from agents.base.state import DataProfile
 __all__ = [
     "ProfileReport",
     "build_profile",
-    "profile_frame",
     "parse_numeric_text",
     "name_tokens",
     "is_missing_indicator",
@@ -407,13 +406,3 @@ def _classify(
     prof.has_time_dimension = time_col is not None
     prof.time_column = time_col
     prof.discontinuity_candidates = discontinuity
-
-
-def profile_frame(
-    frame: pd.DataFrame,
-    treatment: str | None = None,
-    outcome: str | None = None,
-    metadata: dict[str, Any] | None = None,
-) -> DataProfile:
-    """The :class:`DataProfile` of ``frame`` (see :func:`build_profile` for the reasons)."""
-    return build_profile(frame, treatment, outcome, metadata).profile

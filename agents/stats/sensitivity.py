@@ -30,7 +30,6 @@ __all__ = [
     "is_binary",
     "matched_pair_differences",
     "propensity_logit",
-    "trim_by_propensity",
     "rosenbaum_pvalue",
     "rosenbaum_gamma",
     "run_refuters",
@@ -124,19 +123,6 @@ def propensity_logit(frame: pd.DataFrame, treatment: str, covariates: list[str])
         return np.zeros(len(t))
     x = _design_matrix(frame, covariates)
     return np.asarray(LogisticRegression(max_iter=1000).fit(x, t).decision_function(x))
-
-
-def trim_by_propensity(
-    frame: pd.DataFrame, treatment: str, covariates: list[str], lower: float, upper: float
-) -> pd.DataFrame:
-    """Rows whose logistic propensity lies in [lower, upper] (missing rows dropped first).
-
-    Reproduces an estimator's trim to common support when only its bounds are known; with a
-    different propensity model the kept rows are close to, not exactly, the estimator's.
-    """
-    data = frame.dropna(subset=[treatment, *covariates])
-    p = 1.0 / (1.0 + np.exp(-propensity_logit(data, treatment, covariates)))
-    return data[(p >= lower) & (p <= upper)].reset_index(drop=True)
 
 
 def matched_pair_differences(

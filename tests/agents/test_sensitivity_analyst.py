@@ -182,10 +182,12 @@ def test_only_naive_estimates_is_an_agent_error(tmp_path: Path) -> None:
 
 
 def test_trimmed_headline_is_analysed_on_its_trimmed_sample(tmp_path: Path) -> None:
-    from sklearn.linear_model import LogisticRegression
+    from agents.stats.adjustment import prepare
+    from agents.stats.propensity import fit_propensity
 
     frame, _ = linear_confounding(n=1500, effect=2.0, seed=7, strength=3.0)
-    e = LogisticRegression(max_iter=1000).fit(frame[ADJ], frame["treated"]).predict_proba(frame[ADJ])[:, 1]
+    prep = prepare(frame, "treated", "outcome", ADJ)  # the estimators' own propensity, as a trimmed run has
+    e = fit_propensity(prep.X, prep.t, "logistic", 2)
     kept = frame[(e >= 0.1) & (e <= 0.9)].reset_index(drop=True)
     assert len(kept) < 0.8 * len(frame)  # precondition: trimming matters on these data
     state = make_state(frame, tmp_path, "treated", "outcome")
@@ -223,3 +225,29 @@ def test_large_data_refuters_use_a_seeded_sample_and_say_so(tmp_path: Path) -> N
     assert "seeded sample of 600 of 1,500 rows" in result.reasoning
     (placebo,) = _by_method(state, "placebo_treatment")
     assert placebo.details["passed"]  # the sample still refutes nothing that holds
+
+
+def test_trimmed_headline_keeps_exactly_the_estimators_rows(tmp_path: Path) -> None:
+    from agents.base.state import CritiqueDecision, CritiqueFeedback
+    from agents.stats.synthetic_effects import poor_overlap
+
+    frame, _ = poor_overlap(n=2000, seed=1)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.critique_history = [
+        CritiqueFeedback(
+            decision=CritiqueDecision.ITERATE,
+            iteration=1,
+            scores={"overlap": 2},
+            issues=[],
+            improvements=["trim_to_common_support: trim"],
+            reasoning="",
+        )
+    ]
+    state.iteration_count = 1
+    run_single_agent("effect_estimator", state, tmp_path, {"methods": ["ols", "aipw"], "bootstrap": 10}, seed=3)
+    head = next(e for e in state.treatment_effects if e.details.get("headline"))
+    n_kept = head.details["trimmed"]["n_kept"]
+    assert n_kept < len(frame)  # precondition: the estimator trimmed
+    run_single_agent("sensitivity_analyst", state, tmp_path, {"simulations": 5}, seed=3)
+    (placebo,) = _by_method(state, "placebo_treatment")
+    assert placebo.details["n_used"] == n_kept
