@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["SEVEN_NODE_GRAPH", "linear_sem", "random_dag", "wide_confounded"]
+__all__ = ["SEVEN_NODE_GRAPH", "linear_sem", "random_dag", "wide_confounded", "wide_linear"]
 
 Noise = Literal["gaussian", "uniform", "laplace"]
 
@@ -111,3 +111,40 @@ def wide_confounded(n: int = 10000, p: int = 20, seed: int = 0) -> tuple[pd.Data
         "instruments": ["instrument"],
     }
     return pd.DataFrame(data), truth
+
+
+def wide_linear(n: int = 10000, p: int = 20, seed: int = 0, effect: float = 2.0) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``p`` columns: a binary treatment, an outcome and ``p - 2`` covariates that are caused by
+    one another (a random DAG, expected degree 3), so they are correlated as in real studies.
+
+    About a quarter of the covariates (at least 2, at most 12) confound the pair, a few more
+    cause only the outcome; the true effect is ``effect``. For width and row benchmarks, where
+    independent noise columns would make discovery look cheaper than it is.
+    """
+    k = max(0, p - 2)
+    edges = random_dag(k, expected_degree=3.0, seed=seed, prefix="x")
+    frame, _ = linear_sem(edges, n=n, seed=seed, nodes=[f"x{i:02d}" for i in range(k)])
+    rng = np.random.default_rng(seed + 1)
+    names = list(frame.columns)
+    order = rng.permutation(k)
+    n_conf = min(12, max(2, k // 4)) if k >= 2 else k
+    confounders = [names[i] for i in order[:n_conf]]
+    outcome_only = [names[i] for i in order[n_conf : n_conf + min(4, max(0, k - n_conf))]]
+    x = frame.to_numpy()
+    a = rng.uniform(0.2, 0.5, size=n_conf) * rng.choice([-1.0, 1.0], size=n_conf)
+    logit = x[:, order[:n_conf]] @ a / np.sqrt(max(n_conf, 1)) * 2.0
+    t = rng.binomial(1, 1 / (1 + np.exp(-logit)))
+    b = rng.uniform(0.3, 1.0, size=n_conf + len(outcome_only))
+    cols = list(order[:n_conf]) + list(order[n_conf : n_conf + len(outcome_only)])
+    y = effect * t + x[:, cols] @ b + rng.normal(size=n)
+    frame.insert(0, "treated", t)
+    frame["outcome"] = y
+    truth = {
+        "treatment": "treated",
+        "outcome": "outcome",
+        "effect": effect,
+        "confounders": sorted(confounders),
+        "outcome_only": sorted(outcome_only),
+        "covariate_edges": edges,
+    }
+    return frame, truth
