@@ -1,0 +1,302 @@
+"""Retrieve worked examples by similarity and fill the best one's template from the question.
+
+Retrieval is TF-IDF (scikit-learn) over each example's title, description, questions and tags.
+Column mentions are masked with their kind (``numcol``, ``catcol``, ``timecol``) on both sides,
+so "average Fare by Sex" and the library's "average {value} by {group}" look alike whatever the
+columns are called. :func:`fill` then tries the best few examples in order and keeps the first
+whose required slots it can fill from the question and the data's columns (ties broken by how
+many of the mentioned columns the example uses). Nothing here runs code: the filled template is
+handed to the sandbox by the caller.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.tools.answers import OutputFormat, format_answer, parse_output_format
+from agents.tools.library import COLUMN_SLOTS, Example, get_example, load_examples
+from agents.tools.slots import (
+    ColumnInfo,
+    Filter,
+    Mention,
+    as_column_infos,
+    find_columns,
+    find_filters,
+    is_group_mention,
+    number_after,
+    numeric_literal,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "ExampleMatch",
+    "FilledPlan",
+    "CODE_PRELUDE",
+    "retrieve",
+    "fill",
+    "explain",
+    "format_answer",
+    "parse_output_format",
+]
+
+MIN_SCORE = 0.12
+CODE_PRELUDE = """\
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+try:
+    df
+except NameError:
+    df = next(iter(datasets.values()))
+df = df.copy()
+
+
+def num(series):
+    # Numbers from a column, also when stored as text such as "1,234", "$5" or "12%".
+    if not pd.api.types.is_numeric_dtype(series):
+        series = series.astype("string").str.replace(r"[,$%\\s]", "", regex=True)
+    return pd.to_numeric(series, errors="coerce")
+
+
+"""
+
+
+class ExampleMatch(BaseModel):
+    """One retrieved example and its similarity to the question (0..1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    example_id: str
+    title: str
+    kind: str
+    score: float
+
+
+class FilledPlan(BaseModel):
+    """An example's template filled from the question: code for the sandbox and how to answer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    example_id: str
+    title: str
+    kind: str
+    score: float
+    code: str = Field(description="Complete code for the sandbox: prelude, filters, the filled template.")
+    params: dict[str, Any]
+    filters: list[str] = Field(default_factory=list, description="Row filters read from the question, in words.")
+    needs_code: bool
+    needs_evaluation: bool
+    output: str
+    output_format: OutputFormat
+    answer_template: str
+    caveats: list[str] = Field(default_factory=list)
+    alternatives: list[ExampleMatch] = Field(default_factory=list, description="The other examples considered.")
+
+
+_KIND_TOKEN = {"numeric": "numcol", "category": "catcol", "column": "anycol", "datetime": "timecol",
+               "integer": "numval", "number": "numval", "value": "catval", "text": "textval"}
+
+
+def _example_text(example: Example) -> str:
+    """Retrieval text of an example with ``{slot}`` placeholders replaced by kind tokens."""
+    text = example.text_for_retrieval()
+    for name, slot in example.slots.items():
+        text = text.replace("{" + name + "}", _KIND_TOKEN[slot.kind])
+    return text
+
+
+@lru_cache(maxsize=1)
+def _index() -> tuple[Any, Any, tuple[Example, ...]]:
+    """The fitted TF-IDF vectoriser and the example matrix (built once per process)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    examples = load_examples()
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, stop_words=_STOP_WORDS, token_pattern=r"(?u)\b\w+\b")
+    matrix = vectorizer.fit_transform([_example_text(e) for e in examples])
+    return vectorizer, matrix, examples
+
+
+_STOP_WORDS = ["the", "a", "an", "of", "in", "on", "is", "are", "what", "me", "please", "data", "dataset", "to", "for",
+               "and", "this", "that", "it", "be", "do", "does", "can", "you", "i", "we", "our", "my"]
+
+
+def _masked(question: str, columns: Sequence[ColumnInfo]) -> str:
+    """The question with each column mention replaced by its kind token(s)."""
+    from agents.tools.slots import tokens
+
+    words = tokens(question)
+    mentions = find_columns(question, columns)
+    by_name = {c.name: c for c in columns}
+    out: list[str] = []
+    i = 0
+    for mention in mentions:
+        out.extend(words[i : mention.start])
+        info = by_name[mention.column]
+        kinds = [k for k, ok in (("numcol", info.numeric), ("catcol", info.categorical), ("timecol", info.temporal)) if ok]
+        out.extend(kinds + ["anycol"])
+        i = mention.end
+    out.extend(words[i:])
+    return " ".join(out)
+
+
+def retrieve(question: str, k: int = 3, columns: Mapping[str, str] | Sequence[ColumnInfo] | pd.DataFrame | None = None) -> list[ExampleMatch]:
+    """The ``k`` examples most similar to the question, best first (scores are cosine similarities).
+
+    With ``columns``, column mentions are masked by kind before comparing (better matches).
+    """
+    vectorizer, matrix, examples = _index()
+    infos = as_column_infos(columns) if columns is not None else []
+    text = _masked(question, infos) if infos else question
+    scores = (matrix @ vectorizer.transform([text]).T).toarray().ravel()
+    order = sorted(range(len(examples)), key=lambda i: (-scores[i], examples[i].id))[:k]
+    return [ExampleMatch(example_id=examples[i].id, title=examples[i].title, kind=examples[i].kind, score=round(float(scores[i]), 4)) for i in order]
+
+
+def fill(
+    question: str,
+    columns: Mapping[str, str] | Sequence[ColumnInfo] | pd.DataFrame,
+    examples: Sequence[ExampleMatch] | None = None,
+) -> FilledPlan | None:
+    """Fill the best-fitting retrieved example's template from the question, or None.
+
+    ``columns`` is ``{name: dtype}``, ColumnInfo objects, or the DataFrame itself (best: it
+    lets category values in the question become filters). None means no example both resembles
+    the question (similarity ≥ :data:`MIN_SCORE`) and has all its required slots filled; the
+    caller then says it cannot answer without a model and names ``retrieve``'s closest examples.
+    """
+    infos = as_column_infos(columns)
+    matches = list(examples) if examples is not None else retrieve(question, k=8, columns=infos)
+    mentions = find_columns(question, infos)
+    best: tuple[float, FilledPlan] | None = None
+    for match in matches:
+        if match.score < MIN_SCORE:
+            continue
+        example = get_example(match.example_id)
+        params = _assign_slots(example, question, infos, mentions)
+        if params is None:
+            continue
+        used_columns = {v for n, v in params.items() if example.slots[n].kind in COLUMN_SLOTS}
+        unused = [m for m in mentions if m.column not in used_columns]
+        filters = find_filters(question, infos, unused, used_columns)
+        filtered = {f.column for f in filters}
+        coverage = sum(m.column in used_columns or m.column in filtered for m in mentions) / max(1, len(mentions))
+        total = match.score + 0.2 * coverage
+        if best is None or total > best[0] + 1e-9:
+            plan = _plan(example, match, params, filters, question, [m for m in matches if m.example_id != match.example_id])
+            best = (total, plan)
+    return best[1] if best else None
+
+
+def _assign_slots(example: Example, question: str, infos: Sequence[ColumnInfo], mentions: Sequence[Mention]) -> dict[str, Any] | None:
+    """Give every slot a value (a column, a number, a category value) or return None."""
+    by_name = {c.name: c for c in infos}
+    params: dict[str, Any] = {}
+    used: set[str] = set()
+    order = sorted(example.slots.items(), key=lambda kv: kv[1].role not in ("group", "time"))
+    for name, slot in order:
+        value: Any = None
+        if slot.kind in COLUMN_SLOTS:
+            value = _pick_column(slot.kind, slot.role, question, mentions, by_name, used)
+            if value is not None:
+                used.add(value)
+        elif slot.kind in ("integer", "number"):
+            found = number_after(question, _cues(slot.description))
+            value = numeric_literal(found) if found is not None else None
+            if slot.kind == "integer" and value is not None:
+                value = int(value)
+        elif slot.kind == "value":
+            value = _pick_value(question, params, example, name, by_name)
+        if value is None:
+            if slot.required and slot.default is None:
+                return None
+            value = slot.default
+        params[name] = value
+    return params
+
+
+def _cues(description: str) -> list[str]:
+    """Cue words for a number slot, written in its description as ``cues: top, largest``."""
+    match = re.search(r"cues?:\s*(.+)$", description)
+    return [c.strip() for c in match.group(1).split(",")] if match else []
+
+
+def _fits(kind: str, info: ColumnInfo) -> bool:
+    """Whether a column can fill a slot of this kind."""
+    return {"numeric": info.numeric, "category": info.categorical, "datetime": info.temporal, "column": True}[kind]
+
+
+def _pick_column(kind: str, role: str, question: str, mentions: Sequence[Mention], by_name: Mapping[str, ColumnInfo], used: set[str]) -> str | None:
+    """The first unused mentioned column that fits the slot, preferring grouping cues for groups."""
+    free = [m for m in mentions if m.column not in used and _fits(kind, by_name[m.column])]
+    if role == "group":
+        cued = [m for m in free if is_group_mention(question, m)]
+        free = cued or [m for m in free if by_name[m.column].categorical]
+    elif role == "time":
+        timed = [m for m in free if by_name[m.column].temporal]
+        free = timed or free
+    else:
+        uncued = [m for m in free if not is_group_mention(question, m)]
+        free = uncued or free
+    return free[0].column if free else None
+
+
+def _pick_value(question: str, params: Mapping[str, Any], example: Example, name: str, by_name: Mapping[str, ColumnInfo]) -> str | None:
+    """A category value of the slot's column (the column slot declared just before it) named in the question."""
+    from agents.tools.slots import tokens
+
+    words = set(tokens(question)) | {w.lower() for w in re.findall(r"\w+", question)}
+    for other, slot in example.slots.items():
+        if other == name or slot.kind not in COLUMN_SLOTS or other not in params:
+            continue
+        info = by_name.get(str(params[other]))
+        for value in info.values if info else ():
+            if value.strip().lower() in words:
+                return value
+    return None
+
+
+def _plan(example: Example, match: ExampleMatch, params: dict[str, Any], filters: list[Filter], question: str, others: list[ExampleMatch]) -> FilledPlan:
+    """Assemble the FilledPlan: prelude, filters and the filled template."""
+    literal = {k: repr(v) for k, v in params.items()}
+    body = string.Template(example.code).substitute(literal)
+    code = CODE_PRELUDE + "".join(f.code() + "\n" for f in filters) + "\n" + body.strip() + "\n"
+    words = {k: str(v) for k, v in params.items()}
+    sentence = _safe_format(example.answer, words)
+    caveats = list(example.caveats)
+    if filters:
+        caveats.append("rows kept: " + "; ".join(f.describe() for f in filters))
+    return FilledPlan(
+        example_id=example.id,
+        title=example.title,
+        kind=example.kind,
+        score=match.score,
+        code=code,
+        params=params,
+        filters=[f.describe() for f in filters],
+        needs_code=example.needs_code,
+        needs_evaluation=example.needs_evaluation,
+        output=example.output,
+        output_format=parse_output_format(question),
+        answer_template=sentence,
+        caveats=caveats,
+        alternatives=others[:3],
+    )
+
+
+def _safe_format(template: str, words: Mapping[str, str]) -> str:
+    """Fill ``{slot}`` names in a sentence, leaving ``{result...}`` for after the run."""
+    return re.sub(r"\{([a-z_]+)\}", lambda m: words.get(m.group(1), m.group(0)), template)
+
+
+def explain(plan: FilledPlan, result: Any, question: str = "") -> str:
+    """The answer sentence for a plan whose code ran and returned ``result``."""
+    return format_answer(question, result, plan.output_format, template=plan.answer_template)

@@ -1,0 +1,326 @@
+"""Reading a question against the data's columns: column mentions, numbers, filters.
+
+Deterministic and case-blind. A column is mentioned when the question holds its name (split on
+``_``, ``.``, spaces and camelCase, singular or plural), a synonym of it (``gender`` for ``sex``,
+``wage`` for ``salary``), or a close misspelling (difflib ratio ≥ 0.85 on words of 4+ letters).
+Regular expressions are fine here: they read English, not SQL.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "ColumnInfo",
+    "Mention",
+    "Filter",
+    "describe_columns",
+    "as_column_infos",
+    "find_columns",
+    "find_numbers",
+    "find_filters",
+    "tokens",
+]
+
+SYNONYMS: tuple[frozenset[str], ...] = tuple(
+    frozenset(group)
+    for group in (
+        {"sex", "gender"},
+        {"salary", "wage", "income", "pay", "earnings", "earning"},
+        {"price", "cost", "close price"},
+        {"charges", "charge", "medical cost", "medical costs", "insurance cost", "expenses"},
+        {"survived", "survival", "survive", "survivor"},
+        {"pclass", "class", "passenger class", "ticket class"},
+        {"sibsp", "sibling", "siblings", "spouses"},
+        {"parch", "parents", "parent"},
+        {"embarked", "port", "embarkation"},
+        {"mpg", "miles per gallon", "fuel efficiency", "fuel economy"},
+        {"hp", "horsepower"},
+        {"bmi", "body mass index"},
+        {"smoker", "smoking", "smokers"},
+        {"children", "kids", "dependents"},
+        {"quantity", "qty", "units sold"},
+        {"revenue", "sales", "turnover"},
+        {"weight", "wt"},
+        {"age", "ages", "how old"},
+        {"rings", "ring"},
+        {"volume", "trading volume"},
+        {"education", "schooling"},
+        {"experience", "exper", "tenure"},
+        {"temperature", "temp"},
+        {"date", "day"},
+        {"year", "yr"},
+    )
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:\.\d+)?")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|[^A-Za-z0-9]+|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?=st\b|nd\b|rd\b|th\b|%|(?!\w|\.\d))|(?<![\w.])-?\.\d+(?![\w.])")
+_GROUP_CUES = ("by", "per", "each", "across", "grouped", "among", "between", "within", "every", "for each", "vs", "versus")
+_OPS: tuple[tuple[str, str], ...] = (
+    ("greater than or equal to", ">="),
+    ("less than or equal to", "<="),
+    ("at least", ">="),
+    ("at most", "<="),
+    ("no more than", "<="),
+    ("no less than", ">="),
+    ("greater than", ">"),
+    ("more than", ">"),
+    ("larger than", ">"),
+    ("higher than", ">"),
+    ("older than", ">"),
+    ("above", ">"),
+    ("over", ">"),
+    ("exceeding", ">"),
+    ("less than", "<"),
+    ("lower than", "<"),
+    ("smaller than", "<"),
+    ("younger than", "<"),
+    ("below", "<"),
+    ("under", "<"),
+    ("equal to", "=="),
+    ("equals", "=="),
+    (">=", ">="),
+    ("<=", "<="),
+    ("==", "=="),
+    (">", ">"),
+    ("<", "<"),
+    ("=", "=="),
+)
+_STOP = frozenset(
+    "the a an of in on at to for by and or is are was were be what which how many much with from this that "
+    "it its as do does did there their each per all any data dataset column columns value values".split()
+)
+
+
+class ColumnInfo(BaseModel):
+    """What slot filling needs to know of one column: name, dtype, distinct count, common values."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    dtype: str
+    n_unique: int | None = None
+    values: tuple[str, ...] = ()
+
+    @property
+    def numeric(self) -> bool:
+        """Numbers (ints, floats, booleans)."""
+        d = self.dtype.lower()
+        return d.startswith(("int", "uint", "float", "bool")) or d in ("double", "bigint", "integer")
+
+    @property
+    def temporal(self) -> bool:
+        """A date/time column, or a column whose name says it is one (``year``, ``date``)."""
+        if "datetime" in self.dtype.lower() or "date" in self.dtype.lower():
+            return True
+        words = set(split_name(self.name))
+        return bool(words & {"date", "time", "year", "month", "day", "timestamp", "week", "quarter", "period"})
+
+    @property
+    def categorical(self) -> bool:
+        """Text, booleans or a number with few distinct values (0/1, classes 1–3)."""
+        if not self.numeric:
+            return True
+        return self.dtype.lower().startswith("bool") or (self.n_unique is not None and self.n_unique <= 12)
+
+
+class Mention(BaseModel):
+    """A column mentioned in the question, at word positions ``start``..``end`` (exclusive)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    column: str
+    start: int
+    end: int
+    via: Literal["name", "synonym", "fuzzy"]
+
+
+class Filter(BaseModel):
+    """A row filter read from the question: ``column op value``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    column: str
+    op: Literal[">", ">=", "<", "<=", "=="]
+    value: float | str
+
+    def code(self) -> str:
+        """A pandas line applying the filter to ``df`` (values as literals, never spliced text)."""
+        col = repr(self.column)
+        if isinstance(self.value, str):
+            return f"df = df[df[{col}].astype(str).str.strip().str.lower() == {self.value.lower()!r}]"
+        return f"df = df[pd.to_numeric(df[{col}], errors='coerce') {self.op} {self.value!r}]"
+
+    def describe(self) -> str:
+        """The filter in words, for caveats."""
+        return f"{self.column} {self.op} {self.value}"
+
+
+def split_name(name: str) -> list[str]:
+    """A column name's words, lower-case: ``SibSp`` → sib, sp; ``total_bill`` → total, bill."""
+    return [w.lower() for w in _CAMEL.split(name) if w]
+
+
+def _singular(word: str) -> str:
+    """A crude singular: fares → fare, classes → class, but not 'bus' or 'class'."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case singular words and numbers of a text, in order."""
+    return [_singular(m.group(0).lower()) for m in _WORD.finditer(text)]
+
+
+def describe_columns(frame: pd.DataFrame, max_values: int = 30) -> list[ColumnInfo]:
+    """ColumnInfo for every column of a DataFrame (dtype, distinct count, most common values)."""
+    infos = []
+    for name in frame.columns:
+        series = frame[name]
+        n_unique = int(series.nunique(dropna=True))
+        values: tuple[str, ...] = ()
+        if n_unique <= max_values:
+            values = tuple(str(v) for v in series.dropna().value_counts().index[:max_values])
+        infos.append(ColumnInfo(name=str(name), dtype=str(series.dtype), n_unique=n_unique, values=values))
+    return infos
+
+
+def as_column_infos(columns: Mapping[str, str] | Sequence[ColumnInfo] | pd.DataFrame) -> list[ColumnInfo]:
+    """Accept a ``{name: dtype}`` mapping, ColumnInfo objects or a DataFrame."""
+    if isinstance(columns, Mapping):
+        return [ColumnInfo(name=str(k), dtype=str(v)) for k, v in columns.items()]
+    if hasattr(columns, "columns") and hasattr(columns, "dtypes"):
+        return describe_columns(columns)  # type: ignore[arg-type]
+    return [c if isinstance(c, ColumnInfo) else ColumnInfo.model_validate(c) for c in columns]
+
+
+def _variants(column: ColumnInfo) -> list[tuple[list[str], str]]:
+    """Word sequences that name the column, each tagged 'name' or 'synonym'."""
+    words = [_singular(w) for w in split_name(column.name)]
+    out: list[tuple[list[str], str]] = [(words, "name")]
+    joined = "".join(words)
+    if len(words) > 1:
+        out.append(([joined], "name"))
+    phrase = " ".join(split_name(column.name))
+    for group in SYNONYMS:
+        if phrase in group or joined in group or (len(words) == 1 and words[0] in {_singular(g) for g in group}):
+            for synonym in group:
+                seq = tokens(synonym)
+                if seq != words:
+                    out.append((seq, "synonym"))
+    return out
+
+
+def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
+    """Columns mentioned in the question, in question order, longest and most exact match first."""
+    words = tokens(question)
+    candidates: list[tuple[int, int, int, Mention]] = []
+    for column in columns:
+        for seq, via in _variants(column):
+            if not seq:
+                continue
+            for i in range(len(words) - len(seq) + 1):
+                if words[i : i + len(seq)] == seq:
+                    rank = 2 if via == "name" else 1
+                    candidates.append((len(seq), rank, i, Mention(column=column.name, start=i, end=i + len(seq), via=via)))  # type: ignore[arg-type]
+        single = [s[0] for s, via in _variants(column) if len(s) == 1 and len(s[0]) >= 4 and via == "name"]
+        for i, word in enumerate(words):
+            if len(word) >= 4 and word not in _STOP and any(
+                difflib.SequenceMatcher(None, word, s).ratio() >= 0.85 and word != s for s in single
+            ):
+                candidates.append((1, 0, i, Mention(column=column.name, start=i, end=i + 1, via="fuzzy")))
+    candidates.sort(key=lambda c: (-c[0], -c[1], c[2]))
+    taken: set[int] = set()
+    chosen: list[Mention] = []
+    for _, _, _, mention in candidates:
+        span = set(range(mention.start, mention.end))
+        if span & taken or any(m.column == mention.column for m in chosen):
+            continue
+        taken |= span
+        chosen.append(mention)
+    return sorted(chosen, key=lambda m: m.start)
+
+
+def is_group_mention(question: str, mention: Mention) -> bool:
+    """Whether a grouping cue ('by', 'per', 'for each', 'across', ...) comes just before the mention."""
+    words = tokens(question)
+    before = words[max(0, mention.start - 3) : mention.start]
+    return any(cue in before for cue in _GROUP_CUES)
+
+
+_NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                 "nine": 9, "ten": 10, "twenty": 20}
+
+
+def find_numbers(question: str) -> list[tuple[float, int, int]]:
+    """Numbers in the question with their character span (digits, '1,000', and 'one'..'ten')."""
+    found = []
+    for match in _NUMBER.finditer(question):
+        found.append((float(match.group(0).replace(",", "")), match.start(), match.end()))
+    for match in re.finditer(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", question.lower()):
+        found.append((float(_NUMBER_WORDS[match.group(1)]), match.start(), match.end()))
+    return sorted(found, key=lambda f: f[1])
+
+
+def number_after(question: str, cues: Sequence[str], window: int = 24) -> float | None:
+    """The first number within ``window`` characters after (or just before) one of the cue words."""
+    lower = question.lower()
+    numbers = find_numbers(question)
+    for cue in cues:
+        for match in re.finditer(r"\b" + re.escape(cue.lower()) + r"\b", lower):
+            for value, start, end in numbers:
+                if match.end() <= start <= match.end() + window or match.start() - 8 <= end <= match.start():
+                    return value
+    return None
+
+
+def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequence[Mention], used: set[str]) -> list[Filter]:
+    """Row filters the question states: '<column> above 30', 'where fare > 10', or a category value named.
+
+    A category value filters only when it is a whole word of 3+ letters, belongs to exactly one
+    column, and that column is not already one of the template's slots (so 'male vs female' in a
+    comparison does not become a filter).
+    """
+    filters: list[Filter] = []
+    lower = question.lower()
+    word_pos = [m.start() for m in _WORD.finditer(question)]
+    for mention in mentions:
+        if mention.column in used:
+            continue
+        tail_start = word_pos[mention.end] if mention.end < len(word_pos) else len(question)
+        tail = lower[tail_start : tail_start + 40]
+        for phrase, op in _OPS:
+            m = re.match(r"\s*(?:is\s+|are\s+|was\s+|of\s+)?" + re.escape(phrase) + r"\s*(-?\d+(?:,\d{3})*(?:\.\d+)?)", tail)
+            if m:
+                filters.append(Filter(column=mention.column, op=op, value=float(m.group(1).replace(",", ""))))  # type: ignore[arg-type]
+                break
+    words = set(tokens(question)) | {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+    owners: dict[str, list[ColumnInfo]] = {}
+    for column in columns:
+        for value in column.values:
+            v = value.strip().lower()
+            if len(v) >= 3 and v.isalpha() and v not in _STOP and v in words:
+                owners.setdefault(v, []).append(column)
+    for value, cols in owners.items():
+        if len(cols) == 1 and cols[0].name not in used and not any(f.column == cols[0].name for f in filters):
+            original = next(x for x in cols[0].values if x.strip().lower() == value)
+            filters.append(Filter(column=cols[0].name, op="==", value=original))
+    return filters
+
+
+def numeric_literal(value: float) -> Any:
+    """An int when the number is whole (so 'top 5' gives 5, not 5.0)."""
+    return int(value) if float(value).is_integer() else value
