@@ -45,11 +45,14 @@ class EffectEstimatorAgent(Agent):
     PROGRESS_WEIGHT = 3
 
     class Params(AgentParams):
-        """``methods`` pins the menu (keys of pair_analysis.METHODS); ``bootstrap`` resamples."""
+        """``methods`` pins the menu (keys of pair_analysis.METHODS); ``bootstrap`` resamples.
+
+        ``propensity_model``: "auto" picks logistic or boosting by cross-validated log loss.
+        """
 
         methods: list[str] | None = None
         bootstrap: int = 200
-        propensity_model: Literal["logistic", "gbm"] = "logistic"
+        propensity_model: Literal["auto", "logistic", "gbm"] = "auto"
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Estimate every pair and return ``treatment_effects`` and ``analyzed_pairs``."""
@@ -83,10 +86,16 @@ class EffectEstimatorAgent(Agent):
                 ctx.progress(f"{t} -> {y}: {name}")
                 try:
                     estimates[name] = run_method(setup, name)
-                except AgentError as exc:
-                    reasons.append(f"{name} skipped: {exc}.")
+                    setup.skipped.pop(name, None)
+                except AgentError as exc:  # run_method turns any estimator failure into one
+                    setup.skipped[name] = str(exc)
+            if setup.skipped:
+                reasons.append("Skipped: " + "; ".join(f"{k} ({v})" for k, v in setup.skipped.items()) + ".")
             if not estimates:
-                raise AgentError(f"no estimator could be run for {t} -> {y}")
+                raise AgentError(
+                    f"no estimator could be run for {t} -> {y}: "
+                    + "; ".join(f"{k}: {v}" for k, v in setup.skipped.items())
+                )
             rows, text, headline = finish_pair(view, setup, estimates, round_no)
             results.extend(rows)
             why.append(f"[{t} -> {y}] " + " ".join(reasons) + " " + text)
@@ -94,12 +103,16 @@ class EffectEstimatorAgent(Agent):
                 "headline": headline,
                 "n_methods": len(estimates),
                 "changes": setup.changes,
+                "skipped": dict(setup.skipped),
             }
         head = next(r for r in results if r["details"].get("headline"))
         summary = (
             f"{len(results)} estimates for {len(pairs)} pair(s); headline {head['method']} "
             f"{head['estimate']:.4g} [{head['ci_lower']:.4g}, {head['ci_upper']:.4g}] for {head['treatment_variable']} -> {head['outcome_variable']}"
         )
+        skipped = sorted({k for p in outputs["pairs"].values() for k in p["skipped"]})
+        if skipped:
+            summary += f"; skipped {', '.join(skipped)} (reasons in the trace)"
         if head["details"].get("unverified_assumption"):
             summary += " (assumes every covariate precedes the treatment: no graph or timing metadata)"
         return AgentResult(
@@ -175,6 +188,7 @@ def finish_pair(
         row["details"]["headline"] = key == head
         if key == head:
             row["details"]["headline_reason"] = reason
+            row["details"]["skipped_methods"] = dict(setup.skipped)
         if setup.adjustment.caveat:
             row["details"]["unverified_assumption"] = setup.adjustment.caveat
         rows.append(row)
@@ -187,6 +201,8 @@ def finish_pair(
         else "Nothing excluded.",
         *setup.notes,
     ]
+    if setup.nuisance is not None and setup.nuisance.cv_loss:
+        text.append(setup.nuisance.describe() + ".")
     if setup.overlap and setup.binary:
         o = setup.overlap
         text.append(

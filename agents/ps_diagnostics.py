@@ -17,6 +17,7 @@ from agents.base.errors import AgentError
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.stats.adjustment import choose_adjustment, critique_codes, prepare
+from agents.stats.nuisance import FOLDS, MORE_FOLDS, fit_propensity
 
 __all__ = ["PSDiagnosticsAgent"]
 
@@ -34,9 +35,10 @@ class PSDiagnosticsAgent(Agent):
     PROGRESS_WEIGHT = 1
 
     class Params(AgentParams):
-        """``model``: logistic regression (default) or a regularised, cross-fitted LightGBM."""
+        """``model``: "auto" (default) picks logistic regression or a regularised LightGBM by cross-validated
+        log loss, exactly as the estimators do; "logistic" or "gbm" pins one."""
 
-        model: Literal["logistic", "gbm"] = "logistic"
+        model: Literal["auto", "logistic", "gbm"] = "auto"
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Diagnose the primary pair's propensity scores and write ``ps_diagnostics``."""
@@ -53,13 +55,16 @@ class PSDiagnosticsAgent(Agent):
             why.append(f"No pair was given; using the profile's first candidates {treatment} -> {outcome}.")
         frame = read_table(view.dataframe_path)
         check_columns(frame, {"treatment": treatment, "outcome": outcome}, "the analysis data")
-        codes = critique_codes(view.critique_history)
-        model = params.model
-        changes: list[str] = []
-        if "switch_propensity_model" in codes:
-            model = "gbm" if model == "logistic" else "logistic"
-            changes.append(f"switch_propensity_model: propensity model switched to {model}")
         design = view.design
+        skip = _skip_reason(frame, treatment, design)
+        if skip:
+            return _skipped(treatment, outcome, skip, why)
+        codes = critique_codes(view.critique_history)
+        model: str = params.model
+        changes: list[str] = []
+        folds = MORE_FOLDS if "refit_nuisance" in codes else FOLDS
+        if "refit_nuisance" in codes:
+            changes.append(f"refit_nuisance: propensity re-chosen by cross-validated loss with {folds} folds")
         adj = choose_adjustment(
             frame,
             treatment,
@@ -77,13 +82,17 @@ class PSDiagnosticsAgent(Agent):
         why.extend(prep.notes)
         if prep.X.shape[1] == 0:
             return _no_covariates(treatment, outcome, model, prep.t, adj.excluded, changes, why)
-        ps = P.fit_propensity(prep.X, prep.t, model, ctx.seed)
+        model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, model)
+        if "switch_propensity_model" in codes:
+            before = model
+            model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, "gbm" if model == "logistic" else "logistic")
+            changes.append(f"switch_propensity_model: propensity model switched from {before} to {model}")
         X, t, trimmed, trim_applied = prep.X, prep.t, False, None
         if "trim_to_common_support" in codes:
             keep, (lo, hi) = P.trim_mask(ps)
             trim_applied = {"lower": round(lo, 4), "upper": round(hi, 4), "n_dropped": int((~keep).sum())}
             X, t = X[keep].reset_index(drop=True), t[keep]
-            ps = P.fit_propensity(X, t, model, ctx.seed)
+            model, ps, cv_loss = fit_propensity(X, t, ctx.seed, folds, model)
             trimmed = True
             changes.append(
                 f"trim_to_common_support: dropped {trim_applied['n_dropped']} units with propensity outside "
@@ -101,7 +110,11 @@ class PSDiagnosticsAgent(Agent):
             "treatment": treatment,
             "outcome": outcome,
             "model": model,
-            "model_detail": _model_detail(model),
+            "model_detail": _model_detail(model, folds),
+            "model_cv_loss": cv_loss,
+            "model_choice": "pinned by the recipe"
+            if params.model != "auto"
+            else "chosen by cross-validated log loss (logistic vs gradient boosting)",
             "covariates": list(X.columns),
             "excluded": adj.excluded,
             **diag,
@@ -131,10 +144,38 @@ class PSDiagnosticsAgent(Agent):
         )
 
 
-def _model_detail(model: str) -> str:
+def _model_detail(model: str, folds: int) -> str:
     if model == "gbm":
-        return "LightGBM, 150 shallow trees (depth 3, >= 50 units a leaf, shrinkage 0.05), 5-fold cross-fitted"
-    return "logistic regression on standardised covariates (light L2), 5-fold cross-fitted"
+        return f"LightGBM, 150 shallow trees (depth 3, >= 50 units a leaf, shrinkage 0.05), {folds}-fold cross-fitted"
+    return f"logistic regression on standardised covariates (light L2), {folds}-fold cross-fitted"
+
+
+def _skip_reason(frame: Any, treatment: str, design: Any) -> str:
+    """Why propensity diagnostics do not apply to this design ("" when they do)."""
+    levels = frame[treatment].dropna().nunique()
+    if design.instrument and design.instrument in frame.columns:
+        return (
+            f"an instrument ('{design.instrument}') is declared: the 2SLS estimate does not rest on propensity "
+            "overlap, so propensity diagnostics do not apply"
+        )
+    if levels != 2:
+        return (
+            f"treatment '{treatment}' takes {levels} values: propensity scores and overlap are defined for a binary "
+            "treatment; the effect is estimated as a slope instead"
+        )
+    return ""
+
+
+def _skipped(treatment: str, outcome: str, reason: str, why: list[str]) -> AgentResult:
+    """A recorded skip: the state says what was not done and why; the run goes on."""
+    why.append(f"Propensity diagnostics skipped: {reason}.")
+    result = {"treatment": treatment, "outcome": outcome, "skipped": reason, "covariates": [], "changes": []}
+    return AgentResult(
+        updates={"ps_diagnostics": result},
+        summary=f"skipped: {reason}",
+        reasoning=" ".join(why),
+        outputs={"skipped": reason},
+    )
 
 
 def _explain(d: dict[str, Any]) -> list[str]:

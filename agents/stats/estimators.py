@@ -27,6 +27,8 @@ __all__ = [
     "ols_adjustment",
     "ipw_hajek",
     "aipw",
+    "diff_in_means",
+    "lin_adjusted",
     "ps_matching",
     "ps_stratification",
     "BOOTSTRAP_CAP",
@@ -178,74 +180,34 @@ def ipw_hajek(y: np.ndarray, t: np.ndarray, ps: np.ndarray, estimand: str = "ATE
     )
 
 
-class LinearPlusBoost:
-    """OLS, then LightGBM on its residuals: extrapolates linearly where an arm has no data
-    (trees alone extrapolate flat, which biases AIPW at the edge of common support) while still
-    capturing nonlinearity where data exist."""
-
-    def __init__(self, seed: int = 0, boost: bool = True) -> None:
-        self.seed = seed
-        self.boost = boost
-
-    def fit(self, X: np.ndarray, y: np.ndarray) -> LinearPlusBoost:
-        from sklearn.linear_model import LinearRegression
-
-        self.linear_ = LinearRegression().fit(X, y)
-        self.gbm_ = None
-        if self.boost:
-            from lightgbm import LGBMRegressor
-
-            self.gbm_ = LGBMRegressor(
-                n_estimators=200,
-                learning_rate=0.05,
-                num_leaves=15,
-                min_child_samples=20,
-                random_state=self.seed,
-                n_jobs=1,
-                verbose=-1,
-            )
-            self.gbm_.fit(X, y - self.linear_.predict(X))
-        return self
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        out = self.linear_.predict(X)
-        return out + self.gbm_.predict(X) if self.gbm_ is not None else out
-
-
-def _crossfit_outcomes(
-    X: pd.DataFrame, t: np.ndarray, y: np.ndarray, seed: int, folds: int
-) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.model_selection import KFold
-
-    Xv = X.to_numpy(dtype=float) if X.shape[1] else np.zeros((len(y), 1))
-    mu1, mu0 = np.empty(len(y)), np.empty(len(y))
-    for train, test in KFold(folds, shuffle=True, random_state=seed).split(Xv):
-        for arm, target in ((1, mu1), (0, mu0)):
-            idx = train[t[train] == arm]
-            model = LinearPlusBoost(seed, boost=len(y) >= 1000).fit(Xv[idx], y[idx])
-            target[test] = model.predict(Xv[test])
-    return mu1, mu0
-
-
 def aipw(
-    X: pd.DataFrame, y: np.ndarray, t: np.ndarray, ps: np.ndarray, seed: int = 0, estimand: str = "ATE"
+    X: pd.DataFrame,
+    y: np.ndarray,
+    t: np.ndarray,
+    ps: np.ndarray,
+    seed: int = 0,
+    estimand: str = "ATE",
+    nuisance: Any = None,
 ) -> Estimate:
-    """Augmented IPW (doubly robust), cross-fitted outcome models, influence-function SE.
+    """Augmented IPW (doubly robust) on cross-fitted nuisances, influence-function SE.
 
-    ``ps`` must itself be cross-fitted; it is clipped to [CLIP, 1 - CLIP]. Outcome models are
-    OLS plus LightGBM on the residuals for n >= 1000 (OLS alone below), fitted per arm on the
-    other folds.
+    ``nuisance`` (:class:`agents.stats.nuisance.Nuisance`) carries the outcome models chosen by
+    cross-validated loss and fitted once per fold; without it they are fitted here. ``ps`` must
+    itself be cross-fitted; it is clipped to [CLIP, 1 - CLIP] and the number of clipped units is
+    reported.
     """
-    folds = 5 if len(y) <= 20000 else 3
-    mu1, mu0 = _crossfit_outcomes(X, t, y, seed, folds)
+    from agents.stats.nuisance import aipw_scores, fit_binary
+
+    nu = nuisance if nuisance is not None else fit_binary(X, t, y, seed)
+    assert nu.mu1 is not None and nu.mu0 is not None
     e = np.clip(ps, CLIP, 1 - CLIP)
     if estimand == "ATT":
         p = t.mean()
-        num = t * (y - mu0) - (1 - t) * e / (1 - e) * (y - mu0)
+        num = t * (y - nu.mu0) - (1 - t) * e / (1 - e) * (y - nu.mu0)
         tau = num.sum() / t.sum()
         phi = (num - t * tau) / p
     else:
-        scores = mu1 - mu0 + t * (y - mu1) / e - (1 - t) * (y - mu0) / (1 - e)
+        scores = aipw_scores(nu, y, t, e)
         tau = scores.mean()
         phi = scores - tau
     se = float(phi.std(ddof=1) / np.sqrt(len(y)))
@@ -256,9 +218,67 @@ def aipw(
         se,
         [UNCONFOUNDED, POSITIVITY, "propensity or outcome model correct (either suffices)"],
         se_method="influence function",
-        crossfit_folds=folds,
-        outcome_model="OLS + LightGBM on residuals" if len(y) >= 1000 else "OLS",
+        crossfit_folds=nu.folds,
+        outcome_model=nu.choice.get("outcome"),
+        propensity_learner=nu.choice.get("propensity"),
+        nuisance_cv_loss=nu.cv_loss,
+        nuisance_selection="each nuisance chosen by cross-validated loss (linear vs gradient boosting), fitted once per fold",
         clip=[CLIP, 1 - CLIP],
+        n_clipped=int(((ps < CLIP) | (ps > 1 - CLIP)).sum()),
+    )
+
+
+def diff_in_means(y: np.ndarray, t: np.ndarray) -> Estimate:
+    """Difference in means with Neyman's (conservative) variance: the estimator of a randomised design.
+
+    Used when nothing needs adjusting for (an empty adjustment set): the comparison of arms is then
+    the effect itself, not a naive contrast.
+    """
+    y1, y0 = y[t == 1], y[t == 0]
+    if min(len(y1), len(y0)) < 2:
+        raise ValueError("each arm needs at least two units")
+    se = float(np.sqrt(y1.var(ddof=1) / len(y1) + y0.var(ddof=1) / len(y0)))
+    return _make(
+        "Difference in means (Neyman)",
+        "ATE",
+        y1.mean() - y0.mean(),
+        se,
+        ["treatment independent of the potential outcomes (randomised, or no confounder to adjust for)"],
+        naive=False,
+        se_method="Neyman (unequal variances, conservative)",
+        n_treated=int(len(y1)),
+        n_control=int(len(y0)),
+    )
+
+
+def lin_adjusted(y: np.ndarray, t: np.ndarray, X: pd.DataFrame) -> Estimate:
+    """Lin (2013): y on t, centred covariates and their interactions with t; HC2 robust SE.
+
+    In a randomised experiment it is consistent whatever the outcome model and asymptotically at
+    least as precise as the difference in means; the covariates only buy precision.
+    """
+    import statsmodels.api as sm
+
+    Xc = X.to_numpy(dtype=float) - X.to_numpy(dtype=float).mean(axis=0)
+    exog = np.column_stack([np.ones(len(y)), t, Xc, t[:, None] * Xc])
+    if exog.shape[1] * 2 > len(y):
+        raise ValueError(f"{exog.shape[1]} regressors for {len(y)} rows: too many for the interacted regression")
+    fit = sm.OLS(y, exog).fit(cov_type="HC2")
+    se = float(fit.bse[1])
+    if not np.isfinite(se) or se <= 0:
+        raise ValueError("the HC2 standard error is not finite (a unit with leverage 1)")
+    return _make(
+        "Covariate-adjusted difference (Lin 2013)",
+        "ATE",
+        float(fit.params[1]),
+        se,
+        [
+            "treatment independent of the potential outcomes (randomised, or no confounder to adjust for)",
+            "covariates measured before the treatment (used for precision only)",
+        ],
+        se_method="HC2 robust (statsmodels)",
+        covariates_for_precision=list(X.columns),
+        naive=False,
     )
 
 

@@ -16,6 +16,8 @@ from agents.base.errors import AgentError
 from agents.stats import propensity as P
 from agents.stats.adjustment import Adjustment, Prepared, choose_adjustment, prepare, safe_name
 from agents.stats.estimators import Estimate
+from agents.stats.menu import DESIGN_METHODS, META_MIN_N, METHODS, PS_METHODS, choose_headline, default_methods
+from agents.stats.nuisance import FOLDS, MORE_FOLDS, Nuisance
 
 __all__ = [
     "METHODS",
@@ -26,26 +28,10 @@ __all__ = [
     "run_method",
     "choose_headline",
     "to_result",
+    "PS_METHODS",
+    "DESIGN_METHODS",
+    "META_MIN_N",
 ]
-
-METHODS = {
-    "naive": "Naive difference",
-    "ols": "Regression adjustment (OLS)",
-    "ipw": "Inverse probability weighting",
-    "aipw": "AIPW (doubly robust)",
-    "matching": "Propensity score matching",
-    "stratification": "Propensity score stratification",
-    "s_learner": "S-learner",
-    "t_learner": "T-learner",
-    "x_learner": "X-learner",
-    "dr_learner": "DR-learner",
-    "iv": "Instrumental variables (2SLS)",
-    "did": "Difference-in-differences",
-    "rdd": "Regression discontinuity",
-}
-PS_METHODS = ("ipw", "aipw", "matching", "stratification", "s_learner", "t_learner", "x_learner", "dr_learner")
-DESIGN_METHODS = ("iv", "did", "rdd")
-META_MIN_N = 1000
 
 
 @dataclass
@@ -67,12 +53,21 @@ class PairSetup:
     trim: dict[str, Any] | None = None
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    nuisance: Nuisance | None = None
+    folds: int = FOLDS
+    precision: pd.DataFrame | None = None
     _dowhy: Any = None
 
     @property
     def binary(self) -> bool:
         """Whether the treatment is binary (backdoor estimators apply)."""
         return self.ps is not None
+
+    @property
+    def no_covariates(self) -> bool:
+        """Whether the adjustment set is empty (after encoding)."""
+        return _covariates(self).shape[1] == 0
 
     @property
     def scores(self) -> np.ndarray:
@@ -127,13 +122,17 @@ def setup_pair(
         widen="widen_adjustment_set" in codes,
         design_columns=reserved,
     )
-    binary = frame[treatment].dropna().nunique() == 2
-    if not binary and not ({"iv", "rdd"} & set(design)):
+    levels = frame[treatment].dropna().nunique()
+    binary = levels == 2
+    if not binary:
+        _restore_dose_covariates(frame, treatment, adj)
+    if not binary and not pd.api.types.is_numeric_dtype(frame[treatment]):
         raise AgentError(
-            f"treatment '{treatment}' has {frame[treatment].nunique()} distinct values; the backdoor estimators need a "
-            "binary treatment. Dichotomise it, or declare an instrument (--instrument) or a discontinuity "
-            "(--running-variable/--cutoff)."
+            f"treatment '{treatment}' has {levels} unordered categories; compare two of them (make a binary "
+            "treatment column) or give a numeric dose"
         )
+    if levels < 2:
+        raise AgentError(f"treatment '{treatment}' takes a single value: there is no comparison group")
     extra = [c for c in (design.get("iv", {}).get("instrument"), design.get("rdd", {}).get("running_variable")) if c]
     prep = prepare(
         frame, treatment, outcome, adj.covariates + [c for c in extra if c not in adj.covariates], binary=binary
@@ -157,16 +156,49 @@ def setup_pair(
     )
     setup.notes.extend(prep.notes)
     setup.design["_design_cols"] = design_cols
-    if "switch_propensity_model" in codes:
-        setup.ps_model = "gbm" if ps_model == "logistic" else "logistic"
-        setup.changes.append(f"switch_propensity_model: propensity model switched to {setup.ps_model}")
+    if not binary:
+        setup.notes.append(
+            f"'{treatment}' takes {levels} values: its effect is summarised as a slope (per unit of {treatment})."
+        )
+    if "refit_nuisance" in codes:
+        setup.folds = MORE_FOLDS
+        setup.changes.append(
+            f"refit_nuisance: nuisance models re-chosen by cross-validated loss with {MORE_FOLDS} cross-fitting folds"
+        )
     if binary:
-        refit_propensity(setup, setup.ps_model)
+        refit_propensity(setup, ps_model)
+        if "switch_propensity_model" in codes and not setup.no_covariates:
+            before = setup.ps_model
+            refit_propensity(setup, "gbm" if before == "logistic" else "logistic")
+            setup.changes.append(f"switch_propensity_model: propensity model switched from {before} to {setup.ps_model}")
+        if setup.no_covariates and not any(k in design for k in DESIGN_METHODS):
+            _precision(setup, profile, confounder_discovery, reserved)
         if "trim_to_common_support" in codes:
             _trim(setup)
     if adj.added:
         setup.changes.append("widen_adjustment_set: added " + ", ".join(adj.added))
     return setup
+
+
+def _restore_dose_covariates(frame: pd.DataFrame, treatment: str, adj: Adjustment) -> None:
+    """Undo "deterministic function of the treatment" for a many-valued treatment unless it truly is one.
+
+    With a continuous treatment every value is unique, so the level-based test in
+    ``derived_from_treatment`` flags every continuous covariate; only a near-perfect correlation
+    or a treatment with repeated values (each level seen at least twice on average) is evidence.
+    """
+    per_level = frame[treatment].notna().sum() / max(frame[treatment].nunique(), 1)
+    if per_level >= 2:
+        return
+    t = pd.to_numeric(frame[treatment], errors="coerce")
+    for col, reason in list(adj.excluded.items()):
+        if not reason.startswith("deterministic function of the treatment (constant"):
+            continue
+        x = frame[col]
+        if pd.api.types.is_numeric_dtype(x) and x.std() > 0 and abs(x.corr(t)) > 0.999:
+            continue
+        del adj.excluded[col]
+        adj.covariates.append(col)
 
 
 def _covariates(setup: PairSetup) -> pd.DataFrame:
@@ -176,10 +208,18 @@ def _covariates(setup: PairSetup) -> pd.DataFrame:
 
 
 def refit_propensity(setup: PairSetup, model: str) -> dict[str, Any]:
-    """(Re)fit the cross-fitted propensity with ``model`` and refresh the overlap summary."""
+    """(Re)fit the cross-fitted nuisances (``model`` pins the propensity learner, "auto" picks it by CV loss).
+
+    One fit serves AIPW, the DR-learner, IPW, matching, stratification and the balance checks.
+    """
+    from agents.stats.nuisance import fit_binary
+
     X = _covariates(setup)
-    setup.ps_model = model
-    setup.ps = P.fit_propensity(X, setup.prep.t, model, setup.seed)
+    nu = fit_binary(X, setup.prep.t, setup.prep.y, setup.seed, setup.folds, model)
+    setup.nuisance = nu
+    setup.ps_model = nu.choice["propensity"] if X.shape[1] else model
+    assert nu.e is not None
+    setup.ps = nu.e
     setup.overlap = (
         P.overlap_summary(setup.ps, setup.prep.t)
         if X.shape[1]
@@ -187,6 +227,23 @@ def refit_propensity(setup: PairSetup, model: str) -> dict[str, Any]:
     )
     setup._dowhy = None
     return setup.overlap
+
+
+def _precision(setup: PairSetup, profile: Any, cd: dict[str, Any] | None, reserved: tuple[Any, ...]) -> None:
+    """Pick pre-treatment covariates that may sharpen the difference in means (empty adjustment set)."""
+    from agents.stats.rct import describe, precision_covariates
+
+    pool = [
+        *(profile.potential_confounders if profile is not None else []),
+        *((cd or {}).get("excluded") or {}),
+        *((cd or {}).get("data_associated") or []),
+    ]
+    skip = {setup.treatment, setup.outcome, *[c for c in reserved if c]}
+    # With no covariates, prepare() kept exactly the rows where the treatment and outcome are known.
+    rows = setup.frame[setup.frame[[setup.treatment, setup.outcome]].notna().all(axis=1)].reset_index(drop=True)
+    X, left_out = precision_covariates(rows, setup.prep.t, [str(c) for c in pool], setup.adjustment.excluded, skip)
+    setup.precision = X
+    setup.notes.append(describe(X, left_out))
 
 
 def _trim(setup: PairSetup) -> None:
@@ -217,40 +274,6 @@ def check_balance(setup: PairSetup) -> dict[str, Any]:
     return P.diagnose(_covariates(setup), setup.prep.t, setup.ps, setup.estimand)
 
 
-def default_methods(setup: PairSetup, codes: list[str]) -> tuple[list[str], list[str]]:
-    """Methods chosen from the data and design, and why each family is in or out."""
-    n = len(setup.prep.y)
-    methods, why = ["naive"], ["Naive difference reported for contrast (it ignores confounding)."]
-    methods.append("ols")
-    for kind, label in (
-        ("iv", "instrument"),
-        ("did", "panel (unit and time columns)"),
-        ("rdd", "running variable and cutoff"),
-    ):
-        if kind in setup.design:
-            methods.append(kind)
-            why.append(f"{METHODS[kind]}: the user declared a {label}.")
-    if not any(k in setup.design for k in DESIGN_METHODS):
-        why.append("No instrument, panel or discontinuity declared: design-based estimators not run.")
-    if setup.binary and any(k in setup.design for k in DESIGN_METHODS):
-        why.append(
-            "A design was declared, so the propensity methods (which assume every confounder is measured) are not run "
-            "by default; pin them with `methods` to compare."
-        )
-    elif setup.binary:
-        methods += ["ipw", "aipw", "matching", "stratification"]
-        why.append("Binary treatment: propensity methods (IPW, AIPW, matching, stratification) run.")
-        t = setup.prep.t
-        if n >= META_MIN_N and min(t.sum(), len(t) - t.sum()) >= 200:
-            methods += ["s_learner", "t_learner", "x_learner", "dr_learner"]
-            why.append(f"n = {n} with >= 200 units per arm: meta-learners (S, T, X, DR) run for effect heterogeneity.")
-        else:
-            why.append(f"n = {n} (or an arm under 200 units): meta-learners skipped, too few units for stable CATEs.")
-    if "add_doubly_robust" in codes and "aipw" not in methods and setup.binary:
-        methods.append("aipw")
-    return methods, why
-
-
 def _dowhy(setup: PairSetup) -> Any:
     from agents.stats.estimators import DowhyBackdoor
 
@@ -260,26 +283,58 @@ def _dowhy(setup: PairSetup) -> Any:
 
 
 def run_method(setup: PairSetup, name: str) -> Estimate:
-    """Run one method of the menu on the pair (raises AgentError when it does not apply)."""
-    from agents.stats import designs as D
-    from agents.stats import estimators as E
+    """Run one method of the menu on the pair; any failure becomes an AgentError naming the method.
 
-    p, X = setup.prep, _covariates(setup)
+    The caller records it as a skip with its reason, so one estimator's failure (a DoWhy check,
+    too few rows per stratum, a singular fit) never ends the analysis.
+    """
+    if name not in METHODS:
+        raise AgentError(f"unknown method '{name}'; choose from {', '.join(METHODS)}")
     if name in PS_METHODS and not setup.binary:
         raise AgentError(f"{METHODS[name]} needs a binary treatment")
     if name in DESIGN_METHODS and name not in setup.design:
         raise AgentError(f"{METHODS[name]} needs a declared design ({name})")
+    if name in PS_METHODS and setup.no_covariates:
+        raise AgentError(f"{METHODS[name]} needs covariates and the adjustment set is empty")
+    try:
+        return _dispatch(setup, name)
+    except AgentError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded as a skip with its reason by the caller
+        text = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise AgentError(f"{METHODS[name]} failed ({type(exc).__name__}: {text})") from exc
+
+
+def _dispatch(setup: PairSetup, name: str) -> Estimate:
+    from agents.stats import designs as D
+    from agents.stats import dose
+    from agents.stats import estimators as E
+
+    p, X = setup.prep, _covariates(setup)
     if name == "naive":
-        return E.naive_difference(p.y, p.t) if setup.binary else _slope(p.y, p.t)
+        return E.naive_difference(p.y, p.t) if setup.binary else dose.slope_ols(p.y, p.t, X, *_names(setup), naive=True)
     if name == "ols":
-        return E.ols_adjustment(_dowhy(setup)) if setup.binary else _ols_continuous(p.y, p.t, X)
+        return E.ols_adjustment(_dowhy(setup)) if setup.binary else dose.slope_ols(p.y, p.t, X, *_names(setup))
+    if name == "diff_means":
+        return E.diff_in_means(p.y, p.t)
+    if name == "lin":
+        if setup.precision is None or not setup.precision.shape[1]:
+            raise AgentError("no pre-treatment covariate is available for precision")
+        return E.lin_adjusted(p.y, p.t, setup.precision)
+    if name == "dml_plm":
+        return dose.plm_dml(p.y, p.t, X, setup.seed, setup.folds, *_names(setup))
     if name == "ipw":
         return E.ipw_hajek(p.y, p.t, setup.scores, setup.estimand)
     if name == "aipw":
-        return E.aipw(X, p.y, p.t, setup.scores, setup.seed, setup.estimand)
+        return E.aipw(X, p.y, p.t, setup.scores, setup.seed, setup.estimand, nuisance=setup.nuisance)
     if name in ("matching", "stratification"):
         fn = E.ps_matching if name == "matching" else E.ps_stratification
         return fn(_dowhy(setup), setup.estimand, setup.bootstrap, setup.seed)
+    if name == "dr_learner":
+        from agents.stats.meta_learners import dr_learner
+
+        assert setup.nuisance is not None
+        return dr_learner(X, p.y, p.t, setup.scores, setup.nuisance, setup.seed)
     if name.endswith("_learner"):
         from agents.stats.meta_learners import meta_learner
 
@@ -290,89 +345,13 @@ def run_method(setup: PairSetup, name: str) -> Estimate:
     if name == "did":
         d = setup.design["did"]
         return D.did_twfe(setup.frame, d["unit_column"], d["time_column"], setup.treatment, setup.outcome)
-    if name == "rdd":
-        d = setup.design["rdd"]
-        x = p.frame[d["running_variable"]].astype(float).to_numpy()
-        return D.rdd_local_linear(x, p.y, p.t, d["cutoff"], d["running_variable"])
-    raise AgentError(f"unknown method '{name}'; choose from {', '.join(METHODS)}")
+    d = setup.design["rdd"]
+    x = p.frame[d["running_variable"]].astype(float).to_numpy()
+    return D.rdd_local_linear(x, p.y, p.t, d["cutoff"], d["running_variable"])
 
 
-def _slope(y: np.ndarray, t: np.ndarray) -> Estimate:
-    return _ols_continuous(y, t, pd.DataFrame(index=range(len(y))), naive=True)
-
-
-def _ols_continuous(y: np.ndarray, t: np.ndarray, X: pd.DataFrame, naive: bool = False) -> Estimate:
-    """OLS slope of a non-binary treatment (per unit of treatment), HC1 SE."""
-    import statsmodels.api as sm
-
-    from agents.stats.estimators import normal_ci
-
-    exog = sm.add_constant(np.column_stack([t, X.to_numpy(dtype=float)]) if X.shape[1] else t.reshape(-1, 1))
-    fit = sm.OLS(y, exog).fit(cov_type="HC1")
-    ci, pv = normal_ci(float(fit.params[1]), float(fit.bse[1]))
-    method = "Naive difference" if naive else "Regression adjustment (OLS)"
-    details = {"naive": True} if naive else {}
-    details["per_unit_of_treatment"] = True
-    return Estimate(method, "ATE", float(fit.params[1]), float(fit.bse[1]), ci, pv, ["linear dose-response"], details)
-
-
-def choose_headline(
-    setup: PairSetup, estimates: dict[str, Estimate], ps_diag: dict[str, Any] | None
-) -> tuple[str, str]:
-    """The headline method and why, by a fixed rule (see agents/README and the module docs).
-
-    1. A declared design (IV, then RDD, then DiD) wins: it does not rest on "no unmeasured
-       confounding". 2. Otherwise AIPW when overlap is adequate (or the sample was trimmed to
-       common support): doubly robust, efficient. 3. With poor overlap and no trimming, OLS:
-       weighting estimators are unstable there; regression extrapolates, so say so. 4. Else the
-       first available of OLS, IPW, matching, stratification, meta-learners.
-    """
-    for kind in ("iv", "rdd", "did"):
-        if kind in estimates:
-            return (
-                kind,
-                f"{estimates[kind].method} headlines because the user declared that design; it identifies the effect without assuming all confounders are measured.",
-            )
-    overlap_ok = bool((setup.overlap or {}).get("overlap_ok", True))
-    if ps_diag and ps_diag.get("treatment") == setup.treatment and not setup.trim:
-        overlap_ok = overlap_ok and bool(ps_diag.get("overlap_ok", True))
-    agree = _agreement(estimates)
-    if "aipw" in estimates and (overlap_ok or setup.trim):
-        where = "on the trimmed common-support sample" if setup.trim else "and propensity overlap is adequate"
-        return (
-            "aipw",
-            f"AIPW headlines: it is doubly robust (consistent if either the propensity or the outcome model is right) {where}. {agree}",
-        )
-    if not overlap_ok and "ols" in estimates:
-        return "ols", (
-            "Regression adjustment headlines because propensity overlap is poor: weighting estimators rest on a few "
-            f"extreme weights there, while OLS extrapolates linearly across the gap (trimming to common support is advised). {agree}"
-        )
-    for name in (
-        "ols",
-        "ipw",
-        "aipw",
-        "matching",
-        "stratification",
-        "dr_learner",
-        "x_learner",
-        "t_learner",
-        "s_learner",
-        "naive",
-    ):
-        if name in estimates:
-            return name, f"{estimates[name].method} headlines as the most credible method that was run. {agree}"
-    name = next(iter(estimates))
-    return name, f"{estimates[name].method} is the only estimate."
-
-
-def _agreement(estimates: dict[str, Estimate]) -> str:
-    if "aipw" in estimates and "ols" in estimates:
-        a, o = estimates["aipw"], estimates["ols"]
-        gap = abs(a.estimate - o.estimate) / max(np.hypot(a.std_error, o.std_error), 1e-12)
-        verdict = "agree" if gap < 2 else "DISAGREE (check model specification and overlap)"
-        return f"AIPW and OLS {verdict} ({gap:.1f} combined SEs apart)."
-    return ""
+def _names(setup: PairSetup) -> tuple[str, str]:
+    return setup.treatment, setup.outcome
 
 
 def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes: list[str]) -> dict[str, Any]:
@@ -381,7 +360,7 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
         **est.details,
         "method_key": key,
         "n_used": int(len(setup.prep.y)),
-        "adjustment_set": [] if key in ("naive", "did", "rdd") else list(setup.adjustment.covariates),
+        "adjustment_set": [] if key in ("naive", "did", "rdd", "diff_means") else list(setup.adjustment.covariates),
         "excluded_covariates": setup.adjustment.excluded,
         "round": round_no,
         "changes_applied": [c.split(":", 1)[0] for c in changes],

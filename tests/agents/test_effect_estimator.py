@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from agents.base.errors import AgentError
@@ -140,17 +141,25 @@ def test_declared_designs_headline_and_cover(tmp_path: Path, gen, design, key) -
         assert "z" not in est["ols"].details["adjustment_set"]
 
 
-def test_string_treatment_mapped_and_nonbinary_rejected(tmp_path: Path) -> None:
+def test_string_treatment_mapped_and_dose_gets_a_slope(tmp_path: Path) -> None:
     frame, truth = S.linear_confounding(n=1500, seed=9)
     frame["treated"] = frame["treated"].map({1: "yes", 0: "no"})
     state = make_state(frame, tmp_path, "treated", "outcome")
     result = run_single_agent("effect_estimator", state, tmp_path, FAST)
     assert _by_key(state)["aipw"].details["treated_value"] == "yes" and "'yes' is taken as treated" in result.reasoning
     assert _covers(_by_key(state)["aipw"], truth["effect"])
+    # A numeric dose is not refused: slopes, with the binary-only methods skipped and the reason recorded.
     frame["dose"] = frame["x3"].round()
     state2 = make_state(frame, tmp_path / "b", "dose", "outcome")
-    with pytest.raises(AgentError, match="binary"):
-        run_single_agent("effect_estimator", state2, tmp_path / "b", FAST)
+    result2 = run_single_agent("effect_estimator", state2, tmp_path / "b", FAST)
+    head = _headlines(state2)[0]
+    assert head.details["method_key"] == "ols" and head.estimand == "slope"
+    assert "binary" in head.details["skipped_methods"]["aipw"] and "skipped aipw" in result2.summary
+    # Unordered categories cannot be a dose: one clear error for the user to fix.
+    frame["arm"] = np.random.default_rng(0).choice(["a", "b", "c"], len(frame))
+    state3 = make_state(frame, tmp_path / "c", "arm", "outcome")
+    with pytest.raises(AgentError, match="unordered categories"):
+        run_single_agent("effect_estimator", state3, tmp_path / "c", FAST)
 
 
 def test_pair_from_profile_and_unknown_method(tmp_path: Path) -> None:

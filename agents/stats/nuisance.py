@@ -1,0 +1,283 @@
+"""Nuisance models of the doubly robust estimators, chosen by cross-validated loss, fitted once per fold.
+
+For a binary treatment: the propensity e(x) = P(T=1 | X=x) and the arm-wise outcome regressions
+mu1(x), mu0(x); for a continuous treatment: E[T | X] and E[Y | X] (the partially linear model).
+Each nuisance is fitted on K-1 folds and predicted on the held-out fold (cross-fitting, K >= 5),
+once per candidate learner; the learner with the lower held-out loss (log loss for the
+propensity, squared error for the outcome) is kept. Candidates: a linear model (logistic /
+least squares) and a flexible one (LightGBM; for the outcome, least squares plus boosting on its
+residuals, which extrapolates linearly where an arm has no data). AIPW, the DR-learner, IPW,
+matching, stratification and the balance diagnostics all read the one fit, so they describe the
+same models.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agents.stats.propensity import CLIP
+
+__all__ = [
+    "FOLDS",
+    "MORE_FOLDS",
+    "Nuisance",
+    "fit_binary",
+    "fit_continuous",
+    "fit_propensity",
+    "aipw_scores",
+    "flexible_allowed",
+]
+
+FOLDS = 5
+MORE_FOLDS = 10
+MIN_FLEXIBLE = 100
+"""Fewest training units (per arm for the outcome) for the flexible learner to be a candidate."""
+PS_LEARNERS = ("logistic", "gbm")
+OUTCOME_LEARNERS = ("linear", "linear+boosting")
+OUTCOME_LABEL = {"linear": "least squares", "linear+boosting": "least squares + LightGBM on its residuals"}
+
+
+@dataclass
+class Nuisance:
+    """Cross-fitted nuisance predictions and how they were chosen."""
+
+    folds: int
+    e: np.ndarray | None = None
+    mu1: np.ndarray | None = None
+    mu0: np.ndarray | None = None
+    m_t: np.ndarray | None = None
+    m_y: np.ndarray | None = None
+    choice: dict[str, str] = field(default_factory=dict)
+    cv_loss: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One sentence naming the chosen learners, their losses and the folds."""
+        parts = []
+        for name, chosen in self.choice.items():
+            losses = ", ".join(f"{k} {v:.4g}" for k, v in self.cv_loss.get(name, {}).items())
+            parts.append(f"{name}: {chosen} (held-out loss {losses})")
+        return f"Nuisance models chosen by {self.folds}-fold cross-validated loss, fitted once per fold: " + "; ".join(
+            parts
+        )
+
+    def outcome_excess(self) -> float:
+        """How much worse (relative held-out loss) the linear outcome model is than the chosen one."""
+        loss = self.cv_loss.get("outcome", {})
+        if "linear" not in loss or len(loss) < 2:
+            return 0.0
+        best = min(loss.values())
+        return float(loss["linear"] / best - 1) if best > 0 else 0.0
+
+
+def flexible_allowed(n_train: int) -> bool:
+    """Whether enough units train a boosted model for it to be worth a candidate."""
+    return n_train >= MIN_FLEXIBLE
+
+
+def _logistic() -> Any:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(C=100.0, max_iter=2000))
+
+
+def _gbm_classifier(seed: int) -> Any:
+    from lightgbm import LGBMClassifier
+
+    return LGBMClassifier(
+        n_estimators=150,
+        learning_rate=0.05,
+        num_leaves=8,
+        max_depth=3,
+        min_child_samples=50,
+        reg_lambda=1.0,
+        subsample=0.8,
+        subsample_freq=1,
+        random_state=seed,
+        n_jobs=1,
+        verbose=-1,
+    )
+
+
+class LinearPlusBoost:
+    """Least squares, then LightGBM on its residuals (linear extrapolation, nonlinear fit inside)."""
+
+    def __init__(self, seed: int = 0, boost: bool = True) -> None:
+        self.seed = seed
+        self.boost = boost
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> LinearPlusBoost:
+        from sklearn.linear_model import LinearRegression
+
+        self.linear_ = LinearRegression().fit(X, y)
+        self.gbm_ = None
+        if self.boost:
+            from lightgbm import LGBMRegressor
+
+            self.gbm_ = LGBMRegressor(
+                n_estimators=200,
+                learning_rate=0.05,
+                num_leaves=15,
+                min_child_samples=20,
+                random_state=self.seed,
+                n_jobs=1,
+                verbose=-1,
+            )
+            self.gbm_.fit(X, y - self.linear_.predict(X))
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        out = self.linear_.predict(X)
+        return out + self.gbm_.predict(X) if self.gbm_ is not None else out
+
+
+def _splits(n: int, folds: int, seed: int, strata: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    idx = np.zeros((n, 1))
+    if strata is not None:
+        k = max(2, min(folds, int(np.bincount(strata.astype(int)).min())))
+        return list(StratifiedKFold(k, shuffle=True, random_state=seed).split(idx, strata))
+    return list(KFold(max(2, min(folds, n)), shuffle=True, random_state=seed).split(idx))
+
+
+def _matrix(X: pd.DataFrame, n: int) -> np.ndarray:
+    return X.to_numpy(dtype=float) if X.shape[1] else np.zeros((n, 1))
+
+
+def _propensity(
+    Xv: np.ndarray, t: np.ndarray, splits: list[Any], seed: int, candidates: tuple[str, ...]
+) -> tuple[str, np.ndarray, dict[str, float]]:
+    preds: dict[str, np.ndarray] = {}
+    for name in candidates:
+        p = np.empty(len(t))
+        for train, test in splits:
+            model = _gbm_classifier(seed) if name == "gbm" else _logistic()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(Xv[train], t[train])
+                p[test] = model.predict_proba(Xv[test])[:, 1]
+        preds[name] = p
+    loss = {k: _log_loss(t, v) for k, v in preds.items()}
+    best = min(loss, key=lambda k: loss[k])
+    return best, preds[best], loss
+
+
+def _log_loss(t: np.ndarray, p: np.ndarray) -> float:
+    q = np.clip(p, 1e-6, 1 - 1e-6)
+    return float(-np.mean(t * np.log(q) + (1 - t) * np.log(1 - q)))
+
+
+def _regress(
+    Xv: np.ndarray, y: np.ndarray, splits: list[Any], seed: int, rows: np.ndarray | None, candidates: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """Cross-fitted predictions for every unit, training on ``rows`` (all when None) of the other folds."""
+    out: dict[str, np.ndarray] = {}
+    for name in candidates:
+        pred = np.empty(len(y))
+        for train, test in splits:
+            fit_on = train if rows is None else train[rows[train]]
+            model = LinearPlusBoost(seed, boost=name == "linear+boosting").fit(Xv[fit_on], y[fit_on])
+            pred[test] = model.predict(Xv[test])
+        out[name] = pred
+    return out
+
+
+def _outcome_candidates(n_train: int, flexible: bool) -> tuple[str, ...]:
+    return OUTCOME_LEARNERS if flexible and flexible_allowed(n_train) else ("linear",)
+
+
+def fit_binary(
+    X: pd.DataFrame,
+    t: np.ndarray,
+    y: np.ndarray,
+    seed: int = 0,
+    folds: int = FOLDS,
+    ps_model: str = "auto",
+    flexible: bool = True,
+) -> Nuisance:
+    """Propensity and arm-wise outcome models, each chosen by held-out loss, cross-fitted.
+
+    ``ps_model`` pins the propensity learner ("logistic" or "gbm"); "auto" picks by log loss.
+    ``flexible=False`` keeps the outcome model linear. Without covariates the propensity is the
+    treated share and the outcome models are the arm means.
+    """
+    n = len(y)
+    t = t.astype(float)
+    splits = _splits(n, folds, seed, t)
+    k = len(splits)
+    if X.shape[1] == 0:
+        e = np.full(n, float(t.mean()))
+        mu1, mu0 = np.full(n, float(y[t == 1].mean())), np.full(n, float(y[t == 0].mean()))
+        return Nuisance(k, e=e, mu1=mu1, mu0=mu0, choice={"propensity": "constant", "outcome": "arm means"})
+    Xv = _matrix(X, n)
+    smaller = int(min(t.sum(), n - t.sum()))
+    ps_name, e, ps_loss = _propensity(Xv, t.astype(int), splits, seed, _ps_candidates(ps_model, smaller))
+    candidates = _outcome_candidates(int(smaller * (k - 1) / k), flexible)
+    treated = t == 1
+    fit1 = _regress(Xv, y, splits, seed, treated, candidates)
+    fit0 = _regress(Xv, y, splits, seed, ~treated, candidates)
+    loss = {
+        name: float(np.mean(np.where(treated, (y - fit1[name]) ** 2, (y - fit0[name]) ** 2))) for name in candidates
+    }
+    best = min(loss, key=lambda k2: loss[k2])
+    return Nuisance(
+        k,
+        e=e,
+        mu1=fit1[best],
+        mu0=fit0[best],
+        choice={"propensity": ps_name, "outcome": best},
+        cv_loss={"propensity": ps_loss, "outcome": loss},
+    )
+
+
+def fit_propensity(
+    X: pd.DataFrame, t: np.ndarray, seed: int = 0, folds: int = FOLDS, ps_model: str = "auto"
+) -> tuple[str, np.ndarray, dict[str, float]]:
+    """The propensity part of :func:`fit_binary` alone (same folds, same choice, same scores)."""
+    n = len(t)
+    t = t.astype(float)
+    if X.shape[1] == 0:
+        return "constant", np.full(n, float(t.mean())), {}
+    splits = _splits(n, folds, seed, t)
+    smaller = int(min(t.sum(), n - t.sum()))
+    return _propensity(_matrix(X, n), t.astype(int), splits, seed, _ps_candidates(ps_model, smaller))
+
+
+def _ps_candidates(ps_model: str, smaller: int) -> tuple[str, ...]:
+    if ps_model in PS_LEARNERS:
+        return (ps_model,)
+    return PS_LEARNERS if flexible_allowed(smaller) else ("logistic",)
+
+
+def fit_continuous(
+    X: pd.DataFrame, t: np.ndarray, y: np.ndarray, seed: int = 0, folds: int = FOLDS, flexible: bool = True
+) -> Nuisance:
+    """E[T | X] and E[Y | X] for the partially linear model, each chosen by held-out squared error."""
+    n = len(y)
+    splits = _splits(n, folds, seed, None)
+    k = len(splits)
+    Xv = _matrix(X, n)
+    candidates = _outcome_candidates(int(n * (k - 1) / k), flexible)
+    choice: dict[str, str] = {}
+    losses: dict[str, dict[str, float]] = {}
+    fitted: dict[str, np.ndarray] = {}
+    for label, target in (("treatment", t.astype(float)), ("outcome", y)):
+        preds = _regress(Xv, target, splits, seed, None, candidates)
+        loss = {name: float(np.mean((target - p) ** 2)) for name, p in preds.items()}
+        best = min(loss, key=lambda k2: loss[k2])
+        choice[label], losses[label], fitted[label] = best, loss, preds[best]
+    return Nuisance(k, m_t=fitted["treatment"], m_y=fitted["outcome"], choice=choice, cv_loss=losses)
+
+
+def aipw_scores(nu: Nuisance, y: np.ndarray, t: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """The AIPW (efficient influence function) scores of the ATE, with ``e`` clipped to [CLIP, 1-CLIP]."""
+    assert nu.mu1 is not None and nu.mu0 is not None
+    ec = np.clip(e, CLIP, 1 - CLIP)
+    return nu.mu1 - nu.mu0 + t * (y - nu.mu1) / ec - (1 - t) * (y - nu.mu0) / (1 - ec)
