@@ -22,6 +22,8 @@ __all__ = [
     "CritiqueLoopSpec",
     "CritiqueLoopStepSpec",
     "LLMSettings",
+    "LoopSpec",
+    "LoopStepSpec",
     "ParallelStepSpec",
     "RecipeSpec",
     "Settings",
@@ -38,14 +40,22 @@ class _Spec(BaseModel):
 
 
 class LLMSettings(_Spec):
-    """Reserved for LLM-backed agents; every agent also works without it."""
+    """An optional OpenAI-compatible model for the agents' LLM modes (off unless enabled).
+
+    Environment variables override these (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
+    ``WHYFLOW_LLM=on|off``, ``WHYFLOW_LLM_MODEL``, ...), and ``whyflow run --llm on|off``
+    overrides both; see :mod:`agents.base.llm.config`. Every agent also works without it.
+    """
 
     enabled: bool = False
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    model: str | None = Field(None, description="model name; without one, the first model the endpoint lists")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable that holds the API key")
     temperature: float = Field(0.0, ge=0.0, le=2.0)
-    timeout_seconds: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, description="seconds per request before it counts as timed out")
+    max_retries: int = Field(2, ge=0, description="retries on timeouts, 429 and 5xx, with exponential backoff")
+    max_tokens_per_run: int = Field(50_000, ge=0, description="token budget of one run; 0 = no model calls")
+    cache: bool = Field(True, description="cache replies in the job folder so resume and re-runs never ask twice")
 
 
 class DriftThresholds(_Spec):
@@ -78,6 +88,7 @@ class AgentStepSpec(_Spec):
     reads: tuple[str, ...] | None = None
     writes: tuple[str, ...] | None = None
     retries: int | None = Field(None, ge=0)
+    when: str | None = Field(None, description="run the step only if this condition on the state holds")
 
     @property
     def key(self) -> str:
@@ -106,8 +117,12 @@ def _inner_kind(value: Any) -> str | None:
 def _step_kind(value: Any) -> str | None:
     if isinstance(value, CritiqueLoopStepSpec):
         return "critique_loop"
-    if isinstance(value, dict) and "critique_loop" in value:
-        return "critique_loop"
+    if isinstance(value, LoopStepSpec):
+        return "loop"
+    if isinstance(value, dict):
+        for kind in ("critique_loop", "loop"):
+            if kind in value:
+                return kind
     return _inner_kind(value)
 
 
@@ -134,14 +149,36 @@ class CritiqueLoopStepSpec(_Spec):
     critique_loop: CritiqueLoopSpec
 
 
+class LoopSpec(_Spec):
+    """Steps repeated until a condition on the state holds, at most ``max_iterations`` rounds.
+
+    When the rounds run out with the condition still false, the ``on_exhausted`` step runs and
+    the run ends there (seed 001's error node); without one the recipe goes on. A critique loop
+    is this loop with ``until: critique_history[-1].decision != "ITERATE"``.
+    """
+
+    until: str = Field(description="exit condition, checked after each round (e.g. execution_success)")
+    max_iterations: int | None = Field(None, ge=1)
+    steps: tuple[InnerStep, ...] = Field(min_length=1)
+    on_exhausted: AgentStepSpec | None = None
+    when: str | None = Field(None, description="run the loop only if this condition on the state holds")
+
+
+class LoopStepSpec(_Spec):
+    """A ``loop:`` step."""
+
+    loop: LoopSpec
+
+
 Step = Annotated[
     Annotated[AgentStepSpec, Tag("agent")]
     | Annotated[ParallelStepSpec, Tag("parallel")]
-    | Annotated[CritiqueLoopStepSpec, Tag("critique_loop")],
+    | Annotated[CritiqueLoopStepSpec, Tag("critique_loop")]
+    | Annotated[LoopStepSpec, Tag("loop")],
     Discriminator(
         _step_kind,
         custom_error_type="invalid_step",
-        custom_error_message="a step needs one of 'agent', 'parallel' or 'critique_loop'",
+        custom_error_message="a step needs one of 'agent', 'parallel', 'loop' or 'critique_loop'",
     ),
 ]
 
@@ -152,12 +189,15 @@ class RecipeSpec(_Spec):
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_\-]*$")
     description: str = ""
     inputs: tuple[str, ...] = ("dataset_info", "treatment_variable", "outcome_variable")
+    state: Literal["analysis", "ask"] = Field(
+        "analysis", description="the state model the recipe runs on: a causal analysis, or a question (ask)"
+    )
     settings: Settings = Settings()
     steps: tuple[Step, ...] = Field(min_length=1)
 
 
 # ---- errors in the user's terms ---------------------------------------------------------------
-_TAGS = {"agent", "parallel", "critique_loop"}
+_TAGS = {"agent", "parallel", "critique_loop", "loop"}
 
 
 def step_label(document: Any, loc: tuple[Any, ...]) -> str:
@@ -175,6 +215,8 @@ def step_label(document: Any, loc: tuple[Any, ...]) -> str:
                 label = f"step '{node.get('name') or node['agent']}'"
             elif "critique_loop" in node:
                 label = "step 'critique_loop'"
+            elif "loop" in node:
+                label = "step 'loop'"
             elif "parallel" in node:
                 label = "parallel group"
     return label
@@ -218,6 +260,8 @@ _ALL_KEYS = sorted(
         "parallel",
         "critique_loop",
         *CritiqueLoopSpec.model_fields,
+        "loop",
+        *LoopSpec.model_fields,
     }
 )
 
@@ -287,6 +331,10 @@ def _iter_agent_steps(steps: list[Any]) -> list[dict[str, Any]]:
             out.extend(_iter_agent_steps(step["parallel"]))
         elif isinstance(step.get("critique_loop"), dict):
             out.extend(_iter_agent_steps(step["critique_loop"].get("steps") or []))
+        elif isinstance(step.get("loop"), dict):
+            body = step["loop"]
+            exhausted = [body["on_exhausted"]] if isinstance(body.get("on_exhausted"), dict) else []
+            out.extend(_iter_agent_steps([*(body.get("steps") or []), *exhausted]))
     return out
 
 

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Protocol
 
 from agents.base.agent import AgentContext, AgentResult
+from agents.base.ask_state import JobState
 from agents.base.errors import MissingStateField, WhyflowError
-from agents.base.state import AnalysisState, JobStatus
+from agents.base.state import JobStatus
 from flows.dispatch import apply_result, dispatch, missing_required
 from flows.errors import CancelRequested, RunCancelled, RunFailed
+from flows.nested import run_nested_recipe
 from flows.plan import AgentNode, LoopNode, ParallelNode, Plan
 from flows.progress import Reporter
 from flows.store import JobFolder
@@ -34,20 +36,20 @@ __all__ = ["Executor", "LocalExecutor", "Runner", "step_key"]
 class Executor(Protocol):
     """Runs agents: one in the flow's thread, or several concurrently."""
 
-    def run(self, node: AgentNode, state: AnalysisState, ctx: AgentContext) -> AgentResult: ...
+    def run(self, node: AgentNode, state: JobState, ctx: AgentContext) -> AgentResult: ...
 
     def run_many(
-        self, jobs: list[tuple[AgentNode, AnalysisState, AgentContext]]
+        self, jobs: list[tuple[AgentNode, JobState, AgentContext]]
     ) -> list[AgentResult | BaseException]: ...
 
 
 class LocalExecutor:
     """Plain in-process calls, no Prefect (used by tests of the runner's own logic)."""
 
-    def run(self, node: AgentNode, state: AnalysisState, ctx: AgentContext) -> AgentResult:
+    def run(self, node: AgentNode, state: JobState, ctx: AgentContext) -> AgentResult:
         return dispatch(node.agent_cls, state, node.params, ctx)
 
-    def run_many(self, jobs: list[tuple[AgentNode, AnalysisState, AgentContext]]) -> list[AgentResult | BaseException]:
+    def run_many(self, jobs: list[tuple[AgentNode, JobState, AgentContext]]) -> list[AgentResult | BaseException]:
         out: list[AgentResult | BaseException] = []
         for node, state, ctx in jobs:
             try:
@@ -88,6 +90,10 @@ def step_key(node: AgentNode, round_: int | None = None) -> str:
     return node.key if round_ is None else f"{node.key}@{round_}"
 
 
+class _StopRun(Exception):
+    """A loop's ``on_exhausted`` step ran: the run ends there, completed (001's error node)."""
+
+
 class _AgentFailed(Exception):
     def __init__(self, agent: str, message: str) -> None:
         super().__init__(message)
@@ -125,7 +131,7 @@ class Runner:
         self,
         plan: Plan,
         folder: JobFolder,
-        state: AnalysisState,
+        state: JobState,
         executor: Executor,
         reporter: Reporter,
         *,
@@ -140,7 +146,7 @@ class Runner:
         self._weights = {n.key: n.weight for n in plan.agent_nodes()}
 
     # ---- public ---------------------------------------------------------------------------
-    def run(self) -> AnalysisState:
+    def run(self) -> JobState:
         """Run every step not yet completed; raise RunFailed or RunCancelled after saving."""
         state = self.state
         try:
@@ -148,9 +154,12 @@ class Runner:
                 if state.status is JobStatus.PENDING:
                     state.transition(JobStatus.FETCHING_DATA)
                     self._save()
-                self.reporter.run_started(self.plan, state)
-                for index, step in enumerate(self.plan.steps):
-                    self._run_step(step, index)
+                self.reporter.run_started(self.plan, state)  # type: ignore[arg-type]
+                try:
+                    for index, step in enumerate(self.plan.steps):
+                        self._run_step(step, index)
+                except _StopRun:
+                    pass
                 state.mark_completed()
                 self._save()
         except (CancelRequested, KeyboardInterrupt) as exc:
@@ -161,14 +170,16 @@ class Runner:
             if state.status not in (JobStatus.FAILED,):
                 state.mark_failed(exc.message, exc.agent)
             self._save()
-            self.reporter.run_failed(state)
+            self.reporter.run_failed(state)  # type: ignore[arg-type]  # reporters take either state
             raise RunFailed(exc.agent, exc.message, str(self.folder.path)) from None
-        self.reporter.run_finished(state, self.folder)
+        self.reporter.run_finished(state, self.folder)  # type: ignore[arg-type]  # reporters take either state
         return state
 
     # ---- steps ----------------------------------------------------------------------------
     def _run_step(self, step: AgentNode | ParallelNode | LoopNode, index: int, round_: int | None = None) -> None:
         if isinstance(step, AgentNode):
+            if step.when is not None and not step.when(self.state):
+                return  # the condition is false on the persisted state, so a resume decides the same
             self._run_agent(step, round_)
         elif isinstance(step, ParallelNode):
             self._run_parallel(step, round_)
@@ -239,25 +250,53 @@ class Runner:
             raise _AgentFailed(failure[0].name, _describe(failure[1]))
 
     def _run_loop(self, loop: LoopNode, index: int) -> None:
-        done_key = f"critique_loop[{index}]#done"
+        """Rounds until ``loop.until`` holds or the limit; then ``on_exhausted`` (ending the run)."""
+        done_key, exhausted_key = f"{loop.kind}[{index}]#done", f"{loop.kind}[{index}]#exhausted"
+        if exhausted_key in self.state.completed_steps:
+            self._exhausted(loop, index)
         if done_key in self.state.completed_steps:
             return
+        if loop.when is not None and not loop.when(self.state):
+            return
+        critique = loop.kind == "critique_loop"
+        if not critique and not self._loop_started(loop):
+            self.state.iteration_count = 0  # a later loop counts its own rounds
         self.state.max_iterations = loop.max_iterations
+        exhausted = False
         while True:
             round_ = self.state.iteration_count + 1
             if round_ > 1 and self.state.status is JobStatus.CRITIQUE_REVIEW:
                 self.state.transition(JobStatus.ITERATING)
                 self._save()
-            self.reporter.round_started(round_, loop.max_iterations)
+            if critique:
+                self.reporter.round_started(round_, loop.max_iterations)
             for inner in loop.steps:
                 self._run_step(inner, index, round_)
             self.state.iteration_count = round_
             self._save()
-            if not self.state.should_iterate():
+            if loop.until(self.state):
                 break
+            if round_ >= loop.max_iterations:
+                exhausted = True
+                break
+        if exhausted and loop.on_exhausted is not None:
+            self.state.completed_steps = [*self.state.completed_steps, exhausted_key]
+            self._save()
+            self._exhausted(loop, index)
         self.state.completed_steps = [*self.state.completed_steps, done_key]
         self._save()
-        self.reporter.loop_finished(self.state)
+        if critique:
+            self.reporter.loop_finished(self.state)  # type: ignore[arg-type]
+
+    def _exhausted(self, loop: LoopNode, index: int) -> None:
+        """Run the loop's ``on_exhausted`` step (skipped if done before a resume) and end the run."""
+        assert loop.on_exhausted is not None
+        self._run_step(loop.on_exhausted, index)
+        raise _StopRun
+
+    def _loop_started(self, loop: LoopNode) -> bool:
+        keys = {n.key for s in loop.steps for n in ((s,) if isinstance(s, AgentNode) else s.nodes)}
+        return any(k.split("@")[0] in keys for k in self.state.completed_steps if "@" in k)
 
     # ---- applying -------------------------------------------------------------------------
     def _apply(self, node: AgentNode, key: str, result: AgentResult) -> None:
@@ -271,7 +310,7 @@ class Runner:
         self.state.completed_steps = [*self.state.completed_steps, key]
         self.state.progress_percentage = self._progress()
         self._save()
-        self.reporter.step_finished(key, node, result, self.state)
+        self.reporter.step_finished(key, node, result, self.state)  # type: ignore[arg-type]
 
     def _progress(self) -> float:
         done = {k.split("@")[0] for k in self.state.completed_steps if "#" not in k}
@@ -280,8 +319,11 @@ class Runner:
 
     def _record_error(self, node: AgentNode, exc: BaseException) -> None:
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        with (self.folder.path / "errors.log").open("a", encoding="utf-8") as fh:
-            fh.write(f"--- agent {node.name} ---\n{text}\n")
+        try:
+            with (self.folder.path / "errors.log").open("a", encoding="utf-8") as fh:
+                fh.write(f"--- agent {node.name} ---\n{text}\n")
+        except OSError:  # a full disk: the reason still reaches state.json and the console
+            pass
 
     def _finish_cancel(self, reason: str) -> None:
         state = self.state
@@ -292,7 +334,7 @@ class Runner:
             self._save()
         state.mark_cancelled(f"Cancelled: {reason}")
         self._save()
-        self.reporter.run_cancelled(state)
+        self.reporter.run_cancelled(state)  # type: ignore[arg-type]  # reporters take either state
 
     def _save(self) -> None:
         self.folder.save(self.state)
@@ -303,4 +345,13 @@ class Runner:
             step=key,
             seed=self.plan.settings.seed,
             iteration=round_,
+            run_recipe=run_nested_recipe,
+            llm=_llm_client(self.plan.settings.llm, self.folder.path, key),  # None unless switched on
         )
+
+
+def _llm_client(settings: object, job_dir: object, key: str) -> object:
+    """The step's LLM client (agents.base.llm), or None when the model is off."""
+    from agents.base.llm import client_for
+
+    return client_for(settings, Path(str(job_dir)).resolve(), key)
