@@ -148,9 +148,13 @@ def _confine(request: dict[str, Any]) -> list[str]:
     if request.get("drop_uid") is not None:
         confine.drop_privileges(int(request["drop_uid"]), int(request["drop_gid"]))
         applied.append("uid-drop")
+    elif os.geteuid() == 0:  # root that stays root: without this, rlimits could be raised back
+        confine.drop_capabilities()
+        applied.append("no-capabilities")
     landlock = request.get("landlock")
     if landlock:
-        abi = confine.landlock_restrict(landlock["read"], landlock["write"], landlock["devices"])
+        own = [f"/proc/{os.getpid()}", "/proc/thread-self"]
+        abi = confine.landlock_restrict([*landlock["read"], *own], landlock["write"], landlock["devices"])
         applied.append("landlock")
         if abi >= 4:
             applied.append("landlock-net")

@@ -76,8 +76,13 @@ def _python_binds() -> list[str]:
 
 
 def child_read_paths() -> list[str]:
-    """What Landlock lets the child read (besides its datasets): system, Python, a few /etc files."""
-    system = [p for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys/devices/system/cpu") if os.path.exists(p)]
+    """What Landlock lets the child read (besides its datasets): system, Python, a few /etc files.
+
+    Not /proc as a whole: other processes' ``environ`` stayed readable there for a root child
+    (measured); the child adds its own ``/proc/<pid>``.
+    """
+    system = [p for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys/devices/system/cpu") if os.path.exists(p)]
+    system += [p for p in ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat") if os.path.exists(p)]
     etc = [f"/etc/{name}" for name in _ETC_FILES if os.path.exists(f"/etc/{name}")]
     return system + etc + _python_binds() + [str(CHILD_SCRIPT), str(_CONFINE_SCRIPT)]
 
@@ -126,9 +131,13 @@ def _system_binds() -> list[str]:
     for name in _ETC_FILES:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    for d in _python_binds():
-        if not any(d == top or d.startswith(top + "/") for top in ("/usr", "/lib", "/lib64", "/bin")):
-            args += ["--ro-bind", d, d]
+    extra = [d for d in _python_binds() if not any(d == t or d.startswith(t + "/") for t in ("/usr", "/lib", "/lib64", "/bin"))]
+    # Folders above a bound Python (/root/.pyenv/...) must be traversable by the throw-away uid.
+    ancestors = sorted({str(a) for d in extra for a in Path(d).parents if str(a) != "/"}, key=len)
+    for folder in ancestors:
+        args += ["--perms", "0755", "--dir", folder]
+    for d in extra:
+        args += ["--ro-bind", d, d]
     return args
 
 
