@@ -78,10 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unit", help="unit id column of panel data (difference-in-differences)")
     p.add_argument("--time", help="time column of panel data")
     p.add_argument("--job-id", help="use this job id instead of a generated one")
+    p.add_argument("--llm", choices=["on", "off"], help="call the configured LLM (on) or never (off); sets WHYFLOW_LLM")
     p.add_argument("--verbose", action="store_true", help="show Prefect's own logs too")
 
     p = sub.add_parser("resume", help="continue a killed, failed or cancelled job from its last completed agent")
     p.add_argument("job", metavar="JOB", help="job id or job folder")
+    p.add_argument("--llm", choices=["on", "off"], help="as for run (cached replies are reused, never asked again)")
     p.add_argument("--verbose", action="store_true")
 
     p = sub.add_parser("status", help="show a job's status, progress and results")
@@ -97,6 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("history", help="a recipe's runs on one data source: estimates, data, quality, drift")
     p.add_argument("recipe", metavar="RECIPE", help="recipe file or recipe name")
     p.add_argument("--data", required=True, help="the data file or URL the runs used")
+
+    p = sub.add_parser("llm", help="the optional language model: 'whyflow llm check' tests the endpoint")
+    p.add_argument("llm_command", choices=["check"], metavar="check")
+    p.add_argument("--recipe", help="read the llm: block of this recipe (default: environment only)")
+    p.add_argument("--base-url", help="endpoint to check (default: the recipe, then OPENAI_BASE_URL)")
+    p.add_argument("--model", help="model to check (default: the first one the endpoint lists)")
+
+    from flows.ask import add_parser as add_ask_parser
+
+    add_ask_parser(sub)
     return parser
 
 
@@ -114,9 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cancel": commands.cmd_cancel,
         "agents": commands.cmd_agents,
         "history": commands.cmd_history,
+        "llm": _cmd_llm,
+        "ask": _cmd_ask,
     }
     if args.command in ("run", "resume"):
         _prepare_environment(getattr(args, "verbose", False))
+        if getattr(args, "llm", None):
+            os.environ["WHYFLOW_LLM"] = args.llm  # read where each step's ctx.llm is built
     try:
         return int(handlers[args.command](args))
     except (RecipeSyntaxError, RecipeValidationError) as exc:
@@ -131,6 +147,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileExistsError as exc:
         print(f"whyflow: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("whyflow: interrupted", file=sys.stderr)
+        return 130
+
+
+def _cmd_ask(args: Any) -> int:
+    from flows.ask import cmd_ask
+
+    return cmd_ask(args)
+
+
+def _cmd_llm(args: Any) -> int:
+    from flows.llm_check import cmd_llm
+
+    return cmd_llm(args)
 
 
 def design_from_args(args: Any) -> StudyDesign:
