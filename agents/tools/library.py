@@ -9,6 +9,7 @@ A template sets ``result`` and, for charts, ``figure`` (a Vega-Lite dict with â‰
 
 from __future__ import annotations
 
+import re
 import string
 from functools import lru_cache
 from importlib import resources
@@ -52,6 +53,9 @@ class Example(BaseModel):
     description: str
     questions: list[str] = Field(min_length=2)
     tags: list[str] = Field(default_factory=list)
+    requires: list[str] = Field(
+        default_factory=list, description="Words (or word starts) of which the question must hold at least one."
+    )
     slots: dict[str, Slot] = Field(default_factory=dict)
     needs_code: bool = True
     needs_evaluation: bool = False
@@ -72,6 +76,21 @@ class Example(BaseModel):
         if self.needs_code and "result" not in self.code:
             raise ValueError("the code template must set `result`")
         return self
+
+    def fits_intent(self, question: str) -> bool:
+        """Whether the question holds one of the required words (always true when none are listed).
+
+        Words of four letters or fewer must match whole words ('per' is not 'percent'); longer
+        ones match word starts ('correlat' matches 'correlation' and 'correlated').
+        """
+        if not self.requires:
+            return True
+        text = question.lower()
+        for word in self.requires:
+            pattern = r"(?<![a-z])" + re.escape(word.lower()) + (r"(?![a-z])" if len(word) <= 4 else "")
+            if re.search(pattern, text):
+                return True
+        return False
 
     def text_for_retrieval(self) -> str:
         """The text TF-IDF indexes: title, description, questions and tags."""

@@ -31,6 +31,7 @@ from agents.tools.slots import (
     is_group_mention,
     number_after,
     numeric_literal,
+    value_mentions,
 )
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ __all__ = [
     "parse_output_format",
 ]
 
-MIN_SCORE = 0.12
+MIN_SCORE = 0.05
+_CHART_WORDS = re.compile(r"\b(plot|chart|graph|histogram|visuali[sz]e|draw|scatter)", re.IGNORECASE)
 CODE_PRELUDE = """\
 import numpy as np
 import pandas as pd
@@ -102,7 +104,7 @@ class FilledPlan(BaseModel):
     alternatives: list[ExampleMatch] = Field(default_factory=list, description="The other examples considered.")
 
 
-_KIND_TOKEN = {"numeric": "numcol", "category": "catcol", "column": "anycol", "datetime": "timecol",
+_KIND_TOKEN = {"numeric": "numcol", "category": "catcol", "column": "numcol catcol", "datetime": "timecol",
                "integer": "numval", "number": "numval", "value": "catval", "text": "textval"}
 
 
@@ -142,7 +144,7 @@ def _masked(question: str, columns: Sequence[ColumnInfo]) -> str:
         out.extend(words[i : mention.start])
         info = by_name[mention.column]
         kinds = [k for k, ok in (("numcol", info.numeric), ("catcol", info.categorical), ("timecol", info.temporal)) if ok]
-        out.extend(kinds + ["anycol"])
+        out.extend(kinds)
         i = mention.end
     out.extend(words[i:])
     return " ".join(out)
@@ -175,12 +177,16 @@ def fill(
     """
     infos = as_column_infos(columns)
     matches = list(examples) if examples is not None else retrieve(question, k=8, columns=infos)
-    mentions = find_columns(question, infos)
+    named = find_columns(question, infos)
+    mentions = sorted([*named, *value_mentions(question, infos, named)], key=lambda m: m.start)
+    charty = bool(_CHART_WORDS.search(question))
     best: tuple[float, FilledPlan] | None = None
     for match in matches:
         if match.score < MIN_SCORE:
             continue
         example = get_example(match.example_id)
+        if not example.fits_intent(question):
+            continue
         params = _assign_slots(example, question, infos, mentions)
         if params is None:
             continue
@@ -189,7 +195,7 @@ def fill(
         filters = find_filters(question, infos, unused, used_columns)
         filtered = {f.column for f in filters}
         coverage = sum(m.column in used_columns or m.column in filtered for m in mentions) / max(1, len(mentions))
-        total = match.score + 0.2 * coverage
+        total = match.score + 0.2 * coverage - (0.15 if charty and example.kind != "chart" else 0.0)
         if best is None or total > best[0] + 1e-9:
             plan = _plan(example, match, params, filters, question, [m for m in matches if m.example_id != match.example_id])
             best = (total, plan)
@@ -250,17 +256,21 @@ def _pick_column(kind: str, role: str, question: str, mentions: Sequence[Mention
 
 
 def _pick_value(question: str, params: Mapping[str, Any], example: Example, name: str, by_name: Mapping[str, ColumnInfo]) -> str | None:
-    """A category value of the slot's column (the column slot declared just before it) named in the question."""
-    from agents.tools.slots import tokens
-
-    words = set(tokens(question)) | {w.lower() for w in re.findall(r"\w+", question)}
+    """A category value of the example's column slot named in the question, in question order, not yet used."""
+    lower = question.lower()
+    taken = {str(v).lower() for k, v in params.items() if example.slots[k].kind == "value" and v is not None}
     for other, slot in example.slots.items():
         if other == name or slot.kind not in COLUMN_SLOTS or other not in params:
             continue
         info = by_name.get(str(params[other]))
+        found = []
         for value in info.values if info else ():
-            if value.strip().lower() in words:
-                return value
+            v = value.strip().lower()
+            hit = re.search(r"(?<![a-z0-9])" + re.escape(v) + r"(?![a-z0-9])", lower) if v else None
+            if hit and v not in taken:
+                found.append((hit.start(), value))
+        if found:
+            return min(found)[1]
     return None
 
 

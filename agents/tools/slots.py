@@ -50,7 +50,7 @@ SYNONYMS: tuple[frozenset[str], ...] = tuple(
         {"quantity", "qty", "units sold"},
         {"revenue", "sales", "turnover"},
         {"weight", "wt"},
-        {"age", "ages", "how old"},
+        {"age", "ages", "how old", "older", "younger", "old", "young"},
         {"rings", "ring"},
         {"volume", "trading volume"},
         {"education", "schooling"},
@@ -140,7 +140,7 @@ class Mention(BaseModel):
     column: str
     start: int
     end: int
-    via: Literal["name", "synonym", "fuzzy"]
+    via: Literal["name", "synonym", "fuzzy", "value"]
 
 
 class Filter(BaseModel):
@@ -238,9 +238,7 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
                     candidates.append((len(seq), rank, i, Mention(column=column.name, start=i, end=i + len(seq), via=via)))  # type: ignore[arg-type]
         single = [s[0] for s, via in _variants(column) if len(s) == 1 and len(s[0]) >= 4 and via == "name"]
         for i, word in enumerate(words):
-            if len(word) >= 4 and word not in _STOP and any(
-                difflib.SequenceMatcher(None, word, s).ratio() >= 0.85 and word != s for s in single
-            ):
+            if len(word) >= 4 and word not in _STOP and any(_close(word, s) for s in single):
                 candidates.append((1, 0, i, Mention(column=column.name, start=i, end=i + 1, via="fuzzy")))
     candidates.sort(key=lambda c: (-c[0], -c[1], c[2]))
     taken: set[int] = set()
@@ -252,6 +250,38 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
         taken |= span
         chosen.append(mention)
     return sorted(chosen, key=lambda m: m.start)
+
+
+def _close(word: str, name: str) -> bool:
+    """A misspelling, not a different word: same first letter, length within one, ratio ≥ 0.85."""
+    if word == name or word[0] != name[0] or abs(len(word) - len(name)) > 1:
+        return False
+    return difflib.SequenceMatcher(None, word, name).ratio() >= 0.85
+
+
+def value_mentions(question: str, columns: Iterable[ColumnInfo], taken: Sequence[Mention]) -> list[Mention]:
+    """Columns named only through one of their values ('male and female' → Sex), in question order.
+
+    A value counts when it is a whole word of 3+ letters (not a stop word) and belongs to exactly
+    one column; columns already mentioned by name are skipped.
+    """
+    words = tokens(question)
+    raw = [m.group(0).lower() for m in _WORD.finditer(question)]
+    named = {m.column for m in taken}
+    owners: dict[str, list[str]] = {}
+    for column in columns:
+        for value in column.values:
+            v = value.strip().lower()
+            if len(v) >= 3 and v.isalpha() and v not in _STOP:
+                owners.setdefault(v, []).append(column.name)
+    found: list[Mention] = []
+    for i, (word, original) in enumerate(zip(words, raw, strict=False)):
+        for candidate in (original, word):
+            cols = owners.get(candidate, [])
+            if len(cols) == 1 and cols[0] not in named and all(f.column != cols[0] for f in found):
+                found.append(Mention(column=cols[0], start=i, end=i + 1, via="value"))
+                break
+    return found
 
 
 def is_group_mention(question: str, mention: Mention) -> bool:
@@ -299,6 +329,12 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
     word_pos = [m.start() for m in _WORD.finditer(question)]
     for mention in mentions:
         if mention.column in used:
+            continue
+        head = lower[word_pos[mention.start] : word_pos[mention.start] + 40] if mention.start < len(word_pos) else ""
+        age = re.match(r"(older|younger)\s+than\s+(-?\d+(?:\.\d+)?)", head)
+        if age:
+            op = ">" if age.group(1) == "older" else "<"
+            filters.append(Filter(column=mention.column, op=op, value=float(age.group(2))))  # type: ignore[arg-type]
             continue
         tail_start = word_pos[mention.end] if mention.end < len(word_pos) else len(question)
         tail = lower[tail_start : tail_start + 40]
