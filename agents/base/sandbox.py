@@ -206,7 +206,7 @@ def _plan(isolation: Isolation, scratch: Path, datasets: list[tuple[str, Path, s
         "scratch": str(scratch),
         "drop_uid": plan.uid,
         "drop_gid": plan.uid,
-        "nproc": None if caps.root else probe_mod.count_user_tasks(os.getuid()) + limits.processes,
+        "nproc": _nproc(caps.root, plan.uid, limits.processes),
         "cgroup_procs": [str(plan.cgroup / "cgroup.procs")] if plan.cgroup else [],
         "landlock": {"read": read, "write": [str(scratch)], "devices": probe_mod.device_paths()}
         if confined and caps.landlock_abi >= 1
@@ -218,7 +218,19 @@ def _plan(isolation: Isolation, scratch: Path, datasets: list[tuple[str, Path, s
     return plan
 
 
+def _nproc(root: bool, uid: int | None, processes: int) -> int | None:
+    """RLIMIT_NPROC counts every task of the uid: the run's own uid, else the user's (not root's)."""
+    if uid is not None:
+        return processes
+    if root:
+        return None  # ignored for root: a pids cgroup limits the run instead, where there is one
+    from agents.base.sandbox_probe import count_user_tasks
+
+    return count_user_tasks(os.getuid()) + processes
+
+
 def _kill(proc: subprocess.Popen[bytes], plan: _Plan) -> None:
+    """Kill the run's process group, and every process of its throw-away uid or cgroup."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
@@ -227,6 +239,27 @@ def _kill(proc: subprocess.Popen[bytes], plan: _Plan) -> None:
         from agents.base.sandbox_probe import cgroup_destroy
 
         cgroup_destroy(plan.cgroup)
+    if plan.uid is not None:
+        _kill_uid(plan.uid)
+
+
+def _kill_uid(uid: int) -> None:
+    for _ in range(100):
+        pids = []
+        for entry in os.scandir("/proc"):
+            try:
+                if entry.name.isdigit() and entry.stat().st_uid == uid:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
 
 
 def _sweep_uid(uid: int) -> None:
@@ -322,10 +355,23 @@ def _figures(raw: list[dict[str, Any]], scratch: Path, limits: Limits, figures_d
     return figures
 
 
-def _signal_name(status: int | None) -> str:
+def _split_report(raw: bytes) -> tuple[list[Any], bytes]:
+    """The child's stream after the ready byte: a line of active layers, then the report."""
+    line, _, body = raw.partition(b"\n")
+    try:
+        layers = json.loads(line.decode()) if line.strip() else []
+    except (ValueError, UnicodeDecodeError):
+        layers = []
+    return (layers if isinstance(layers, list) else []), body
+
+
+def _signal_name(status: int | None, wrapped: bool) -> str:
+    """How the child ended; bwrap and unshare report a signal death as exit code 128 + N."""
     if status is None:
         return "unknown"
     code = os.waitstatus_to_exitcode(status)
+    if wrapped and code > 128:
+        code = 128 - code
     if code < 0:
         try:
             return f"signal {signal.Signals(-code).name}"
@@ -337,13 +383,14 @@ def _signal_name(status: int | None) -> str:
 def _assemble(outcome: _Outcome, out: _Stream, err: _Stream, plan: _Plan, limits: Limits, scratch: Path, figures_dir: Path | None, started: float) -> ExecutionResult:
     stdout, cut_out = out.text(limits.output_chars)
     stderr, cut_err = err.text(limits.output_chars)
+    header, body = _split_report(outcome.report if outcome.ready_at else b"\n" + outcome.report)
     report: dict[str, Any] = {}
     try:
-        report = json.loads(outcome.report.decode()) if outcome.report else {}
+        report = json.loads(body.decode()) if body.strip() else {}
     except (ValueError, UnicodeDecodeError):
         report = {}
     report = report if isinstance(report, dict) else {}
-    child_layers = [str(x) for x in report.get("layers", []) if isinstance(x, str)]
+    child_layers = [str(x) for x in report.get("layers", header) if isinstance(x, str)]
     layers = list(dict.fromkeys(plan.layers + child_layers))
     usage_cpu = (outcome.rusage.ru_utime + outcome.rusage.ru_stime) if outcome.rusage else 0.0
     wall = outcome.ended_at - (outcome.ready_at or started)
@@ -359,8 +406,9 @@ def _assemble(outcome: _Outcome, out: _Stream, err: _Stream, plan: _Plan, limits
         what = f"{limits.wall_seconds:g} s wall-clock limit" if outcome.ready_at else "start-up time limit"
         return ExecutionResult(ok=False, error=f"the code ran past its {what} and was killed", truncated=cut_out or cut_err, **common)
     if not report or "ok" not in report:
-        why = f"the sandboxed process ended ({_signal_name(outcome.status)}) without reporting a result"
-        if outcome.status is not None and os.waitstatus_to_exitcode(outcome.status) in (-signal.SIGXCPU, -signal.SIGKILL):
+        ended = _signal_name(outcome.status, bool(plan.prefix))
+        why = f"the sandboxed process ended ({ended}) without reporting a result"
+        if ended in ("signal SIGXCPU", "signal SIGKILL"):
             why += f" (CPU limit {limits.cpu_seconds} s or memory exhausted)"
         return ExecutionResult(ok=False, error=why, truncated=cut_out or cut_err, **common)
     ok = bool(report.get("ok"))
