@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.data import check_columns, read_table
+from agents.base.data import check_columns, describe_read, read_table
 from agents.base.errors import AgentError
 from agents.base.state import JobStatus
 from agents.base.view import StateView
@@ -74,6 +75,9 @@ class DataProfilerAgent(Agent):
             running_variable=design.running_variable,
             time_column=design.time_column,
         )
+        if report.infinite:  # the analysis copy holds them as missing; the user's file is untouched
+            frame[list(report.infinite)] = frame[list(report.infinite)].replace([np.inf, -np.inf], np.nan)
+            frame.attrs["whyflow_infinite"] = dict(report.infinite)  # data repair records the repair
         path = write_parquet(frame, ctx.data_dir / "analysis.parquet")
         prof = report.profile
         t = prof.treatment_candidates[0] if prof.treatment_candidates else None
@@ -87,7 +91,13 @@ class DataProfilerAgent(Agent):
             + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
             + f"); treatment {t or '?'}, outcome {y or '?'}, {len(prof.potential_confounders)} potential confounders"
             + (f", {n_missing:,} missing cells" if n_missing else "")
+            + "".join(f"; {n:,} infinite values in {c} read as missing" for c, n in report.infinite.items())
+            + "".join(f"; {c} holds dates (time axis, not a covariate)" for c, k in prof.feature_types.items()
+                      if k == "datetime" and c not in (treatment, outcome))  # fmt: skip
         )
+        read_note = describe_read(frame)
+        if read_note:
+            report.reasons.insert(0, f"reading the file: {read_note}")
         return AgentResult(
             updates={"data_profile": prof, "dataframe_path": str(path)},
             summary=summary,
@@ -101,5 +111,8 @@ class DataProfilerAgent(Agent):
                 "text_numeric_columns": report.text_numeric,
                 "id_columns": report.id_columns,
                 "constant_columns": report.constant_columns,
+                "infinite_values": report.infinite,
+                "date_columns": [c for c, k in prof.feature_types.items() if k == "datetime"],
+                "read": dict(frame.attrs.get("whyflow_read") or {}),
             },
         )

@@ -21,7 +21,21 @@ from agents.base.errors import AgentError
 from agents.base.state import DataProfile, JobStatus
 from agents.base.view import StateView
 from agents.data_profiler import write_parquet
-from agents.stats.profiling import NUMERIC_TYPES, build_profile, label_variants, name_tokens, parse_numeric_text
+from agents.stats.profiling import (
+    NUMERIC_TYPES,
+    build_profile,
+    decimal_comma,
+    label_variants,
+    name_tokens,
+    parse_numeric_text,
+)
+from agents.stats.repair_rules import (
+    infinite_to_missing,
+    parse_date_columns,
+    recheck_expectations,
+    recording_errors,
+    unrepaired,
+)
 
 __all__ = ["DataRepairAgent", "run_expectations"]
 
@@ -82,9 +96,14 @@ def run_expectations(frame: pd.DataFrame, expectations: list[Any]) -> list[dict[
     """Validate ``expectations`` on ``frame`` with an ephemeral GE context; one entry per failure."""
     if not expectations:
         return []
+    import logging
+
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
+    # GE logs "Created temporary directory ... for ephemeral docs site" at INFO for every
+    # context; only whyflow's own lines belong on the console (GE's warnings still show).
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
     gctx = gx.get_context(mode="ephemeral")
     gctx.variables.progress_bars = ProgressBarsConfig(globally=False)
     suite = gx.ExpectationSuite(name="whyflow_repair", expectations=expectations)
@@ -147,6 +166,12 @@ def _fmt(value: Any) -> str:
     return repr(str(value)) if value is not None else "nothing"
 
 
+def _short(entry: dict[str, Any]) -> str:
+    """A repair in a few words for the console: "x2: 6 recording errors set to missing"."""
+    where = f"{entry['column']}: " if entry.get("column") else ""
+    return f"{where}{entry['issue']} ({entry['detail']})"
+
+
 def _repair(column: str | None, issue: str, action: str, n_before: int, n_after: int, detail: str) -> dict[str, Any]:
     return {
         "kind": "repair",
@@ -178,6 +203,8 @@ class DataRepairAgent(Agent):
         """Missing share above which an imputed column gets a ``<col>_missing`` indicator."""
         drop_duplicates: bool = True
         impute: bool = True
+        recording_errors: bool = True
+        """Set values entered at the wrong scale (x100...) to missing (see agents.stats.repair_rules)."""
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Validate, repair, write ``repaired.parquet`` and re-profile."""
@@ -196,12 +223,20 @@ class DataRepairAgent(Agent):
         frame = self._parse_numbers(raw, profile, ids, repairs)
         on_raw, on_parsed = _suites(frame, profile, ids)
         failures = run_expectations(raw, on_raw) + run_expectations(frame, on_parsed)
+        self._infinities_and_dates(frame, profile, dict(raw.attrs.get("whyflow_infinite") or {}), repairs)
         frame = self._fix_labels(frame, profile, repairs)
         frame = self._drop_rows(frame, treatment, outcome, params, repairs)
         frame = self._drop_constants(frame, treatment, outcome, repairs)
+        if params.recording_errors:
+            self._recording_errors(frame, profile, {treatment, outcome, *ids}, repairs)
         if params.impute:
             frame = self._impute(frame, profile, {treatment, outcome, *ids}, params.indicator_threshold, repairs)
         frame = frame.reset_index(drop=True)
+        still = recheck_expectations(frame, profile, run_expectations)
+        left = {(f["expectation"], f["column"]) for f in still}
+        for failure in failures:
+            failure["repaired"] = (failure["expectation"], failure["column"]) not in left
+        open_issues = unrepaired(still)
         path = write_parquet(frame, ctx.data_dir / "repaired.parquet")
         metadata = self._metadata(view)
         design = view.design
@@ -214,17 +249,22 @@ class DataRepairAgent(Agent):
             running_variable=design.running_variable if design.running_variable in frame.columns else None,
             time_column=design.time_column if design.time_column in frame.columns else None,
         )
-        entries = failures + repairs
+        entries = failures + repairs + open_issues
         summary = (
-            f"{len(failures)} failed expectations, {len(repairs)} repairs; "
-            f"{raw.shape[0]:,} -> {frame.shape[0]:,} rows, {raw.shape[1]} -> {frame.shape[1]} columns"
+            f"{len(failures)} failed expectations, {len(repairs)} repairs"
+            + "".join(f"; {_short(e)}" for e in repairs)
+            + (f"; still failing after repair: {', '.join(str(e['column'] or 'table') for e in open_issues)}"
+               if open_issues else "")  # fmt: skip
+            + f"; {raw.shape[0]:,} -> {frame.shape[0]:,} rows, {raw.shape[1]} -> {frame.shape[1]} columns"
         )
         reasoning = "\n".join(
             [why, "Failed expectations:"]
             + [f"- {e['expectation']} [{e['column']}]: {e['detail']}" for e in failures]
             + ["Repairs:"]
             + [f"- {e['issue']} [{e['column']}]: {e['action']} ({e['detail']})" for e in repairs]
-            + ["Outliers are reported, not changed: trimming or winsorising would silently change the estimand."]
+            + ["Checked again with Great Expectations after the repairs; still failing:"]
+            + [f"- [{e['column']}] {', '.join(e['expectations'])}: {e['detail']}" for e in open_issues]
+            + ["Other outliers are reported, not changed: trimming them would silently change the estimand."]
         )
         return AgentResult(
             updates={"data_repairs": entries, "dataframe_path": str(path), "data_profile": report.profile},
@@ -235,6 +275,7 @@ class DataRepairAgent(Agent):
                 "n_repairs": len(repairs),
                 "rows": [int(raw.shape[0]), int(frame.shape[0])],
                 "columns": [int(raw.shape[1]), int(frame.shape[1])],
+                "unrepaired_columns": [e["column"] for e in open_issues if e["column"] is not None],
             },
             tools_called=["great_expectations"],
         )
@@ -270,18 +311,54 @@ class DataRepairAgent(Agent):
                 continue
             n_text = int(frame[col].notna().sum())
             n_ok = int(parsed.notna().sum())
+            comma = decimal_comma(frame[col])
             frame[col] = parsed
             repairs.append(
                 _repair(
                     col,
                     "numbers stored as text",
-                    "parsed as numbers (removed spaces, thousands separators, currency and % signs)",
+                    "parsed as numbers ("
+                    + ("decimal commas read as decimal points" if comma else "removed thousands separators")
+                    + ", spaces, currency and % signs)",
                     n_text,
                     n_ok,
                     f"{n_text:,} text values, {n_ok:,} parsed, {n_text - n_ok:,} unparseable set to missing",
                 )
             )
         return frame
+
+    @staticmethod
+    def _infinities_and_dates(frame: pd.DataFrame, profile: DataProfile, earlier: dict, repairs: list) -> None:
+        counts = dict(earlier)  # the profiler already read them as missing in the analysis copy
+        for col, n in infinite_to_missing(frame).items():
+            counts[col] = counts.get(col, 0) + n
+        for col, n in counts.items():
+            repairs.append(
+                _repair(col, "infinite values", "set to missing (inf/-inf are not measurements)", n, 0,
+                        f"{n:,} infinite values set to missing")  # fmt: skip
+            )
+        for col, (n, bad) in parse_date_columns(frame, profile).items():
+            repairs.append(
+                _repair(col, "dates stored as text", "parsed as dates: a time axis, not a covariate", n, n - bad,
+                        f"{n:,} values parsed, {bad:,} unparseable set to missing")  # fmt: skip
+            )
+
+    @staticmethod
+    def _recording_errors(frame: pd.DataFrame, profile: DataProfile, protected: set, repairs: list) -> None:
+        for col in list(frame.columns):
+            if col in protected or profile.feature_types.get(col) != "numeric":
+                continue
+            found = recording_errors(frame[col])
+            if found is None:
+                continue
+            mask, factor = found
+            examples = ", ".join(_fmt(v) for v in frame.loc[mask, col].head(3))
+            frame[col] = frame[col].mask(mask)
+            n = int(mask.sum())
+            repairs.append(
+                _repair(col, "recording errors", f"set to missing (values about x{factor} the rest, e.g. {examples})",
+                        n, 0, f"{n:,} values at the wrong scale set to missing, then imputed like other gaps")  # fmt: skip
+            )
 
     @staticmethod
     def _fix_labels(frame: pd.DataFrame, profile: DataProfile, repairs: list) -> pd.DataFrame:

@@ -78,7 +78,7 @@ class NotebookGeneratorAgent(Agent):
     PROGRESS_WEIGHT = 1.5
 
     class Params(AgentParams):
-        """Recipe options: which template, whether to execute, per-cell timeout, HTML export."""
+        """Recipe options: template, whether to execute, time limit in seconds (whole notebook), HTML export."""
 
         template: str | None = None
         template_dir: str | None = None
@@ -104,7 +104,7 @@ class NotebookGeneratorAgent(Agent):
             raise AgentError("the notebook template rendered no cells")
         nb = nbk.build_notebook(cells, {"job_id": view.job_id, "state_file": context["paths"]["state_file"]})
         nb_path = job_dir / "report.ipynb"
-        nbk.write_notebook(nb, nb_path)
+        _write(nbk, nb, nb_path)
         outputs: dict[str, Any] = {
             "notebook": str(nb_path),
             "n_cells": len(nb.cells),
@@ -115,12 +115,18 @@ class NotebookGeneratorAgent(Agent):
                    *context["decisions"]]  # fmt: skip
         errors: list[dict[str, Any]] = []
         if params.execute:
+            from agents.base.children import time_limit
+
             started = time.perf_counter()
-            report = nbk.execute_notebook(nb, job_dir, params.timeout)
+            with time_limit(params.timeout) as expired:  # the whole run, not only each cell; no kernel left behind
+                report = nbk.execute_notebook(nb, job_dir, params.timeout)
             outputs["execution_s"] = round(time.perf_counter() - started, 2)
             errors = report.errors
+            if expired.is_set():
+                errors = [*errors, {"cell": None, "ename": "TimeLimit", "source": "",
+                                    "evalue": f"execution stopped at the time limit of {params.timeout} s"}]  # fmt: skip
             nb.metadata["whyflow"]["execution_errors"] = errors
-            nbk.write_notebook(nb, nb_path)
+            _write(nbk, nb, nb_path)
             reasons.append(_execution_reason(report, outputs["execution_s"]))
         if params.html:
             outputs["html"], note = _html(nbk, nb, job_dir / "report.html")
@@ -141,6 +147,15 @@ class NotebookGeneratorAgent(Agent):
 
 
 # ---- running helpers ----------------------------------------------------------------------------
+def _write(nbk: Any, nb: Any, path: Path) -> None:
+    """Write the notebook; a failed write (full disk) leaves no ``.tmp`` behind and says why."""
+    try:
+        nbk.write_notebook(nb, path)
+    except OSError as exc:
+        path.with_suffix(".ipynb.tmp").unlink(missing_ok=True)
+        raise AgentError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
 def _html(nbk: Any, nb: Any, path: Path) -> tuple[str | None, str]:
     try:
         nbk.export_html(nb, path)

@@ -11,6 +11,8 @@ __all__ = [
     "RecipeSyntaxError",
     "RecipeValidationError",
     "JobNotFound",
+    "DamagedJob",
+    "OutputNotWritable",
     "RunFailed",
     "RunCancelled",
     "CancelRequested",
@@ -62,6 +64,14 @@ class RecipeValidationError(WhyflowError):
 
 class JobNotFound(WhyflowError):
     """No job folder matches the id or path the user gave."""
+
+
+class DamagedJob(WhyflowError):
+    """A job folder's state.json cannot be read (truncated, emptied or hand-edited)."""
+
+
+class OutputNotWritable(WhyflowError):
+    """The job folder cannot be made or written (read-only, under a file, disk full)."""
 
 
 class RunFailed(WhyflowError):

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.base.data import check_columns, read_table
+from agents.base.data import check_columns, describe_read, read_table
 from agents.base.errors import DataError
 from agents.base.state import AnalysisState, DatasetInfo, StudyDesign, utcnow
 from flows.plan import Plan
@@ -72,11 +72,21 @@ def _load_metadata(path: str) -> dict[str, Any]:
     p = Path(path)
     if not p.exists():
         raise DataError(f"metadata file not found: {p}")
+    if p.is_dir():
+        raise DataError(f"metadata path is a folder, not a file: {p}")
+    kind = "JSON" if p.suffix.lower() == ".json" else "YAML"
     try:
         text = p.read_text(encoding="utf-8")
-        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{p}:{exc.lineno}:{exc.colno} → metadata is not valid JSON: {exc.msg}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        problem = " ".join(str(exc.problem or exc.context or "syntax error").split())
+        raise DataError(f"{where} → metadata is not valid YAML: {problem}") from None
     except (ValueError, yaml.YAMLError) as exc:
-        raise DataError(f"metadata file {p} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from exc
+        raise DataError(f"{p} → metadata is not valid {kind}: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise DataError(f"metadata file {p} must hold a mapping (description, columns, temporal_order, ...)")
     return data
@@ -92,33 +102,69 @@ def fingerprint(path: Path, frame: Any) -> dict[str, Any]:
     }
 
 
+def show(value: Any) -> str:
+    """A value as the user wrote it: ``1`` not ``np.int64(1)``, text in quotes."""
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return f"'{value}'" if isinstance(value, str) else str(value)
+
+
+def _levels(values: Any, limit: int = 5) -> str:
+    shown = [show(v) for v in list(dict.fromkeys(values.tolist()))[:limit]]
+    return ", ".join(shown) + (", ..." if values.nunique() > limit else "")
+
+
+def _is_text(values: Any) -> bool:
+    import pandas as pd
+
+    from agents.stats.profiling import parse_numeric_text
+
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return False
+    return parse_numeric_text(values) is None
+
+
 def _check_treatment(frame: Any, treatment: str | None, outcome: str | None) -> None:
+    """Bad-input checks of the question's columns, before any agent runs (one sentence each)."""
+    import numpy as np
+    import pandas as pd
+
     for role, col in (("treatment", treatment), ("outcome", outcome)):
         if col is None:
             continue
         values = frame[col].dropna()
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            values = values[np.isfinite(values.to_numpy(dtype="float64"))]
         if values.empty:
             raise DataError(f"{role} column '{col}' has no values (all missing)")
         if values.nunique() < 2:
             raise DataError(
-                f"{role} column '{col}' is constant ({values.iloc[0]!r} in every row): "
+                f"{role} column '{col}' is constant ({show(values.iloc[0])} in every row): "
                 f"there is no variation to estimate an effect from"
             )
+        if pd.api.types.is_datetime64_any_dtype(values):
+            raise DataError(f"{role} column '{col}' holds dates: give a number or a 0/1 group as the {role}")
     if treatment is not None and treatment == outcome:
         raise DataError(f"treatment and outcome are the same column '{treatment}'")
+    if treatment is not None:
+        values = frame[treatment].dropna()
+        if _is_text(values) and values.nunique() > 2:
+            raise DataError(
+                f"treatment column '{treatment}' has {values.nunique()} text levels ({_levels(values)}): "
+                f"whyflow compares two groups; add a 0/1 column for the contrast you mean and pass it with --treatment"
+            )
+    if outcome is not None:
+        values = frame[outcome].dropna()
+        if _is_text(values):
+            raise DataError(
+                f"outcome column '{outcome}' holds text ({_levels(values)}), not numbers: code it as numbers "
+                f"(for ordered labels e.g. 0, 1, 2 in their order; for two labels 0/1) and pass that column"
+            )
 
 
-def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
-    """Check the data and create the job folder with its first state, ``run.json`` and recipe copy."""
-    store = JobStore(request.runs_dir)
-    job_id = request.job_id or new_job_id()
-    local: Path | None = None if is_url(request.data) else Path(request.data)
-    if local is not None:
-        frame = read_table(local)  # raises DataError before any folder is made
-    folder = store.create(job_id, request.output)
-    if local is None:
-        local = _download(request.data, folder.path)
-        frame = read_table(local)
+def _check_question(frame: Any, request: RunRequest) -> None:
     design = request.design
     check_columns(
         frame,
@@ -133,7 +179,23 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
         str(request.data),
     )
     _check_treatment(frame, request.treatment, request.outcome)
+
+
+def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
+    """Check the data and create the job folder with its first state, ``run.json`` and recipe copy."""
+    store = JobStore(request.runs_dir)
+    job_id = request.job_id or new_job_id()
+    local: Path | None = None if is_url(request.data) else Path(request.data)
     metadata = _load_metadata(request.metadata) if request.metadata else None
+    if local is not None:
+        frame = read_table(local)  # raises DataError before any folder is made
+        _check_question(frame, request)
+    folder = store.create(job_id, request.output)
+    if local is None:
+        local = _download(request.data, folder.path)
+        frame = read_table(local)
+        _check_question(frame, request)
+    design = request.design
     if request.metadata:
         design = design.model_copy(update={"metadata_path": str(Path(request.metadata).resolve())})
     prints = fingerprint(local, frame)
@@ -169,6 +231,7 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
             "metadata": request.metadata,
             "seed": plan.settings.seed,
             "created_at": utcnow().isoformat(),
+            "read_note": describe_read(frame),
             "request": {k: v for k, v in asdict(request).items() if k != "design"},
         }
     )

@@ -26,12 +26,20 @@ class LocDict(dict[str, Any]):
     pos: Position = (0, 0)
     key_pos: dict[Any, Position]
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.key_pos = {}  # a mapping made in code (a `--set` on a recipe without `settings:`) has no lines
+
 
 class LocList(list[Any]):
     """A list that knows where it and each of its items start."""
 
     pos: Position = (0, 0)
     item_pos: list[Position]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.item_pos = []
 
 
 def _position(node: yaml.Node) -> Position:

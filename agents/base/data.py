@@ -11,7 +11,7 @@ from agents.base.errors import DataError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["read_table", "check_columns", "suggest"]
+__all__ = ["read_table", "check_columns", "suggest", "describe_read", "NA_TOKENS"]
 
 _PARQUET = (".parquet", ".pq")
 _SEPARATORS = {".csv": ",", ".tsv": "\t"}
@@ -19,12 +19,60 @@ _SEPARATORS = {".csv": ",", ".tsv": "\t"}
 
 def suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
     """A "did you mean" hint for a misspelt name, or an empty string."""
-    match = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
-    return f" (did you mean '{match[0]}'?)" if match else ""
+    same = [o for o in options if o.casefold() == name.casefold()]
+    if same:  # `--outcome Y` for a column `y`
+        return f" (did you mean '{same[0]}'?)"
+    folded = {o.casefold(): o for o in reversed(list(options))}
+    match = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
+    return f" (did you mean '{folded[match[0]]}'?)" if match else ""
+
+
+NA_TOKENS = ("?", "-", "--", ".", "n/a", "na", "NA", "missing", "Missing", "MISSING", "#N/A", "#NA", "#VALUE!", "#DIV/0!")
+"""Cells read as missing besides pandas' own (empty, NA, NaN, null, None...): common export conventions."""
+
+_DELIMITERS = (",", ";", "\t", "|")
+_ENCODINGS = ("utf-8", "cp1252", "latin-1")
+
+
+def _encoding(head: bytes) -> str:
+    """UTF-8 (with or without BOM) when the bytes decode as such, else Windows-1252/Latin-1."""
+    for enc in _ENCODINGS:
+        try:
+            head.decode("utf-8-sig" if enc == "utf-8" else enc)
+        except UnicodeDecodeError as exc:
+            if enc == "utf-8" and exc.start >= len(head) - 4:  # a character cut by the sample's end
+                return "utf-8"
+            continue
+        return enc
+    return "latin-1"  # pragma: no cover - latin-1 decodes any byte
+
+
+def _delimiter(text: str, default: str | None) -> str:
+    """The delimiter that splits the first lines into the same number (> 1) of fields."""
+    import csv
+    import io
+
+    lines = [line for line in text.splitlines()[:50] if line.strip()]
+    if len(lines) > 1 and not text.endswith("\n"):
+        lines = lines[:-1]  # the sample may end inside a line
+    best, best_n = default or ",", 1
+    for sep in ([default] if default else []) + [d for d in _DELIMITERS if d != default]:
+        widths = {len(row) for row in csv.reader(io.StringIO("\n".join(lines)), delimiter=sep)}
+        if len(widths) == 1 and (n := widths.pop()) > best_n:
+            if sep == default:
+                return sep
+            best, best_n = sep, n
+    return best
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a DataFrame, raising :class:`DataError` on bad input."""
+    """Read a CSV or Parquet file into a DataFrame, raising :class:`DataError` on bad input.
+
+    CSV files as spreadsheets write them are accepted: the delimiter (comma, semicolon, tab,
+    bar) and the encoding (UTF-8, else Windows-1252/Latin-1) are detected, and the common
+    missing-value tokens (``?``, ``-``, ``n/a``, ``missing``...) read as missing. What was
+    used is in ``frame.attrs["whyflow_read"]`` so the caller can say so.
+    """
     import pandas as pd
 
     p = Path(path)
@@ -34,25 +82,23 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise DataError(f"data path is a folder, not a file: {p}")
     if p.stat().st_size == 0:
         raise DataError(f"data file is empty: {p}")
+    info: dict[str, object] = {}
     try:
         suffix = p.suffix.lower()
         if suffix in _PARQUET:
             frame = pd.read_parquet(p)
-        elif suffix in _SEPARATORS:
-            frame = pd.read_csv(p, sep=_SEPARATORS[suffix])
-        else:  # .txt, no extension...: let pandas sniff the delimiter
-            frame = pd.read_csv(p, sep=None, engine="python")
+        else:
+            frame, info = _read_csv(p, _SEPARATORS.get(suffix))
     except pd.errors.EmptyDataError as exc:
         raise DataError(f"data file has no columns: {p}") from exc
     except pd.errors.ParserError as exc:
         detail = str(exc).strip().splitlines()[-1]
         raise DataError(f"malformed CSV {p}: {detail}") from exc
     except UnicodeDecodeError as exc:
-        raise DataError(
-            f"data file {p} is not UTF-8 text (is it really a CSV?): {exc.reason} at byte {exc.start}"
-        ) from exc
+        raise DataError(f"data file {p} is not text in a known encoding: {exc.reason} at byte {exc.start}") from exc
     except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read {p}: {exc}") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"cannot read {p}: {first}") from exc
     if frame.shape[1] == 0:
         raise DataError(f"data file has no columns: {p}")
     if frame.shape[0] == 0:
@@ -61,7 +107,63 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if unnamed and len(unnamed) == frame.shape[1]:
         raise DataError(f"data file {p} has no header row")
     frame.columns = [str(c) for c in frame.columns]
+    frame.attrs["whyflow_read"] = info
     return frame
+
+
+def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str, object]]:
+    import re
+
+    import pandas as pd
+
+    with p.open("rb") as fh:
+        head = fh.read(1 << 16)
+    if b"\x00" in head:
+        raise DataError(f"data file {p} is binary, not a CSV or Parquet file")
+    encoding = _encoding(head)
+    text = head.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace")
+    sep = _delimiter(text, default_sep)
+    frame = pd.read_csv(
+        p,
+        sep=sep,
+        encoding="utf-8-sig" if encoding == "utf-8" else encoding,
+        na_values=list(NA_TOKENS),
+        keep_default_na=True,
+        low_memory=False,
+        decimal="," if sep == ";" else ".",  # semicolon files are the decimal-comma convention
+    )
+    info: dict[str, object] = {"encoding": encoding, "delimiter": sep}
+    if p.stat().st_size > 64 << 20:  # counting the tokens in a big file is not worth a second pass
+        return frame, info
+    cell = "|".join(re.escape(t) for t in NA_TOKENS)
+    pattern = re.compile(rf"(?:^|{re.escape(sep)})\s*({cell})\s*(?={re.escape(sep)}|$)", re.MULTILINE)
+    body = p.read_text(encoding="utf-8-sig" if encoding == "utf-8" else encoding, errors="replace")
+    found: dict[str, int] = {}
+    for match in pattern.finditer(body):
+        found[match.group(1)] = found.get(match.group(1), 0) + 1
+    if found:
+        info["na_tokens"] = found
+    return frame, info
+
+
+def describe_read(frame: pd.DataFrame) -> str:
+    """What reading the file assumed, in one clause ("" for a plain UTF-8 comma CSV)."""
+    info = frame.attrs.get("whyflow_read") or {}
+    parts = []
+    if info.get("encoding") not in (None, "utf-8"):
+        parts.append(f"not UTF-8: read as {'Windows-1252' if info['encoding'] == 'cp1252' else 'Latin-1'}")
+    if info.get("delimiter") not in (None, ",", "\t"):
+        parts.append(
+            "columns separated by semicolons, decimal commas"
+            if info["delimiter"] == ";"
+            else f"columns separated by {info['delimiter']!r}"
+        )
+    tokens = info.get("na_tokens") or {}
+    if tokens:
+        parts.append(
+            "read as missing: " + ", ".join(f"{n:,} '{t}'" for t, n in sorted(tokens.items(), key=lambda kv: -kv[1]))
+        )
+    return "; ".join(parts)
 
 
 def check_columns(frame: pd.DataFrame, columns: dict[str, str | None], source: str) -> None:

@@ -20,6 +20,9 @@ __all__ = [
     "ProfileReport",
     "build_profile",
     "parse_numeric_text",
+    "decimal_comma",
+    "looks_like_dates",
+    "parse_dates",
     "name_tokens",
     "is_missing_indicator",
     "NUMERIC_TYPES",
@@ -46,7 +49,7 @@ _INSTRUMENT_WORDS |= {"draft", "encouragement", "encouraged", "offer", "offered"
 _TIME_WORDS = {"date", "time", "year", "period", "week", "month", "quarter", "day", "datetime", "timestamp", "wave"}
 _RUNNING_WORDS = {"score", "age", "income", "test", "grade", "gpa", "points", "vote", "votes", "margin"}
 _RUNNING_WORDS |= {"distance", "threshold", "cutoff", "rank", "size", "enrollment", "enrolment", "birth"}
-_NUMBER_JUNK = re.compile(r"[,\s$€£¥%]")
+_NUMBER_SPACE = re.compile(r"[\s$€£¥%'\u00a0\u202f]")
 
 
 @dataclass
@@ -59,6 +62,7 @@ class ProfileReport:
     id_columns: list[str] = field(default_factory=list)
     constant_columns: list[str] = field(default_factory=list)
     n_unique: dict[str, int] = field(default_factory=dict)
+    infinite: dict[str, int] = field(default_factory=dict)
 
 
 def name_tokens(name: str) -> set[str]:
@@ -89,15 +93,32 @@ def parse_numeric_text(series: pd.Series) -> pd.Series | None:
     if values.empty:
         return None
     probe = values.sample(min(len(values), 2000), random_state=0) if len(values) > 2000 else values
-    if pd.to_numeric(probe.astype(str).str.replace(_NUMBER_JUNK, "", regex=True), errors="coerce").notna().mean() < (
-        TEXT_NUMERIC_SHARE
-    ):
+    if pd.to_numeric(_number_text(probe.astype(str)), errors="coerce").notna().mean() < TEXT_NUMERIC_SHARE:
         return None
-    cleaned = series.astype("string").str.replace(_NUMBER_JUNK, "", regex=True)
-    parsed = pd.to_numeric(cleaned, errors="coerce").astype("float64")
+    parsed = pd.to_numeric(_number_text(series.astype("string")), errors="coerce").astype("float64")
     if parsed.notna().sum() < TEXT_NUMERIC_SHARE * series.notna().sum():
         return None
     return parsed
+
+
+def decimal_comma(series: pd.Series) -> bool:
+    """Whether a column of numbers as text writes decimals with a comma ("3,5"; "1.234,5")."""
+    text = series.dropna().astype(str).str.replace(_NUMBER_SPACE, "", regex=True)
+    commas = text[text.str.contains(",", regex=False)]
+    if commas.empty:
+        return False
+    both = commas[commas.str.contains(".", regex=False)]
+    if not both.empty:  # the separator written last is the decimal mark
+        return bool((both.str.rfind(",") > both.str.rfind(".")).mean() > 0.5)
+    return not bool(commas.str.fullmatch(r"[-+]?\d{1,3}(,\d{3})+").all())
+
+
+def _number_text(text: pd.Series) -> pd.Series:
+    """Text numbers in Python's notation: spaces, currency and % removed; decimal commas as points."""
+    text = text.str.replace(_NUMBER_SPACE, "", regex=True)
+    if decimal_comma(text):
+        return text.str.replace(".", "", regex=False).str.replace(",", ".", regex=False)
+    return text.str.replace(",", "", regex=False)
 
 
 def label_variants(series: pd.Series) -> dict[str, str]:
@@ -114,12 +135,28 @@ def label_variants(series: pd.Series) -> dict[str, str]:
     return mapping
 
 
-def _looks_like_dates(series: pd.Series) -> bool:
-    values = series.dropna().astype(str).head(200)
-    if values.empty or not values.str.contains(r"\d", regex=True).all():
+_DATE_SHAPE = r"\s*(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?\s*"
+
+
+def looks_like_dates(series: pd.Series) -> bool:
+    """Whether a text column holds dates (2021-03-04, 04/03/2021, 2021-03-04 10:00), whatever its name."""
+    if pd.api.types.is_datetime64_any_dtype(series):
+        return True
+    if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        return False
+    values = series.dropna().astype(str)
+    values = values.sample(200, random_state=0) if len(values) > 200 else values
+    if values.empty or values.str.fullmatch(_DATE_SHAPE).mean() < TEXT_NUMERIC_SHARE:
         return False
     parsed = pd.to_datetime(values, errors="coerce", format="mixed")
-    return bool(parsed.notna().mean() > 0.95)
+    return bool(parsed.notna().mean() > TEXT_NUMERIC_SHARE)
+
+
+def parse_dates(series: pd.Series) -> pd.Series:
+    """Dates as text parsed to datetimes (unparseable values become missing)."""
+    if pd.api.types.is_datetime64_any_dtype(series):
+        return series
+    return pd.to_datetime(series.astype("string"), errors="coerce", format="mixed")
 
 
 def _column_type(series: pd.Series, name: str, n_unique: int, reasons: list[str]) -> str:
@@ -144,8 +181,8 @@ def _column_type(series: pd.Series, name: str, n_unique: int, reasons: list[str]
             reasons.append(f"{name}: ordinal ({n_unique} integer levels from {values.min():g} to {values.max():g})")
             return "ordinal"
         return "numeric"
-    if _looks_like_dates(series) and name_tokens(name) & _TIME_WORDS:
-        reasons.append(f"{name}: dates stored as text")
+    if looks_like_dates(series):
+        reasons.append(f"{name}: dates stored as text - a time axis, never a category or a covariate")
         return "datetime"
     if unique_share >= 0.95 and n_nonnull > 20:
         reasons.append(f"{name}: free text ({unique_share:.0%} distinct strings) - not used as a covariate")
@@ -262,6 +299,7 @@ def build_profile(
     text_numeric: list[str] = []
     n_uniques: dict[str, int] = {}
     columns = [str(c) for c in frame.columns]
+    infinite: dict[str, int] = {}
     for col in columns:
         series = frame[col]
         parsed = parse_numeric_text(series)
@@ -269,6 +307,12 @@ def build_profile(
             text_numeric.append(col)
             reasons.append(f"{col}: numbers stored as text (e.g. {series.dropna().iloc[0]!r}) - profiled as numbers")
             series = parsed
+        if pd.api.types.is_float_dtype(series):
+            n_inf = int(np.isinf(series.to_numpy(dtype="float64", na_value=np.nan)).sum())
+            if n_inf:
+                infinite[col] = n_inf
+                reasons.append(f"{col}: {n_inf:,} infinite values (inf/-inf) - treated as missing")
+                series = series.replace([np.inf, -np.inf], np.nan)
         n_unique = int(series.nunique(dropna=True))
         n_uniques[col] = n_unique
         kind = _column_type(series, col, n_unique, reasons)
@@ -284,7 +328,7 @@ def build_profile(
             n_features=len(columns),
             feature_names=columns,
             feature_types=types,
-            missing_values={c: int(frame[c].isna().sum()) for c in columns},
+            missing_values={c: int(frame[c].isna().sum()) + infinite.get(c, 0) for c in columns},
             numeric_stats=numeric_stats,
             categorical_stats=categorical_stats,
         ),
@@ -293,6 +337,7 @@ def build_profile(
         id_columns=[c for c, k in types.items() if k == "id"],
         constant_columns=[c for c, k in types.items() if k == "constant"],
         n_unique=n_uniques,
+        infinite=infinite,
     )
     _classify(report, frame, treatment, outcome, metadata, instrument, running_variable, time_column)
     return report

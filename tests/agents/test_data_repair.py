@@ -33,7 +33,7 @@ def messy_copy(n: int = 1500, seed: int = 3) -> tuple[pd.DataFrame, dict[str, An
     frame.loc[rng.choice(np.arange(N_DUP, n), N_EDU_MISSING, replace=False), "education_years"] = np.nan
     frame.loc[rng.choice(np.arange(N_DUP, n), N_AGE_MISSING, replace=False), "age"] = np.nan
     frame["spend"] = rng.normal(100, 10, n).round(2)
-    frame.loc[rng.choice(np.arange(N_DUP, n), N_OUTLIERS, replace=False), "spend"] = 1e6
+    frame.loc[rng.choice(np.arange(N_DUP, n), N_OUTLIERS, replace=False), "spend"] = 250.0  # far out, not x100
     frame["country"] = "US"
     frame = pd.concat([frame, frame.iloc[:N_DUP]], ignore_index=True)
     return frame, truth
@@ -85,7 +85,7 @@ def test_messy_copy_is_checked_and_repaired(tmp_path: Path) -> None:
     age = _one(state, "repair", column="age", issue="missing values")
     assert (age["n_before"], age["n_after"]) == (N_AGE_MISSING, 0) and "indicator" not in age["action"]
     assert _one(state, "repair", column="country", issue="constant column")
-    assert not _entries(state, "repair", column="spend")  # outliers are reported, never changed
+    assert not _entries(state, "repair", column="spend")  # plain outliers are reported, never changed
 
     repaired = pd.read_parquet(state.dataframe_path)
     assert state.dataframe_path == str(tmp_path / "data" / "repaired.parquet")
@@ -94,7 +94,7 @@ def test_messy_copy_is_checked_and_repaired(tmp_path: Path) -> None:
     assert repaired["prior_earnings"].dtype.kind == "f"
     original = job_training(n=1500, seed=3)[0]["prior_earnings"]
     assert np.allclose(repaired["prior_earnings"].to_numpy()[: len(original)], original.round(0))
-    assert int((repaired["spend"] == 1e6).sum()) == N_OUTLIERS
+    assert int((repaired["spend"] == 250.0).sum()) == N_OUTLIERS
     # The profile is rebuilt from the repaired data; the user's file is untouched.
     prof = state.data_profile
     assert sum(prof.missing_values.values()) == 0 and prof.n_samples == len(repaired)
@@ -143,3 +143,54 @@ def test_constant_treatment_is_an_error(tmp_path: Path) -> None:
     run_single_agent("data_profiler", state, tmp_path)
     with pytest.raises(AgentError, match="treatment 'treated' takes a single value"):
         run_single_agent("data_repair", state, tmp_path)
+
+
+def test_a_data_scientists_repairs_are_made_recorded_and_checked_again(tmp_path: Path) -> None:
+    """Issue 9's messy data: decimal commas, x100 entries, infinities, dates, duplicates, a constant."""
+    frame, _ = linear_confounding(600, effect=3.0, seed=5)
+    rng = np.random.default_rng(5)
+    x1 = frame["x1"].to_numpy() + 10.0  # positive, like a weight in kg
+    frame["x1"] = [f"{v:.2f}".replace(".", ",") for v in x1]  # decimal commas (quoted in the CSV)
+    frame["x2"] = frame["x2"] + 50.0
+    wrong = rng.choice(np.arange(50, 600), 8, replace=False)
+    frame.loc[wrong, "x2"] = frame.loc[wrong, "x2"] * 100  # entered in the wrong unit
+    inf_rows = rng.choice(np.arange(50, 600), 5, replace=False)
+    frame["x3"] = frame["x3"].astype(float)
+    frame.loc[inf_rows, "x3"] = np.inf
+    frame["visit"] = pd.date_range("2021-01-01", periods=600, freq="D").strftime("%Y-%m-%d")
+    frame["site"] = "A"
+    frame = pd.concat([frame, frame.iloc[:30]], ignore_index=True)
+    state, result = run_chain(frame, tmp_path, "treated", "outcome")
+
+    comma = _one(state, "repair", column="x1", issue="numbers stored as text")
+    assert "decimal commas" in comma["action"]
+    units = _one(state, "repair", column="x2", issue="recording errors")
+    assert units["n_before"] == 8 and "x100" in units["action"]
+    assert _one(state, "repair", column="x3", issue="infinite values")["n_before"] == 5
+    assert _one(state, "repair", column="visit", issue="dates stored as text")
+    assert _one(state, "repair", issue="exact duplicate rows")["n_before"] - 30 == 600
+    assert _one(state, "repair", column="site", issue="constant column")
+
+    repaired = pd.read_parquet(state.dataframe_path)
+    assert len(repaired) == 600 and "site" not in repaired.columns
+    assert np.allclose(repaired["x1"], np.round(x1, 2))  # 12,34 -> 12.34, not 1234
+    assert repaired["x2"].max() < 100 and np.isfinite(repaired["x3"]).all()
+    assert repaired["visit"].dtype.kind == "M"
+    prof = state.data_profile
+    assert prof.feature_types["visit"] == "datetime" and "visit" not in prof.potential_confounders
+    # Every fixed expectation is marked repaired; the console summary names the repairs.
+    fixed = _one(state, "expectation", expectation="expect_column_values_to_be_in_type_list", column="x1")
+    assert fixed["repaired"] is True
+    assert "x2: recording errors" in result.summary and not _entries(state, "unrepaired", column="x2")
+
+
+def test_failed_expectations_left_unrepaired_are_listed_per_column(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(400, effect=1.0, seed=2)
+    frame["x1"] = frame["x1"].astype(float)
+    frame.loc[::10, "x1"] = np.nan  # 10% missing, left missing when imputation is off
+    state = make_state(frame, tmp_path, "treated", "outcome", profile=False)
+    run_single_agent("data_profiler", state, tmp_path)
+    run_single_agent("data_repair", state, tmp_path, params={"impute": False})
+    left = _one(state, "unrepaired", column="x1")
+    assert left["expectations"] == ["expect_column_values_to_not_be_null"] and "40 of 400" in left["detail"]
+    assert _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null")["repaired"] is False
