@@ -96,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("agents", help="list the registered agents and their contracts")
 
+    sub.add_parser("doctor", help="which sandbox layers this machine gives generated code")
+
     p = sub.add_parser("history", help="a recipe's runs on one data source: estimates, data, quality, drift")
     p.add_argument("recipe", metavar="RECIPE", help="recipe file or recipe name")
     p.add_argument("--data", required=True, help="the data file or URL the runs used")
@@ -129,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "llm": _cmd_llm,
         "ask": _cmd_ask,
     }
+    if args.command == "doctor":
+        from agents.base.sandbox_doctor import doctor
+
+        return doctor()
     if args.command in ("run", "resume"):
         _prepare_environment(getattr(args, "verbose", False))
         if getattr(args, "llm", None):
