@@ -23,6 +23,11 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP)
+	@# The code sandbox's best layer is bubblewrap: try to install it where we can (root + apt), else carry on.
+	-@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && \
+		apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; } && echo "installed bubblewrap for the code sandbox"; } || \
+		echo "note: bubblewrap not installed (needs root and apt-get); the code sandbox falls back (see whyflow doctor)"
 
 demo: install
 	$(BIN)/whyflow run pipelines/causal_analysis.yaml \
