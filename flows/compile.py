@@ -17,7 +17,7 @@ from typing import Any
 from prefect import flow
 
 from agents.base.agent import Agent, AgentContext, AgentResult
-from agents.base.state import AnalysisState
+from agents.base.ask_state import AskState, JobState
 from flows.dispatch import dispatch
 from flows.errors import RunCancelled, RunFailed
 from flows.jobs import RunRequest, prepare_job
@@ -29,7 +29,7 @@ from flows.store import JobFolder
 __all__ = ["build_flow", "make_task_runner", "PrefectExecutor", "run_job", "analysis_flow", "set_console_reporter"]
 
 
-def _agent_task(agent_cls: type[Agent], params: dict[str, Any], state: AnalysisState, ctx: AgentContext) -> AgentResult:
+def _agent_task(agent_cls: type[Agent], params: dict[str, Any], state: JobState, ctx: AgentContext) -> AgentResult:
     """The body of every agent task: dispatch on a private view, return the update."""
     from prefect.logging import get_run_logger
 
@@ -83,11 +83,11 @@ class PrefectExecutor:
     def _task(self, node: AgentNode, ctx: AgentContext) -> Any:
         return self._tasks[node.key].with_options(task_run_name=ctx.step)
 
-    def run(self, node: AgentNode, state: AnalysisState, ctx: AgentContext) -> AgentResult:
+    def run(self, node: AgentNode, state: JobState, ctx: AgentContext) -> AgentResult:
         result: AgentResult = self._task(node, ctx)(node.agent_cls, node.params.model_dump(), state, ctx)
         return result
 
-    def run_many(self, jobs: list[tuple[AgentNode, AnalysisState, AgentContext]]) -> list[AgentResult | BaseException]:
+    def run_many(self, jobs: list[tuple[AgentNode, JobState, AgentContext]]) -> list[AgentResult | BaseException]:
         futures = [self._task(n, ctx).submit(n.agent_cls, n.params.model_dump(), s, ctx) for n, s, ctx in jobs]
         out: list[AgentResult | BaseException] = []
         for future in futures:
@@ -109,7 +109,11 @@ def run_job(plan: Plan, folder: JobFolder, reporter: Reporter | None = None) -> 
 
     from flows.artifacts import ProgressArtifactReporter, publish_run
 
-    state = folder.load()
+    state = folder.load_any()
+    if isinstance(state, AskState):
+        from flows.ask_flow import run_ask_job
+
+        return run_ask_job(plan, folder, state, PrefectExecutor(plan), reporter)
     logger = get_run_logger()
     reporters: list[Reporter] = [LogReporter(logger), ProgressArtifactReporter()]
     if reporter is not None:
@@ -118,10 +122,10 @@ def run_job(plan: Plan, folder: JobFolder, reporter: Reporter | None = None) -> 
     try:
         runner.run()
     except RunFailed as exc:
-        publish_run(plan, folder, runner.state, logger)
+        publish_run(plan, folder, state, logger)
         return Failed(message=str(exc))
     except RunCancelled as exc:
-        publish_run(plan, folder, runner.state, logger)
+        publish_run(plan, folder, state, logger)
         return Cancelled(message=str(exc))
     drift = publish_run(plan, folder, state, logger)
     return {

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.ask_state import JobState
 from agents.base.errors import ContractViolation, MissingStateField
-from agents.base.state import AgentTrace, AnalysisState
+from agents.base.state import AgentTrace
 from agents.base.view import StateView
 
 __all__ = ["dispatch", "apply_result", "run_single_agent", "is_present", "missing_required"]
@@ -30,7 +31,7 @@ def is_present(value: Any) -> bool:
     return True
 
 
-def missing_required(agent_cls: type[Agent], state: AnalysisState) -> list[str]:
+def missing_required(agent_cls: type[Agent], state: JobState) -> list[str]:
     """The agent's required fields that are empty in ``state``."""
     required = agent_cls.REQUIRED_STATE_FIELDS
     return [f for f in required if not is_present(getattr(state, f))]
@@ -38,7 +39,7 @@ def missing_required(agent_cls: type[Agent], state: AnalysisState) -> list[str]:
 
 def dispatch(
     agent_cls: type[Agent],
-    state: AnalysisState,
+    state: JobState,
     params: AgentParams | Mapping[str, Any] | None,
     ctx: AgentContext,
 ) -> AgentResult:
@@ -60,7 +61,7 @@ def dispatch(
 
 
 def apply_result(
-    state: AnalysisState,
+    state: JobState,
     agent_cls: type[Agent],
     result: AgentResult,
     *,
@@ -102,7 +103,7 @@ def apply_result(
 
 def run_single_agent(
     name_or_cls: str | type[Agent],
-    state: AnalysisState,
+    state: JobState,
     job_dir: str | Path,
     params: Mapping[str, Any] | None = None,
     *,

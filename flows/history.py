@@ -84,10 +84,24 @@ def _question_key(run: dict[str, Any]) -> str:
         "metadata": meta_sha,
         "seed": run.get("seed"),
     }
+    if run.get("question"):  # an ask job (whyflow ask): the question itself
+        key["question"] = run["question"]
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _answer_headline(state: dict[str, Any]) -> dict[str, Any] | None:
+    """An ask job's answer as a headline (a numeric answer also serves drift as its estimate)."""
+    final = state.get("final_output") or {}
+    if not final:
+        return None
+    result = final.get("result")
+    number = result if isinstance(result, (int, float)) and not isinstance(result, bool) else None
+    return {"answer": final.get("answer"), "estimate": number, "output_type": final.get("output_type")}
+
+
 def _headline(state: dict[str, Any]) -> dict[str, Any] | None:
+    if state.get("kind") == "ask":
+        return _answer_headline(state)
     effects = state.get("treatment_effects") or []
     treatment, outcome = state.get("treatment_variable"), state.get("outcome_variable")
     if treatment and outcome:
@@ -257,6 +271,9 @@ def _estimate_text(head: dict[str, Any] | None) -> str:
 
     if not head:
         return "n/a"
+    if "answer" in head:
+        text = " ".join(str(head.get("answer") or "").split())
+        return text if len(text) <= 60 else text[:57] + "..."
     return f"{fmt(head.get('estimate'))} [{fmt(head.get('ci_lower'))}, {fmt(head.get('ci_upper'))}]"
 
 

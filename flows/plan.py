@@ -13,16 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from agents.base.agent import STATE_FIELDS, Agent, AgentParams
+from agents.base.agent import Agent, AgentParams, input_fields_of, state_fields_of
+from agents.base.ask_state import STATE_MODELS, state_model_name
 from agents.base.errors import AgentRegistrationError
 from agents.base.registry import Registry, UnknownAgent, default_registry
-from agents.base.state import JobStatus
+from agents.base.state import AnalysisState, JobStatus
+from flows.conditions import Condition, ConditionError, check_condition, parse_condition
 from flows.errors import RecipeIssue, RecipeValidationError
 from flows.recipe import (
     AgentStepSpec,
     CritiqueLoopStepSpec,
+    LoopStepSpec,
     ParallelStepSpec,
     RecipeSpec,
     Settings,
@@ -46,6 +49,7 @@ class AgentNode:
     writes: frozenset[str]
     retries: int
     loc: tuple[Any, ...]
+    when: Condition | None = None
 
     @property
     def name(self) -> str:
@@ -77,13 +81,26 @@ class ParallelNode:
         return max((n.status for n in self.nodes), key=order.index)
 
 
+CRITIQUE_UNTIL = 'critique_history[-1].decision != "ITERATE"'
+"""A critique loop's exit: the latest critique did not ask for another round."""
+
+
 @dataclass(frozen=True)
 class LoopNode:
-    """A critique loop: its steps repeat until APPROVE, REJECT or ``max_iterations`` rounds."""
+    """Steps repeated until ``until`` holds or ``max_iterations`` rounds have run.
+
+    A ``critique_loop:`` is the case ``until = CRITIQUE_UNTIL`` (APPROVE or REJECT ends it). A
+    ``loop:`` names its own condition and may name an ``on_exhausted`` step, which runs when the
+    rounds are spent with the condition still false, and ends the run.
+    """
 
     steps: tuple[AgentNode | ParallelNode, ...]
     max_iterations: int
     loc: tuple[Any, ...]
+    until: Condition = field(default_factory=lambda: parse_condition(CRITIQUE_UNTIL))
+    on_exhausted: AgentNode | None = None
+    kind: str = "critique_loop"
+    when: Condition | None = None
 
 
 Node = AgentNode | ParallelNode | LoopNode
@@ -100,6 +117,7 @@ class Plan:
     settings: Settings
     steps: tuple[Node, ...]
     spec: RecipeSpec = field(repr=False)
+    state_model: type[BaseModel] = AnalysisState
 
     def agent_nodes(self) -> list[AgentNode]:
         """Every agent node in order, flattening groups and loops."""
@@ -119,16 +137,21 @@ def _flatten(node: Node) -> list[AgentNode]:
         return [node]
     if isinstance(node, ParallelNode):
         return list(node.nodes)
-    return [n for s in node.steps for n in _flatten(s)]
+    exhausted = [node.on_exhausted] if node.on_exhausted is not None else []
+    return [n for s in node.steps for n in _flatten(s)] + exhausted
 
 
 class _Resolver:
     """Turns step specs into nodes while collecting located issues."""
 
-    def __init__(self, path: str, document: Any, registry: Registry) -> None:
+    def __init__(
+        self, path: str, document: Any, registry: Registry, state_model: type[BaseModel] = AnalysisState
+    ) -> None:
         self.path = path
         self.document = document
         self.registry = registry
+        self.state_model = state_model
+        self.fields = state_fields_of(state_model)
         self.issues: list[RecipeIssue] = []
 
     def issue(self, loc: tuple[Any, ...], message: str) -> None:
@@ -157,6 +180,13 @@ class _Resolver:
                     RecipeIssue(issue.path, issue.line, issue.column, issue.where, f"with.{issue.message}")
                 )
             params = cls.Params.model_construct()
+        if cls.STATE_MODEL is not self.state_model:
+            self.issue(
+                (*loc, "agent"),
+                f"agent: '{cls.NAME}' works on the {state_model_name(cls.STATE_MODEL)} state, but this recipe "
+                f"runs on the {state_model_name(self.state_model)} state (the recipe's 'state:')",
+            )
+            return None
         reads = self._fields(spec.reads, loc, "reads", cls.reads(), cls)
         writes = self._fields(spec.writes, loc, "writes", frozenset(cls.WRITES_STATE_FIELDS), cls)
         if spec.reads is not None:
@@ -164,7 +194,19 @@ class _Resolver:
                 if required not in reads:
                     self.issue((*loc, "reads"), f"reads: must include '{required}', which agent '{cls.NAME}' requires")
         retries = spec.retries if spec.retries is not None else settings.retries
-        return AgentNode(spec.key, cls, params, reads, writes, retries, loc)
+        return AgentNode(spec.key, cls, params, reads, writes, retries, loc, self.condition(spec.when, (*loc, "when")))
+
+    def condition(self, text: str | None, loc: tuple[Any, ...]) -> Condition | None:
+        """Parse and check a ``when:``/``until:`` expression against the state model."""
+        if text is None:
+            return None
+        try:
+            condition = parse_condition(text)
+            check_condition(condition, self.state_model)
+        except ConditionError as exc:
+            self.issue(loc, f"{loc[-1]}: {exc}")
+            return None
+        return condition
 
     def _fields(
         self,
@@ -178,8 +220,8 @@ class _Resolver:
             return allowed
         good = set()
         for i, name in enumerate(declared):
-            if name not in STATE_FIELDS:
-                close = difflib.get_close_matches(name, sorted(STATE_FIELDS), n=1)
+            if name not in self.fields:
+                close = difflib.get_close_matches(name, sorted(self.fields), n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 self.issue((*loc, key, i), f"{key}: '{name}' is not a state field{hint}")
             elif name not in allowed:
@@ -201,6 +243,8 @@ class _Resolver:
             if any(m is None for m in members):
                 return None
             return ParallelNode(tuple(m for m in members if m is not None), loc)
+        if isinstance(spec, LoopStepSpec):
+            return self.loop(spec, loc, settings)
         assert isinstance(spec, CritiqueLoopStepSpec)
         body = spec.critique_loop
         inner = [self.step(s, (*loc, "critique_loop", "steps", i), settings) for i, s in enumerate(body.steps)]
@@ -209,16 +253,35 @@ class _Resolver:
         limit = body.max_iterations or settings.max_iterations
         return LoopNode(tuple(n for n in inner if isinstance(n, (AgentNode, ParallelNode))), limit, loc)
 
+    def loop(self, spec: LoopStepSpec, loc: tuple[Any, ...], settings: Settings) -> LoopNode | None:
+        """A general ``loop:`` with its exit condition, limit and optional ``on_exhausted`` step."""
+        body = spec.loop
+        inner = [self.step(s, (*loc, "loop", "steps", i), settings) for i, s in enumerate(body.steps)]
+        until = self.condition(body.until, (*loc, "loop", "until"))
+        when = self.condition(body.when, (*loc, "loop", "when"))
+        exhausted = None
+        if body.on_exhausted is not None:
+            exhausted = self.agent(body.on_exhausted, (*loc, "loop", "on_exhausted"), settings)
+            if exhausted is None:
+                return None
+        if any(n is None for n in inner) or until is None or (body.when is not None and when is None):
+            return None
+        limit = body.max_iterations or settings.max_iterations
+        steps = tuple(n for n in inner if isinstance(n, (AgentNode, ParallelNode)))
+        return LoopNode(steps, limit, loc, until, exhausted, "loop", when)
+
 
 def build_plan(spec: RecipeSpec, document: Any, path: str | Path, registry: Registry | None = None) -> Plan:
     """Resolve and validate ``spec``; raise :class:`RecipeValidationError` with every problem."""
     from flows.validate import validate_plan
 
     p = str(path)
-    resolver = _Resolver(p, document, registry or default_registry())
-    for i, name in enumerate(spec.inputs):
-        if name not in STATE_FIELDS:
-            close = difflib.get_close_matches(name, sorted(STATE_FIELDS), n=1)
+    model = STATE_MODELS[spec.state]
+    resolver = _Resolver(p, document, registry or default_registry(), model)
+    declared = spec.inputs if "inputs" in spec.model_fields_set or model is AnalysisState else ()
+    for i, name in enumerate(declared):
+        if name not in resolver.fields:
+            close = difflib.get_close_matches(name, sorted(resolver.fields), n=1)
             resolver.issue(
                 ("inputs", i),
                 f"inputs: '{name}' is not a state field" + (f" (did you mean '{close[0]}'?)" if close else ""),
@@ -228,10 +291,11 @@ def build_plan(spec: RecipeSpec, document: Any, path: str | Path, registry: Regi
         name=spec.name,
         description=spec.description,
         source=p,
-        inputs=frozenset(spec.inputs) | {"job_id", "dataset_info"},
+        inputs=frozenset(declared) | input_fields_of(model),
         settings=spec.settings,
         steps=tuple(n for n in nodes if n is not None),
         spec=spec,
+        state_model=model,
     )
     if None not in nodes:
         validate_plan(plan, resolver.issue)
@@ -246,7 +310,9 @@ def _step_issues(path: str, document: Any, registry: Registry) -> list[RecipeIss
 
     from flows.recipe import Step
 
-    resolver = _Resolver(path, document, registry)
+    state = document.get("state") if isinstance(document, dict) else None
+    model = STATE_MODELS.get(state, AnalysisState) if isinstance(state, str) else AnalysisState
+    resolver = _Resolver(path, document, registry, model)
     steps = document.get("steps") if isinstance(document, dict) else None
     if not isinstance(steps, list):
         return []

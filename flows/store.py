@@ -13,6 +13,7 @@ Layout of a job folder::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -22,8 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agents.base.ask_state import AskState, JobState
 from agents.base.state import AgentTrace, AnalysisState
-from flows.errors import JobNotFound
+from flows.errors import DamagedJob, JobNotFound, OutputNotWritable
 
 __all__ = ["JobFolder", "JobStore", "JobSummary", "new_job_id", "default_runs_dir"]
 
@@ -49,6 +51,54 @@ def _atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _keep_previous(path: Path) -> None:
+    """Keep the state being replaced as ``state.json.prev`` (a hard link: no copy, never half)."""
+    if not path.exists():
+        return
+    prev = path.with_name(path.name + ".prev")
+    tmp = path.with_name(f".{path.name}.prev.tmp")
+    try:
+        tmp.unlink(missing_ok=True)
+        os.link(path, tmp)
+        os.replace(tmp, prev)
+    except OSError:  # a file system without hard links: the previous state is not kept
+        tmp.unlink(missing_ok=True)
+
+
+def _check_writable(folder: Path) -> None:
+    """Make ``folder`` and prove a file can be written in it, or say in one sentence why not."""
+    blocker = next((p for p in [folder, *folder.parents] if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise OutputNotWritable(f"cannot use {folder} as the job folder: {blocker} is a file, not a folder")
+    probe = folder / f".whyflow-write-check-{secrets.token_hex(3)}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
+        reason = exc.strerror or type(exc).__name__
+        raise OutputNotWritable(f"cannot write the job folder {folder}: {reason.lower()}") from None
+
+
+def damage_message(folder: JobFolder, path: Path, exc: BaseException | None) -> str:
+    """One sentence: which file is damaged, why, and what can still be done."""
+    why = "is missing"
+    if isinstance(exc, ValueError) and "EOF" in str(exc):
+        why = "is truncated (a write was cut short)"
+    elif exc is not None:
+        why = f"is not a valid job state ({str(exc).strip().splitlines()[0][:120]})"
+    left = [p.name for p in (folder.traces_path, folder.path / "errors.log") if p.exists()]
+    prev = folder.path / "state.json.prev"
+    if prev.exists() and path != prev:
+        todo = f"`whyflow resume {folder.path}` restarts from the previous good state (state.json.prev)"
+    else:
+        todo = "no earlier state was kept; start the run again"
+    kept = f"; {' and '.join(left)} are intact" if left else ""
+    return f"job state {path} {why}{kept}; {todo}"
 
 
 @dataclass(frozen=True)
@@ -95,19 +145,72 @@ class JobFolder:
         """Whether a state has been written here."""
         return self.state_path.exists()
 
-    def save(self, state: AnalysisState) -> None:
+    def save(self, state: JobState) -> None:
         """Write ``state.json`` atomically: a crash leaves the previous or the new state, never half."""
-        _atomic_write(self.state_path, state.to_json())
+        _keep_previous(self.state_path)
+        text = state.to_json()
+        try:
+            _atomic_write(self.state_path, text)
+        except OSError:
+            # A full disk: free what this job left half-written, then try once more (a small
+            # state usually fits); if it still fails the caller reports the error.
+            if not self.clean_temporary():
+                raise
+            _atomic_write(self.state_path, text)
+
+    def clean_temporary(self) -> int:
+        """Delete the job's half-written files (``*.tmp``); return how many were removed."""
+        removed = 0
+        for tmp in [*self.path.glob("*.tmp"), *self.path.glob(".*.tmp"), *self.path.glob("data/*.tmp")]:
+            try:
+                tmp.unlink()
+                removed += 1
+            except OSError:
+                continue
+        return removed
 
     def load(self) -> AnalysisState:
         """Read the state and connect its trace sink to ``traces.jsonl``."""
+        state = self.load_any()
+        if not isinstance(state, AnalysisState):
+            raise JobNotFound(f"{self.path} holds a question (whyflow ask), not an analysis")
+        return state
+
+    def load_any(self) -> JobState:
+        """Read the state of either model (an ask job's state says ``"kind": "ask"``)."""
         if not self.state_path.exists():
             raise JobNotFound(f"no state.json in {self.path}")
-        state = AnalysisState.from_json(self.state_path.read_text(encoding="utf-8"))
+        state = self._parse(self.state_path)
         self.attach(state)
         return state
 
-    def attach(self, state: AnalysisState) -> None:
+    def _parse(self, path: Path) -> JobState:
+        """The state in ``path``, or :class:`DamagedJob` saying what is left to work with."""
+        from pydantic import ValidationError
+
+        try:
+            text = path.read_text(encoding="utf-8")
+            if '"kind": "ask"' in text[:200]:
+                return AskState.from_json(text)
+            return AnalysisState.from_json(text)
+        except (OSError, UnicodeDecodeError, ValidationError, ValueError) as exc:
+            raise DamagedJob(damage_message(self, path, exc)) from None
+
+    def recover(self) -> AnalysisState:
+        """Put the previous good state back (the damaged file is kept as ``state.json.damaged``)."""
+        prev = self.path / "state.json.prev"
+        if not prev.exists():
+            raise DamagedJob(damage_message(self, self.state_path, None))
+        state = self._parse(prev)
+        if not isinstance(state, AnalysisState):
+            raise JobNotFound(f"{self.path} holds a question (whyflow ask), not an analysis")
+        if self.state_path.exists():
+            os.replace(self.state_path, self.path / "state.json.damaged")
+        _atomic_write(self.state_path, prev.read_text(encoding="utf-8"))
+        self.attach(state)
+        return state
+
+    def attach(self, state: JobState) -> None:
         """Send every full trace of ``state`` to ``traces.jsonl``."""
         state.set_trace_sink(self.append_trace)
 
@@ -157,7 +260,7 @@ class JobStore:
         folder = Path(path) if path is not None else self.root / job_id
         if folder.exists() and (folder / "state.json").exists():
             raise FileExistsError(f"{folder} already holds a job; choose another --output or resume it")
-        folder.mkdir(parents=True, exist_ok=True)
+        _check_writable(folder)
         return JobFolder(folder)
 
     def open(self, ref: str | Path) -> JobFolder:
@@ -182,8 +285,11 @@ class JobStore:
             folder = JobFolder(state_file.parent)
             try:
                 data = json.loads(state_file.read_text(encoding="utf-8"))
+                if not isinstance(data, dict) or "job_id" not in data:
+                    raise ValueError("not a job state")
             except (OSError, ValueError):
-                continue
+                when = datetime.fromtimestamp(state_file.stat().st_mtime, UTC).isoformat()
+                data = {"job_id": state_file.parent.name, "status": "damaged", "updated_at": when}
             run = folder.read_run()
             out.append(
                 JobSummary(

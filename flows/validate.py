@@ -87,6 +87,8 @@ def _validate_reads_provided(plan: Plan, report: Report) -> None:
         else:
             for inner in step.steps:
                 walk(inner)
+            if step.on_exhausted is not None:
+                walk(step.on_exhausted)
 
     for step in plan.steps:
         walk(step)
@@ -119,7 +121,7 @@ def _validate_parallel_groups(plan: Plan, report: Report) -> None:
 
 def _validate_loops_have_critique(plan: Plan, report: Report) -> None:
     for step in plan.steps:
-        if not isinstance(step, LoopNode):
+        if not isinstance(step, LoopNode) or step.kind != "critique_loop":
             continue
         members = [n for s in step.steps for n in ((s,) if isinstance(s, AgentNode) else s.nodes)]
         if not any(n.agent_cls.IS_CRITIQUE or "critique_history" in n.writes for n in members):
@@ -152,5 +154,9 @@ def _validate_status_order(plan: Plan, report: Report) -> None:
                 first = step.steps[0]
                 if not is_legal_transition(JobStatus.ITERATING, first.status):
                     report(first.loc, f"a critique loop cannot restart in phase {first.status.name}")
+            elif step.steps and current != step.steps[0].status and not is_legal_transition(current, step.steps[0].status):
+                report(step.steps[0].loc, f"a loop cannot restart in phase {step.steps[0].status.name}")
+            if step.on_exhausted is not None:
+                move(step.on_exhausted, current)  # the run ends after it: the phase goes no further
         else:
             current = move(step, current)

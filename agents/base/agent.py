@@ -29,11 +29,23 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from agents.base.ask_state import STATE_MODELS
 from agents.base.errors import AgentRegistrationError
 from agents.base.state import RUNNER_FIELDS, AnalysisState, JobStatus
 from agents.base.view import StateView
 
-__all__ = ["Agent", "AgentContext", "AgentParams", "AgentResult", "check_contract", "STATE_FIELDS"]
+__all__ = [
+    "Agent",
+    "AgentContext",
+    "AgentParams",
+    "AgentResult",
+    "check_contract",
+    "STATE_FIELDS",
+    "always_readable_of",
+    "input_fields_of",
+    "runner_fields_of",
+    "state_fields_of",
+]
 
 STATE_FIELDS: frozenset[str] = frozenset(AnalysisState.model_fields)
 
@@ -52,6 +64,26 @@ ALWAYS_READABLE: frozenset[str] = frozenset(
 """Context every agent may read without declaring it (the job, the question and the round)."""
 
 
+def state_fields_of(model: type[BaseModel]) -> frozenset[str]:
+    """Every field of a state model (AnalysisState, AskState)."""
+    return frozenset(model.model_fields)
+
+
+def runner_fields_of(model: type[BaseModel]) -> frozenset[str]:
+    """The fields of a state model only the runner writes."""
+    return frozenset(getattr(model, "RUNNER_FIELDS", RUNNER_FIELDS))
+
+
+def always_readable_of(model: type[BaseModel]) -> frozenset[str]:
+    """Context every agent on this state model may read without declaring it."""
+    return frozenset(getattr(model, "ALWAYS_READABLE", ALWAYS_READABLE))
+
+
+def input_fields_of(model: type[BaseModel]) -> frozenset[str]:
+    """Fields a new job of this state model starts with (besides a recipe's ``inputs``)."""
+    return frozenset(getattr(model, "INPUT_FIELDS", {"job_id", "dataset_info"}))
+
+
 class AgentParams(BaseModel):
     """Base of an agent's ``with:`` parameters: unknown keys are errors, values are frozen."""
 
@@ -68,6 +100,10 @@ class AgentContext:
     iteration: int = 0
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("whyflow.agent"))
     llm: Any = None
+    run_recipe: Any = None
+    """``run_recipe(recipe, data, output, treatment=None, outcome=None) -> dict``: run another recipe
+    as a nested job (set by the runner; agents cannot import flows). The ask agents use it to
+    answer a causal question with pipelines/causal_analysis.yaml."""
 
     @property
     def data_dir(self) -> Path:
@@ -112,6 +148,8 @@ class Agent:
     JOB_STATUS: ClassVar[JobStatus] = JobStatus.PROFILING
     PROGRESS_WEIGHT: ClassVar[float] = 1.0
     IS_CRITIQUE: ClassVar[bool] = False
+    STATE_MODEL: ClassVar[type[BaseModel]] = AnalysisState
+    """The state the agent works on (AnalysisState, or AskState for the ask-the-data agents)."""
     PRELOAD_MODULES: ClassVar[tuple[str, ...]] = ()
     """Heavy modules the runner imports in the flow's thread before a parallel group starts:
     two threads importing the same library for the first time can deadlock on its module locks."""
@@ -120,7 +158,8 @@ class Agent:
     @classmethod
     def reads(cls) -> frozenset[str]:
         """Every field the agent may read: required, optional and the always-readable context."""
-        return frozenset(cls.REQUIRED_STATE_FIELDS) | frozenset(cls.OPTIONAL_STATE_FIELDS) | ALWAYS_READABLE
+        always = always_readable_of(cls.STATE_MODEL)
+        return frozenset(cls.REQUIRED_STATE_FIELDS) | frozenset(cls.OPTIONAL_STATE_FIELDS) | always
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Do the agent's work and return the update; never mutate ``view``."""
@@ -135,16 +174,21 @@ def check_contract(cls: type[Agent]) -> None:
         raise AgentRegistrationError(f"{cls!r} is not a subclass of agents.base.Agent")
     if not cls.NAME or not cls.NAME.isidentifier():
         problems.append(f"NAME must be a non-empty identifier, got {cls.NAME!r}")
+    model = cls.STATE_MODEL
+    if model not in STATE_MODELS.values():
+        problems.append(f"STATE_MODEL must be one of {', '.join(m.__name__ for m in STATE_MODELS.values())}")
+        model = AnalysisState
+    fields = state_fields_of(model)
     for attr in ("REQUIRED_STATE_FIELDS", "OPTIONAL_STATE_FIELDS", "WRITES_STATE_FIELDS"):
         value = getattr(cls, attr)
         if not isinstance(value, (tuple, list, frozenset, set)):
             problems.append(f"{attr} must be a tuple of field names")
             continue
         for f in value:
-            if f not in STATE_FIELDS:
-                problems.append(f"{attr} names '{f}', which is not an AnalysisState field")
+            if f not in fields:
+                problems.append(f"{attr} names '{f}', which is not an {model.__name__} field")
     for f in cls.WRITES_STATE_FIELDS:
-        if f in RUNNER_FIELDS:
+        if f in runner_fields_of(model):
             problems.append(f"WRITES_STATE_FIELDS names '{f}', which only the runner may write")
     if not cls.WRITES_STATE_FIELDS:
         problems.append("WRITES_STATE_FIELDS is empty: an agent must write something")

@@ -41,6 +41,14 @@ BUILTIN_AGENTS: dict[str, str] = {
     "critique": "agents.critique:CritiqueAgent",
     "orchestrator": "agents.orchestrator:OrchestratorAgent",
     "notebook_generator": "agents.notebook_generator:NotebookGeneratorAgent",
+    # Ask the data (seed 001), on AskState.
+    "question_planner": "agents.ask.question_planner:QuestionPlannerAgent",
+    "code_writer": "agents.ask.code_writer:CodeWriterAgent",
+    "code_runner": "agents.ask.code_runner:CodeRunnerAgent",
+    "result_evaluator": "agents.ask.result_evaluator:ResultEvaluatorAgent",
+    "explainer": "agents.ask.explainer:ExplainerAgent",
+    "error_reporter": "agents.ask.error_reporter:ErrorReporterAgent",
+    "causal_runner": "agents.ask.causal_runner:CausalRunnerAgent",
 }
 
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 from agents.base.errors import ContractViolation
 
 if TYPE_CHECKING:
-    from agents.base.state import AnalysisState, TreatmentEffectResult
+    from agents.base.ask_state import JobState
+    from agents.base.state import TreatmentEffectResult
 
 __all__ = ["StateView"]
 
@@ -22,7 +23,7 @@ class StateView:
 
     __slots__ = ("_agent", "_readable", "_snapshot")
 
-    def __init__(self, state: AnalysisState, agent: str, readable: frozenset[str]) -> None:
+    def __init__(self, state: JobState, agent: str, readable: frozenset[str]) -> None:
         object.__setattr__(self, "_snapshot", state.model_copy(deep=True))
         object.__setattr__(self, "_agent", agent)
         object.__setattr__(self, "_readable", readable)
@@ -30,7 +31,7 @@ class StateView:
     def __getattr__(self, name: str) -> Any:
         snapshot = object.__getattribute__(self, "_snapshot")
         if name not in type(snapshot).model_fields:
-            raise AttributeError(f"AnalysisState has no field '{name}'")
+            raise AttributeError(f"{type(snapshot).__name__} has no field '{name}'")
         if name not in object.__getattribute__(self, "_readable"):
             raise ContractViolation(object.__getattribute__(self, "_agent"), name, "read", sorted(self._readable))
         return getattr(snapshot, name)

@@ -1,0 +1,155 @@
+"""Helpers the ask agents share: reading the datasets, follow-ups, causal questions, the model.
+
+Agent modules do not import each other; what two of them need lives here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.base.ask_state import AskDataset, AskPlan, ChatMessage
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "CHART_SUFFIX",
+    "causal_pair",
+    "filled_plan",
+    "first_frame",
+    "is_vega_lite",
+    "llm_json",
+    "llm_text",
+    "resolve_follow_up",
+    "result_text",
+]
+
+CHART_SUFFIX = ".svg"
+
+
+@lru_cache(maxsize=4)
+def _read(path: str, mtime: float) -> pd.DataFrame:
+    from agents.base.data import read_table
+
+    return read_table(path)
+
+
+def first_frame(datasets: dict[str, AskDataset]) -> pd.DataFrame:
+    """The first dataset (the ``data`` view) as a DataFrame (cached per file version)."""
+    ds = next(iter(datasets.values()))
+    return _read(ds.local_path, Path(ds.local_path).stat().st_mtime)
+
+
+# ---- follow-ups --------------------------------------------------------------------------------
+_FOLLOW = re.compile(r"^\s*(?:and\s+)?(?:now|then|also|what about|how about|same|and)\b[\s,:]*(.*)$", re.I)
+_BY = re.compile(r"\b(by|per|for each|grouped by)\s+[\w ]+?(?=$|[?.,]| as | in | with | rounded)", re.I)
+
+
+def resolve_follow_up(question: str, messages: list[ChatMessage]) -> str:
+    """Rewrite a follow-up ("now by year") as a full question using the previous user question.
+
+    A question that does not start like a follow-up, or a conversation with no earlier
+    question, is returned unchanged.
+    """
+    previous = [m.data.get("resolved") or m.content for m in messages if m.role == "user"]
+    match = _FOLLOW.match(question)
+    if not previous or not match:
+        return question
+    last, rest = str(previous[-1]).strip().rstrip("?. "), match.group(1).strip().rstrip("?. ")
+    if not rest:
+        return last
+    by = _BY.match(rest)
+    if by:
+        if _BY.search(last):
+            return _BY.sub(rest, last, count=1)
+        return f"{last} {rest}"
+    return f"{last}, {rest}"
+
+
+# ---- causal questions ------------------------------------------------------------------------
+_CAUSAL = (
+    re.compile(r"\b(?:causal\s+)?(?:effect|impact|influence)\s+of\s+(?:the\s+)?(.+?)\s+on\s+(?:the\s+)?(.+?)\s*(?:[?.]|$)", re.I),
+    re.compile(r"\bdoes\s+(?:the\s+)?(.+?)\s+(?:cause|affect|increase|decrease|change|raise|lower)\s+(?:the\s+)?(.+?)\s*(?:[?.]|$)", re.I),
+)
+
+
+def _column(text: str, columns: list[str]) -> str | None:
+    want = re.sub(r"[^a-z0-9]+", "", text.lower())
+    for col in columns:
+        if re.sub(r"[^a-z0-9]+", "", col.lower()) == want:
+            return col
+    words = set(re.findall(r"[a-z0-9]+", text.lower()))
+    hits = [c for c in columns if re.sub(r"[^a-z0-9]+", "", c.lower()) in words]
+    return hits[0] if len(hits) == 1 else None
+
+
+def causal_pair(question: str, columns: list[str]) -> tuple[str, str] | None:
+    """``(treatment, outcome)`` if the question asks for a causal effect between two columns."""
+    for pattern in _CAUSAL:
+        match = pattern.search(question)
+        if match:
+            t, y = _column(match.group(1), columns), _column(match.group(2), columns)
+            if t and y and t != y:
+                return t, y
+    return None
+
+
+# ---- plans, results, charts --------------------------------------------------------------------
+def filled_plan(plan: AskPlan | None) -> Any:
+    """The worked example the planner filled (``agents.tools.retrieval.FilledPlan``), if any."""
+    if plan is None or "filled" not in plan.parameters:
+        return None
+    from agents.tools.retrieval import FilledPlan
+
+    return FilledPlan.model_validate(plan.parameters["filled"])
+
+
+def is_vega_lite(value: Any) -> bool:
+    """Whether a result is a Vega-Lite chart spec."""
+    if not isinstance(value, dict):
+        return False
+    schema = str(value.get("$schema", ""))
+    return "vega-lite" in schema or ("mark" in value and "encoding" in value)
+
+
+def result_text(result: Any, limit: int = 3000) -> str:
+    """A result as compact text for a prompt or a trace."""
+    try:
+        text = json.dumps(result, default=str)
+    except (TypeError, ValueError):
+        text = str(result)
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text)} chars]"
+
+
+# ---- the model -------------------------------------------------------------------------------
+def llm_text(llm: Any, system: str, user: str) -> str:
+    """One chat completion from ``ctx.llm`` (the LLM layer's client): the reply's text."""
+    if hasattr(llm, "chat"):
+        reply = llm.chat([{"role": "system", "content": system}, {"role": "user", "content": user}])
+    else:  # pragma: no cover - a plain callable client
+        reply = llm(system, user)
+    text = getattr(reply, "content", None) or getattr(reply, "text", None) or reply
+    return str(text).strip()
+
+
+def llm_json(llm: Any, system: str, user: str) -> dict[str, Any] | None:
+    """A JSON object from the model, or None when the reply holds none."""
+    text = llm_text(llm, system + "\nReply with one JSON object only.", user)
+    match = re.search(r"\{.*\}", text, re.S)
+    if not match:
+        return None
+    try:
+        value = json.loads(match.group(0))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def strip_fences(text: str) -> str:
+    """Python code from a model reply, without Markdown fences."""
+    match = re.search(r"```(?:python|py)?\s*\n(.*?)```", text, re.S)
+    return (match.group(1) if match else text).strip() + "\n"

@@ -1,0 +1,47 @@
+"""A causal question ("what is the effect of X on Y?") answered by the causal recipe itself.
+
+The planner routes such a question here; this agent runs ``pipelines/causal_analysis.yaml`` (or
+the recipe its ``with: {recipe: ...}`` names) on the same data as a nested job inside this job's
+folder, through ``ctx.run_recipe`` (the runner's), and records the headline and caveats.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.ask_state import AskState
+from agents.base.errors import AgentError
+from agents.base.state import JobStatus
+from agents.base.view import StateView
+
+__all__ = ["CausalRunnerAgent"]
+
+_DEFAULT = Path(__file__).resolve().parents[2] / "pipelines" / "causal_analysis.yaml"
+
+
+class CausalRunnerAgent(Agent):
+    """Runs the causal recipe on the question's treatment and outcome."""
+
+    NAME = "causal_runner"
+    DESCRIPTION = "answer a causal question by running the causal recipe as a nested job"
+    STATE_MODEL = AskState
+    REQUIRED_STATE_FIELDS = ("plan", "datasets")
+    WRITES_STATE_FIELDS = ("causal_result",)
+    JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
+    PROGRESS_WEIGHT = 5.0
+
+    class Params(AgentParams):
+        recipe: str | None = None
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        assert isinstance(params, self.Params)
+        if ctx.run_recipe is None:
+            raise AgentError("this runner cannot start a nested recipe run")
+        plan = view.plan
+        recipe = params.recipe or str(_DEFAULT)
+        data = next(iter(view.datasets.values())).local_path
+        result = ctx.run_recipe(recipe, data, str(ctx.job_dir / "causal"), plan.treatment, plan.outcome)
+        head = result.get("headline")
+        summary = f"{plan.treatment} → {plan.outcome}: " + (f"{head['estimate']:.4g}" if head else result["status"])
+        return AgentResult(updates={"causal_result": result}, summary=summary, tools_called=["run_recipe"])

@@ -1,0 +1,92 @@
+"""001's code node, second half: run the round's code in the sandbox, record what happened.
+
+Generated code runs only through :func:`agents.base.sandbox.run_code` (a child process with
+limits and the best isolation available); each dataset is handed over by path under its view
+name, and only data comes back. A failure is recorded as a failed attempt (code + error +
+traceback) for the next round's writer; the loop's ``until: execution_success`` decides.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.ask_state import AskState, ExecutionRecord, FailedAttempt
+from agents.base.state import JobStatus
+from agents.base.view import StateView
+
+__all__ = ["CodeRunnerAgent"]
+
+
+class CodeRunnerAgent(Agent):
+    """Runs the code in the sandbox; records the result or the failure."""
+
+    NAME = "code_runner"
+    DESCRIPTION = "run the code in the sandbox and record its result, or the error for the next attempt"
+    STATE_MODEL = AskState
+    REQUIRED_STATE_FIELDS = ("code", "datasets")
+    OPTIONAL_STATE_FIELDS = ("attempts", "failed_attempts")
+    WRITES_STATE_FIELDS = ("execution_result", "execution_success", "error", "attempts", "failed_attempts")
+    JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
+    PROGRESS_WEIGHT = 2.0
+
+    class Params(AgentParams):
+        wall_seconds: float = 30.0
+        memory_mb: int = 2048
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        assert isinstance(params, self.Params)
+        from agents.base.sandbox import Limits, run_code
+
+        inputs = {name: Path(ds.local_path) for name, ds in view.datasets.items()}
+        limits = _limits(Limits, params)
+        outcome = run_code(view.code, inputs, limits, figures_dir=ctx.plots_dir)
+        record = _record(outcome)
+        attempt = int(view.attempts) + 1
+        updates: dict[str, Any] = {"execution_result": record, "execution_success": record.ok, "attempts": attempt}
+        if record.ok:
+            updates["error"] = None
+            summary = f"attempt {attempt} ran in {record.wall_seconds:.2f}s: {record.result_kind}"
+        else:
+            error = record.error or "the code failed"
+            detail = f"{error}\n{record.traceback}" if record.traceback else error
+            updates["error"] = detail
+            updates["failed_attempts"] = [
+                *view.failed_attempts,
+                FailedAttempt(attempt=attempt, code=view.code, error=detail),
+            ]
+            summary = f"attempt {attempt} failed: {error.splitlines()[-1] if error else 'error'}"[:200]
+        return AgentResult(updates=updates, summary=summary, tools_called=["sandbox.run_code"])
+
+
+def _limits(limits_cls: Any, params: Any) -> Any:
+    """The sandbox's Limits with this step's wall clock and memory, its other defaults kept."""
+    return limits_cls(wall_seconds=params.wall_seconds, memory_bytes=int(params.memory_mb) * 1024**2)
+
+
+def _record(outcome: Any) -> ExecutionRecord:
+    """The sandbox's ExecutionResult as state data."""
+    kind = str(getattr(outcome, "result_kind", "none") or "none")
+    return ExecutionRecord(
+        ok=bool(outcome.ok),
+        result=_plain(getattr(outcome, "result", None)),
+        result_kind=kind if kind in ("none", "scalar", "list", "dict", "table") else "none",  # type: ignore[arg-type]
+        figures=[_plain(f) for f in getattr(outcome, "figures", None) or []],
+        stdout=str(getattr(outcome, "stdout", "") or "")[-4000:],
+        stderr=str(getattr(outcome, "stderr", "") or "")[-4000:],
+        truncated=bool(getattr(outcome, "truncated", False)),
+        error=getattr(outcome, "error", None),
+        traceback=getattr(outcome, "traceback", None),
+        wall_seconds=float(getattr(outcome, "wall_seconds", 0.0) or 0.0),
+        timed_out=bool(getattr(outcome, "timed_out", False)),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe data (paths become strings, models their dumps)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, Path):
+        return str(value)
+    return value

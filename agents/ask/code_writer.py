@@ -1,0 +1,87 @@
+"""001's code node, first half: write the code for this round of the loop.
+
+Without a model the code is the filled worked example (a retry tries the next example that
+fits, since the same template would fail the same way). With a model, round 1 asks for code
+grounded by the closest examples' code; later rounds show the failed code and its traceback
+(001's fixing prompt) together with every earlier failure, so the model does not repeat one.
+"""
+
+from __future__ import annotations
+
+from agents.ask._shared import filled_plan, first_frame, llm_text, strip_fences
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.ask_state import AskState
+from agents.base.errors import AgentError
+from agents.base.state import JobStatus
+from agents.base.view import StateView
+
+__all__ = ["CodeWriterAgent"]
+
+_RULES = """Write Python that answers the question from the data.
+- The datasets are pandas DataFrames in the dict `datasets` (the first is also `df`); the view
+  names are the keys. pandas (pd), numpy (np) and scipy.stats (stats) are available: import them.
+- Store the final answer in a variable named `result`: a number, a string, a list, a dict, or a
+  DataFrame (a table). Compute every number; never write a number you did not compute.
+- For a chart, set `result` to a Vega-Lite v5 spec (a dict with "$schema", "mark", "encoding" and
+  inline "data": {"values": [...]}) with at most 100 rows: aggregate first.
+- Code is stateless: redo any transformation you need.
+Return only the Python code."""
+
+_FIX = """Your previous code failed. Read the error, find the cause (a missing column, a name used
+before it is defined, a wrong method or type) and return corrected code that keeps the intent.
+Do not repeat an approach that already failed."""
+
+
+class CodeWriterAgent(Agent):
+    """Writes the round's code: the filled example, or the model's (fixed) code."""
+
+    NAME = "code_writer"
+    DESCRIPTION = "write Python for the question: a filled worked example, or the model's code"
+    STATE_MODEL = AskState
+    REQUIRED_STATE_FIELDS = ("question", "datasets", "plan")
+    OPTIONAL_STATE_FIELDS = ("data_summary", "code", "error", "failed_attempts", "attempts")
+    WRITES_STATE_FIELDS = ("code",)
+    JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
+    PROGRESS_WEIGHT = 1.0
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        plan = view.plan
+        if ctx.llm is not None and plan.mode == "model":
+            code = self._model_code(view, ctx)
+            return AgentResult(updates={"code": code}, summary=f"model code, {len(code.splitlines())} lines")
+        filled = filled_plan(plan)
+        if filled is None:
+            raise AgentError(f"the plan has no worked example to fill (route {plan.route}) and no model is on")
+        code, note = filled.code, f"example '{filled.example_id}'"
+        if view.failed_attempts:
+            code, note = self._next_example(view, filled, code, note)
+        return AgentResult(updates={"code": code}, summary=note)
+
+    @staticmethod
+    def _next_example(view: StateView, filled: object, code: str, note: str) -> tuple[str, str]:
+        from agents.tools.retrieval import fill
+
+        tried = {a.code for a in view.failed_attempts}
+        others = list(getattr(filled, "alternatives", []))
+        question = str(view.plan.parameters.get("question") or view.question)
+        for match in others:
+            other = fill(question, first_frame(view.datasets), examples=[match])
+            if other is not None and other.code not in tried:
+                return other.code, f"retry with example '{other.example_id}'"
+        return code, note + " again (no other example fits)"
+
+    @staticmethod
+    def _model_code(view: StateView, ctx: AgentContext) -> str:
+        filled = filled_plan(view.plan)
+        question = str(view.plan.parameters.get("question") or view.question)
+        grounding = f"\n\nA worked example for a similar question:\n```python\n{filled.code}```" if filled else ""
+        names = ", ".join(view.datasets)
+        prompt = f"Question: {question}\n\nDatasets ({names}):\n{view.data_summary[:4000]}{grounding}"
+        system = _RULES
+        if view.failed_attempts:
+            system = _RULES + "\n\n" + _FIX
+            history = "\n\n".join(
+                f"Attempt {a.attempt}:\n```python\n{a.code}```\nError:\n{a.error[-1500:]}" for a in view.failed_attempts
+            )
+            prompt += f"\n\nFailed attempts so far (the last one first to fix):\n{history}"
+        return strip_fences(llm_text(ctx.llm, system, prompt))

@@ -1,0 +1,118 @@
+"""001's plan node: decide whether the question needs code, evaluation and explanation.
+
+Deterministic order: a follow-up is first rewritten against the conversation ("now by year");
+a causal question ("what is the effect of X on Y?") is routed to the causal recipe; otherwise
+the best worked example whose slots the question fills becomes the plan. With a model, the
+model decides the plan's flags (001's planning prompt), grounded by the closest examples; a
+reply it cannot parse falls back to the deterministic plan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.ask._shared import causal_pair, first_frame, llm_json, resolve_follow_up
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.ask_state import AskPlan, AskState
+from agents.base.state import JobStatus
+from agents.base.view import StateView
+
+__all__ = ["QuestionPlannerAgent"]
+
+_PLAN_PROMPT = """You plan how to answer a question about a dataset.
+Steps: CODE (write Python that computes the answer from the data), EVALUATION (interpret the
+code's output critically), EXPLANATION (answer the user in plain language).
+Rules: EVALUATION only runs if CODE runs; data questions always need CODE (never guess numbers);
+conceptual questions ("what is correlation?") skip CODE and EVALUATION.
+Return {"needs_code": bool, "needs_evaluation": bool, "needs_explanation": bool, "reasoning": str}."""
+
+
+class QuestionPlannerAgent(Agent):
+    """Turns the question into a plan: a filled worked example, a causal run, or a model's plan."""
+
+    NAME = "question_planner"
+    DESCRIPTION = "decide how to answer: code (from a worked example or the model), a causal run, or not at all"
+    STATE_MODEL = AskState
+    REQUIRED_STATE_FIELDS = ("question", "datasets")
+    OPTIONAL_STATE_FIELDS = ("data_summary", "messages")
+    WRITES_STATE_FIELDS = ("plan",)
+    JOB_STATUS = JobStatus.PROFILING
+    PROGRESS_WEIGHT = 1.0
+
+    class Params(AgentParams):
+        min_score: float = 0.0
+        """Extra similarity floor on top of the library's own (0 keeps the library's)."""
+
+    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        assert isinstance(params, self.Params)
+        from agents.tools.retrieval import fill, retrieve
+
+        question = resolve_follow_up(view.question, list(view.messages))
+        frame = first_frame(view.datasets)
+        columns = [str(c) for c in frame.columns]
+        pair = causal_pair(question, columns)
+        if pair is not None:
+            plan = AskPlan(
+                needs_code=False,
+                needs_evaluation=False,
+                route="causal",
+                reasoning=f"a causal question: the effect of '{pair[0]}' on '{pair[1]}' (runs the causal recipe)",
+                treatment=pair[0],
+                outcome=pair[1],
+                parameters={"question": question},
+            )
+            return AgentResult(updates={"plan": plan}, summary=f"causal: {pair[0]} → {pair[1]}")
+        nearest = retrieve(question, k=3, columns=frame)
+        closest = [f"{m.example_id} ({m.title})" for m in nearest]
+        filled = fill(question, frame)
+        if filled is not None and filled.score < params.min_score:
+            filled = None
+        plan = self._deterministic(question, filled, closest)
+        if ctx.llm is not None:
+            plan = self._with_model(ctx, question, view.data_summary, plan, nearest)
+        what = plan.example_id or plan.route
+        return AgentResult(updates={"plan": plan}, summary=f"{plan.mode} plan: {what}", reasoning=plan.reasoning)
+
+    @staticmethod
+    def _deterministic(question: str, filled: Any, closest: list[str]) -> AskPlan:
+        if filled is None:
+            return AskPlan(
+                needs_code=False,
+                needs_evaluation=False,
+                route="unanswerable",
+                reasoning="no worked example matches the question with every column it needs",
+                closest_examples=closest,
+                parameters={"question": question},
+            )
+        return AskPlan(
+            needs_code=filled.needs_code,
+            needs_evaluation=filled.needs_code and filled.needs_evaluation,
+            route="code" if filled.needs_code else "conceptual",
+            reasoning=f"worked example '{filled.example_id}' ({filled.title}), similarity {filled.score:.2f}",
+            example_id=filled.example_id,
+            parameters={"question": question, "filled": filled.model_dump(mode="json")},
+            closest_examples=closest,
+            answer_format=filled.output_format.model_dump(mode="json"),
+        )
+
+    @staticmethod
+    def _with_model(ctx: AgentContext, question: str, summary: str, plan: AskPlan, nearest: list[Any]) -> AskPlan:
+        examples = "\n".join(f"- {m.title} ({m.kind})" for m in nearest)
+        reply = llm_json(
+            ctx.llm,
+            _PLAN_PROMPT,
+            f"Question: {question}\n\nData:\n{summary[:4000]}\n\nSimilar worked examples:\n{examples}",
+        )
+        if reply is None or not isinstance(reply.get("needs_code"), bool):
+            return plan
+        needs_code = bool(reply["needs_code"])
+        return plan.model_copy(
+            update={
+                "mode": "model",
+                "needs_code": needs_code,
+                "needs_evaluation": needs_code and bool(reply.get("needs_evaluation", False)),
+                "needs_explanation": bool(reply.get("needs_explanation", True)),
+                "route": "code" if needs_code else "conceptual",
+                "reasoning": str(reply.get("reasoning") or plan.reasoning),
+            }
+        )

@@ -1,0 +1,324 @@
+"""`whyflow ask`: one question about one or more data files, answered by a recipe run.
+
+The question becomes an :class:`~agents.base.ask_state.AskState` job (``pipelines/ask.yaml`` by
+default) run by the same compiled Prefect flow and runner as an analysis. The job folder holds
+``state.json``, ``answer.json`` (the FinalOutput), ``answer.html`` and ``charts/``. A
+``--session ID`` keeps the conversation in ``<runs>/sessions/ID.json``: earlier questions and
+answers become the job's ``messages``, so a follow-up ("now by year") is resolved against them.
+
+Bad input (a missing or unreadable file, an empty question) is one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import urllib.parse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.base.ask_state import AskDataset, AskState, ChatMessage, FinalOutput
+from agents.base.errors import DataError, WhyflowError
+from agents.base.state import utcnow
+from flows.store import JobFolder, JobStore, new_job_id
+
+if TYPE_CHECKING:
+    from flows.plan import Plan
+
+__all__ = ["AskRequest", "add_parser", "cmd_ask", "prepare_ask_job", "data_summary", "load_session", "save_turn"]
+
+DEFAULT_RECIPE = Path(__file__).resolve().parents[1] / "pipelines" / "ask.yaml"
+
+
+class AskInputError(WhyflowError):
+    """The question or a data file of `whyflow ask` is unusable."""
+
+
+def add_parser(sub: Any) -> None:
+    """The ``ask`` subcommand's arguments (called from :func:`flows.cli.build_parser`)."""
+    p = sub.add_parser("ask", help="ask a question about data files; prints the answer, writes answer.json/html")
+    p.add_argument("question", metavar="QUESTION")
+    p.add_argument("--data", action="append", required=True, metavar="FILE", help="CSV or Parquet file (repeatable)")
+    p.add_argument("--recipe", default=str(DEFAULT_RECIPE), help="the ask recipe (default pipelines/ask.yaml)")
+    p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
+    p.add_argument("--llm", choices=["on", "off"], default="off", help="let the model plan and write code")
+    p.add_argument("--session", help="continue a conversation: follow-ups resolve against its history")
+    p.add_argument("--verbose", action="store_true", help="show Prefect's own logs too")
+
+
+# ---- the job ---------------------------------------------------------------------------------
+def _view_name(path: Path, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_]+", "_", path.stem).strip("_").lower() or "table"
+    base = base if base[0].isalpha() else f"t_{base}"
+    name, i = base, 2
+    while name in taken or name == "data":
+        name, i = f"{base}_{i}", i + 1
+    return name
+
+
+def _datasets(paths: list[str]) -> tuple[dict[str, AskDataset], list[Any]]:
+    from agents.base.data import read_table
+    from flows.jobs import fingerprint
+
+    out: dict[str, AskDataset] = {}
+    frames = []
+    for i, raw in enumerate(paths):
+        path = Path(raw).expanduser()
+        frame = read_table(path)  # DataError names the file
+        prints = fingerprint(path, frame)
+        name = "data" if i == 0 else _view_name(path, set(out))
+        out[name] = AskDataset(
+            name=name,
+            source=raw,
+            local_path=str(path.resolve()),
+            rows=prints["rows"],
+            columns=[str(c) for c in frame.columns],
+            dtypes={str(k): v for k, v in prints["schema"].items()},
+            sha256=prints["sha256"],
+        )
+        frames.append(frame)
+    return out, frames
+
+
+def data_summary(datasets: dict[str, AskDataset], frames: list[Any], max_columns: int = 40) -> str:
+    """A compact description of every dataset for the planner and the model (001's data_summary)."""
+    lines = []
+    for (name, ds), frame in zip(datasets.items(), frames, strict=True):
+        lines.append(f"Dataset '{name}' ({Path(ds.local_path).name}): {ds.rows} rows × {len(ds.columns)} columns")
+        for col in ds.columns[:max_columns]:
+            series = frame[col]
+            missing = int(series.isna().sum())
+            extra = f", {missing} missing" if missing else ""
+            if series.dtype.kind in "if":
+                desc = f"numeric, min {series.min():.4g}, mean {series.mean():.4g}, max {series.max():.4g}"
+            else:
+                top = [str(v) for v in series.dropna().astype(str).value_counts().index[:5]]
+                desc = f"{series.dtype}, {series.nunique()} distinct, e.g. {', '.join(top)}"
+            lines.append(f"  - {col}: {desc}{extra}")
+        if len(ds.columns) > max_columns:
+            lines.append(f"  ... and {len(ds.columns) - max_columns} more columns")
+    return "\n".join(lines)
+
+
+class AskRequest:
+    """What `whyflow ask` (or the deployment) was asked."""
+
+    def __init__(
+        self,
+        question: str,
+        data: list[str],
+        recipe: str = str(DEFAULT_RECIPE),
+        output: str | None = None,
+        session: str | None = None,
+        llm: bool = False,
+        runs_dir: str | None = None,
+    ) -> None:
+        self.question = question.strip()
+        self.data = data
+        self.recipe = recipe
+        self.output = output
+        self.session = session
+        self.llm = llm
+        self.runs_dir = runs_dir
+
+
+def check_request(request: AskRequest) -> None:
+    """Raise :class:`AskInputError` / :class:`DataError` for unusable input, before any folder exists."""
+    if not request.question:
+        raise AskInputError("the question is empty: ask something about the data, e.g. \"average price by region\"")
+    if not request.data:
+        raise AskInputError("give at least one --data FILE")
+    for raw in request.data:
+        if not Path(raw).expanduser().exists():
+            raise DataError(f"data file not found: {raw}")
+    if request.session is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", request.session):
+        raise AskInputError(f"--session '{request.session}': use letters, digits, '.', '_' or '-' (at most 64)")
+
+
+def prepare_ask_job(request: AskRequest, plan: Plan) -> JobFolder:
+    """Check the input and create the job folder with its first AskState, run.json and recipe copy."""
+    check_request(request)
+    datasets, frames = _datasets(request.data)
+    store = JobStore(request.runs_dir)
+    job_id = new_job_id()
+    folder = store.create(job_id, request.output)
+    messages = load_session(store.root, request.session) if request.session else []
+    state = AskState(
+        job_id=job_id,
+        question=request.question,
+        datasets=datasets,
+        data_summary=data_summary(datasets, frames),
+        messages=messages,
+        max_iterations=plan.settings.max_iterations,
+    )
+    shutil.copyfile(plan.source, folder.recipe_path)
+    first = next(iter(datasets.values()))
+    folder.write_run(
+        {
+            "job_id": job_id,
+            "kind": "ask",
+            "recipe": str(Path(plan.source).resolve()),
+            "recipe_name": plan.name,
+            "question": request.question,
+            "data": first.local_path,
+            "data_files": [d.local_path for d in datasets.values()],
+            "data_local_path": first.local_path,
+            "data_sha256": first.sha256,
+            "fingerprint": {"sha256": first.sha256, "rows": first.rows, "columns": len(first.columns),
+                            "schema": first.dtypes},
+            "session": request.session,
+            "llm": request.llm,
+            "seed": plan.settings.seed,
+            "created_at": utcnow().isoformat(),
+            "request": {"runs_dir": request.runs_dir, "output": request.output},
+        }
+    )
+    folder.attach(state)
+    folder.save(state)
+    return folder
+
+
+# ---- sessions --------------------------------------------------------------------------------
+def _session_path(root: Path, session: str) -> Path:
+    return root / "sessions" / f"{session}.json"
+
+
+def load_session(root: Path, session: str | None) -> list[ChatMessage]:
+    """The conversation so far (empty for a new session)."""
+    if not session:
+        return []
+    path = _session_path(root, session)
+    if not path.exists():
+        return []
+    try:
+        return [ChatMessage.model_validate(m) for m in json.loads(path.read_text(encoding="utf-8"))]
+    except (OSError, ValueError) as exc:
+        raise AskInputError(f"session file {path} is unreadable: {exc}") from exc
+
+
+def save_turn(root: Path, session: str, state: AskState) -> None:
+    """Append this question and its answer to the session's history."""
+    path = _session_path(root, session)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    history = load_session(root, session)
+    resolved = (state.plan.parameters.get("question") if state.plan else None) or state.question
+    answer = state.final_output.answer if state.final_output else (state.error_message or "")
+    history += [
+        ChatMessage(role="user", content=state.question, data={"resolved": resolved, "job_id": state.job_id}),
+        ChatMessage(role="assistant", content=answer, data={"job_id": state.job_id}),
+    ]
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps([m.model_dump(mode="json") for m in history], indent=2), encoding="utf-8")
+    tmp.replace(path)
+
+
+# ---- the command -----------------------------------------------------------------------------
+def _llm_overrides(plan: Plan, on: bool) -> dict[str, str]:
+    if not on:
+        return {}
+    settings = plan.settings.llm.model_dump(mode="json")
+    settings["enabled"] = True
+    return {"llm": json.dumps(settings)}
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """Run the ask recipe on the question; print the answer; exit 0, 1 (no answer) or 2 (bad input)."""
+    from flows.cli import _prepare_environment
+
+    _prepare_environment(args.verbose)  # before Prefect is imported: its settings read the environment
+    from flows.compile import build_flow, set_console_reporter
+    from flows.plan import load_plan
+    from flows.progress import quiet_prefect_console
+
+    request = AskRequest(
+        question=args.question,
+        data=list(args.data),
+        recipe=args.recipe,
+        output=args.output,
+        session=args.session,
+        llm=args.llm == "on",
+        runs_dir=args.runs_dir,
+    )
+    check_request(request)
+    plan = load_plan(request.recipe)
+    overrides = _llm_overrides(plan, request.llm)
+    if overrides:
+        plan = load_plan(request.recipe, overrides)
+    if plan.spec.state != "ask":
+        raise AskInputError(f"recipe {request.recipe} runs on the '{plan.spec.state}' state; `whyflow ask` needs `state: ask`")
+    folder = prepare_ask_job(request, plan)
+    if not args.verbose:
+        quiet_prefect_console()
+    set_console_reporter(None)
+    flow = build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")
+    try:
+        flow(recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), overrides=overrides,
+             return_state=True)
+    except Exception as exc:  # noqa: BLE001 - Prefect itself failed (e.g. no API server)
+        print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
+        return 1
+    state = folder.load_any()
+    assert isinstance(state, AskState)
+    if request.session:
+        save_turn(JobStore(request.runs_dir).root, request.session, state)
+    return print_answer(state, folder)
+
+
+def print_answer(state: AskState, folder: JobFolder) -> int:
+    """Print the answer, any table and chart paths; the exit code for the outcome."""
+    final = state.final_output
+    if final is None:
+        print(f"whyflow: no answer: {state.error_agent or 'the run'} failed: {state.error_message}", file=sys.stderr)
+        if (folder.path / "errors.log").exists():
+            print(f"whyflow: the full traceback is in {folder.path / 'errors.log'}", file=sys.stderr)
+        return 1
+    print(final.answer)
+    for line in table_lines(final):
+        print(line)
+    for chart in final.charts:
+        print(f"chart: {chart}")
+    for caveat in final.caveats:
+        print(f"caveat: {caveat}")
+    print(f"answer: {folder.path / 'answer.json'}")
+    if (folder.path / "answer.html").exists():
+        print(f"page:   {folder.path / 'answer.html'}")
+    return 1 if final.output_type == "error" else 0
+
+
+def table_lines(final: FinalOutput, max_rows: int = 20) -> list[str]:
+    """A table result as aligned text lines (empty for a non-table result)."""
+    rows = _rows(final.result)
+    if not rows:
+        return []
+    columns = list(rows[0])
+    cells = [[str(c) for c in columns]] + [[_cell(r.get(c)) for c in columns] for r in rows[:max_rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    out = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    if len(rows) > max_rows:
+        out.append(f"... {len(rows) - max_rows} more rows (all in answer.json)")
+    return out
+
+
+def _rows(result: Any) -> list[dict[str, Any]]:
+    if isinstance(result, dict) and isinstance(result.get("rows"), list) and isinstance(result.get("columns"), list):
+        cols = [str(c) for c in result["columns"]]
+        return [dict(zip(cols, r, strict=False)) if isinstance(r, list) else dict(r) for r in result["rows"]]
+    if isinstance(result, dict) and isinstance(result.get("records"), list):
+        result = result["records"]
+    if isinstance(result, list) and result and all(isinstance(r, dict) for r in result):
+        return [dict(r) for r in result]
+    return []
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def source_name(raw: str) -> str:
+    """A data source's display name."""
+    return Path(urllib.parse.urlparse(raw).path).name or raw
