@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.errors import AgentError
 from agents.base.improvements import codes_in
+from agents.base.llm.roles import annotated, critique_llm_review
 from agents.base.state import (
     CritiqueDecision,
     CritiqueFeedback,
@@ -527,9 +528,11 @@ class CritiqueAgent(Agent):
             "approved": rv.decision is CritiqueDecision.APPROVE,
             "limit_reached": rv.limit_reached,
         }
+        if ctx.llm is not None:  # advisory points beside the rules' (never the decision)
+            entry.update(critique_llm_review(ctx.llm, inp.treatment, inp.outcome, inp.estimates, rv))
         mean = sum(rv.scores.values()) / len(rv.scores)
         codes = sorted(codes_in(rv.improvements))
-        return AgentResult(
+        return annotated(ctx.llm, AgentResult(
             updates={
                 "critique_history": [*view.critique_history, feedback],
                 "debate_history": [*view.debate_history, entry],
@@ -539,7 +542,7 @@ class CritiqueAgent(Agent):
             reasoning=feedback.reasoning,
             action=rv.decision.value.lower(),
             outputs={"decision": rv.decision.value, "scores": rv.scores, "improvements": codes, "round": inp.round},
-        )
+        ))
 
     @staticmethod
     def _inputs(view: StateView) -> ReviewInputs:

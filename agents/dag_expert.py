@@ -8,8 +8,11 @@ Every change is listed in the reasoning.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.errors import AgentError
+from agents.base.llm.roles import annotated, dag_expert_mode
 from agents.base.state import CausalDAG, CausalEdge, DataProfile, JobStatus
 from agents.base.view import StateView
 from agents.stats.graphs import Knowledge, break_cycles, directed_graph, mediators
@@ -139,6 +142,8 @@ class DAGExpertAgent(Agent):
 
         add_treatment_outcome_edge: bool = True
         uncertain_below: float = 0.5
+        llm: Literal["off", "suggest", "apply"] = "suggest"
+        """With a model switched on: report (suggest) or apply its validated orientations of undirected edges."""
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Refine the proposed DAG and explain every change."""
@@ -157,6 +162,14 @@ class DAGExpertAgent(Agent):
             keep_bidirected=keep_bidirected,
             add_pair_edge=params.add_treatment_outcome_edge,
         )
+        llm_changed: list[str] = []
+        llm_notes: list[str] = []
+        if ctx.llm is not None and params.llm != "off":
+            described = (view.domain_knowledge or {}).get("column_descriptions") or {}
+            edges, llm_changed, llm_notes = dag_expert_mode(
+                ctx.llm, params.llm, nodes, edges, k.forbid_reason, described
+            )
+            changes += llm_changed
         text = interpret(nodes, edges, t, y, params.uncertain_below)
         new = CausalDAG(
             nodes=nodes,
@@ -183,6 +196,8 @@ class DAGExpertAgent(Agent):
             "No change: the proposed graph already agrees with the knowledge."
         ]
         lines.append(f"Interpretation: {text}")
+        lines += llm_notes
         summary = f"DAG refined: {len(changes)} change(s), {len(edges)} edges, acyclic"
         outputs = {"n_changes": len(changes), "changes": changes, "n_edges": len(edges), "method": new.discovery_method}
-        return AgentResult(updates={"proposed_dag": new}, summary=summary, reasoning="\n".join(lines), outputs=outputs)
+        result = AgentResult(updates={"proposed_dag": new}, summary=summary, reasoning="\n".join(lines), outputs=outputs)
+        return annotated(ctx.llm, result, llm_changed)

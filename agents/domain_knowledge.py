@@ -7,11 +7,12 @@ post-treatment columns). Every entry records where it came from in ``notes``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table, suggest
 from agents.base.errors import AgentError, DataError
+from agents.base.llm.roles import annotated, domain_knowledge_mode
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.stats.profiling import name_tokens
@@ -72,6 +73,8 @@ class DomainKnowledgeAgent(Agent):
 
         name_heuristics: bool = True
         """Use column-name cues (``*_after``, ``post_*``, ``followup``) for post-treatment columns."""
+        llm: Literal["off", "suggest", "apply"] = "suggest"
+        """With a model switched on: record its role suggestions (suggest) or fill unlabelled columns (apply)."""
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Validate the metadata and build the domain-knowledge dict."""
@@ -90,6 +93,10 @@ class DomainKnowledgeAgent(Agent):
         info = view.dataset_info
         knowledge = self._from_metadata(meta, info, notes)
         used_heuristics = self._heuristics(knowledge, view, columns or [], types, params.name_heuristics, notes)
+        llm_changed: list[str] = []
+        if ctx.llm is not None and params.llm != "off":
+            t, y = view.treatment_variable, view.outcome_variable
+            llm_changed = domain_knowledge_mode(ctx.llm, params.llm, knowledge, columns or [], t, y, notes)
         has_meta = bool(meta)
         source = "metadata+heuristic" if has_meta and used_heuristics else ("metadata" if has_meta else "heuristic")
         knowledge["source"] = source
@@ -99,12 +106,12 @@ class DomainKnowledgeAgent(Agent):
             f"{len(knowledge['temporal_order'])} time tiers, {len(knowledge['post_treatment'])} post-treatment, "
             f"{len(knowledge['forbidden_edges'])} forbidden edges"
         )
-        return AgentResult(
+        return annotated(ctx.llm, AgentResult(
             updates={"domain_knowledge": knowledge},
             summary=summary,
             reasoning="\n".join(notes) or "no metadata and no column-name cues",
             outputs={"source": source, "roles": knowledge["roles"], "post_treatment": knowledge["post_treatment"]},
-        )
+        ), llm_changed)
 
     @staticmethod
     def _columns(view: StateView, profile: Any) -> tuple[list[str] | None, dict[str, str]]:

@@ -16,6 +16,7 @@ from typing import Any
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
 from agents.base.errors import AgentError
+from agents.base.llm.roles import annotated, choose_step
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.effect_estimator import EffectEstimatorAgent, finish_pair, resolve_pairs, setup_for_pair
@@ -73,7 +74,7 @@ class EffectEstimatorReActAgent(Agent):
             )
             why.append(f"[{t} -> {y}] Steps: {trace} {text}")
         head_row = next(r for r in results if r["details"].get("headline"))
-        return AgentResult(
+        return annotated(ctx.llm, AgentResult(
             updates={"treatment_effects": results, "analyzed_pairs": pairs},
             summary=(
                 f"{sum(len(s) for s in steps_out.values())} steps, {len(results)} estimates; headline {head_row['method']} "
@@ -82,7 +83,7 @@ class EffectEstimatorReActAgent(Agent):
             reasoning=" ".join(why),
             outputs={"steps": steps_out, "round": round_no, "llm": ctx.llm is not None},
             tools_called=sorted({s["action"].split("(")[0] for v in steps_out.values() for s in v}),
-        )
+        ))
 
 
 class _Loop:
@@ -190,8 +191,39 @@ def _prompt(loop: _Loop) -> str:
     )
 
 
+def valid_tools(loop: _Loop) -> list[str]:
+    """The tools a model may choose now: those that can change nothing the rules would not.
+
+    Balance is checked once (again after a refit), the propensity is refit only when balance is
+    poor, and ``finish`` only once every planned method is estimated and compared, so a model
+    can reorder the work but never cut it short or choose a different headline.
+    """
+    s, seen = loop.setup, loop.seen
+    bal = seen.get("balance", [])
+    out = []
+    if s.binary and "overlap" not in seen:
+        out.append("check_overlap")
+    if s.binary and (not bal or (seen.get("refit") and len(bal) < 2)):
+        out.append("check_balance")
+    if s.binary and bal and not seen.get("refit") and (bal[-1][1] or 0) > SMD_OK:
+        out.append("refit_propensity")
+    if loop.allowed_methods():
+        out.append("estimate")
+    if loop.estimates and "compared" not in seen:
+        out.append("compare_estimates")
+    if not loop.allowed_methods() and "compared" in seen:
+        out.append("finish")
+    return out
+
+
 def llm_choose(llm: Any, loop: _Loop) -> tuple[str, str, str | None] | None:
-    """Ask an OpenAI-compatible client for the next step; None (use the policy) on any junk."""
+    """Ask the model for the next step among the valid ones; None (use the policy) on any junk."""
+    if hasattr(llm, "tool_call"):  # whyflow's client (ctx.llm): validated tool calls
+        valid = valid_tools(loop)
+        if len(valid) < 2:
+            return None  # nothing to choose
+        history = [{"action": s["action"], "observation": s["observation"]} for s in loop.steps[-8:]]
+        return choose_step(llm, TOOLS, valid, loop.allowed_methods(), history)
     try:
         resp = llm.chat.completions.create(
             model=getattr(llm, "whyflow_model", None) or "default",

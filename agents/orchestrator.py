@@ -13,6 +13,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.base.llm.roles import annotated, orchestrator_summary
 from agents.base.state import CritiqueFeedback, JobStatus, SensitivityResult, TreatmentEffectResult
 from agents.critique import BALANCE_SMD, OVERLAP_POOR_SHARE, is_naive, primary_estimates
 from agents.sensitivity_analyst import fmt_number as _fmt
@@ -75,14 +76,16 @@ class OrchestratorAgent(Agent):
         recs += self._precision(head, view.data_profile, treatment, outcome)
         recs += self._refuters(sens)
         recs = list(dict.fromkeys(r for r in recs if r))[: params.max_recommendations]
-        return AgentResult(
+        if ctx.llm is not None:  # a marked, model-written summary; numbers not in the state are dropped
+            recs += orchestrator_summary(ctx.llm, treatment, outcome, estimates, critique, recs, view.domain_knowledge)
+        return annotated(ctx.llm, AgentResult(
             updates={"recommendations": recs},
             summary=f"{len(recs)} recommendations; headline {head.method} {_fmt(head.estimate)}"
             + (f" ({critique.decision.value})" if critique else " (not reviewed)"),
             reasoning="Recommendations ordered: trust verdict, unmeasured confounding, overlap/balance, graph "
             "assumptions, exclusions, estimator agreement, precision, refuters.",
             outputs={"n_recommendations": len(recs)},
-        )
+        ))
 
     # ---- pieces --------------------------------------------------------------------------
     @staticmethod

@@ -231,6 +231,7 @@ class LLMClient:
         self.calls: list[dict[str, Any]] = []
         self.rejections: list[dict[str, Any]] = []
         self.uses: list[str] = []
+        self.changes: list[str] = []
         self.usage: dict[str, int] = {}
 
     @property
@@ -338,6 +339,10 @@ class LLMClient:
         """Record that the caller rejected a (parsed) answer; the trace shows it."""
         self._reject(purpose, [reason], answer)
 
+    def note_change(self, what: str) -> None:
+        """Record what a used answer changed in the agent's output (shown in the trace)."""
+        self.changes.append(what)
+
     def annotate(self, result: Any, changed: list[str] | None = None) -> None:
         """Put what the model did into an :class:`AgentResult`: outputs and token usage."""
         result.outputs["llm_use"] = self.report(changed)
@@ -351,7 +356,7 @@ class LLMClient:
             "model": self.model,
             "used": bool(self.uses),
             "uses": list(self.uses),
-            "changed": list(changed or []),
+            "changed": [*self.changes, *(changed or [])],
             "rejected": [{"purpose": r["purpose"], "reasons": r["reasons"]} for r in self.rejections],
             "calls": len(self.calls),
             "unavailable": self.run.unavailable,
