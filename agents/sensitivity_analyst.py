@@ -28,6 +28,7 @@ from agents.base.data import read_table
 from agents.base.errors import AgentError
 from agents.base.state import JobStatus, SensitivityResult, TreatmentEffectResult
 from agents.critique import is_naive, latest_round
+from agents.stats.sensitivity import failure_reason
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
@@ -80,8 +81,14 @@ class SensitivityAnalystAgent(Agent):
         notes: list[str] = []
         treatment, outcome = self._pair(view, notes)
         estimates = adjusted_estimates(view.get_effects_for_pair(treatment, outcome))
-        if not estimates:
-            raise AgentError(f"no adjusted estimate of {treatment} -> {outcome} to analyse (only naive ones, or none)")
+        if not estimates:  # every adjusted estimator was skipped: say so, the critique decides
+            why = f"no adjusted estimate of {treatment} -> {outcome} to analyse (only naive ones, or none)"
+            return AgentResult(
+                updates={"sensitivity_results": []},
+                summary=f"skipped: {why}",
+                reasoning=f"Skipped every sensitivity analysis: {why}.",
+                outputs={"skipped": {"all": why}},
+            )
         frame = read_table(view.dataframe_path)
         missing = [c for c in (treatment, outcome) if c not in frame.columns]
         if missing:
@@ -96,13 +103,16 @@ class SensitivityAnalystAgent(Agent):
                 f"Re-matching and refuters use a seeded sample of {params.max_rows:,} of {len(frame):,} rows "
                 "(E-values use the full estimates)."
             )
-        results += self._rosenbaum(estimates, sample, treatment, outcome, adjustment, params, ctx, notes)
+        try:
+            results += self._rosenbaum(estimates, sample, treatment, outcome, adjustment, params, ctx, notes)
+        except Exception as exc:  # noqa: BLE001 - a failed analysis is a recorded skip, the run goes on
+            notes.append(f"Skipped the Rosenbaum bounds: {failure_reason(exc)}.")
         if params.refuters:
             ctx.progress(f"DoWhy refuters ({params.simulations} simulations each, {len(sample):,} rows)")
             results += self._refuters(estimates[0], sample, treatment, outcome, adjustment, params, ctx, notes)
         return AgentResult(
             updates={"sensitivity_results": results},
-            summary=self._summary(results),
+            summary=self._summary(results, notes),
             reasoning=" ".join(notes),
             outputs=self._outputs(results, len(frame)),
             tools_called=["dowhy.CausalModel.refute_estimate"] if params.refuters else [],
@@ -313,9 +323,11 @@ class SensitivityAnalystAgent(Agent):
                 flip_probabilities=params.flip_probabilities,
                 outcome_strengths_sd=params.outcome_strengths_sd,
             )
-        except (ValueError, KeyError, TypeError, ZeroDivisionError, ArithmeticError) as exc:
-            notes.append(f"DoWhy refuters failed ({type(exc).__name__}: {exc}); no refutation results.")
+        except Exception as exc:  # noqa: BLE001 - the refuters are skipped with the reason; the run goes on
+            notes.append(f"Skipped the DoWhy refuters: the re-estimate failed ({failure_reason(exc)}).")
             return []
+        for name, why in (raw.get("skipped") or {}).items():
+            notes.append(f"Skipped the {name.replace('_', ' ')}: {why}.")
         base = raw["estimate"]
         notes.append(
             f"Refuters re-estimate the effect by DoWhy backdoor linear regression on the adjustment set "
@@ -336,15 +348,19 @@ class SensitivityAnalystAgent(Agent):
                 ("random_common_cause", "random_common_cause"),
                 ("data_subset", "data_subset_refuter"),
             )
+            if key in raw
         ]
         significant = not headline.ci_lower <= 0 <= headline.ci_upper
-        out.append(
-            _unobserved_result(raw["add_unobserved_common_cause"], base, significant, treatment, outcome, common, ctx)
-        )
+        if "add_unobserved_common_cause" in raw:
+            out.append(
+                _unobserved_result(
+                    raw["add_unobserved_common_cause"], base, significant, treatment, outcome, common, ctx, notes
+                )
+            )
         return out
 
     @staticmethod
-    def _summary(results: list[SensitivityResult]) -> str:
+    def _summary(results: list[SensitivityResult], notes: list[str] | None = None) -> str:
         """The one CLI line."""
         parts: list[str] = []
         ev = next((r for r in results if r.method == "e_value"), None)
@@ -359,6 +375,9 @@ class SensitivityAnalystAgent(Agent):
         uc = next((r for r in results if r.method == "unobserved_common_cause"), None)
         if uc and uc.details.get("meaningful", True):
             parts.append(f"{uc.robustness_value:.0%} of the estimate left under the strongest simulated confounder")
+        skipped = [n.split(":", 1)[0].removeprefix("Skipped the ") for n in notes or [] if n.startswith("Skipped")]
+        if skipped:
+            parts.append("skipped " + ", ".join(skipped) + " (reasons in the trace)")
         return "; ".join(parts) or "no sensitivity analysis applicable"
 
 
@@ -410,6 +429,7 @@ def _unobserved_result(
     outcome: str,
     common: dict[str, Any],
     ctx: AgentContext,
+    notes: list[str],
 ) -> SensitivityResult:
     """The added-unobserved-common-cause grid as a SensitivityResult (share of estimate left).
 
@@ -432,7 +452,11 @@ def _unobserved_result(
         text = f"{sim} leaves {worst:.0%} of the estimate in the worst case {span}"
         text += "; the sign survives." if worst > 0 else "; it can be explained away or reversed."
         value = float(worst)
-    plot = _plot_grid(raw, shares, treatment, outcome, ctx)
+    try:
+        plot: str | None = _plot_grid(raw, shares, treatment, outcome, ctx)
+    except Exception as exc:  # noqa: BLE001 - a figure that fails is a recorded skip, not a failed run
+        plot = None
+        notes.append(f"Skipped the unobserved-confounder figure: {failure_reason(exc)}.")
     return SensitivityResult(
         method="unobserved_common_cause",
         robustness_value=value,

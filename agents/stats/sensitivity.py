@@ -283,28 +283,40 @@ def run_refuters(
             ("random_common_cause", {}),
             ("data_subset_refuter", {"subset_fraction": subset_fraction}),
         ):
-            result = model.refute_estimate(
+            try:
+                result = model.refute_estimate(
+                    estimand,
+                    estimate,
+                    method_name=name,
+                    num_simulations=simulations,
+                    random_state=np.random.RandomState(seed),
+                    **kwargs,
+                )
+                out[name] = _refutation(result)
+            except Exception as exc:  # noqa: BLE001 - one refuter's failure is a recorded skip
+                out.setdefault("skipped", {})[name] = failure_reason(exc)
+        try:
+            out["add_unobserved_common_cause"] = _unobserved(
+                model,
                 estimand,
                 estimate,
-                method_name=name,
-                num_simulations=simulations,
-                random_state=np.random.RandomState(seed),
-                **kwargs,
+                data,
+                treatment,
+                outcome,
+                binary_t,
+                seed,
+                flip_probabilities,
+                outcome_strengths_sd,
             )
-            out[name] = _refutation(result)
-        out["add_unobserved_common_cause"] = _unobserved(
-            model,
-            estimand,
-            estimate,
-            data,
-            treatment,
-            outcome,
-            binary_t,
-            seed,
-            flip_probabilities,
-            outcome_strengths_sd,
-        )
+        except Exception as exc:  # noqa: BLE001 - as above
+            out.setdefault("skipped", {})["add_unobserved_common_cause"] = failure_reason(exc)
     return out
+
+
+def failure_reason(exc: BaseException) -> str:
+    """An exception as one short line for a skip note: ``ValueError: strata too small``."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def _unobserved(

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.base.errors import AgentError
 from agents.base.state import AnalysisState, TreatmentEffectResult
 from agents.stats.sensitivity import evalue_for_effect, evalue_rr, matched_pair_differences, rosenbaum_gamma
 from agents.stats.synthetic import linear_confounding
@@ -173,12 +172,25 @@ def test_matching_pairs_recover_effect_and_gamma_grows_with_effect() -> None:
     assert 1 <= g_small < g_large
 
 
-def test_only_naive_estimates_is_an_agent_error(tmp_path: Path) -> None:
+def test_only_naive_estimates_is_a_recorded_skip(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=300, seed=1)
     state = make_state(frame, tmp_path, "treated", "outcome")
     state.treatment_effects = [_naive(frame)]
-    with pytest.raises(AgentError, match="no adjusted estimate"):
-        run_single_agent("sensitivity_analyst", state, tmp_path, {"refuters": False})
+    result = run_single_agent("sensitivity_analyst", state, tmp_path, {"refuters": False})
+    assert state.sensitivity_results == [] and result.summary.startswith("skipped: no adjusted estimate")
+    assert "no adjusted estimate" in result.outputs["skipped"]["all"]
+
+
+def test_a_failing_refuter_is_a_recorded_skip(tmp_path: Path) -> None:
+    """20 rows and a 5% subset: DoWhy's data-subset refuter cannot fit one row; the others still answer."""
+    frame, _ = linear_confounding(n=20, seed=3)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.treatment_effects = [_naive(frame), _ols_effect(frame, "Regression adjustment (OLS)", headline=True)]
+    result = run_single_agent("sensitivity_analyst", state, tmp_path, {"simulations": 3, "subset_fraction": 0.05})
+    assert "Skipped the data subset refuter: ValueError" in result.reasoning
+    assert "skipped data subset refuter (reasons in the trace)" in result.summary
+    methods = {r.method for r in state.sensitivity_results}
+    assert {"e_value", "placebo_treatment", "random_common_cause"} <= methods and "data_subset" not in methods
 
 
 def test_trimmed_headline_is_analysed_on_its_trimmed_sample(tmp_path: Path) -> None:
