@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
@@ -44,7 +45,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--data", action="append", required=True, metavar="FILE", help="CSV or Parquet file (repeatable)")
     p.add_argument("--recipe", default=str(DEFAULT_RECIPE), help="the ask recipe (default pipelines/ask.yaml)")
     p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
-    p.add_argument("--llm", choices=["on", "off"], default="off", help="let the model plan and write code")
+    p.add_argument("--llm", choices=["on", "off"], help="let the model plan and write code (on) or never (off); sets WHYFLOW_LLM")
     p.add_argument("--session", help="continue a conversation: follow-ups resolve against its history")
     p.add_argument("--verbose", action="store_true", help="show Prefect's own logs too")
 
@@ -216,14 +217,6 @@ def save_turn(root: Path, session: str, state: AskState) -> None:
 
 
 # ---- the command -----------------------------------------------------------------------------
-def _llm_overrides(plan: Plan, on: bool) -> dict[str, str]:
-    if not on:
-        return {}
-    settings = plan.settings.llm.model_dump(mode="json")
-    settings["enabled"] = True
-    return {"llm": json.dumps(settings)}
-
-
 def cmd_ask(args: argparse.Namespace) -> int:
     """Run the ask recipe on the question; print the answer; exit 0, 1 (no answer) or 2 (bad input)."""
     from flows.cli import _prepare_environment
@@ -243,10 +236,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
         runs_dir=args.runs_dir,
     )
     check_request(request)
+    if args.llm:
+        os.environ["WHYFLOW_LLM"] = args.llm  # read where each step's ctx.llm is built
     plan = load_plan(request.recipe)
-    overrides = _llm_overrides(plan, request.llm)
-    if overrides:
-        plan = load_plan(request.recipe, overrides)
     if plan.spec.state != "ask":
         raise AskInputError(f"recipe {request.recipe} runs on the '{plan.spec.state}' state; `whyflow ask` needs `state: ask`")
     folder = prepare_ask_job(request, plan)
@@ -255,8 +247,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     set_console_reporter(None)
     flow = build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")
     try:
-        flow(recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), overrides=overrides,
-             return_state=True)
+        flow(recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True)
     except Exception as exc:  # noqa: BLE001 - Prefect itself failed (e.g. no API server)
         print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
         return 1

@@ -9,7 +9,9 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
 
 from agents.base.ask_state import AskDataset, AskPlan, ChatMessage
 
@@ -26,9 +28,11 @@ __all__ = [
     "llm_text",
     "resolve_follow_up",
     "result_text",
+    "strip_fences",
 ]
 
 CHART_SUFFIX = ".svg"
+M = TypeVar("M", bound=BaseModel)
 
 
 @lru_cache(maxsize=4)
@@ -126,27 +130,20 @@ def result_text(result: Any, limit: int = 3000) -> str:
 
 
 # ---- the model -------------------------------------------------------------------------------
-def llm_text(llm: Any, system: str, user: str) -> str:
-    """One chat completion from ``ctx.llm`` (the LLM layer's client): the reply's text."""
-    if hasattr(llm, "chat"):
-        reply = llm.chat([{"role": "system", "content": system}, {"role": "user", "content": user}])
-    else:  # pragma: no cover - a plain callable client
-        reply = llm(system, user)
-    text = getattr(reply, "content", None) or getattr(reply, "text", None) or reply
-    return str(text).strip()
+def _messages(system: str, user: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def llm_json(llm: Any, system: str, user: str) -> dict[str, Any] | None:
-    """A JSON object from the model, or None when the reply holds none."""
-    text = llm_text(llm, system + "\nReply with one JSON object only.", user)
-    match = re.search(r"\{.*\}", text, re.S)
-    if not match:
-        return None
-    try:
-        value = json.loads(match.group(0))
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+def llm_text(llm: Any, system: str, user: str, purpose: str = "ask") -> str | None:
+    """A plain-text reply from ``ctx.llm`` (the LLM layer), or None when it failed."""
+    reply = llm.text(_messages(system, user), purpose=purpose)
+    return str(reply).strip() if reply else None
+
+
+def llm_json(llm: Any, system: str, user: str, model: type[M], purpose: str = "ask") -> M | None:
+    """A reply validated as ``model`` (structured output), or None when the model gave none."""
+    result: M | None = llm.structured(_messages(system, user), model, purpose=purpose)
+    return result
 
 
 def strip_fences(text: str) -> str:

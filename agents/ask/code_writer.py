@@ -48,7 +48,9 @@ class CodeWriterAgent(Agent):
         plan = view.plan
         if ctx.llm is not None and plan.mode == "model":
             code = self._model_code(view, ctx)
-            return AgentResult(updates={"code": code}, summary=f"model code, {len(code.splitlines())} lines")
+            result = AgentResult(updates={"code": code}, summary=f"model code, {len(code.splitlines())} lines")
+            ctx.llm.annotate(result, changed=["code"])
+            return result
         filled = filled_plan(plan)
         if filled is None:
             raise AgentError(f"the plan has no worked example to fill (route {plan.route}) and no model is on")
@@ -75,8 +77,10 @@ class CodeWriterAgent(Agent):
         filled = filled_plan(view.plan)
         question = str(view.plan.parameters.get("question") or view.question)
         grounding = f"\n\nA worked example for a similar question:\n```python\n{filled.code}```" if filled else ""
+        from agents.base.llm import data_block
+
         names = ", ".join(view.datasets)
-        prompt = f"Question: {question}\n\nDatasets ({names}):\n{view.data_summary[:4000]}{grounding}"
+        prompt = f"Question: {question}\n\nDatasets ({names}):\n{data_block('data summary', view.data_summary[:4000])}{grounding}"
         system = _RULES
         if view.failed_attempts:
             system = _RULES + "\n\n" + _FIX
@@ -84,4 +88,7 @@ class CodeWriterAgent(Agent):
                 f"Attempt {a.attempt}:\n```python\n{a.code}```\nError:\n{a.error[-1500:]}" for a in view.failed_attempts
             )
             prompt += f"\n\nFailed attempts so far (the last one first to fix):\n{history}"
-        return strip_fences(llm_text(ctx.llm, system, prompt))
+        reply = llm_text(ctx.llm, system, prompt, purpose="ask_code")
+        if reply is None:  # the failure is recorded by the runner and the loop asks again
+            return 'raise RuntimeError("the model gave no code this round")\n'
+        return strip_fences(reply)

@@ -133,8 +133,8 @@ class ExplainerAgent(Agent):
             if filled is not None and plan.mode == "deterministic":
                 text = filled.answer_template
             else:
-                text = llm_text(ctx.llm, _PROMPT, f"Question: {view.question}\n\nData:\n{view.data_summary[:3000]}")
-            final = FinalOutput(
+                text = llm_text(ctx.llm, _PROMPT, f"Question: {view.question}", purpose="ask_explain") or ""
+            final = cannot_answer(plan) if not text else FinalOutput(
                 answer=text,
                 confidence=0.8 if plan.mode == "deterministic" else 0.5,
                 output_type="explanation",
@@ -144,10 +144,13 @@ class ExplainerAgent(Agent):
             )
         else:
             final = cannot_answer(plan)
-        return AgentResult(
+        result = AgentResult(
             updates={"explanation": final.answer, "final_output": final},
             summary=final.answer.splitlines()[0][:160] if final.answer else "",
         )
+        if ctx.llm is not None:
+            ctx.llm.annotate(result)
+        return result
 
     def _answer(self, view: StateView, ctx: AgentContext) -> FinalOutput:
         from agents.tools.answers import format_answer
@@ -181,7 +184,9 @@ class ExplainerAgent(Agent):
             trace.append(f"evaluation: {view.evaluation}")
         if ctx.llm is not None:
             prompt = f"Question: {question}\n\nResult:\n{result_text(record.result)}\n\nEvaluation: {view.evaluation or ''}"
-            trace.append(f"explanation: {llm_text(ctx.llm, _PROMPT, prompt)}")
+            said = llm_text(ctx.llm, _PROMPT, prompt, purpose="ask_explain")
+            if said:
+                trace.append(f"explanation: {said}")
         confidence = max(0.3, (0.9 if plan.mode == "deterministic" else 0.75) - 0.15 * len(view.failed_attempts))
         return FinalOutput(
             answer=answer,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from agents.ask._shared import causal_pair, first_frame, llm_json, resolve_follow_up
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.ask_state import AskPlan, AskState
@@ -25,6 +27,15 @@ code's output critically), EXPLANATION (answer the user in plain language).
 Rules: EVALUATION only runs if CODE runs; data questions always need CODE (never guess numbers);
 conceptual questions ("what is correlation?") skip CODE and EVALUATION.
 Return {"needs_code": bool, "needs_evaluation": bool, "needs_explanation": bool, "reasoning": str}."""
+
+
+class PlanReply(BaseModel):
+    """The model's plan (001's planning answer)."""
+
+    needs_code: bool
+    needs_evaluation: bool = False
+    needs_explanation: bool = True
+    reasoning: str = ""
 
 
 class QuestionPlannerAgent(Agent):
@@ -71,7 +82,10 @@ class QuestionPlannerAgent(Agent):
         if ctx.llm is not None:
             plan = self._with_model(ctx, question, view.data_summary, plan, nearest)
         what = plan.example_id or plan.route
-        return AgentResult(updates={"plan": plan}, summary=f"{plan.mode} plan: {what}", reasoning=plan.reasoning)
+        result = AgentResult(updates={"plan": plan}, summary=f"{plan.mode} plan: {what}", reasoning=plan.reasoning)
+        if ctx.llm is not None:
+            ctx.llm.annotate(result, changed=["plan"] if plan.mode == "model" else [])
+        return result
 
     @staticmethod
     def _deterministic(question: str, filled: Any, closest: list[str]) -> AskPlan:
@@ -97,22 +111,25 @@ class QuestionPlannerAgent(Agent):
 
     @staticmethod
     def _with_model(ctx: AgentContext, question: str, summary: str, plan: AskPlan, nearest: list[Any]) -> AskPlan:
+        from agents.base.llm import data_block
+
         examples = "\n".join(f"- {m.title} ({m.kind})" for m in nearest)
         reply = llm_json(
             ctx.llm,
             _PLAN_PROMPT,
-            f"Question: {question}\n\nData:\n{summary[:4000]}\n\nSimilar worked examples:\n{examples}",
+            f"Question: {question}\n\n{data_block('data summary', summary[:4000])}\n\nSimilar worked examples:\n{examples}",
+            PlanReply,
+            purpose="ask_plan",
         )
-        if reply is None or not isinstance(reply.get("needs_code"), bool):
+        if reply is None:
             return plan
-        needs_code = bool(reply["needs_code"])
         return plan.model_copy(
             update={
                 "mode": "model",
-                "needs_code": needs_code,
-                "needs_evaluation": needs_code and bool(reply.get("needs_evaluation", False)),
-                "needs_explanation": bool(reply.get("needs_explanation", True)),
-                "route": "code" if needs_code else "conceptual",
-                "reasoning": str(reply.get("reasoning") or plan.reasoning),
+                "needs_code": reply.needs_code,
+                "needs_evaluation": reply.needs_code and reply.needs_evaluation,
+                "needs_explanation": reply.needs_explanation,
+                "route": "code" if reply.needs_code else "conceptual",
+                "reasoning": reply.reasoning or plan.reasoning,
             }
         )

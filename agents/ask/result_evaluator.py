@@ -75,5 +75,8 @@ class ResultEvaluatorAgent(Agent):
         text = evaluate_result(record.result, record.result_kind, record.truncated)
         if ctx.llm is not None:
             prompt = f"Question: {view.question}\n\nCode:\n{view.code}\n\nOutput:\n{result_text(record.result)}"
-            text = llm_text(ctx.llm, _PROMPT, prompt) or text
-        return AgentResult(updates={"evaluation": text}, summary=text[:120])
+            text = llm_text(ctx.llm, _PROMPT, prompt, purpose="ask_evaluate") or text
+        result = AgentResult(updates={"evaluation": text}, summary=text[:120])
+        if ctx.llm is not None:
+            ctx.llm.annotate(result)
+        return result

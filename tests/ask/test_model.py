@@ -1,0 +1,71 @@
+"""Model mode against a scripted OpenAI-compatible server on loopback (the only thing mocked).
+
+The model plans, writes broken code, sees the traceback and fixes it; three broken attempts end
+at the error node; and every number in the answer still comes from the code that ran.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agents.base.ask_state import AskState
+from agents.base.llm import reset_runs
+from tests.ask.test_agents import ask
+from tests.llm.scripted import Scripted, ScriptedLLM
+
+PLAN = Scripted(content=json.dumps({"needs_code": True, "needs_evaluation": True, "needs_explanation": True,
+                                    "reasoning": "a statistic of one column"}))
+BROKEN = Scripted(content="```python\nresult = float(df['pricee'].mean())\n```")
+FIXED = Scripted(content="result = float(df['price'].mean())\n")
+PROSE = Scripted(content="The typical order costs a little over forty.")
+
+
+@pytest.fixture
+def model_on(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    def start(routes: dict[str, list[Scripted]]) -> ScriptedLLM:
+        srv = ScriptedLLM(routes=routes).__enter__()
+        monkeypatch.setenv("WHYFLOW_LLM", "on")
+        monkeypatch.setenv("WHYFLOW_LLM_BASE_URL", srv.url)
+        monkeypatch.setenv("WHYFLOW_LLM_MAX_RETRIES", "1")
+        monkeypatch.setenv("WHYFLOW_LLM_TIMEOUT_S", "5")
+        servers.append(srv)
+        return srv
+
+    servers: list[ScriptedLLM] = []
+    reset_runs()
+    yield start
+    for srv in servers:
+        srv.__exit__(None, None, None)
+    reset_runs()
+
+
+def test_broken_code_then_the_fix_from_the_traceback(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+    path, frame = shop
+    srv = model_on({"previous code failed": [FIXED], "plan how to answer": [PLAN],
+                    "Write Python that answers": [BROKEN], "explain data-analysis": [PROSE],
+                    "evaluate the output": [PROSE]})
+    state: AskState = ask(tmp_path, path, "What is the mean price?")
+    assert state.plan is not None and state.plan.mode == "model"
+    assert state.attempts == 2 and state.execution_success
+    assert "pricee" in state.failed_attempts[0].error
+    fix_request = next(json.dumps(r["messages"]) for r in srv.chats() if "previous code failed" in json.dumps(r["messages"]))
+    assert "KeyError" in fix_request and "pricee" in fix_request  # the traceback reached the model
+    final = state.final_output
+    assert final is not None and final.result == pytest.approx(frame["price"].mean())
+    assert f"{frame['price'].mean():.4g}" in final.answer  # the number is the computed one
+    assert any(t.startswith("explanation: ") for t in final.reasoning_trace)
+
+
+def test_three_failures_end_at_the_error_node(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+    path, _ = shop
+    model_on({"plan how to answer": [PLAN], "Write Python that answers": [BROKEN]})
+    state: AskState = ask(tmp_path, path, "What is the mean price?")
+    final = state.final_output
+    assert state.attempts == 3 and not state.execution_success and len(state.failed_attempts) == 3
+    assert final is not None and final.output_type == "error"
+    assert final.answer.startswith("Code execution failed after 3 attempts. Final error:")
+    assert "explainer" not in state.completed_steps and "error_reporter" in state.completed_steps
