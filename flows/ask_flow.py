@@ -20,7 +20,7 @@ from flows.progress import FanOutReporter, LogReporter, Reporter
 from flows.runner import Executor, Runner
 from flows.store import JobFolder
 
-__all__ = ["run_ask_job", "write_answer", "publish_answer"]
+__all__ = ["run_ask_job", "run_ask_deployment", "write_answer", "publish_answer"]
 
 _log = logging.getLogger("whyflow.ask")
 
@@ -133,3 +133,35 @@ def run_ask_job(plan: Plan, folder: JobFolder, state: AskState, executor: Execut
         "output_type": final.output_type if final else None,
         "drift_flags": list(drift.get("flags") or []),
     }
+
+
+def run_ask_deployment(
+    question: str, data: list[str], recipe: str, output: str | None, session: str | None, flow_run_id: str | None
+) -> dict[str, Any]:
+    """The ``ask`` deployment's body: prepare the job as `whyflow ask` does, run the recipe as a subflow."""
+    from prefect.logging import get_run_logger
+
+    from flows.ask import AskRequest, prepare_ask_job, save_turn
+    from flows.compile import build_flow
+    from flows.plan import load_plan
+    from flows.store import JobStore
+
+    logger = get_run_logger()
+    plan = load_plan(recipe)
+    runs_dir = str(JobStore().root.resolve())
+    request = AskRequest(question, data, recipe=recipe, output=output, session=session, runs_dir=runs_dir)
+    folder = prepare_ask_job(request, plan)
+    run = folder.read_run()
+    run["flow_run_id"] = flow_run_id
+    folder.write_run(run)
+    logger.info("job folder %s: %s", folder.path, question)
+    final = build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")(
+        recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True
+    )
+    state = folder.load_any()
+    if session and isinstance(state, AskState):
+        save_turn(JobStore(runs_dir).root, session, state)
+    if not final.is_completed():
+        return final  # type: ignore[no-any-return]  # ends Failed or Cancelled like the recipe flow
+    result = final.result(raise_on_failure=False)
+    return dict(result) if isinstance(result, dict) else {"job_dir": str(folder.path)}

@@ -29,7 +29,7 @@ from prefect import flow
 
 from flows.store import JobFolder, JobStore
 
-__all__ = ["whyflow_deployment", "find_job_of_flow_run", "mark_job_cancelled", "mark_job_crashed"]
+__all__ = ["whyflow_deployment", "ask_deployment", "find_job_of_flow_run", "mark_job_cancelled", "mark_job_crashed"]
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ def _finish_job(flow_run: Any, cancelled: bool, message: str) -> None:
     folder = find_job_of_flow_run(str(flow_run.id), dict(flow_run.parameters or {}))
     if folder is None or not folder.exists():
         return
-    state = folder.load()
+    state = folder.load_any()
     if state.status.is_terminal:
         return
     if cancelled:
@@ -180,6 +180,38 @@ def whyflow_deployment(
         return final  # type: ignore[no-any-return]  # the run ends Failed or Cancelled like its recipe flow
     result = final.result(raise_on_failure=False)
     return {**(result if isinstance(result, dict) else {}), "reused": False}
+
+
+@flow(
+    name="whyflow-ask",
+    persist_result=False,
+    on_cancellation=[mark_job_cancelled],
+    on_crashed=[mark_job_crashed],
+)
+def ask_deployment(
+    question: str = "What is the average earnings by region?",
+    data: str = "examples/job_training.csv",
+    extra_data: list[str] | None = None,
+    recipe: str = "pipelines/ask.yaml",
+    output: str | None = None,
+    session: str | None = None,
+) -> dict[str, Any]:
+    """Answer a question about a dataset; the answer, any table and chart become artifacts.
+
+    Args:
+        question: The question, in plain words (e.g. "average price by region, as a bar chart").
+        data: CSV or Parquet file, relative to the project folder or absolute (the `data` view).
+        extra_data: More files, each queried as a view named after the file.
+        recipe: The ask recipe (state: ask).
+        output: Job folder; default runs/<job_id> in the project folder.
+        session: Continue a conversation: follow-ups ("now by year") resolve against it.
+    """
+    from flows.ask_flow import run_ask_deployment
+
+    files = [str(_resolve(d)) for d in [data, *(extra_data or [])]]
+    recipe_path = _resolve(recipe)
+    assert recipe_path is not None
+    return run_ask_deployment(question, files, recipe_path, _resolve(output), session, _flow_run_id())
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m flows.deployments` runs the default once
