@@ -80,14 +80,14 @@ class Example(BaseModel):
     def fits_intent(self, question: str) -> bool:
         """Whether the question holds one of the required words (always true when none are listed).
 
-        Words of four letters or fewer must match whole words ('per' is not 'percent'); longer
-        ones match word starts ('correlat' matches 'correlation' and 'correlated').
+        Words of three letters or fewer must match whole words ('per' is not 'percent'); longer
+        ones match word starts ('correlat' matches 'correlation', 'skew' matches 'skewness').
         """
         if not self.requires:
             return True
         text = question.lower()
         for word in self.requires:
-            pattern = r"(?<![a-z])" + re.escape(word.lower()) + (r"(?![a-z])" if len(word) <= 4 else "")
+            pattern = r"(?<![a-z])" + re.escape(word.lower()) + (r"(?![a-z])" if len(word) <= 3 else "")
             if re.search(pattern, text):
                 return True
         return False

@@ -53,7 +53,6 @@ _CHART_WORDS = re.compile(r"\b(plot|chart|graph|histogram|visuali[sz]e|draw|scat
 CODE_PRELUDE = """\
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 try:
     df
@@ -176,10 +175,12 @@ def fill(
     caller then says it cannot answer without a model and names ``retrieve``'s closest examples.
     """
     infos = as_column_infos(columns)
+    question = _normalise(question, infos)
     matches = list(examples) if examples is not None else retrieve(question, k=8, columns=infos)
     named = find_columns(question, infos)
     mentions = sorted([*named, *value_mentions(question, infos, named)], key=lambda m: m.start)
     charty = bool(_CHART_WORDS.search(question))
+    valued = _values_named(question, infos)
     best: tuple[float, FilledPlan] | None = None
     for match in matches:
         if match.score < MIN_SCORE:
@@ -187,7 +188,7 @@ def fill(
         example = get_example(match.example_id)
         if not example.fits_intent(question):
             continue
-        params = _assign_slots(example, question, infos, mentions)
+        params = _assign_slots(example, question, infos, mentions, valued)
         if params is None:
             continue
         used_columns = {v for n, v in params.items() if example.slots[n].kind in COLUMN_SLOTS}
@@ -202,7 +203,34 @@ def fill(
     return best[1] if best else None
 
 
-def _assign_slots(example: Example, question: str, infos: Sequence[ColumnInfo], mentions: Sequence[Mention]) -> dict[str, Any] | None:
+def _values_named(question: str, infos: Sequence[ColumnInfo]) -> dict[str, int]:
+    """How many distinct values of each column the question names as whole words."""
+    lower = question.lower()
+    counts: dict[str, int] = {}
+    for info in infos:
+        named = {v.strip().lower() for v in info.values if len(v.strip()) >= 2 and not v.strip().isdigit()}
+        hits = sum(bool(re.search(r"(?<![a-z0-9])" + re.escape(v) + r"(?![a-z0-9])", lower)) for v in named)
+        if hits:
+            counts[info.name] = hits
+    return counts
+
+
+_VALUE_ALIASES = {"men": "male", "man": "male", "males": "male", "boys": "male",
+                  "women": "female", "woman": "female", "females": "female", "girls": "female"}
+
+
+def _normalise(question: str, infos: Sequence[ColumnInfo]) -> str:
+    """Say 'male'/'female' for 'men'/'women' when a column holds those values (and only then)."""
+    values = {v.strip().lower() for info in infos for v in info.values}
+    for alias, canonical in _VALUE_ALIASES.items():
+        if canonical in values:
+            question = re.sub(r"(?<![A-Za-z])" + alias + r"(?![A-Za-z])", canonical, question, flags=re.IGNORECASE)
+    return question
+
+
+def _assign_slots(
+    example: Example, question: str, infos: Sequence[ColumnInfo], mentions: Sequence[Mention], valued: Mapping[str, int]
+) -> dict[str, Any] | None:
     """Give every slot a value (a column, a number, a category value) or return None."""
     by_name = {c.name: c for c in infos}
     params: dict[str, Any] = {}
@@ -211,7 +239,8 @@ def _assign_slots(example: Example, question: str, infos: Sequence[ColumnInfo], 
     for name, slot in order:
         value: Any = None
         if slot.kind in COLUMN_SLOTS:
-            value = _pick_column(slot.kind, slot.role, question, mentions, by_name, used)
+            grouped = any(s.role == "group" for s in example.slots.values())
+            value = _pick_column(slot.kind, slot.role, question, mentions, by_name, used, valued, grouped)
             if value is not None:
                 used.add(value)
         elif slot.kind in ("integer", "number"):
@@ -240,16 +269,25 @@ def _fits(kind: str, info: ColumnInfo) -> bool:
     return {"numeric": info.numeric, "category": info.categorical, "datetime": info.temporal, "column": True}[kind]
 
 
-def _pick_column(kind: str, role: str, question: str, mentions: Sequence[Mention], by_name: Mapping[str, ColumnInfo], used: set[str]) -> str | None:
-    """The first unused mentioned column that fits the slot, preferring grouping cues for groups."""
+def _pick_column(
+    kind: str, role: str, question: str, mentions: Sequence[Mention], by_name: Mapping[str, ColumnInfo], used: set[str],
+    valued: Mapping[str, int],
+    grouped: bool = True,
+) -> str | None:
+    """The first unused mentioned column that fits the slot, preferring grouping cues for groups.
+
+    A group slot takes a column the question groups by ('by', 'per', 'for each' before it, any
+    type), else a categorical column — but not one with exactly one of its values named ('in the
+    North region' filters; it does not group).
+    """
     free = [m for m in mentions if m.column not in used and _fits(kind, by_name[m.column])]
     if role == "group":
-        cued = [m for m in free if is_group_mention(question, m)]
-        free = cued or [m for m in free if by_name[m.column].categorical]
+        cued = [m for m in mentions if m.column not in used and kind != "datetime" and is_group_mention(question, m)]
+        free = cued or [m for m in free if by_name[m.column].categorical and valued.get(m.column, 0) != 1]
     elif role == "time":
         timed = [m for m in free if by_name[m.column].temporal]
         free = timed or free
-    else:
+    elif grouped:  # 'mean fare by class': the value slot is not the column after 'by'
         uncued = [m for m in free if not is_group_mention(question, m)]
         free = uncued or free
     return free[0].column if free else None
@@ -278,7 +316,8 @@ def _plan(example: Example, match: ExampleMatch, params: dict[str, Any], filters
     """Assemble the FilledPlan: prelude, filters and the filled template."""
     literal = {k: repr(v) for k, v in params.items()}
     body = string.Template(example.code).substitute(literal)
-    code = CODE_PRELUDE + "".join(f.code() + "\n" for f in filters) + "\n" + body.strip() + "\n"
+    imports = "from scipy import stats\n" if "stats." in body else ""
+    code = imports + CODE_PRELUDE + "".join(f.code() + "\n" for f in filters) + "\n" + body.strip() + "\n"
     words = {k: str(v) for k, v in params.items()}
     sentence = _safe_format(example.answer, words)
     caveats = list(example.caveats)

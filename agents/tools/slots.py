@@ -34,7 +34,7 @@ SYNONYMS: tuple[frozenset[str], ...] = tuple(
     frozenset(group)
     for group in (
         {"sex", "gender"},
-        {"salary", "wage", "income", "pay", "earnings", "earning"},
+        {"salary", "wage", "income", "pay", "earnings", "earning", "earn", "paid"},
         {"price", "cost", "close price"},
         {"charges", "charge", "medical cost", "medical costs", "insurance cost", "expenses"},
         {"survived", "survival", "survive", "survivor"},
@@ -109,20 +109,21 @@ class ColumnInfo(BaseModel):
     dtype: str
     n_unique: int | None = None
     values: tuple[str, ...] = ()
+    numeric_text: bool = False
 
     @property
     def numeric(self) -> bool:
-        """Numbers (ints, floats, booleans)."""
+        """Numbers (ints, floats, booleans), or text that reads as numbers ("5,350,380")."""
         d = self.dtype.lower()
-        return d.startswith(("int", "uint", "float", "bool")) or d in ("double", "bigint", "integer")
+        return self.numeric_text or d.startswith(("int", "uint", "float", "bool")) or d in ("double", "bigint", "integer")
 
     @property
     def temporal(self) -> bool:
-        """A date/time column, or a column whose name says it is one (``year``, ``date``)."""
+        """A date/time column, or a column whose name says it is one (``year``, ``modelyear``, ``date``)."""
         if "datetime" in self.dtype.lower() or "date" in self.dtype.lower():
             return True
-        words = set(split_name(self.name))
-        return bool(words & {"date", "time", "year", "month", "day", "timestamp", "week", "quarter", "period"})
+        name = self.name.lower()
+        return any(w in name for w in ("date", "time", "year", "month", "week", "quarter", "period")) or name == "day"
 
     @property
     def categorical(self) -> bool:
@@ -194,8 +195,22 @@ def describe_columns(frame: pd.DataFrame, max_values: int = 30) -> list[ColumnIn
         values: tuple[str, ...] = ()
         if n_unique <= max_values:
             values = tuple(str(v) for v in series.dropna().value_counts().index[:max_values])
-        infos.append(ColumnInfo(name=str(name), dtype=str(series.dtype), n_unique=n_unique, values=values))
+        infos.append(ColumnInfo(name=str(name), dtype=str(series.dtype), n_unique=n_unique, values=values,
+                                numeric_text=_reads_as_numbers(series)))
     return infos
+
+
+def _reads_as_numbers(series: pd.Series) -> bool:
+    """Text whose values (nearly all) are numbers once ',', '$', '%' and spaces are dropped."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_datetime64_any_dtype(series):
+        return False
+    sample = series.dropna().astype(str).head(500)
+    if sample.empty:
+        return False
+    cleaned = sample.str.replace(r"[,$%\s]", "", regex=True)
+    return bool(pd.to_numeric(cleaned, errors="coerce").notna().mean() >= 0.95)
 
 
 def as_column_infos(columns: Mapping[str, str] | Sequence[ColumnInfo] | pd.DataFrame) -> list[ColumnInfo]:
@@ -237,6 +252,9 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
                     rank = 2 if via == "name" else 1
                     candidates.append((len(seq), rank, i, Mention(column=column.name, start=i, end=i + len(seq), via=via)))  # type: ignore[arg-type]
         single = [s[0] for s, via in _variants(column) if len(s) == 1 and len(s[0]) >= 4 and via == "name"]
+        for i in range(len(words) - 1):  # 'model year' for the column 'modelyear'
+            if words[i] + words[i + 1] in single or words[i] + _singular(words[i + 1]) in single:
+                candidates.append((2, 2, i, Mention(column=column.name, start=i, end=i + 2, via="name")))
         for i, word in enumerate(words):
             if len(word) >= 4 and word not in _STOP and any(_close(word, s) for s in single):
                 candidates.append((1, 0, i, Mention(column=column.name, start=i, end=i + 1, via="fuzzy")))
@@ -252,9 +270,21 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
     return sorted(chosen, key=lambda m: m.start)
 
 
+_SUFFIXES = frozenset({"er", "est", "ing", "ed", "ly", "es", "ers", "ness", "ish", "ier", "iest"})
+
+
 def _close(word: str, name: str) -> bool:
-    """A misspelling, not a different word: same first letter, length within one, ratio ≥ 0.85."""
-    if word == name or word[0] != name[0] or abs(len(word) - len(name)) > 1:
+    """A misspelling or an abbreviation, not a different word.
+
+    Misspelling: same first letter, length within one, difflib ratio ≥ 0.85. Abbreviation: the
+    column name (4+ letters) starts the word and is at least two letters shorter ('educ' for
+    'education', 'exper' for 'experience').
+    """
+    if word == name or word[0] != name[0]:
+        return False
+    if len(name) >= 4 and len(word) >= len(name) + 2 and word.startswith(name):
+        return word[len(name):] not in _SUFFIXES  # 'highest' is not an abbreviation of 'high'...
+    if abs(len(word) - len(name)) > 1:
         return False
     return difflib.SequenceMatcher(None, word, name).ratio() >= 0.85
 
