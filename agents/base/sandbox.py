@@ -19,21 +19,22 @@ from __future__ import annotations
 import base64
 import json
 import os
-import selectors
-import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.base.errors import DataError
+
+if TYPE_CHECKING:
+    from agents.base.sandbox_process import Outcome, Plan, Stream
+    from agents.base.sandbox_server import Template
 
 __all__ = [
     "ExecutionResult",
@@ -46,9 +47,7 @@ __all__ = [
 
 Isolation = Literal["best", "no-namespaces", "limits-only"]
 ISOLATION_ENV = "WHYFLOW_SANDBOX_ISOLATION"
-_STARTUP_SECONDS = 60.0  # interpreter + pandas start, before the code's own wall clock begins
-_GRACE_SECONDS = 0.2  # after the child exits, to drain its pipes
-_READY = b"\x06"
+WARM_ENV = "WHYFLOW_SANDBOX_WARM"
 
 
 class SandboxInputError(DataError):
@@ -105,37 +104,6 @@ class ExecutionResult(BaseModel):
     overhead_seconds: float = 0.0
 
 
-@dataclass
-class _Stream:
-    limit: int
-    chunks: list[bytes] = field(default_factory=list)
-    kept: int = 0
-    dropped: int = 0
-
-    def feed(self, data: bytes) -> None:
-        room = self.limit - self.kept
-        if room > 0:
-            self.chunks.append(data[:room])
-            self.kept += min(room, len(data))
-        self.dropped += max(0, len(data) - max(room, 0))
-
-    def text(self, chars: int) -> tuple[str, bool]:
-        text = b"".join(self.chunks).decode("utf-8", errors="replace")
-        return text[:chars], self.dropped > 0 or len(text) > chars
-
-
-@dataclass
-class _Plan:
-    """The layers chosen for one run and what they need from the parent."""
-
-    isolation: Isolation
-    prefix: list[str]
-    layers: list[str]
-    request: dict[str, Any]
-    uid: int | None = None
-    cgroup: Path | None = None
-
-
 def _isolation(isolation: Isolation | None) -> Isolation:
     chosen = isolation or os.environ.get(ISOLATION_ENV) or "best"
     if chosen not in ("best", "no-namespaces", "limits-only"):
@@ -157,179 +125,6 @@ def _datasets(inputs: Mapping[str, str | Path] | None) -> list[tuple[str, Path, 
             raise SandboxInputError(f"dataset '{name}': {raw} is neither CSV nor Parquet")
         out.append((str(name), path, fmt))
     return out
-
-
-def _environment(scratch: Path) -> dict[str, str]:
-    """A scrubbed environment: nothing of the parent's (no API keys), only what libraries need."""
-    return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(scratch),
-        "TMPDIR": str(scratch),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "MPLBACKEND": "Agg",
-        "MPLCONFIGDIR": str(scratch / ".matplotlib"),
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-    }
-
-
-def _plan(isolation: Isolation, scratch: Path, datasets: list[tuple[str, Path, str]], limits: Limits) -> _Plan:
-    from agents.base import sandbox_probe as probe_mod
-
-    caps = probe_mod.probe()
-    layers = ["rlimits", "scrubbed-env", "scratch-dir"]
-    prefix: list[str] = []
-    binds: list[tuple[str, str]] = []
-    paths = [str(p) for _, p, _ in datasets]
-    namespaces = isolation == "best"
-    if namespaces and caps.bwrap:
-        binds = [(str(p), f"/data/input-{i}{p.suffix.lower()}") for i, (_, p, _) in enumerate(datasets)]
-        paths = [target for _, target in binds]
-        prefix = probe_mod.bwrap_argv(scratch, binds, root=caps.root)
-        layers += ["bwrap", "no-network", "private-tmp", "read-only-system", "pid-namespace"]
-    elif namespaces and caps.unshare:
-        prefix = probe_mod.unshare_argv(root=caps.root)
-        layers += ["unshare", "no-network", "pid-namespace"]
-    plan = _Plan(isolation, prefix, layers, {})
-    confined = isolation != "limits-only"
-    if caps.root and (caps.bwrap and prefix[:1] == ["bwrap"] or caps.uid_drop_outside_namespaces):
-        plan.uid = probe_mod.run_uid()
-    elif caps.root and caps.cgroup_pids:
-        plan.cgroup = probe_mod.cgroup_create(f"run-{os.getpid()}-{time.monotonic_ns()}", limits.processes)
-    read = probe_mod.child_read_paths() + paths
-    plan.request = {
-        "datasets": [{"name": n, "path": p, "format": f} for (n, _, f), p in zip(datasets, paths, strict=True)],
-        "scratch": str(scratch),
-        "drop_uid": plan.uid,
-        "drop_gid": plan.uid,
-        "nproc": _nproc(caps.root, plan.uid, limits.processes),
-        "cgroup_procs": [str(plan.cgroup / "cgroup.procs")] if plan.cgroup else [],
-        "landlock": {"read": read, "write": [str(scratch)], "devices": probe_mod.device_paths()}
-        if confined and caps.landlock_abi >= 1
-        else None,
-        "seccomp": confined and caps.seccomp,
-    }
-    if plan.uid is not None:
-        os.chown(scratch, plan.uid, plan.uid)
-    return plan
-
-
-def _nproc(root: bool, uid: int | None, processes: int) -> int | None:
-    """RLIMIT_NPROC counts every task of the uid: the run's own uid, else the user's (not root's)."""
-    if uid is not None:
-        return processes
-    if root:
-        return None  # ignored for root: a pids cgroup limits the run instead, where there is one
-    from agents.base.sandbox_probe import count_user_tasks
-
-    return count_user_tasks(os.getuid()) + processes
-
-
-def _kill(proc: subprocess.Popen[bytes], plan: _Plan) -> None:
-    """Kill the run's process group, and every process of its throw-away uid or cgroup."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    if plan.cgroup is not None:
-        from agents.base.sandbox_probe import cgroup_destroy
-
-        cgroup_destroy(plan.cgroup)
-    if plan.uid is not None:
-        _kill_uid(plan.uid)
-
-
-def _kill_uid(uid: int) -> None:
-    for _ in range(100):
-        pids = []
-        for entry in os.scandir("/proc"):
-            try:
-                if entry.name.isdigit() and entry.stat().st_uid == uid:
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.01)
-
-
-def _sweep_uid(uid: int) -> None:
-    """Remove what a throw-away uid left in the shared temporary folders (only it owned them)."""
-    for top in ("/tmp", "/var/tmp", "/dev/shm"):
-        try:
-            entries = list(os.scandir(top))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
-
-
-@dataclass
-class _Outcome:
-    report: bytes = b""
-    ready_at: float | None = None
-    ended_at: float = 0.0
-    timed_out: bool = False
-    status: int | None = None
-    rusage: Any = None
-
-
-def _supervise(proc: subprocess.Popen[bytes], result_fd: int, limits: Limits, plan: _Plan, started: float) -> tuple[_Outcome, _Stream, _Stream]:
-    """Read the child's three pipes until it is done or out of time; then kill its group."""
-    out, err = _Stream(limits.output_chars * 4), _Stream(limits.output_chars * 4)
-    outcome = _Outcome()
-    report = bytearray()
-    sel = selectors.DefaultSelector()
-    assert proc.stdout is not None and proc.stderr is not None
-    sel.register(proc.stdout, selectors.EVENT_READ, out.feed)
-    sel.register(proc.stderr, selectors.EVENT_READ, err.feed)
-    sel.register(result_fd, selectors.EVENT_READ, report.extend)
-    exited_at: float | None = None
-    while sel.get_map():
-        now = time.monotonic()
-        deadline = (outcome.ready_at + limits.wall_seconds) if outcome.ready_at else started + _STARTUP_SECONDS + limits.wall_seconds
-        if exited_at is None and outcome.status is None:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                outcome.status, outcome.rusage, exited_at = status, usage, now
-        if exited_at is not None and now > exited_at + _GRACE_SECONDS:
-            break
-        if now >= deadline:
-            outcome.timed_out = True
-            break
-        for key, _ in sel.select(timeout=min(0.05, max(0.0, deadline - now))):
-            data = os.read(key.fd, 1 << 16)
-            if not data:
-                sel.unregister(key.fileobj)
-                continue
-            if key.fd == result_fd and outcome.ready_at is None and data[:1] == _READY:
-                outcome.ready_at, data = time.monotonic(), data[1:]
-            key.data(data)
-    outcome.ended_at = time.monotonic()
-    sel.close()
-    _kill(proc, plan)
-    if outcome.status is None:
-        _, outcome.status, outcome.rusage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(outcome.status)
-    outcome.report = bytes(report)
-    return outcome, out, err
 
 
 def _figures(raw: list[dict[str, Any]], scratch: Path, limits: Limits, figures_dir: Path | None) -> list[Figure]:
@@ -380,7 +175,9 @@ def _signal_name(status: int | None, wrapped: bool) -> str:
     return f"exit code {code}"
 
 
-def _assemble(outcome: _Outcome, out: _Stream, err: _Stream, plan: _Plan, limits: Limits, scratch: Path, figures_dir: Path | None, started: float) -> ExecutionResult:
+def _assemble(run: _Run, outcome: Outcome, out: Stream, err: Stream) -> ExecutionResult:
+    """The child's report, its pipes and how it ended, as one result."""
+    limits, started = run.limits, run.started
     stdout, cut_out = out.text(limits.output_chars)
     stderr, cut_err = err.text(limits.output_chars)
     header, body = _split_report(outcome.report if outcome.ready_at else b"\n" + outcome.report)
@@ -391,14 +188,13 @@ def _assemble(outcome: _Outcome, out: _Stream, err: _Stream, plan: _Plan, limits
         report = {}
     report = report if isinstance(report, dict) else {}
     child_layers = [str(x) for x in report.get("layers", header) if isinstance(x, str)]
-    layers = list(dict.fromkeys(plan.layers + child_layers))
-    usage_cpu = (outcome.rusage.ru_utime + outcome.rusage.ru_stime) if outcome.rusage else 0.0
+    layers = list(dict.fromkeys(run.plan.layers + (["warm-fork"] if run.template else []) + child_layers))
     wall = outcome.ended_at - (outcome.ready_at or started)
     common: dict[str, Any] = {
         "stdout": stdout,
         "stderr": stderr,
         "wall_seconds": round(wall, 4),
-        "cpu_seconds": round(float(report.get("cpu_seconds") or usage_cpu), 4),
+        "cpu_seconds": round(float(report.get("cpu_seconds") or outcome.cpu), 4),
         "layers": layers,
         "timed_out": outcome.timed_out,
     }
@@ -406,7 +202,7 @@ def _assemble(outcome: _Outcome, out: _Stream, err: _Stream, plan: _Plan, limits
         what = f"{limits.wall_seconds:g} s wall-clock limit" if outcome.ready_at else "start-up time limit"
         return ExecutionResult(ok=False, error=f"the code ran past its {what} and was killed", truncated=cut_out or cut_err, **common)
     if not report or "ok" not in report:
-        ended = _signal_name(outcome.status, bool(plan.prefix))
+        ended = _signal_name(outcome.status, bool(run.plan.namespace) and run.template is None)
         why = f"the sandboxed process ended ({ended}) without reporting a result"
         if ended in ("signal SIGXCPU", "signal SIGKILL"):
             why += f" (CPU limit {limits.cpu_seconds} s or memory exhausted)"
@@ -417,12 +213,104 @@ def _assemble(outcome: _Outcome, out: _Stream, err: _Stream, plan: _Plan, limits
         ok=ok,
         result=report.get("result") if ok else None,
         result_kind=kind if kind in ("none", "scalar", "list", "dict", "table") else "none",
-        figures=_figures(report.get("figures") or [], scratch, limits, figures_dir) if ok else [],
+        figures=_figures(report.get("figures") or [], run.scratch, limits, run.figures_dir) if ok else [],
         truncated=bool(report.get("truncated")) or cut_out or cut_err,
         error=None if ok else str(report.get("error") or "the code failed"),
         traceback=None if ok else report.get("traceback"),
         **common,
     )
+
+
+
+@dataclass
+class _Run:
+    """One call of ``run_code``: its settings and the resources to release afterwards."""
+
+    code: str
+    datasets: list[tuple[str, Path, str]]
+    limits: Limits
+    plan: Plan
+    template: Template | None
+    scratch: Path
+    figures_dir: Path | None
+    started: float
+
+
+def _warm(warm: bool | None) -> bool:
+    if warm is not None:
+        return warm
+    return os.environ.get(WARM_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _template(plan: Plan) -> Template | None:
+    """The warm template for this plan's layers, locked for this run (None: start cold)."""
+    from agents.base import sandbox_process as sp
+    from agents.base import sandbox_server
+    from agents.base.sandbox_probe import CHILD_SCRIPT
+
+    if not plan.warm_killable:
+        return None
+    key = (plan.isolation, plan.namespace, str(plan.caps.root), tempfile.gettempdir(), sys.executable)
+    return sandbox_server.acquire(key, lambda root: plan.prefix(root, []), sp.environment(Path("/")), CHILD_SCRIPT)
+
+
+def _request(run: _Run) -> tuple[dict[str, Any], list[tuple[str, str]], list[int]]:
+    """The child's request, bubblewrap's dataset binds (cold), the dataset descriptors (warm)."""
+    from agents.base import sandbox_process as sp
+
+    binds: list[tuple[str, str]] = []
+    fds: list[int] = []
+    if run.template is not None:  # the template's view is fixed: datasets travel as descriptors
+        fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for _, path, _ in run.datasets]
+        paths: list[str] = []
+        items = [{"name": name, "format": fmt} for name, _, fmt in run.datasets]
+    else:
+        if run.plan.namespace == "bwrap":
+            binds = [(str(p), f"/data/input-{i}{p.suffix.lower()}") for i, (_, p, _) in enumerate(run.datasets)]
+            paths = [target for _, target in binds]
+        else:
+            paths = [str(p) for _, p, _ in run.datasets]
+        items = [{"name": name, "format": fmt, "path": path} for (name, _, fmt), path in zip(run.datasets, paths, strict=True)]
+    request = sp.request_for(run.plan, run.scratch, items, paths, run.limits.processes)
+    request.update(code=run.code, limits=run.limits.model_dump())
+    return request, binds, fds
+
+
+def _execute(run: _Run) -> ExecutionResult:
+    from agents.base import sandbox_process as sp
+    from agents.base.sandbox_server import WarmChild
+
+    if run.plan.uid is not None:
+        os.chown(run.scratch, run.plan.uid, run.plan.uid)
+    request, binds, data_fds = _request(run)
+    pipes = [os.pipe() for _ in range(3)]
+    reads = tuple(r for r, _ in pipes)
+    writes = tuple(w for _, w in pipes)
+    request["result_fd"] = writes[2]
+    request_path = run.scratch / ".request.json"
+    request_path.write_text(json.dumps(request))
+    if run.plan.uid is not None:
+        os.chown(request_path, run.plan.uid, run.plan.uid)
+    child: sp.Child
+    try:
+        if run.template is not None:
+            child = WarmChild(run.template, request_path, [*writes, *data_fds])
+        else:
+            argv = sp.child_argv(run.plan, run.scratch, binds, request_path)
+            child = sp.ColdChild(argv, (writes[0], writes[1], writes[2]), sp.environment(run.scratch), run.scratch)
+    except BaseException:
+        for fd in reads:
+            os.close(fd)
+        raise
+    finally:
+        for fd in (*writes, *data_fds):
+            os.close(fd)
+    try:
+        outcome, out, err = sp.supervise(child, (reads[0], reads[1], reads[2]), run.limits.wall_seconds, run.limits.output_chars * 4, run.plan, run.started)
+    finally:
+        for fd in reads:
+            os.close(fd)
+    return _assemble(run, outcome, out, err)
 
 
 def run_code(
@@ -432,63 +320,40 @@ def run_code(
     *,
     isolation: Isolation | None = None,
     figures_dir: str | Path | None = None,
+    warm: bool | None = None,
 ) -> ExecutionResult:
     """Run ``code`` in a fresh sandboxed child and return what it produced.
 
     ``inputs`` maps dataset names to CSV or Parquet files (read-only in the child; the first is
     also ``df``). PNG figures are copied into ``figures_dir`` when given, else returned inline
-    as base64. Raises only :class:`SandboxInputError` for a bad ``inputs`` entry and
-    ``ValueError`` for an unknown ``isolation``; everything the code does comes back as data.
+    as base64. ``warm`` (default on, ``WHYFLOW_SANDBOX_WARM=0`` turns it off) forks the child
+    from a template interpreter that has pandas imported, instead of starting Python afresh.
+    Raises only :class:`SandboxInputError` for a bad ``inputs`` entry and ``ValueError`` for an
+    unknown ``isolation``; everything the code does comes back as data.
     """
+    from agents.base import sandbox_process as sp
+
     limits = limits or Limits()
     mode = _isolation(isolation)
     datasets = _datasets(inputs)
     started = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix="whyflow-sandbox-"))
-    plan: _Plan | None = None
+    plan: Plan | None = None
+    template: Template | None = None
+    scratch: Path | None = None
     try:
-        plan = _plan(mode, scratch, datasets, limits)
-        read_fd, write_fd = os.pipe()
-        request = dict(plan.request, code=code, result_fd=write_fd, limits=limits.model_dump())
-        request_path = scratch / ".request.json"
-        request_path.write_text(json.dumps(request))
-        if plan.uid is not None:
-            os.chown(request_path, plan.uid, plan.uid)
-        argv = [*plan.prefix, sys.executable, "-I", str(_child_script()), str(request_path)]
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=(write_fd,),
-                env=_environment(scratch),
-                cwd=scratch,
-                start_new_session=True,
-            )
-        finally:
-            os.close(write_fd)
-        try:
-            outcome, out, err = _supervise(proc, read_fd, limits, plan, started)
-        finally:
-            os.close(read_fd)
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-        result = _assemble(outcome, out, err, plan, limits, scratch, Path(figures_dir) if figures_dir else None, started)
+        plan = sp.choose(mode, limits.processes)
+        template = _template(plan) if _warm(warm) else None
+        scratch = Path(tempfile.mkdtemp(prefix="whyflow-sandbox-", dir=template.root if template else None))
+        run = _Run(code, datasets, limits, plan, template, scratch, Path(figures_dir) if figures_dir else None, started)
+        result = _execute(run)
         overhead = max(0.0, time.monotonic() - started - result.wall_seconds)
         return result.model_copy(update={"overhead_seconds": round(overhead, 4)})
     finally:
-        if plan is not None and plan.cgroup is not None:
+        if scratch is not None:
+            sp.cleanup(plan, scratch)
+        elif plan is not None and plan.cgroup is not None:
             from agents.base.sandbox_probe import cgroup_destroy
 
             cgroup_destroy(plan.cgroup)
-        if plan is not None and plan.uid is not None:
-            _sweep_uid(plan.uid)
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _child_script() -> Path:
-    from agents.base.sandbox_probe import CHILD_SCRIPT
-
-    return CHILD_SCRIPT
+        if template is not None:
+            template.lock.release()

@@ -119,14 +119,15 @@ def _figures(namespace: dict[str, Any], scratch: Path, max_figures: int) -> list
     return figures[:max_figures]
 
 
-def _load_datasets(items: list[dict[str, str]]) -> dict[str, Any]:
+def _load_datasets(items: list[dict[str, Any]]) -> dict[str, Any]:
     import pandas as pd
 
     datasets: dict[str, Any] = {}
     for item in items:
-        path = item["path"]
+        # A read-only descriptor (warm runs: the file is not visible in the sandbox) or a path.
+        source: Any = os.fdopen(int(item["fd"]), "rb") if "fd" in item else item["path"]
         try:
-            frame = pd.read_parquet(path) if item["format"] == "parquet" else pd.read_csv(path, low_memory=False)
+            frame = pd.read_parquet(source) if item["format"] == "parquet" else pd.read_csv(source, low_memory=False)
         except Exception as exc:  # reported as a failure of the run, never raised
             raise RuntimeError(f"could not read dataset '{item['name']}': {type(exc).__name__}: {exc}") from exc
         datasets[item["name"]] = frame
@@ -212,10 +213,25 @@ def _write(fd: int, report: dict[str, Any], max_bytes: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Run one request; always exit through ``os._exit`` so that no atexit hook of the code runs."""
-    request_path = Path(argv[1])
+    """Run one request (or, with ``--serve FD``, serve forks of this warm interpreter)."""
+    if argv[1:2] == ["--serve"]:
+        serve(int(argv[2]))
+    run_request(Path(argv[1]), None)
+
+
+def run_request(request_path: Path, fds: list[int] | None) -> None:
+    """Run one request; always exit through ``os._exit`` so that no atexit hook of the code runs.
+
+    ``fds`` (warm runs) are the descriptors the parent sent: result pipe, then the datasets.
+    """
     request = json.loads(request_path.read_text())
     request_path.unlink()
+    if fds is not None:
+        request["result_fd"] = fds[0]
+        for item, fd in zip(request["datasets"], fds[1:], strict=False):
+            item["fd"] = fd
+    os.environ.clear()
+    os.environ.update(request.get("env") or {})
     fd = int(request["result_fd"])
     report: dict[str, Any] = {"ok": False, "layers": []}
     try:
@@ -236,6 +252,79 @@ def main(argv: list[str]) -> None:
     except Exception as exc:
         _write(fd, {"ok": False, "error": f"the result could not be encoded: {exc}", "layers": report["layers"]}, 1 << 20)
     os._exit(0)
+
+
+def _forked(fds: list[int], request_path: str, keep_closed: list[int]) -> None:
+    """In a fresh fork of the warm interpreter: become a session of its own, take the pipes."""
+    import signal
+
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for fd in keep_closed:
+        os.close(fd)
+    os.setsid()
+    out_fd, err_fd, *rest = fds
+    null = os.open(os.devnull, os.O_RDONLY)
+    for source, target in ((null, 0), (out_fd, 1), (err_fd, 2)):
+        os.dup2(source, target)
+        os.close(source)
+    try:
+        run_request(Path(request_path), rest)
+    finally:
+        os._exit(70)
+
+
+def serve(sock_fd: int) -> None:
+    """The warm template: import the scientific stack once, then fork a fresh child per request.
+
+    It never runs generated code itself; each run starts from this pristine state, so nothing
+    passes from one run to the next. Messages on the control socket: the parent sends a request
+    path with the pipes and dataset descriptors; the template answers ``pid N`` and, when the
+    child ends, ``exit N STATUS CPU``. It exits when the parent closes the socket.
+    """
+    import select
+    import signal
+    import socket
+
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+
+    sock = socket.socket(fileno=sock_fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sock.send(b"ready")
+    while True:
+        try:
+            ready, _, _ = select.select([sock_fd, wake_r], [], [])
+        except InterruptedError:
+            continue
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        _reap(sock)
+        if sock_fd not in ready:
+            continue
+        message, fds, _, _ = socket.recv_fds(sock, 4096, 64)
+        if not message:
+            os._exit(0)
+        pid = os.fork()
+        if pid == 0:
+            _forked(fds, message.decode(), [sock.detach(), wake_r, wake_w])
+        for fd in fds:
+            os.close(fd)
+        sock.send(f"pid {pid}".encode())
+
+
+def _reap(sock: Any) -> None:
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        sock.send(f"exit {pid} {status} {usage.ru_utime + usage.ru_stime:.4f}".encode())
 
 
 if __name__ == "__main__":

@@ -38,10 +38,16 @@ def doctor(out: TextIO | None = None) -> int:
         print(f"  {name:<12} {value}", file=out)
     for note in caps.notes:
         print(f"  note: {note}", file=out)
-    result = run_code("result = 1 + 1")
+    result = run_code("result = 1 + 1", warm=False)
     print(f"  active layers: {', '.join(result.layers)}", file=out)
     print(f"  trial run: {'ok' if result.ok and result.result == 2 else 'FAILED: ' + str(result.error)}"
-          f" ({result.overhead_seconds:.2f} s overhead)", file=out)
+          f" ({result.overhead_seconds:.2f} s overhead from a fresh interpreter)", file=out)
+    run_code("result = 1", warm=True)  # starts the warm template
+    warm = run_code("result = 1 + 1", warm=True)
+    if "warm-fork" in warm.layers and warm.ok:
+        print(f"  warm run: ok ({warm.overhead_seconds * 1000:.0f} ms overhead, forked from a template)", file=out)
+    else:
+        print(f"  warm run: not available here ({warm.error or 'no way to kill every process of a forked run'})", file=out)
     if not (set(result.layers) & (_NAMESPACE_LAYERS | _KERNEL_LAYERS)):
         print(
             "whyflow doctor: warning: generated code runs with limits only (no namespaces, Landlock or seccomp); "

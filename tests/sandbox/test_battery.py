@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.base import sandbox_server
 from agents.base.sandbox import ExecutionResult, Limits, run_code
 from agents.base.sandbox_probe import probe
 
@@ -46,17 +47,25 @@ class World:
         )
 
 
+@pytest.fixture(scope="module")
+def scratch_parent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where this module's runs (and their warm templates) keep their scratch folders."""
+    parent = tmp_path_factory.mktemp("sandbox-scratch")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(parent))
+        yield parent
+        sandbox_server.shutdown()
+    assert list(parent.iterdir()) == [], "a warm template left its folder behind"
+
+
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scratch_parent: Path) -> Iterator[World]:
     data = tmp_path / "data.csv"
     data.write_text("x,y\n" + "".join(f"{i},{i * i}\n" for i in range(50)))
     data.chmod(0o644)
     home = tmp_path / "home"
     home.mkdir()
     (home / "secret.txt").write_text(CANARY)
-    scratch_parent = tmp_path / "scratch"
-    scratch_parent.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch_parent))
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     monkeypatch.setenv("WHYFLOW_TEST_SECRET", CANARY)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -68,7 +77,9 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     listener.close()
 
 
-def _processes_mentioning(text: str) -> list[str]:
+def _leftover_processes(marker: str, scratch_parent: Path) -> list[str]:
+    """Processes whose command line has the case's marker, or that sit in a run's scratch folder
+    (a warm template sits in its own root folder, one level up, and is not a leftover)."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -78,9 +89,15 @@ def _processes_mentioning(text: str) -> list[str]:
             cwd = os.readlink(f"/proc/{entry.name}/cwd")
         except OSError:
             continue
-        if text in cmdline or text in cwd:
+        in_run_folder = cwd.startswith(str(scratch_parent)) and "/whyflow-sandbox-" in cwd.split("whyflow-sandbox-warm-")[-1]
+        if marker in cmdline or in_run_folder:
             found.append(f"{entry.name}: {cmdline[:80]} (cwd {cwd})")
     return found
+
+
+def _scratch_leftovers(scratch_parent: Path) -> list[Path]:
+    """Anything in the scratch parent but the (empty but for nothing) warm template roots."""
+    return [p for p in scratch_parent.rglob("*") if not (p.is_dir() and p.name.startswith("whyflow-sandbox-warm-") and p.parent == scratch_parent)]
 
 
 def _check_unharmed(world: World, result: ExecutionResult, elapsed: float, wall: float) -> None:
@@ -89,14 +106,14 @@ def _check_unharmed(world: World, result: ExecutionResult, elapsed: float, wall:
     assert world.data.is_file() and hashlib.sha256(world.data.read_bytes()).hexdigest() == world.data_digest
     assert (world.home / "secret.txt").read_text() == CANARY
     assert sorted(world.home.iterdir()) == [world.home / "secret.txt"]
-    assert list(world.scratch_parent.iterdir()) == [], "the scratch folder was not deleted"
+    assert _scratch_leftovers(world.scratch_parent) == [], "the scratch folder was not deleted"
     assert os.environ["OPENAI_API_KEY"] == CANARY
     with pytest.raises(BlockingIOError):
         world.listener.accept()
     for top in ("/tmp", "/var/tmp", "/dev/shm"):
         assert not [p for p in os.listdir(top) if world.marker in p], f"left behind in {top}"
     deadline = time.monotonic() + 2.0
-    while (left := _processes_mentioning(world.marker) + _processes_mentioning(str(world.scratch_parent))) and time.monotonic() < deadline:
+    while (left := _leftover_processes(world.marker, world.scratch_parent)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not left, f"processes outlived the run: {left}"
 
@@ -239,13 +256,38 @@ CASES: dict[str, Case] = {
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 @pytest.mark.parametrize("name", list(CASES))
 def test_hostile_code_fails_cleanly(name: str, isolation: str, world: World) -> None:
+    _run_case(name, isolation, True, world)
+
+
+# Where a cold child differs from a warm one: datasets bound by path rather than passed as
+# descriptors, its own process tree to kill, its own exit status (through bwrap) to decode.
+COLD_CASES = [
+    "read /etc/shadow and the home folder",
+    "write outside the scratch folder",
+    "delete or overwrite the dataset",
+    "os.fork() in a loop",
+    "sleep past the timeout",
+    "a background process that outlives the run",
+    "read environment variables for keys",
+    "import ctypes and crash the interpreter",
+]
+
+
+@pytest.mark.parametrize("name", COLD_CASES)
+def test_hostile_code_fails_cleanly_in_a_cold_child(name: str, world: World) -> None:
+    """The battery without the warm template: a fresh interpreter under the best layers."""
+    _run_case(name, "best", False, world)
+
+
+def _run_case(name: str, isolation: str, warm: bool, world: World) -> None:
     case = CASES[name]
     caps = probe()
     if isolation == "best" and not (caps.bwrap or caps.unshare):
         pytest.skip("no namespace layer on this machine: 'best' is the same as 'no-namespaces'")
     limits = Limits(wall_seconds=case.wall, cpu_seconds=20, processes=case.processes, output_chars=1000)
     start = time.monotonic()
-    result = run_code(world.fill(case.code), {"data": world.data}, limits, isolation=isolation)  # type: ignore[arg-type]
+    result = run_code(world.fill(case.code), {"data": world.data}, limits, isolation=isolation, warm=warm)  # type: ignore[arg-type]
+    assert ("warm-fork" in result.layers) == (warm and "rlimits" in result.layers), result.layers
     elapsed = time.monotonic() - start
     case.check(result, world)
     _check_unharmed(world, result, elapsed, case.wall)
