@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     questions = [q for q in spec["questions"] if not args.only or q["kind"] == args.only][: args.limit]
     by_kind: dict[str, list[bool]] = defaultdict(list)
     single: list[bool] = []
+    heldout: list[bool] = []
     times: list[float] = []
     crashes = skipped = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -214,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             by_kind[q["kind"]].append(ok)
             if q.get("single_step"):
                 single.append(ok)
+            if q.get("heldout"):
+                heldout.append(ok)
             if args.verbose or not ok:
                 mark = "ok  " if ok else "FAIL"
                 print(f"{mark} {q['id']:4} {elapsed:5.2f}s {q['question'][:70]!r} -> {answer[:90]!r} {why[:160]}")
@@ -226,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'all':12} {sum(total):5} / {len(total):<5} {sum(total) / len(total):6.1%}")
     if single:
         print(f"single-step questions answered exactly: {sum(single)} / {len(single)} = {sum(single) / len(single):.1%} (target ≥ 80%)")
+    if heldout:
+        print(f"second-batch questions (h01-h20, 80% on their first run): {sum(heldout)} / {len(heldout)} = {sum(heldout) / len(heldout):.1%}")
     if times:
         print(f"median time per question: {statistics.median(times):.2f} s (target ≤ 5 s; mode: {args.via}, no model)")
     print(f"crashes: {crashes}; skipped (dataset not found): {skipped}")

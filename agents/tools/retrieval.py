@@ -181,6 +181,9 @@ def fill(
     mentions = sorted([*named, *value_mentions(question, infos, named)], key=lambda m: m.start)
     charty = bool(_CHART_WORDS.search(question))
     valued = _values_named(question, infos)
+    for stated in find_filters(question, infos, mentions, set()):
+        if stated.op == "==" and not isinstance(stated.value, str):
+            valued[stated.column] = valued.get(stated.column, 0) + 1
     best: tuple[float, FilledPlan] | None = None
     for match in matches:
         if match.score < MIN_SCORE:

@@ -35,7 +35,8 @@ SYNONYMS: tuple[frozenset[str], ...] = tuple(
     for group in (
         {"sex", "gender"},
         {"salary", "wage", "income", "pay", "earnings", "earning", "earn", "paid"},
-        {"price", "cost", "close price"},
+        {"price", "cost"},
+        {"fare", "ticket price", "ticket fare", "passenger fare"},
         {"charges", "charge", "medical cost", "medical costs", "insurance cost", "expenses"},
         {"survived", "survival", "survive", "survivor"},
         {"pclass", "class", "passenger class", "ticket class"},
@@ -373,6 +374,13 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
             if m:
                 filters.append(Filter(column=mention.column, op=op, value=float(m.group(1).replace(",", ""))))  # type: ignore[arg-type]
                 break
+    for mention in mentions:  # 'cars that have 4 cylinders', 'with 2 children'
+        if mention.column in used or any(f.column == mention.column for f in filters):
+            continue
+        before = lower[: word_pos[mention.start]] if mention.start < len(word_pos) else lower
+        count = re.search(r"\b(?:have|has|had|having|with|of)\s+(-?\d+(?:\.\d+)?)\s*$", before)
+        if count:
+            filters.append(Filter(column=mention.column, op="==", value=float(count.group(1))))
     words = set(tokens(question)) | {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
     owners: dict[str, list[ColumnInfo]] = {}
     for column in columns:
