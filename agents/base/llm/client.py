@@ -251,9 +251,7 @@ class LLMClient:
     ) -> M | None:
         """An answer validated as ``model`` (and by ``check``), or None after one re-ask."""
         schema = model.model_json_schema()
-        rule = (
-            f"Answer with one JSON object only, no prose, matching this JSON schema: {json.dumps(schema)}"
-        )
+        rule = f"Answer with one JSON object only, no prose, matching this JSON schema: {_compact(schema)}"
         msgs = [{"role": "system", "content": f"{DATA_RULE}\n{rule}"}, *messages]
         fmt = {"type": "json_schema", "json_schema": {"name": model.__name__, "schema": schema, "strict": False}}
         for attempt in range(2):
@@ -444,6 +442,19 @@ class LLMClient:
             return
         for k, v in reply.usage.items():
             self.usage[k] = self.usage.get(k, 0) + int(v)
+
+
+def _compact(schema: Any) -> str:
+    """The schema without titles and descriptions: fewer prompt tokens for small local models."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in ("title", "description")}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return json.dumps(strip(schema), separators=(",", ":"))
 
 
 def _reask(problems: list[str]) -> dict[str, str]:

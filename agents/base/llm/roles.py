@@ -99,7 +99,9 @@ def suggest_roles(
                 problems.append(f"temporal_order puts '{outcome}' no later than '{treatment}'")
         return problems
 
-    return llm.structured([{"role": "user", "content": ask}], RoleSuggestions, purpose="roles", check=check)
+    budget = 60 + 30 * len(open_cols) + (15 * len(columns) if want_order else 0)
+    msgs = [{"role": "user", "content": ask}]
+    return llm.structured(msgs, RoleSuggestions, purpose="roles", check=check, max_tokens=min(800, budget))
 
 
 # ---- DAG expert --------------------------------------------------------------------------------
@@ -140,7 +142,8 @@ def propose_orientations(
         problems = [f"{a} -- {b} is not one of the undirected edges" for a, b in edges if frozenset((a, b)) not in pairs]
         return problems + check_edges(edges, nodes, fixed=directed, forbid=forbid)
 
-    return llm.structured([{"role": "user", "content": ask}], Orientations, purpose="orient_edges", check=check)
+    msgs = [{"role": "user", "content": ask}]
+    return llm.structured(msgs, Orientations, purpose="orient_edges", check=check, max_tokens=40 + 40 * len(undirected))
 
 
 # ---- critique ----------------------------------------------------------------------------------
@@ -171,7 +174,7 @@ def critique_review(llm: Any, facts: dict[str, Any], decision: str) -> dict[str,
     def check(ans: ReviewPoints) -> list[str]:
         return [p for s in ans.points for p in _numbers_check(allowed)(s)]
 
-    ans = llm.structured([{"role": "user", "content": ask}], ReviewPoints, purpose="critique", check=check)
+    ans = llm.structured([{"role": "user", "content": ask}], ReviewPoints, purpose="critique", check=check, max_tokens=250)
     if ans is None:
         return None
     agrees = ans.would_approve == (decision == "APPROVE")
@@ -197,7 +200,7 @@ def write_summary(llm: Any, facts: dict[str, Any], context: str = "") -> tuple[s
         + json.dumps(facts, default=str)[:3000]
         + (("\nBackground on the data:\n" + data_block("dataset", context[:800])) if context else "")
     )
-    text = llm.text([{"role": "user", "content": ask}], purpose="summary", max_tokens=300)
+    text = llm.text([{"role": "user", "content": ask}], purpose="summary", max_tokens=160)
     if text is None:
         return None
     kept, dropped = check_numbers(" ".join(text.split()), allowed)
@@ -243,7 +246,7 @@ def choose_step(
             return [f"method must be one of {methods}"]
         return []
 
-    call = llm.tool_call([{"role": "user", "content": ask}], specs, purpose="next_tool", check=check)
+    call = llm.tool_call([{"role": "user", "content": ask}], specs, purpose="next_tool", check=check, max_tokens=80)
     if call is None or isinstance(call, str):
         if isinstance(call, str):
             llm.reject("next_tool", "the model answered in prose, not with a tool call", call)
