@@ -1,14 +1,18 @@
 """Confounder discovery: choose the adjustment set for the treatment-outcome pair.
 
-Why: an effect estimate is only as good as what it adjusts for. The graph (through DoWhy's
-backdoor identification) says which variables block the backdoor paths; the data cross-checks it
-(variables associated with both treatment and outcome, categoricals as a joint block of dummies,
-near-copies of the treatment, possible instruments); domain knowledge vetoes anything measured
-after the treatment. Variables known to precede the treatment follow the disjunctive cause
-criterion (adjust for any possible cause of treatment or outcome, except instrument-like ones).
-Variables of unknown position pass a safety net (collider and descendant-of-treatment
-signatures; uncertain orientations listed under ``doubtful``). Mediators, colliders,
-descendants of the treatment and functions of it are never adjusted for.
+Why: an effect estimate is only as good as what it adjusts for, and leaving out a true confounder
+is the error no later step can repair. So the policy is conservative: every covariate that may
+precede the treatment is adjusted for, and one is left out only on positive evidence that it does
+not: domain knowledge (temporal order, ``post_treatment``, a declared role or design column), a
+directed path from the treatment (or the outcome) in the causal graph whose every edge has strong
+bootstrap support, a (near-)deterministic function of the treatment, or a part or copy of the
+outcome (``adjustment_policy.outcome_parts``). Data-only tests (association, "instrument-like",
+collider and descendant-of-treatment signatures, weakly supported orientations) never drop a
+variable: they list it under ``doubtful`` with the reason and an OLS estimate with and without it.
+A test that fails to reject is not evidence of independence, and a marginal linear test cannot see
+a confounder acting through x3·x4 or x2². Leaving instrument-like variables out is an explicit
+option (``drop_instruments``), off by default. DoWhy's backdoor identification on the graph is
+still run and reported.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from agents.base.data import read_table
 from agents.base.errors import AgentError
 from agents.base.state import CausalDAG, DataProfile, JobStatus
 from agents.base.view import StateView
+from agents.stats.adjustment_policy import onehot_reference, outcome_parts, strong_descendants, with_without
 from agents.stats.adjustment_rules import (
     DataChecks,
     assoc_pvalue,
@@ -34,7 +39,7 @@ from agents.stats.adjustment_rules import (
     looks_like_id,
     screen_unknown,
 )
-from agents.stats.graphs import Knowledge, adjustment_valid, dowhy_graph, identify_backdoor
+from agents.stats.graphs import Knowledge, dowhy_graph, identify_backdoor
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -55,13 +60,19 @@ class ConfounderDiscoveryAgent(Agent):
     PROGRESS_WEIGHT = 1.0
 
     class Params(AgentParams):
-        """Options: test level, determinism threshold, rows used by the data checks, and the
-        bootstrap confidence below which an edge into the treatment counts as uncertain."""
+        """Options: test level, determinism threshold, rows used by the data checks, the bootstrap
+        confidence below which an edge into the treatment counts as uncertain, the support every
+        edge of a path from the treatment needs before the graph alone can exclude a variable,
+        whether instrument-like variables are left out (off: they are kept and flagged), and how
+        many doubtful variables get a with/without estimate."""
 
         alpha: float = 0.05
         deterministic_r2: float = 0.99
         max_rows: int = 50000
         doubtful_below: float = 0.7
+        strong_support: float = 0.8
+        drop_instruments: bool = False
+        max_sensitivity: int = 12
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         """Combine graph, data and knowledge into the adjustment set with a reason per variable."""
@@ -94,14 +105,17 @@ class ConfounderDiscoveryAgent(Agent):
         excluded.update(checks.unusable)
         usable = [c for c in candidates if c not in checks.unusable]
         pre = known_pre_treatment(view.domain_knowledge, knowledge.tiers, t, usable)
-        result = _Builder(t, y, candidates, checks, knowledge, params, excluded, notes, pre)
+        flags = self._structural_exclusions(frame, y, usable, pre, excluded)
+        usable = [c for c in usable if c not in excluded]
+        result = _Builder(t, y, usable, checks, knowledge, params, excluded, notes, pre)
+        result.doubtful.update(flags)
         if dag is not None and t in dag.nodes and y in dag.nodes:
             result.from_graph(frame, dag)
         else:
             result.from_data_only(
                 "no causal graph" if dag is None else "the graph does not contain the treatment and outcome"
             )
-        result.safety_net(frame)  # first: the pre-treatment tests condition on what it keeps
+        result.safety_net(frame)
         result.pre_treatment_rule(frame)
         out = result.finish(frame)
         if view.design.instrument and view.design.instrument not in out["instruments"]:
@@ -109,7 +123,8 @@ class ConfounderDiscoveryAgent(Agent):
         n_adj = len(out["adjustment_set"])
         summary = (
             f"Adjust for {n_adj} variable(s) [{', '.join(out['adjustment_set'][:6])}{' ...' if n_adj > 6 else ''}]; "
-            f"excluded {len(out['excluded'])}; identified={out['identification']['identified']}"
+            f"excluded {len(out['excluded'])}; doubtful {len(out['doubtful'])}; "
+            f"identified={out['identification']['identified']}"
         )
         outputs = {
             k: out[k]
@@ -122,6 +137,22 @@ class ConfounderDiscoveryAgent(Agent):
             outputs=outputs,
             tools_called=["dowhy.identify_effect"] if result.used_dowhy else [],
         )
+
+    @staticmethod
+    def _structural_exclusions(
+        frame: pd.DataFrame, y: str, usable: list[str], pre: dict[str, str], excluded: dict[str, str]
+    ) -> dict[str, str]:
+        """Parts/copies of the outcome and one reference dummy per complete one-hot group go to
+        ``excluded``; returns flags for the columns kept with a caveat (a change score's baseline)."""
+        parts = outcome_parts(frame, y, usable, set(pre))
+        excluded.update(parts.drop)
+        rest = [c for c in usable if c not in parts.drop]
+        for ref, group in onehot_reference(frame, rest).items():
+            excluded[ref] = (
+                f"reference level of the one-hot group {group} (the dummies sum to 1 in every row): the other "
+                "dummies carry the same information, and all of them together are collinear with the intercept"
+            )
+        return dict(parts.keep_flagged)
 
     @staticmethod
     def _pair(view: StateView, profile: DataProfile, dag: CausalDAG | None) -> tuple[str, str, list[str]]:
@@ -153,15 +184,19 @@ class ConfounderDiscoveryAgent(Agent):
             kind = profile.feature_types.get(c, "")
             if roles.get(c) in ("id", "time") or kind in ("id", "datetime", "text"):
                 excluded[c] = f"{roles.get(c) or kind} column, not a causal variable"
+            elif roles.get(c) in ("mediator", "collider"):
+                excluded[c] = f"domain knowledge gives it the role '{roles[c]}'"
             elif looks_like_id(s, n):
                 excluded[c] = "identifier-like (a distinct value per row)"
+            elif s.nunique(dropna=True) < 2:
+                excluded[c] = "constant column: nothing to adjust for"
             else:
                 candidates.append(c)
         return candidates, excluded
 
 
 class _Builder:
-    """Collects the decisions for one pair: graph classification, data checks, exclusions."""
+    """Collects the decisions for one pair: graph classification, data flags, exclusions."""
 
     def __init__(
         self,
@@ -185,6 +220,7 @@ class _Builder:
         self.rationale: dict[str, str] = {}
         self.adjust: list[str] = []
         self.roles: dict[str, list[str]] = {"mediators": [], "colliders": [], "descendants": [], "instruments": []}
+        self.instrument_like: list[str] = []
         self.identification = {"method": "data-driven (no graph)", "identified": False, "estimand": ""}
         self.used_dowhy = False
         alpha = params.alpha
@@ -201,67 +237,76 @@ class _Builder:
                 f"a (near-)deterministic function of the treatment (R²={self.checks.r2_from_treatment[c]:.4f})"
             )
         for c in self.candidates:
-            if c in self.excluded:
-                continue
-            if c in self.k.post_treatment:
+            if c not in self.excluded and c in self.k.post_treatment:
                 self.excluded[c] = "domain knowledge says it is measured after the treatment (post-treatment)"
 
+    def _default_set(self) -> None:
+        """Every candidate without an exclusion: a covariate that may precede the treatment is kept."""
+        self.adjust = [c for c in self.candidates if c not in self.excluded]
+
+    def _assoc(self, c: str) -> str:
+        pt, py = self.checks.p_treatment.get(c, 1.0), self.checks.p_outcome_given_t.get(c, 1.0)
+        return f"treatment p={pt:.2g}, outcome given the treatment p={py:.2g}"
+
     def from_graph(self, frame: pd.DataFrame, dag: CausalDAG) -> None:
-        """Backdoor set from DoWhy on the (conservatively oriented) graph, then prune and classify."""
+        """Exclude graph descendants of the treatment only on strongly supported edges; report
+        DoWhy's backdoor identification; keep every other candidate."""
         import networkx as nx
 
         g, latent, orient_notes = dowhy_graph(dag, self.t, self.y, self.k)
         self.g, self.dag = g, dag
         self.notes += orient_notes
-        desc = nx.descendants(g, self.t)
-        anc_y = nx.ancestors(g, self.y)
-        desc_y = nx.descendants(g, self.y)
-        for c in sorted(desc & set(self.candidates)):
-            if c in anc_y:
-                self.roles["mediators"].append(c)
-                why = "a mediator: on a directed path from the treatment to the outcome"
-            elif c in desc_y:
-                self.roles["colliders"].append(c)
-                why = "a collider: a common effect of treatment and outcome"
+        support = self.params.strong_support
+        strong = strong_descendants(dag.edges, [self.t], support)
+        after_y = strong_descendants(dag.edges, [self.y], support)
+        desc, anc_y, desc_y = nx.descendants(g, self.t), nx.ancestors(g, self.y), nx.descendants(g, self.y)
+        for c in sorted((desc | after_y) & set(self.candidates)):
+            if c in self.excluded:
+                continue
+            if c in desc and c in anc_y:
+                role, why = "mediators", "a mediator: on a directed path from the treatment to the outcome"
+            elif c in desc_y or c in after_y:
+                role, why = "colliders", "a collider or later measurement: caused by the outcome"
             else:
-                why = "a descendant of the treatment in the graph"
-            self.roles["descendants"].append(c)
-            self.excluded.setdefault(c, why)
+                role, why = "descendants", "a descendant of the treatment in the graph"
+            if c in strong or c in after_y:
+                src = "outcome" if c in after_y and c not in strong else "treatment"
+                if role != "descendants":
+                    self.roles[role].append(c)
+                self.roles["descendants"].append(c)
+                self.excluded[c] = f"{why} (every edge from the {src} to it has ≥{support:.0%} bootstrap support)"
+            else:
+                self.doubtful[c] = (
+                    f"kept: the graph makes it {why}, but {self._path_support(dag, c)}; a weak orientation is "
+                    "not evidence that the treatment causes it. If it does, re-estimate without it"
+                )
         self.used_dowhy = True
-        backdoor, estimand, graph_ivs = identify_backdoor(frame, g, self.t, self.y, latent)
+        self._default_set()
+        backdoor, estimand, _ = identify_backdoor(frame, g, self.t, self.y, latent)
         self.identification = {
             "method": "dowhy backdoor (maximal-adjustment)",
             "identified": backdoor is not None,
             "estimand": estimand,
         }
+        bd = set(backdoor or [])
         if backdoor is None:
-            self.notes.append(f"DoWhy found no valid backdoor set ({estimand}); falling back to the data-driven set")
-            self.from_data_only("the graph's backdoor paths cannot all be blocked", keep_identification=True)
-            return
-        chosen = [c for c in backdoor if c not in self.excluded]
-        dropped = [c for c in backdoor if c in self.excluded]
-        if dropped:
-            self.notes.append(
-                f"removed from DoWhy's set by a hard exclusion: {dropped} (identification now rests on the exclusion being right)"
-            )
-        chosen = self._prune(g, chosen, graph_ivs)
-        for c in chosen:
-            outcome_only = g.has_edge(c, self.y) and not g.has_edge(c, self.t)
-            if c in self.associated:
-                tag = "confounder: associated with treatment and outcome in the data"
-                tag += " (the graph shows it as a cause of the outcome only)" if outcome_only else ""
-            elif outcome_only:
-                tag = "cause of the outcome only: adjusting improves precision"
+            self.notes.append(f"DoWhy found no valid backdoor set ({estimand}); every possible confounder is kept")
+        for c in self.adjust:
+            if c in bd:
+                tag = "in DoWhy's backdoor set"
+            elif c not in g:
+                tag = "not in the graph (discovery did not use it)"
             else:
-                tag = "non-descendant of the treatment kept by the maximal backdoor set"
-            self.rationale[c] = f"{tag}; in DoWhy's backdoor set" + self._orientation_warning(c)
-        self.adjust = chosen
-        for c in self.associated:  # data cross-check: associated variables the graph does not hold
-            if c not in g and c not in self.excluded:
-                self.adjust.append(c)
-                self.rationale[c] = (
-                    "not in the graph; associated with both treatment and outcome in the data, so adjusted"
-                )
+                tag = "not required by the graph, kept because nothing shows the treatment causes it"
+            self.rationale[c] = f"possible confounder ({self._assoc(c)}); {tag}" + self._orientation_warning(c)
+
+    def _path_support(self, dag: CausalDAG, c: str) -> str:
+        """The best bootstrap support of a directed path to ``c`` (the weakest edge on it)."""
+        levels = sorted({e.confidence for e in dag.edges if e.edge_type == "directed"}, reverse=True)
+        for level in levels:
+            if c in strong_descendants(dag.edges, [self.t, self.y], level):
+                return f"its best directed path from the treatment has an edge in only {level:.0%} of bootstrap resamples"
+        return "no directed path from the treatment reaches it (the orientation came from an undirected edge)"
 
     def _edge_doubt(self, c: str) -> tuple[str, float] | None:
         """Why the orientation of ``c``'s edge with the treatment is uncertain, with the edge's
@@ -282,9 +327,28 @@ class _Builder:
         doubt = self._edge_doubt(c) if c not in self.pre else None
         return f" (caution: {doubt[0]})" if doubt else ""
 
+    def from_data_only(self, why: str) -> None:
+        """Without a usable graph: every candidate without an exclusion is adjusted for."""
+        self.notes.append(
+            f"{why}: every covariate that may precede the treatment is adjusted for, minus excluded variables. "
+            "Without a graph, mediators and colliders look like confounders in the data; domain knowledge "
+            "(temporal order, post_treatment), the determinism checks and the data signatures (flags under "
+            "'doubtful', with a with/without estimate) are what can tell them apart"
+        )
+        self.identification = {
+            "method": "data-driven (no graph)",
+            "identified": False,
+            "estimand": "conditional ignorability given the set (assumed, not identified from a graph)",
+        }
+        self._default_set()
+        for c in self.adjust:
+            self.rationale[c] = f"possible confounder ({self._assoc(c)}); nothing shows it is post-treatment"
+
     def pre_treatment_rule(self, frame: pd.DataFrame) -> None:
-        """Disjunctive cause criterion for variables domain knowledge places before the treatment."""
-        pre = [c for c in self.pre if c not in self.derived and c not in self.k.post_treatment]
+        """Variables domain knowledge places before the treatment are never mediators or colliders:
+        adjusted (the disjunctive cause criterion's verdict is recorded; instrument-like ones are
+        flagged, or left out when ``drop_instruments`` is set)."""
+        pre = [c for c in self.pre if c not in self.derived and c not in self.k.post_treatment and c in self.candidates]
         rest = [c for c in self.adjust if c not in self.pre]
         verdicts = disjunctive_cause(frame, self.t, self.y, pre, rest, self.checks, self.params.alpha)
         for c, v in verdicts.items():
@@ -293,165 +357,133 @@ class _Builder:
                 for key in ("mediators", "colliders", "descendants"):
                     self.roles[key] = [x for x in self.roles[key] if x != c]
                 self.notes.append(f"the graph puts {c} after the treatment, but {where}: knowledge wins")
+            self.doubtful.pop(c, None)
+            self.excluded.pop(c, None)
+            if v.decision == "instrument":
+                self._instrument(c, f"{where}, but {v.reason}")
+                continue
+            self.adjust += [] if c in self.adjust else [c]
             if v.decision == "adjust":
-                self.adjust += [] if c in self.adjust else [c]
-                self.excluded.pop(c, None)
                 self.rationale[c] = (
                     f"{where}, so neither a mediator nor a collider; disjunctive cause criterion (a possible cause "
                     f"of the treatment or the outcome): {v.reason}"
                 )
-                continue
-            if c in self.adjust and not self._can_drop(c):
-                self.rationale[c] = f"{where}; {v.reason}; kept: the graph needs it to block a backdoor path"
-                continue
+            else:
+                self.rationale[c] = (
+                    f"{where}, so adjusting is safe; {v.reason} (no association found, which does not show "
+                    "there is none)"
+                )
+
+    def _instrument(self, c: str, why: str) -> None:
+        """An instrument-like variable: flagged and kept, or left out with ``drop_instruments``."""
+        self.instrument_like.append(c)
+        if self.params.drop_instruments:
             self.adjust = [x for x in self.adjust if x != c]
             self.rationale.pop(c, None)
-            if v.decision == "instrument":
-                self.roles["instruments"].append(c)
-                self.excluded[c] = (
-                    f"{where} but {v.reason}; adjusting for a cause of the treatment only would add variance"
-                )
-            else:
-                self.excluded[c] = f"{where}; {v.reason}"
-
-    def _can_drop(self, c: str) -> bool:
-        """Whether the graph's backdoor set stays valid without ``c`` (always, without a graph)."""
-        if self.g is None or c not in self.g:
-            return True
-        return adjustment_valid(self.g, self.t, self.y, {x for x in self.adjust if x in self.g and x != c})
+            self.roles["instruments"].append(c)
+            self.excluded[c] = f"{why}; left out (drop_instruments): a cause of the treatment only adds variance"
+            return
+        self.adjust += [] if c in self.adjust else [c]
+        self.rationale[c] = f"{why}; kept (adjusting for a pure instrument costs precision, dropping a confounder costs bias)"
+        self.doubtful[c] = (
+            f"instrument-like ({why}); kept, since no test shows it is unrelated to the outcome: re-estimate without it "
+            "to compare (the option drop_instruments leaves such variables out)"
+        )
 
     def safety_net(self, frame: pd.DataFrame) -> None:
-        """Variables whose position relative to the treatment is unknown (no temporal knowledge):
-        drop bad-control signatures, restore likely causes, flag uncertain orientations
-        (``adjustment_rules.screen_unknown`` says how)."""
+        """Data signatures for variables of unknown position: a powered collider signature drops
+        (positive evidence: the treatment and the outcome each predict it); the descendant
+        signature and uncertain orientations are flags only."""
         unknown = [c for c in self.adjust if c not in self.pre]
-        graph_desc = [
-            c
-            for c in self.roles["descendants"]
-            if c not in self.pre and c not in self.k.post_treatment and c not in self.derived
-        ]
-        doubt = {c: d for c in unknown + graph_desc if (d := self._edge_doubt(c))}
-        skip = set(self.derived) | set(self.k.post_treatment)
-        stable = {
-            e.source
-            for e in (self.dag.edges if self.dag else [])
-            if e.target == self.t and e.edge_type == "directed" and e.confidence >= 0.999
-        }
-        res = screen_unknown(
-            frame, self.t, self.y, unknown, graph_desc, self.checks, doubt, skip, stable, self.params.alpha
-        )
-        for c, (role, why) in res.drop.items():
-            if not self._can_drop(c):
-                self.notes.append(f"DoWhy's backdoor set needed {c}; the data signature overrides its orientation")
+        doubt = {c: d for c in unknown if (d := self._edge_doubt(c))}
+        skip = set(self.derived) | set(self.k.post_treatment) | set(self.roles["descendants"]) | set(self.excluded)
+        drops, flags = screen_unknown(frame, self.t, self.y, unknown, self.checks, doubt, skip, self.params.alpha)
+        for c, why in drops.items():
             self.adjust.remove(c)
             self.rationale.pop(c, None)
-            self.roles[role].append(c)
+            self.roles["colliders"].append(c)
             self.roles["descendants"].append(c)
             self.excluded[c] = f"data {why}"
-        for c, why in res.add.items():
-            self.adjust.append(c)
-            self.excluded.pop(c, None)
-            for key in ("mediators", "colliders", "descendants"):
-                self.roles[key] = [x for x in self.roles[key] if x != c]
-            self.rationale[c] = f"possible confounder: {why}"
-        self.doubtful.update(res.doubtful)
+        for c, why in flags.items():
+            self.doubtful[c] = why if c in drops else self.doubtful.get(c, why)
 
-    def _prune(self, g: nx.DiGraph, chosen: list[str], graph_ivs: list[str]) -> list[str]:
-        """Drop variables the backdoor set does not need and the outcome does not depend on
-        (possible instruments or noise), checking validity after each drop."""
-        keep = list(chosen)
-        alpha = self.params.alpha
-        for c in sorted(chosen, key=lambda c: -self.checks.p_outcome_given_t.get(c, 0)):
-            if self.checks.p_outcome_given_t.get(c, 0) < alpha:
+    def _data_instruments(self, frame: pd.DataFrame) -> None:
+        """Adjusted variables of unknown position associated with the treatment but not with the
+        outcome given the treatment and the rest of the set: instrument-like (flag, or drop on request)."""
+        yv = frame[self.y].to_numpy(float)
+        for c in [x for x in self.adjust if x not in self.pre]:
+            if self.checks.p_treatment.get(c, 1) >= self.params.alpha:
                 continue
-            trial = set(keep) - {c}
-            if not adjustment_valid(g, self.t, self.y, trial):
+            block = design_block(frame[c])
+            if block is None:
                 continue
-            keep.remove(c)
-            if self.checks.p_treatment.get(c, 1) < alpha:
-                self.roles["instruments"].append(c)
-                self.excluded[c] = (
-                    "possible instrument: drives the treatment, unrelated to the outcome given it; adjusting would only add variance"
+            controls = np.column_stack([frame[self.t].to_numpy(float), design(frame, [x for x in self.adjust if x != c])])
+            ok = ~(np.isnan(controls).any(axis=1) | np.isnan(block).any(axis=1) | np.isnan(yv))
+            if ok.sum() < 30:
+                continue
+            p = assoc_pvalue(yv[ok], block[ok], controls[ok])
+            if p >= self.params.alpha:
+                self._instrument(
+                    c,
+                    f"associated with the treatment (p={self.checks.p_treatment[c]:.2g}) but not detectably with the "
+                    f"outcome given the treatment and the rest of the set (p={p:.2g})",
                 )
-            else:
-                self.excluded[c] = "not needed to block any backdoor path and unrelated to the outcome"
-        extra = [c for c in graph_ivs if c in chosen and c in keep]
-        if extra:
-            self.notes.append(f"DoWhy lists {extra} as graph instruments, but the data ties them to the outcome: kept")
-        return keep
 
-    def from_data_only(self, why: str, keep_identification: bool = False) -> None:
-        """Without a usable graph: variables associated with both, minus every exclusion."""
-        self.notes.append(
-            f"{why}: the adjustment set is data-driven (associated with both treatment and outcome), minus "
-            "excluded variables. Without a graph, mediators and colliders look like confounders in the data; "
-            "domain knowledge (temporal order, post_treatment), the determinism check and the data signatures of "
-            "the safety net remove them"
-        )
-        if not keep_identification:
-            self.identification = {
-                "method": "data-driven (no graph)",
-                "identified": False,
-                "estimand": "conditional ignorability given the set (assumed, not identified from a graph)",
-            }
-        self.adjust = [c for c in self.associated if c not in self.excluded]
-        for c in self.adjust:
-            self.rationale[c] = (
-                f"associated with the treatment (p={self.checks.p_treatment[c]:.2g}) and with the outcome given the "
-                f"treatment (p={self.checks.p_outcome_given_t[c]:.2g})"
+    def _sensitivity(self, frame: pd.DataFrame) -> dict[str, dict[str, float]]:
+        """OLS effect with and without each doubtful variable (kept or excluded), largest first."""
+        out: dict[str, dict[str, float]] = {}
+        for c in list(self.doubtful)[: self.params.max_sensitivity]:
+            if c not in frame.columns:
+                continue
+            base = [x for x in self.adjust if x != c]
+            try:
+                res = with_without(frame, self.t, self.y, base, c)
+            except (ValueError, np.linalg.LinAlgError):
+                res = None
+            if res is None:
+                continue
+            out[c] = res
+            state = "kept" if c in self.adjust else "left out"
+            self.doubtful[c] += (
+                f" [OLS effect with it {res['with']:.4g} (SE {res['se_with']:.2g}), without it {res['without']:.4g} "
+                f"(SE {res['se_without']:.2g}); {state}]"
             )
+        return out
 
     def finish(self, frame: pd.DataFrame) -> dict[str, Any]:
-        """Data instruments check, the reason for every left-out candidate, the output dict."""
+        """Instrument flags, with/without estimates for doubtful variables, the output dict."""
         self._data_instruments(frame)
         for c in self.candidates:
             if c not in self.adjust and c not in self.excluded:
-                pt, py = self.checks.p_treatment.get(c, 1), self.checks.p_outcome_given_t.get(c, 1)
-                self.excluded[c] = (
-                    f"not associated with both treatment (p={pt:.2g}) and outcome given treatment (p={py:.2g})"
-                )
+                self.excluded[c] = f"left out ({self._assoc(c)})"
+        sensitivity = self._sensitivity(frame)
         return {
             "treatment": self.t,
             "outcome": self.y,
             "adjustment_set": list(self.adjust),
-            "rationale": dict(self.rationale),
+            "rationale": {c: self.rationale.get(c, "possible confounder") for c in self.adjust},
             "excluded": {c: r for c, r in self.excluded.items() if c not in self.adjust},
             "mediators": sorted(self.roles["mediators"]),
             "colliders": sorted(self.roles["colliders"]),
             "descendants": sorted(self.roles["descendants"]),
             "derived_from_treatment": sorted(self.derived),
             "instruments": sorted(set(self.roles["instruments"])),
+            "instrument_like": sorted(set(self.instrument_like)),
             "identification": self.identification,
             "data_associated": sorted(self.associated),
             "doubtful": dict(self.doubtful),
+            "doubtful_sensitivity": sensitivity,
+            "policy": (
+                "conservative: covariates are left out only on positive evidence (knowledge, strongly supported "
+                f"graph edges, functions of the treatment, parts of the outcome); drop_instruments={self.params.drop_instruments}"
+            ),
         }
-
-    def _data_instruments(self, frame: pd.DataFrame) -> None:
-        """Variables associated with the treatment but not the outcome given treatment and the set."""
-        controls = np.column_stack([frame[self.t].to_numpy(float), design(frame, self.adjust)])
-        yv = frame[self.y].to_numpy(float)
-        skip = set(self.adjust) | set(self.roles["instruments"]) | set(self.roles["descendants"]) | set(self.derived)
-        skip |= set(self.pre) | set(self.roles["mediators"]) | set(self.roles["colliders"])
-        for c in self.candidates:
-            if c in skip or c in self.k.post_treatment or self.checks.p_treatment.get(c, 1) >= self.params.alpha:
-                continue
-            block = design_block(frame[c])
-            if block is None:
-                continue
-            ok = ~(np.isnan(controls).any(axis=1) | np.isnan(block).any(axis=1) | np.isnan(yv))
-            if ok.sum() < 30:
-                continue
-            if assoc_pvalue(yv[ok], block[ok], controls[ok]) >= self.params.alpha:
-                self.roles["instruments"].append(c)
-                self.excluded.setdefault(
-                    c, "possible instrument: drives the treatment, unrelated to the outcome given it and the set"
-                )
 
     def reasoning(self) -> str:
         """Every decision in plain words."""
         lines = [f"Treatment {self.t!r}, outcome {self.y!r}. Identification: {self.identification['method']}."]
         lines += [f"Note: {n}." for n in self.notes]
-        lines += [f"Adjust for {c}: {r}." for c, r in self.rationale.items()]
+        lines += [f"Adjust for {c}: {r}." for c, r in self.rationale.items() if c in self.adjust]
         lines += [f"Exclude {c}: {r}." for c, r in self.excluded.items() if c not in self.adjust]
         lines += [f"Doubtful {c}: {r}." for c, r in self.doubtful.items()]
         if self.associated:

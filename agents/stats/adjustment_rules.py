@@ -8,10 +8,10 @@ discovery evidence that does not depend on the graph:
   treatment (likelihood-ratio test in a logit for a 0/1 treatment, F-test in OLS otherwise) and
   with the outcome given the treatment (F-test);
 * the disjunctive cause criterion (VanderWeele 2019) for variables known to precede the
-  treatment: adjust for any that is associated with the treatment or the outcome; leave out
-  those that look like instruments;
+  treatment: a verdict per variable (a possible cause, instrument-like, or no association
+  found); confounder discovery keeps all of them and flags the instrument-like ones;
 * two signatures of a descendant of the treatment, for variables whose position is unknown
-  (see :func:`screen_unknown`).
+  (see :func:`screen_unknown`): flags for a with/without comparison, never reasons to drop.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ __all__ = [
     "disjunctive_cause",
     "known_pre_treatment",
     "looks_like_id",
-    "Screening",
     "screen_unknown",
     "screened_by_treatment",
 ]
@@ -298,105 +297,68 @@ def screened_by_treatment(frame: pd.DataFrame, t: str, v: str, anchors: list[str
     return _f_pvalue(vv[ok], anc[ok], np.column_stack([np.ones(int(ok.sum())), tv[ok]]))
 
 
-@dataclass
-class Screening:
-    """What the safety net decided for variables of unknown position (see :func:`screen_unknown`)."""
-
-    drop: dict[str, tuple[str, str]] = field(default_factory=dict)  # col -> (role list, reason)
-    add: dict[str, str] = field(default_factory=dict)  # col -> reason
-    doubtful: dict[str, str] = field(default_factory=dict)
-
-
 def screen_unknown(
     frame: pd.DataFrame,
     t: str,
     y: str,
     adjusted: list[str],
-    graph_descendants: list[str],
     checks: DataChecks,
     doubt: dict[str, tuple[str, float]],
     exclude_from_anchors: set[str],
-    stable: set[str],
     alpha: float,
-) -> Screening:
-    """Safety net for variables whose position relative to the treatment is unknown.
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(drops, flags): variable -> reason, for adjusted variables whose position relative to the
+    treatment is unknown.
 
-    ``adjusted``: such variables in the adjustment set; ``graph_descendants``: such variables the
-    graph excluded as descendants; ``doubt``: why each one's edge with the treatment is uncertain,
-    with that edge's bootstrap confidence (0 when unoriented); ``stable``: variables whose edge into
-    the treatment was found in every resample (or given by the user). The collider and cause signatures
-    use ``alpha / 5``: only clear dependence rules out a collider or counts as a cause.
+    ``doubt``: why each one's edge with the treatment is uncertain (with that edge's bootstrap
+    confidence); ``exclude_from_anchors``: variables that must not serve as anchors (known
+    post-treatment, functions of the treatment, graph descendants).
 
-    1. Associated with both: the collider signature drops it (or keeps a graph descendant out).
-    2. Anchors: the other treatment-associated variables minus colliders and graph descendants.
-       An adjusted variable the treatment screens off from the anchors (descendant signature,
-       p >= alpha) is dropped when some other anchor shows the cause signature (the treatment has
-       two or more measured causes, so a true cause would have shown the dependence), unless its
-       edge into the treatment is stable; then, or without evidence of power, it is kept and
-       flagged.
-    3. A graph descendant on an edge found in under half of the resamples, without the collider
-       signature and with the cause signature, is added back and flagged; otherwise it stays out.
+    1. Associated with both and the collider signature: dropped only when the evidence is
+       positive and the test has power: the treatment and the outcome each predict it given the
+       other (p < ``alpha / 5``), and at least two other treatment-associated variables, which a
+       cause would depend on given treatment and outcome, show no such dependence. Without that
+       power it is a flag.
+    2. Associated with the treatment: the descendant-of-treatment signature (given the treatment,
+       no detectable dependence on the other treatment-associated variables). A failure to reject
+       is no evidence (issue 9: a confounder dropped on p=0.16), so this is only a flag.
+    3. Otherwise an uncertain orientation of its edge with the treatment: a flag.
     """
     p_t, p_y = checks.p_treatment, checks.p_outcome_given_t
     dep = alpha / 5
     others = [c for c in p_t if c not in exclude_from_anchors]
-    out = Screening()
-    colliders: set[str] = set()
-    for c in adjusted + graph_descendants:
+    out: dict[str, str] = {}
+    drops: dict[str, str] = {}
+    for c in adjusted:
         if p_t.get(c, 1) < alpha and p_y.get(c, 1) < alpha:
-            why = collider_signature(frame, t, y, c, [o for o in others if o != c], alpha, dep)
+            why = collider_signature(frame, t, y, c, [o for o in others if o != c], dep, dep)
             if not why:
                 continue
-            colliders.add(c)
-            # The signature rests on an independence; with fewer than two other measured causes of
-            # the treatment it has little power, and a true confounder looks the same (seen with one
-            # confounder and an instrument). Then keep it and say so rather than drop a confounder.
-            powered = sum(1 for o in others if o != c and p_t.get(o, 1) < alpha) >= 2
-            if c in adjusted and powered:
-                out.drop[c] = ("colliders", why)
-            elif c in adjusted:
-                out.doubtful[c] = (
-                    f"kept, but {why}; with fewer than two other measured causes of the treatment this test has "
-                    "little power, so a confounder can show the same signature: re-estimate without it to compare"
+            powered = sum(1 for o in others if o != c and p_t.get(o, 1) < dep) >= 2
+            if powered:
+                drops[c] = why
+                out[c] = f"left out on the {why}; if it precedes the treatment, adjust for it"
+            else:
+                out[c] = (
+                    f"kept, but {why}. With fewer than two other clear causes of the treatment the test has little "
+                    "power and a confounder can show the same signature: re-estimate without it to compare"
                 )
-    anchors = [c for c in others if p_t[c] < alpha and c not in colliders and c not in graph_descendants]
-    for c in graph_descendants:
-        p = screened_by_treatment(frame, t, c, anchors) if c in doubt and c not in colliders else None
-        if p is not None and p < dep and doubt[c][1] < 0.5:
-            out.add[c] = (
-                f"the graph makes it a descendant of the treatment, but {doubt[c][0]} and, given the treatment, it "
-                f"depends on the other treatment-associated variables (F-test p={p:.2g}), as a cause would"
-            )
-            out.doubtful[c] = f"added back: {out.add[c]}; if the treatment causes it, re-estimate without it"
-        elif c in doubt:
-            out.doubtful[c] = (
-                f"excluded as a descendant of the treatment, but {doubt[c][0]}; if it precedes the treatment, "
-                "adjust for it"
-            )
-    anchors += list(out.add)  # restored causes anchor the descendant test
-    p_screen = {c: screened_by_treatment(frame, t, c, [a for a in anchors if a != c]) for c in anchors}
-    cause_like = {c for c, p in p_screen.items() if p is not None and p < dep}
+    anchors = [c for c in others if p_t[c] < alpha and c not in out]
     for c in adjusted:
-        p = p_screen.get(c)
-        if c in out.drop:
+        if c in out:
             continue
-        if p is None or p < alpha:
-            out.doubtful.update({c: _kept(doubt[c][0])} if c in doubt else {})
-            continue
-        why = (
-            f"descendant-of-treatment signature: associated with the treatment (p={p_t[c]:.2g}) but, given the "
-            f"treatment, independent of the other treatment-associated variables "
-            f"{[a for a in anchors if a != c]} (F-test p={p:.2g}); a cause of the treatment would depend on them"
-        )
-        if c not in stable and cause_like - {c}:
-            out.drop[c] = ("mediators", why)
-        elif c in stable:
-            out.doubtful[c] = f"kept (its edge into the treatment is in every resample, or given), but {why}"
-        else:
-            out.doubtful[c] = f"kept, but {why}; no other variable shows the cause signature: the test may lack power"
-    for c, (_, why) in out.drop.items():
-        out.doubtful[c] = f"excluded on a data signature ({why}); if it precedes the treatment, adjust for it"
-    return out
+        rest = [a for a in anchors if a != c]
+        p = screened_by_treatment(frame, t, c, rest) if p_t.get(c, 1) < alpha and rest else None
+        if p is not None and p >= alpha and any(p_t.get(a, 1) < dep for a in rest):
+            out[c] = (
+                f"kept, but descendant-of-treatment signature: associated with the treatment (p={p_t[c]:.2g}) but, "
+                f"given the treatment, no detectable dependence on the other treatment-associated variables "
+                f"(F-test p={p:.2g}), as a cause of the treatment would have; a failure to reject is not evidence, "
+                "so it stays adjusted: re-estimate without it to compare"
+            )
+        elif c in doubt:
+            out[c] = _kept(doubt[c][0])
+    return drops, out
 
 
 def _kept(doubt: str) -> str:

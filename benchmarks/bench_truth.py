@@ -1,0 +1,215 @@
+"""Truth benchmark: is the full causal recipe right on data it has never seen?
+
+Runs every kind of ``benchmarks/truth_kinds.py`` × N seeds through ``pipelines/causal_analysis.yaml``
+with the notebook step removed (every decision — adjustment set, estimators, headline, critique
+loop — is the recipe's own; the runner calls the agents in-process, without Prefect) and prints
+per kind: how often the headline 95% interval covers the truth, the bias and mean relative error
+of the headline, how often a wrong answer (truth outside the headline's interval) was APPROVED,
+and crashes. Targets (issue 9): coverage ≥ 90% overall and ≥ 80% per kind, wrong-and-approved
+≤ 5% of runs.
+
+    python benchmarks/bench_truth.py                      # 13 kinds x 20 seeds
+    python benchmarks/bench_truth.py --seeds 3 --kinds rct,small_n --jobs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.truth_kinds import DEFAULT_N, KINDS, Case, make  # noqa: E402
+
+RECIPE = ROOT / "pipelines" / "causal_analysis.yaml"
+DESIGN_KEYS = ("instrument", "running_variable", "cutoff", "unit_column", "time_column")
+
+
+def recipe_without_notebook(folder: Path) -> Path:
+    """The shipped recipe with its notebook step removed, written into ``folder``."""
+    import yaml
+
+    spec = yaml.safe_load(RECIPE.read_text(encoding="utf-8"))
+    spec["steps"] = [s for s in spec["steps"] if not (isinstance(s, dict) and s.get("agent") == "notebook_generator")]
+    spec["name"] = f"{spec['name']}_truth"
+    path = folder / "truth_recipe.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[str, Any]:
+    """Run the recipe on ``case`` in ``workdir``; return the headline, the final decision, any error."""
+    import yaml
+
+    from agents.base.state import StudyDesign
+    from flows.errors import RunFailed
+    from flows.jobs import RunRequest, prepare_job
+    from flows.plan import load_plan
+    from flows.progress import Reporter
+    from flows.runner import LocalExecutor, Runner
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    recipe = recipe or recipe_without_notebook(workdir)
+    data = workdir / "data.csv"
+    case.frame.to_csv(data, index=False)
+    meta: str | None = None
+    if case.metadata:
+        meta = str(workdir / "meta.yaml")
+        Path(meta).write_text(yaml.safe_dump(case.metadata), encoding="utf-8")
+    design = StudyDesign(**{k: case.args[k] for k in DESIGN_KEYS if case.args.get(k) is not None})
+    request = RunRequest(
+        recipe=str(recipe),
+        data=str(data),
+        treatment=case.args["treatment"],
+        outcome=case.args["outcome"],
+        output=str(workdir / "job"),
+        design=design,
+        metadata=meta,
+    )
+    plan = load_plan(recipe)
+    folder = prepare_job(request, plan)
+    out: dict[str, Any] = {"truth": case.effect, "error": None, "estimate": None, "decision": None}
+    try:
+        state = Runner(plan, folder, folder.load(), LocalExecutor(), Reporter()).run()
+    except RunFailed as exc:
+        out["error"] = str(exc).splitlines()[0][:200]
+        return out
+    head = next((e for e in state.treatment_effects if e.details.get("headline")), None)
+    if head is not None:
+        out.update(estimate=head.estimate, lo=head.ci_lower, hi=head.ci_upper, method=head.method)
+    if state.critique_history:
+        out["decision"] = str(state.critique_history[-1].decision.value)
+    out["adjustment_set"] = list((state.confounder_discovery or {}).get("adjustment_set") or [])
+    return out
+
+
+def one_run(job: tuple[str, int, int | None]) -> dict[str, Any]:
+    """Generate and run one (kind, seed); never raises (a crash is a result)."""
+    kind, seed, n = job
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"truth-{kind}-{seed}-") as tmp:
+        try:
+            result = run_recipe(make(kind, seed, n), Path(tmp))
+        except Exception as exc:  # noqa: BLE001 - the benchmark reports crashes, it does not stop on them
+            result = {"truth": make(kind, seed, n).effect, "error": f"{type(exc).__name__}: {exc}"[:200]}
+    result.update(kind=kind, seed=seed, seconds=time.perf_counter() - started)
+    return result
+
+
+def covered(r: dict[str, Any]) -> bool:
+    """Whether the headline's 95% interval contains the truth (False without a headline)."""
+    return r.get("estimate") is not None and r["lo"] <= r["truth"] <= r["hi"]
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Coverage, bias, mean relative error (relative to max(|truth|, 1)), wrong-and-approved, crashes."""
+    n = len(rows)
+    est = [r for r in rows if r.get("estimate") is not None]
+    bias = sum(r["estimate"] - r["truth"] for r in est) / len(est) if est else float("nan")
+    rel = sum(abs(r["estimate"] - r["truth"]) / max(abs(r["truth"]), 1.0) for r in est) / len(est) if est else float("nan")
+    wrong_approved = sum(1 for r in rows if not covered(r) and r.get("decision") == "APPROVE")
+    return {
+        "runs": n,
+        "coverage": sum(map(covered, rows)) / n if n else float("nan"),
+        "bias": bias,
+        "rel_error": rel,
+        "wrong_approved": wrong_approved / n if n else float("nan"),
+        "approved": sum(1 for r in rows if r.get("decision") == "APPROVE") / n if n else float("nan"),
+        "crashes": sum(1 for r in rows if r.get("error")),
+        "seconds": sum(r.get("seconds", 0.0) for r in rows) / n if n else float("nan"),
+    }
+
+
+def table(rows: list[dict[str, Any]], kinds: Iterable[str]) -> str:
+    """The per-kind and overall table (markdown, so it can go into the README as is)."""
+    head = "| kind | runs | coverage | bias | mean rel. error | approved | wrong & approved | crashes | s/run |"
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def line(name: str, s: dict[str, float]) -> str:
+        return (
+            f"| {name} | {s['runs']:.0f} | {s['coverage']:.0%} | {s['bias']:+.3f} | {s['rel_error']:.1%} | "
+            f"{s['approved']:.0%} | {s['wrong_approved']:.0%} | {s['crashes']:.0f} | {s['seconds']:.0f} |"
+        )
+
+    for kind in kinds:
+        sub = [r for r in rows if r["kind"] == kind]
+        if sub:
+            lines.append(line(kind, summarise(sub)))
+    lines.append(line("**overall**", summarise(rows)))
+    return "\n".join(lines)
+
+
+def _print_run(r: dict[str, Any]) -> None:
+    what = r.get("error") or (
+        f"{r.get('method')} {r['estimate']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]"
+        if r.get("estimate") is not None
+        else "no headline"
+    )
+    print(
+        f"{r['kind']:<22} seed {r['seed']:>2}  truth {r['truth']:<6} {what}  "
+        f"{r.get('decision')}  covered={covered(r)}  {r['seconds']:.0f}s",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=20, help="seeds per kind (default 20)")
+    parser.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")
+    parser.add_argument("--n", type=int, default=None, help="rows per dataset (default: each kind's own size)")
+    parser.add_argument("--verbose", action="store_true", help="print every run as it finishes")
+    parser.add_argument("--out", default="", help="append every run as a JSON line to this file")
+    parser.add_argument("--budget-min", type=float, default=0, help="start no new run after this many minutes")
+    args = parser.parse_args(argv)
+    kinds = [k for k in args.kinds.split(",") if k] or list(KINDS)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        parser.error(f"unknown kind(s) {unknown}; known: {', '.join(KINDS)}")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    # Seed-major order: a run stopped by --budget-min still covers every kind evenly.
+    jobs = [(k, s, args.n) for s in range(args.seeds) for k in kinds]
+    sizes = {k: args.n or DEFAULT_N[k] for k in kinds}
+    print(f"{len(jobs)} runs: {len(kinds)} kinds x {args.seeds} seeds, sizes {sizes}", flush=True)
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    deadline = started + 60 * args.budget_min if args.budget_min else float("inf")
+    log = Path(args.out).open("a", encoding="utf-8") if args.out else None
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        pending: set[Future[dict[str, Any]]] = set()
+        queue = list(jobs)
+        while queue or pending:
+            while queue and len(pending) < max(1, args.jobs) and time.perf_counter() < deadline:
+                pending.add(pool.submit(one_run, queue.pop(0)))
+            if not pending:
+                print(f"time budget reached: {len(queue)} run(s) not started", flush=True)
+                break
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                r = fut.result()
+                rows.append(r)
+                if log is not None:
+                    log.write(json.dumps(r, default=str) + "\n")
+                    log.flush()
+                if args.verbose or r.get("error"):
+                    _print_run(r)
+    if log is not None:
+        log.close()
+    print()
+    print(table(rows, kinds))
+    print(f"\nwall time {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

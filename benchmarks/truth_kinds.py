@@ -1,0 +1,251 @@
+"""Kinds of data with a known true effect, for the truth benchmark and its fast tests.
+
+Why: the recipe must be right on data the test suite has never seen (issue 9). Each kind
+reproduces one way real data goes wrong for a causal tool: an experiment with nothing to adjust
+for, wide semi-synthetic covariates with one-hot site dummies, a continuous treatment with an
+instrument, confounding through a square and an interaction, messy numbers, a null effect with a
+collider, poor overlap, plain linear confounding at 10,000 rows, an outcome that is a change
+score with both parts present, a DiD panel, a sharp discontinuity, 50+ covariates, and n = 300.
+
+Every generator is ``(n, seed) -> Case``: the frame, the true effect of the design's estimand,
+the CLI/design arguments (treatment, outcome, and instrument / unit+time / running variable+cutoff
+where the design has one) and an optional metadata dict (what ``--metadata`` would hold). These
+generators only serve benchmarks and tests, so they live here and not in the shipped package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from agents.stats.synthetic import linear_confounding
+from agents.stats.synthetic_effects import panel_did, poor_overlap, sharp_rdd
+
+__all__ = ["Case", "KINDS", "DEFAULT_N", "make"]
+
+
+class Case(NamedTuple):
+    """One dataset with its truth: ``frame, effect, args, metadata``."""
+
+    frame: pd.DataFrame
+    effect: float
+    args: dict[str, Any]
+    metadata: dict[str, Any] | None = None
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return np.asarray(1.0 / (1.0 + np.exp(-x)))
+
+
+def _args(treatment: str = "treated", outcome: str = "outcome", **design: Any) -> dict[str, Any]:
+    return {"treatment": treatment, "outcome": outcome, **design}
+
+
+def rct(n: int, seed: int) -> Case:
+    """A randomised experiment: treatment by coin flip, covariates that only predict the outcome."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3))
+    t = rng.binomial(1, 0.5, size=n)
+    y = 1.0 * t + x @ np.array([1.0, 0.5, -0.5]) + rng.normal(size=n)
+    frame = pd.DataFrame({"age_z": x[:, 0], "score0": x[:, 1], "income_z": x[:, 2], "treated": t, "outcome": y})
+    return Case(frame, 1.0, _args())
+
+
+def semi_synthetic_sites(n: int, seed: int) -> Case:
+    """25 covariates: 15 continuous, 5 binary and 5 one-hot site dummies (all five present).
+
+    Treatment depends on 6 of them (two sites among them), the outcome on 10; effect 4.
+    """
+    rng = np.random.default_rng(seed)
+    cont = rng.normal(size=(n, 15))
+    binary = rng.binomial(1, 0.4, size=(n, 5)).astype(float)
+    site = rng.integers(0, 5, size=n)
+    dummies = np.eye(5)[site]
+    logit = 0.5 * cont[:, 0] - 0.4 * cont[:, 1] + 0.3 * cont[:, 2] + 0.5 * binary[:, 0]
+    logit += 0.6 * dummies[:, 1] - 0.5 * dummies[:, 3] - 0.2
+    t = rng.binomial(1, _sigmoid(logit))
+    y = 4.0 * t + 1.0 * cont[:, 0] + 0.8 * cont[:, 1] - 0.6 * cont[:, 2] + 0.5 * cont[:, 3] - 0.5 * cont[:, 4]
+    y += 0.7 * binary[:, 0] + 0.4 * binary[:, 1] + 1.0 * dummies[:, 1] + 0.6 * dummies[:, 3] - 0.5 * dummies[:, 4]
+    y += rng.normal(scale=1.5, size=n)
+    data: dict[str, Any] = {f"x{i + 1}": cont[:, i] for i in range(15)}
+    data.update({f"b{i + 1}": binary[:, i].astype(int) for i in range(5)})
+    data.update({f"site_{k}": dummies[:, i].astype(int) for i, k in enumerate("abcde")})
+    data.update({"treated": t, "outcome": y})
+    return Case(pd.DataFrame(data), 4.0, _args())
+
+
+def continuous_instrument(n: int, seed: int) -> Case:
+    """Years of schooling (integer, ~18 values) instrumented by a randomised ``near_college``.
+
+    Unobserved ability raises both schooling and wages; the slope (0.1 per year) is constant, so
+    2SLS recovers it while OLS is biased upward.
+    """
+    rng = np.random.default_rng(seed)
+    z = rng.binomial(1, 0.5, size=n)
+    u = rng.normal(size=n)
+    exper = rng.normal(10, 4, size=n)
+    educ = np.clip(np.round(12 + 1.5 * z + 1.2 * u + 0.05 * exper + rng.normal(scale=1.5, size=n)), 6, 23)
+    wage = 1.0 + 0.1 * educ + 0.3 * u + 0.02 * exper + rng.normal(scale=0.3, size=n)
+    frame = pd.DataFrame({"near_college": z, "exper": exper.round(1), "educ": educ.astype(int), "lwage": wage})
+    return Case(frame, 0.1, _args("educ", "lwage", instrument="near_college"))
+
+
+def nonlinear_confounding(n: int, seed: int) -> Case:
+    """x2 enters the propensity as x2², the pair x3·x4 enters propensity and outcome; effect 2.5.
+
+    x3 and x4 have near-zero marginal linear associations with treatment and outcome: a marginal
+    linear screen would throw them away.
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 5))
+    x1, x2, x3, x4, x5 = x.T
+    t = rng.binomial(1, _sigmoid(0.5 * x1 + 0.6 * (x2**2 - 1) + 0.9 * x3 * x4))
+    y = 2.5 * t + 1.0 * x1 + 0.5 * x2 + 1.5 * x3 * x4 + 0.5 * x5 + rng.normal(size=n)
+    frame = pd.DataFrame({"x1": x1, "x2": x2, "x3": x3, "x4": x4, "x5": x5, "treated": t, "outcome": y})
+    return Case(frame, 2.5, _args())
+
+
+def messy(n: int, seed: int) -> Case:
+    """Linear confounding (effect 3) written badly: x1 with decimal commas, x2 with ×100 recording
+    errors in 2% of rows, 3% duplicated rows and a constant column."""
+    rng = np.random.default_rng(seed)
+    x1 = rng.normal(5, 1, size=n)
+    x2 = rng.normal(20, 3, size=n)
+    x3 = rng.normal(size=n)
+    t = rng.binomial(1, _sigmoid(0.8 * (x1 - 5) + 0.25 * (x2 - 20)))
+    y = 3.0 * t + 1.5 * (x1 - 5) + 0.4 * (x2 - 20) + 0.5 * x3 + rng.normal(size=n)
+    bad = rng.random(n) < 0.02
+    x2_recorded = np.where(bad, x2 * 100, x2)
+    frame = pd.DataFrame(
+        {
+            "x1": [f"{v:.3f}".replace(".", ",") for v in x1],
+            "x2": x2_recorded.round(2),
+            "x3": x3,
+            "site_code": 7,
+            "treated": t,
+            "outcome": y,
+        }
+    )
+    dup = frame.sample(frac=0.03, random_state=seed)
+    frame = pd.concat([frame, dup]).sample(frac=1.0, random_state=seed + 1).reset_index(drop=True)
+    return Case(frame, 3.0, _args())
+
+
+def null_with_collider(n: int, seed: int) -> Case:
+    """No effect; confounded by x1, x2; ``m = treat + 0.8·y + noise`` is a collider."""
+    frame, _ = linear_confounding(n=n, effect=0.0, seed=seed)
+    rng = np.random.default_rng(seed + 10_000)
+    frame["m"] = frame["treated"] + 0.8 * frame["outcome"] + rng.normal(size=len(frame))
+    return Case(frame, 0.0, _args())
+
+
+def overlap(n: int, seed: int) -> Case:
+    """Treatment fixed by x1 outside [-0.8, 0.8] (constant effect 2, so trimming keeps the truth)."""
+    frame, truth = poor_overlap(n=n, seed=seed)
+    return Case(frame, float(truth["effect"]), _args())
+
+
+def linear_10k(n: int, seed: int) -> Case:
+    """10 confounders with graded strengths, linear in both models; effect 1.5."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 10))
+    a = np.linspace(0.5, 0.1, 10) * np.where(np.arange(10) % 2, -1, 1)
+    b = np.linspace(0.3, 1.0, 10)
+    t = rng.binomial(1, _sigmoid(x @ a))
+    y = 1.5 * t + x @ b + rng.normal(size=n)
+    frame = pd.DataFrame({f"x{i + 1}": x[:, i] for i in range(10)})
+    frame["treated"], frame["outcome"] = t, y
+    return Case(frame, 1.5, _args())
+
+
+def change_score(n: int, seed: int) -> Case:
+    """Weight gain ``= weight1 - weight0`` with both parts present; confounded by age and weight0.
+
+    ``weight1`` is measured after the treatment and contains the outcome: adjusting for it gives
+    an effect of exactly zero.
+    """
+    rng = np.random.default_rng(seed)
+    age = rng.normal(40, 10, size=n)
+    w0 = rng.normal(70, 10, size=n) + 0.1 * (age - 40)
+    t = rng.binomial(1, _sigmoid(0.04 * (w0 - 70) + 0.03 * (age - 40)))
+    gain = 2.0 * t + 0.05 * (w0 - 70) - 0.04 * (age - 40) + rng.normal(scale=1.5, size=n)
+    w1 = w0 + gain
+    frame = pd.DataFrame({"age": age.round(1), "weight0": w0.round(3), "treated": t, "weight1": w1.round(3)})
+    frame["gain"] = frame["weight1"] - frame["weight0"]
+    return Case(frame, 2.0, _args("treated", "gain"))
+
+
+def did_panel(n: int, seed: int) -> Case:
+    """Two groups, the higher-baseline one treated from mid-panel on; parallel trends hold."""
+    frame, truth = panel_did(n_units=max(n // 8, 40), seed=seed)
+    return Case(frame, float(truth["effect"]), _args(unit_column="unit", time_column="period"))
+
+
+def rdd(n: int, seed: int) -> Case:
+    """Treatment is 1 exactly when ``score`` >= 0; smooth outcome in the score."""
+    frame, truth = sharp_rdd(n=n, seed=seed)
+    return Case(frame, float(truth["effect"]), _args(running_variable="score", cutoff=float(truth["cutoff"])))
+
+
+def many_covariates(n: int, seed: int) -> Case:
+    """56 covariates: 6 confounders, 10 causes of the outcome only, 40 noise columns; effect 1."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 56))
+    c = x[:, :6]
+    t = rng.binomial(1, _sigmoid(c @ np.array([0.5, -0.4, 0.4, 0.3, -0.3, 0.2])))
+    y = 1.0 * t + c @ np.array([1.0, 0.8, -0.6, 0.6, 0.5, -0.4]) + x[:, 6:16] @ np.full(10, 0.3)
+    y += rng.normal(size=n)
+    frame = pd.DataFrame({f"v{i:02d}": x[:, i] for i in range(56)})
+    frame["treated"], frame["outcome"] = t, y
+    return Case(frame, 1.0, _args())
+
+
+def small_n(n: int, seed: int) -> Case:
+    """Linear confounding at n = 300 (x1, x2 confounders, x3 outcome-only); effect 2."""
+    frame, truth = linear_confounding(n=n, seed=seed)
+    return Case(frame, float(truth["effect"]), _args())
+
+
+Generator = Callable[[int, int], Case]
+
+KINDS: dict[str, Generator] = {
+    "rct": rct,
+    "semi_synthetic_sites": semi_synthetic_sites,
+    "continuous_instrument": continuous_instrument,
+    "nonlinear_confounding": nonlinear_confounding,
+    "messy_data": messy,
+    "null_with_collider": null_with_collider,
+    "poor_overlap": overlap,
+    "linear_10k": linear_10k,
+    "change_score": change_score,
+    "did_panel": did_panel,
+    "sharp_rdd": rdd,
+    "many_covariates": many_covariates,
+    "small_n": small_n,
+}
+"""Kind name -> ``(n, seed) -> Case``."""
+
+DEFAULT_N: dict[str, int] = {
+    "rct": 1000,
+    "semi_synthetic_sites": 2000,
+    "continuous_instrument": 2000,
+    "nonlinear_confounding": 3000,
+    "messy_data": 2000,
+    "null_with_collider": 2000,
+    "poor_overlap": 2500,
+    "linear_10k": 10000,
+    "change_score": 1500,
+    "did_panel": 2400,
+    "sharp_rdd": 2000,
+    "many_covariates": 2000,
+    "small_n": 300,
+}
+"""The benchmark's size for each kind (the unit tests pass a smaller one)."""
+
+
+def make(kind: str, seed: int, n: int | None = None) -> Case:
+    """One seeded case of ``kind`` at ``n`` rows (the kind's default size when None)."""
+    return KINDS[kind](n or DEFAULT_N[kind], seed)
