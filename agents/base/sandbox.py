@@ -251,7 +251,7 @@ def _template(plan: Plan) -> Template | None:
     if not plan.warm_killable:
         return None
     key = (plan.isolation, plan.namespace, str(plan.caps.root), tempfile.gettempdir(), sys.executable)
-    return sandbox_server.acquire(key, lambda root: plan.prefix(root, []), sp.environment(Path("/")), CHILD_SCRIPT)
+    return sandbox_server.acquire(key, lambda root: plan.prefix(root, []), sp.environment, CHILD_SCRIPT)
 
 
 def _request(run: _Run) -> tuple[dict[str, Any], list[tuple[str, str]], list[int]]:

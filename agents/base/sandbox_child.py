@@ -274,6 +274,28 @@ def _forked(fds: list[int], request_path: str, keep_closed: list[int]) -> None:
         os._exit(70)
 
 
+def _preload() -> None:
+    """Import what generated code most often uses, so each fork finds it ready (matplotlib's
+    font list included, which otherwise costs seconds per run)."""
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+
+    for name in ("scipy.stats", "matplotlib.pyplot"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # an optional library that is missing or broken: runs import it lazily
+            continue
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:  # draw once: loads the fonts and the PNG writer
+        import io
+
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, 1])
+        ax.set_title("warm")
+        fig.savefig(io.BytesIO(), format="png", dpi=100)
+        plt.close("all")
+
+
 def serve(sock_fd: int) -> None:
     """The warm template: import the scientific stack once, then fork a fresh child per request.
 
@@ -286,9 +308,7 @@ def serve(sock_fd: int) -> None:
     import signal
     import socket
 
-    import numpy  # noqa: F401
-    import pandas  # noqa: F401
-
+    _preload()
     sock = socket.socket(fileno=sock_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,11 +60,14 @@ _templates: dict[tuple[str, ...], Template] = {}
 _registry_lock = threading.Lock()
 
 
-def _start(key: tuple[str, ...], prefix_for: object, env: dict[str, str], child_script: Path) -> Template | None:
+def _start(key: tuple[str, ...], prefix_for: Callable[[Path], list[str]], env_for: Callable[[Path], dict[str, str]], child_script: Path) -> Template | None:
     root = Path(tempfile.mkdtemp(prefix="whyflow-sandbox-warm-"))
     os.chmod(root, 0o711)  # each run's folder inside is private to its own uid
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    prefix: list[str] = prefix_for(root)  # type: ignore[operator]
+    prefix = prefix_for(root)
+    home = root / "template"  # the template's own caches (matplotlib's font list) live here
+    home.mkdir()
+    env = env_for(home)
     argv = [*prefix, sys.executable, "-I", str(child_script), "--serve", str(theirs.fileno())]
     try:
         proc = subprocess.Popen(
@@ -89,7 +93,12 @@ def _start(key: tuple[str, ...], prefix_for: object, env: dict[str, str], child_
     return Template(key, proc, ours, root, pid_namespace=bool(prefix))
 
 
-def acquire(key: tuple[str, ...], prefix_for: object, env: dict[str, str], child_script: Path) -> Template | None:
+def acquire(
+    key: tuple[str, ...],
+    prefix_for: Callable[[Path], list[str]],
+    env_for: Callable[[Path], dict[str, str]],
+    child_script: Path,
+) -> Template | None:
     """The warm template for ``key``, locked for one run; None if it is busy or cannot start."""
     with _registry_lock:
         template = _templates.get(key)
@@ -98,7 +107,7 @@ def acquire(key: tuple[str, ...], prefix_for: object, env: dict[str, str], child
             del _templates[key]
             template = None
         if template is None:
-            template = _start(key, prefix_for, env, child_script)
+            template = _start(key, prefix_for, env_for, child_script)
             if template is None:
                 return None
             _templates[key] = template

@@ -96,8 +96,14 @@ def _leftover_processes(marker: str, scratch_parent: Path) -> list[str]:
 
 
 def _scratch_leftovers(scratch_parent: Path) -> list[Path]:
-    """Anything in the scratch parent but the (empty but for nothing) warm template roots."""
-    return [p for p in scratch_parent.rglob("*") if not (p.is_dir() and p.name.startswith("whyflow-sandbox-warm-") and p.parent == scratch_parent)]
+    """Anything in the scratch parent but the warm templates' roots and their own caches."""
+    left = []
+    for path in scratch_parent.rglob("*"):
+        parts = path.relative_to(scratch_parent).parts
+        if parts[0].startswith("whyflow-sandbox-warm-") and (len(parts) == 1 or parts[1] == "template"):
+            continue
+        left.append(path)
+    return left
 
 
 def _check_unharmed(world: World, result: ExecutionResult, elapsed: float, wall: float) -> None:
