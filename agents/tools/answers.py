@@ -91,7 +91,9 @@ def format_value(value: Any, fmt: OutputFormat) -> str:
             return "not available"
         if fmt.decimals is not None:
             return f"{round(value, fmt.decimals):.{fmt.decimals}f}"
-        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+        if abs(value) >= 1000:
+            return f"{value:,.2f}"
+        return f"{value:.4g}"
     if isinstance(value, list | tuple):
         return ", ".join(format_value(v, fmt) for v in value)
     if isinstance(value, Mapping):

@@ -182,7 +182,7 @@ def fill(
     charty = bool(_CHART_WORDS.search(question))
     valued = _values_named(question, infos)
     for stated in find_filters(question, infos, mentions, set()):
-        if stated.op == "==" and not isinstance(stated.value, str):
+        if stated.source == "count":
             valued[stated.column] = valued.get(stated.column, 0) + 1
     best: tuple[float, FilledPlan] | None = None
     for match in matches:
@@ -200,17 +200,41 @@ def fill(
         filtered = {f.column for f in filters}
         coverage = sum(m.column in used_columns or m.column in filtered for m in mentions) / max(1, len(mentions))
         total = match.score + 0.2 * coverage - (0.15 if charty and example.kind != "chart" else 0.0)
+        total += 0.1 * _numbers_read(example, question) - 0.1 * _uncued_groups(example, params, question, mentions)
         if best is None or total > best[0] + 1e-9:
             plan = _plan(example, match, params, filters, question, [m for m in matches if m.example_id != match.example_id])
             best = (total, plan)
     return best[1] if best else None
 
 
+def _numbers_read(example: Example, question: str) -> int:
+    """How many of the example's number slots the question gives a number for ('top 3')."""
+    return sum(
+        number_after(question, _cues(slot.description)) is not None
+        for slot in example.slots.values()
+        if slot.kind in ("integer", "number")
+    )
+
+
+def _uncued_groups(example: Example, params: Mapping[str, Any], question: str, mentions: Sequence[Mention]) -> int:
+    """Group slots filled with a column the question does not group by (no 'by', 'per', 'each')."""
+    count = 0
+    for name, slot in example.slots.items():
+        if slot.role == "group" and params.get(name) is not None:
+            cued = any(m.column == params[name] and is_group_mention(question, m) for m in mentions)
+            count += not cued
+    return count
+
+
 def _values_named(question: str, infos: Sequence[ColumnInfo]) -> dict[str, int]:
     """How many distinct values of each column the question names as whole words."""
-    lower = question.lower()
+    from agents.tools.slots import split_name
+
     counts: dict[str, int] = {}
     for info in infos:
+        lower = question.lower()
+        for word in split_name(info.name):  # 'hotel types' names the column hotel_type, not its value 'Hotel'
+            lower = re.sub(r"(?<![a-z0-9])" + re.escape(word) + r"s?(?![a-z0-9])", " ", lower)
         named = {v.strip().lower() for v in info.values if len(v.strip()) >= 2 and not v.strip().isdigit()}
         hits = sum(bool(re.search(r"(?<![a-z0-9])" + re.escape(v) + r"(?![a-z0-9])", lower)) for v in named)
         if hits:
@@ -223,11 +247,27 @@ _VALUE_ALIASES = {"men": "male", "man": "male", "males": "male", "boys": "male",
 
 
 def _normalise(question: str, infos: Sequence[ColumnInfo]) -> str:
-    """Say 'male'/'female' for 'men'/'women' when a column holds those values (and only then)."""
+    """Name category values as the data spells them.
+
+    'men'/'women' become 'male'/'female' when a column holds those values, and a word that
+    starts a longer value becomes that value ('engineers' → 'Engineering', at most 4 letters
+    shorter, 5+ letters long), so filters and groups find it.
+    """
+    from agents.tools.slots import tokens
+
     values = {v.strip().lower() for info in infos for v in info.values}
     for alias, canonical in _VALUE_ALIASES.items():
         if canonical in values:
             question = re.sub(r"(?<![A-Za-z])" + alias + r"(?![A-Za-z])", canonical, question, flags=re.IGNORECASE)
+    single = {v for v in values if v.isalpha() and len(v) >= 5}
+    for raw in set(re.findall(r"[A-Za-z]{5,}", question)):
+        word = raw.lower()
+        stem = tokens(word)[0] if tokens(word) else word
+        if word in single or stem in single:
+            continue
+        longer = sorted(v for v in single if v.startswith(stem) and len(v) - len(stem) <= 4)
+        if len(longer) == 1:
+            question = re.sub(r"(?<![A-Za-z])" + raw + r"(?![A-Za-z])", longer[0], question)
     return question
 
 

@@ -153,6 +153,7 @@ class Filter(BaseModel):
     column: str
     op: Literal[">", ">=", "<", "<=", "=="]
     value: float | str
+    source: Literal["comparison", "count", "flag", "value"] = "comparison"
 
     def code(self) -> str:
         """A pandas line applying the filter to ``df`` (values as literals, never spliced text)."""
@@ -240,10 +241,42 @@ def _variants(column: ColumnInfo) -> list[tuple[list[str], str]]:
     return out
 
 
+_ANALYSIS_WORDS = frozenset(
+    "average mean median total number count rate percent percentage sum maximum minimum value rank ratio index "
+    "level amount score".split()
+)
+
+
+def _distinct_words(columns: Sequence[ColumnInfo]) -> dict[str, str]:
+    """Words (4+ letters) of multi-word column names that belong to one column only."""
+    owners: dict[str, set[str]] = {}
+    for column in columns:
+        words = [_singular(w) for w in split_name(column.name)]
+        if len(words) > 1 and not set(words) & {"id", "key", "code", "uuid"}:  # PassengerId is not 'passengers'
+            for word in words:
+                if len(word) >= 4 and word not in _STOP and word not in _ANALYSIS_WORDS:
+                    owners.setdefault(word, set()).add(column.name)
+    for column in columns:  # a word that is a whole column name elsewhere is not distinctive
+        whole = "".join(split_name(column.name))
+        if whole in owners and len(split_name(column.name)) == 1:
+            owners[whole].add(column.name)
+    return {word: next(iter(names)) for word, names in owners.items() if len(names) == 1}
+
+
 def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
-    """Columns mentioned in the question, in question order, longest and most exact match first."""
+    """Columns mentioned in the question, in question order, longest and most exact match first.
+
+    Ranked: the full name, a synonym, a misspelling or abbreviation ('educ', 'cigsale' for
+    'cigarette sales'), then one distinctive word of a long name ('salary' for
+    'salary_in_thousands_of_dollars' when no other column has that word).
+    """
+    columns = list(columns)
     words = tokens(question)
     candidates: list[tuple[int, int, int, Mention]] = []
+    for i, word in enumerate(words):
+        owner = _distinct_words(columns).get(word)
+        if owner:
+            candidates.append((1, -1, i, Mention(column=owner, start=i, end=i + 1, via="fuzzy")))
     for column in columns:
         for seq, via in _variants(column):
             if not seq:
@@ -256,6 +289,8 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
         for i in range(len(words) - 1):  # 'model year' for the column 'modelyear'
             if words[i] + words[i + 1] in single or words[i] + _singular(words[i + 1]) in single:
                 candidates.append((2, 2, i, Mention(column=column.name, start=i, end=i + 2, via="name")))
+            elif any(_compressed(words[i], words[i + 1], name) for name in single):  # 'cigarette sales' → cigsale
+                candidates.append((2, 0, i, Mention(column=column.name, start=i, end=i + 2, via="fuzzy")))
         for i, word in enumerate(words):
             if len(word) >= 4 and word not in _STOP and any(_close(word, s) for s in single):
                 candidates.append((1, 0, i, Mention(column=column.name, start=i, end=i + 1, via="fuzzy")))
@@ -269,6 +304,14 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
         taken |= span
         chosen.append(mention)
     return sorted(chosen, key=lambda m: m.start)
+
+
+def _compressed(first: str, second: str, name: str) -> bool:
+    """Whether a name is a clipped first word plus the second: cigsale, retprice, avgprice."""
+    if len(name) < 6 or not name.endswith(second) or len(second) < 3:
+        return False
+    prefix = name[: -len(second)]
+    return len(prefix) >= 3 and first.startswith(prefix) and first != prefix
 
 
 _SUFFIXES = frozenset({"er", "est", "ing", "ed", "ly", "es", "ers", "ness", "ish", "ier", "iest"})
@@ -359,7 +402,7 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
     lower = question.lower()
     word_pos = [m.start() for m in _WORD.finditer(question)]
     for mention in mentions:
-        if mention.column in used:
+        if mention.column in used or mention.via == "value":
             continue
         head = lower[word_pos[mention.start] : word_pos[mention.start] + 40] if mention.start < len(word_pos) else ""
         age = re.match(r"(older|younger)\s+than\s+(-?\d+(?:\.\d+)?)", head)
@@ -374,13 +417,24 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
             if m:
                 filters.append(Filter(column=mention.column, op=op, value=float(m.group(1).replace(",", ""))))  # type: ignore[arg-type]
                 break
+    by_name = {c.name: c for c in columns}
+    for mention in mentions:  # 'how many passengers survived': a 0/1 column named as a verb is a filter
+        info = by_name.get(mention.column)
+        if mention.column in used or info is None or not _binary(info) or any(f.column == mention.column for f in filters):
+            continue
+        before = lower[max(0, word_pos[mention.start] - 20) : word_pos[mention.start]] if mention.start < len(word_pos) else ""
+        op_words = lower[word_pos[mention.start] :] if mention.start < len(word_pos) else ""
+        if re.match(r"\S+\s+(?:is|are|was|were|>|<|=|of|by|per)\b", op_words):
+            continue
+        negated = bool(re.search(r"\b(?:not|no|non|never|didn't|did not|don't|n't)\W*(?:\w+\W+)?$", before))
+        filters.append(Filter(column=mention.column, op="==", value=0.0 if negated else 1.0, source="flag"))
     for mention in mentions:  # 'cars that have 4 cylinders', 'with 2 children'
         if mention.column in used or any(f.column == mention.column for f in filters):
             continue
         before = lower[: word_pos[mention.start]] if mention.start < len(word_pos) else lower
         count = re.search(r"\b(?:have|has|had|having|with|of)\s+(-?\d+(?:\.\d+)?)\s*$", before)
         if count:
-            filters.append(Filter(column=mention.column, op="==", value=float(count.group(1))))
+            filters.append(Filter(column=mention.column, op="==", value=float(count.group(1)), source="count"))
     words = set(tokens(question)) | {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
     owners: dict[str, list[ColumnInfo]] = {}
     for column in columns:
@@ -391,8 +445,15 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
     for value, cols in owners.items():
         if len(cols) == 1 and cols[0].name not in used and not any(f.column == cols[0].name for f in filters):
             original = next(x for x in cols[0].values if x.strip().lower() == value)
-            filters.append(Filter(column=cols[0].name, op="==", value=original))
+            filters.append(Filter(column=cols[0].name, op="==", value=original, source="value"))
     return filters
+
+
+def _binary(info: ColumnInfo) -> bool:
+    """A 0/1 (or boolean) column."""
+    if info.dtype.lower().startswith("bool"):
+        return True
+    return info.numeric and info.n_unique == 2 and {v.split(".")[0] for v in info.values} == {"0", "1"}
 
 
 def numeric_literal(value: float) -> Any:
