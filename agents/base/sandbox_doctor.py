@@ -11,11 +11,22 @@ _NAMESPACE_LAYERS = {"bwrap", "unshare"}
 _KERNEL_LAYERS = {"landlock", "seccomp"}
 
 
+def _report_warm(out: TextIO) -> None:
+    from agents.base.sandbox import run_code
+
+    run_code("result = 1", warm=True)  # starts the warm template
+    warm = run_code("result = 1 + 1", warm=True)
+    if "warm-fork" in warm.layers and warm.ok:
+        print(f"  warm run: ok ({warm.overhead_seconds * 1000:.0f} ms overhead, forked from a template)", file=out)
+    else:
+        print(f"  warm run: not available here ({warm.error or 'no way to kill every process of a forked run'})", file=out)
+
+
 def _yes(flag: bool, detail: str = "") -> str:
     return ("yes" if flag else "no") + (f"  ({detail})" if detail and flag else "")
 
 
-def doctor(out: TextIO | None = None) -> int:
+def doctor(out: TextIO | None = None, warm_check: bool = True) -> int:
     """Print the probed layers and the layers of a trivial run; warn when only limits are left.
 
     Returns 0 when a sandboxed run works (with a warning if it is limits only), 1 when it fails.
@@ -42,12 +53,8 @@ def doctor(out: TextIO | None = None) -> int:
     print(f"  active layers: {', '.join(result.layers)}", file=out)
     print(f"  trial run: {'ok' if result.ok and result.result == 2 else 'FAILED: ' + str(result.error)}"
           f" ({result.overhead_seconds:.2f} s overhead from a fresh interpreter)", file=out)
-    run_code("result = 1", warm=True)  # starts the warm template
-    warm = run_code("result = 1 + 1", warm=True)
-    if "warm-fork" in warm.layers and warm.ok:
-        print(f"  warm run: ok ({warm.overhead_seconds * 1000:.0f} ms overhead, forked from a template)", file=out)
-    else:
-        print(f"  warm run: not available here ({warm.error or 'no way to kill every process of a forked run'})", file=out)
+    if warm_check:
+        _report_warm(out)
     if not (set(result.layers) & (_NAMESPACE_LAYERS | _KERNEL_LAYERS)):
         print(
             "whyflow doctor: warning: generated code runs with limits only (no namespaces, Landlock or seccomp); "
