@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -52,6 +53,14 @@ def test_ask_prints_the_answer_and_writes_the_files_and_the_session(
     assert set(answer) >= {"answer", "confidence", "output_type", "result", "figure", "code", "caveats", "reasoning_trace"}
     html = (out / "answer.html").read_text()
     assert "<html" in html.lower() and "east" in html and 'src="http' not in html  # self-contained
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:  # the answer's table is a Prefect artifact
+        tables = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["ask-table"])))
+    table: Any = max(tables, key=lambda a: a.created).data  # type: ignore[arg-type, return-value]
+    rows: list[dict[str, Any]] = json.loads(table) if isinstance(table, str) else table
+    assert {r["region"] for r in rows} == set(frame["region"])
     session = json.loads((runs / "sessions" / "s1.json").read_text())
     assert [m["role"] for m in session] == ["user", "assistant"]
 
