@@ -25,7 +25,6 @@ recommended again.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,6 +43,7 @@ from agents.base.state import (
     TreatmentEffectResult,
 )
 from agents.stats.propensity import SMD_OK
+from agents.stats.verdict import agreement, degenerate_interval, unrepaired_in_set
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
@@ -138,6 +138,8 @@ class _Acc:
     reasons: list[str] = field(default_factory=list)
     impossible: list[str] = field(default_factory=list)
     must_trim: bool = False
+    blockers: list[str] = field(default_factory=list)  # not trustworthy whatever the budget (agents.stats.verdict)
+    disagree: bool = False
 
 
 def _clip(score: float) -> int:
@@ -254,6 +256,9 @@ def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
     if not ps:
         acc.issues.append("No propensity-score diagnostics: overlap was not checked.")
         return 3
+    if ps.get("skipped"):
+        acc.reasons.append(f"Propensity diagnostics were skipped: {ps['skipped']}.")
+        return 3
     if not ps.get("covariates"):
         acc.reasons.append("No covariates are adjusted for: overlap holds trivially.")
         return 5
@@ -321,29 +326,15 @@ def _balance(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
 
 
 def _agreement(inp: ReviewInputs, acc: _Acc) -> int:
-    """Do the adjusted estimators agree, relative to their standard errors?"""
-    adjusted = [e for e in inp.estimates if not _NAIVE.search(e.method) and math.isfinite(e.estimate)]
-    head = _headline(adjusted)
-    if head is not None:  # IV estimates a different (local) effect: compare like with like
-        adjusted = [e for e in adjusted if bool(_IV.search(e.method)) == bool(_IV.search(head.method))]
-    if head is None or len(adjusted) < 2:
-        acc.reasons.append("Only one adjusted estimator: agreement cannot be checked.")
+    """Do the credible adjusted estimators agree with the headline? (rules in agents.stats.verdict)"""
+    head = _headline(inp.estimates)
+    if head is None:
         return 3
-    worst = 0.0
-    for i, a in enumerate(adjusted):
-        for b in adjusted[i + 1 :]:
-            se = math.sqrt(max(a.std_error, 0) ** 2 + max(b.std_error, 0) ** 2) or 1e-12
-            worst = max(worst, abs(a.estimate - b.estimate) / se)
-    disjoint = [
-        e.method for e in adjusted if e is not head and (e.ci_upper < head.ci_lower or e.ci_lower > head.ci_upper)
-    ]
-    score = 5 - (worst > 1) - (worst > 2) - (worst > 3) - (worst > 4)
-    if disjoint:
-        score = min(score, 2)
-        acc.issues.append(f"Confidence intervals of {', '.join(disjoint)} do not overlap the headline ({head.method}).")
-    elif worst > 2:
-        acc.issues.append(f"Adjusted estimators disagree: the largest gap is {worst:.1f} standard errors.")
-    return _clip(score)
+    verdict = agreement(inp.estimates, head)
+    acc.issues.extend(verdict.issues)
+    acc.reasons.extend(verdict.reasons)
+    acc.disagree = verdict.disagree
+    return verdict.score
 
 
 def _robustness(inp: ReviewInputs, acc: _Acc) -> int:
@@ -441,6 +432,7 @@ def review(inp: ReviewInputs) -> Review:
         "robustness": _robustness(inp, acc),
         "data_quality": _data_quality(inp, acc),
     }
+    _blockers(inp, acc, head, applied)
     if not any(_DR.search(e.method) for e in inp.estimates) and "add_doubly_robust" not in applied:
         acc.improvements["add_doubly_robust"] = (
             f"add_doubly_robust: add an AIPW / doubly robust estimate of {inp.treatment} -> {inp.outcome}; it stays "
@@ -460,6 +452,10 @@ def review(inp: ReviewInputs) -> Review:
             0, "REJECT: the effect is not identifiable with these data: " + "; ".join(acc.impossible) + "."
         )
         improvements = []
+    elif acc.blockers:
+        decision = CritiqueDecision.REJECT
+        acc.reasons.insert(0, "REJECT: the answer is not trustworthy: " + "; ".join(acc.blockers) + ".")
+        improvements = []
     elif improvements and budget:
         decision = CritiqueDecision.ITERATE
         acc.reasons.insert(0, f"ITERATE (round {inp.round} of {inp.max_iterations}): untried improvements remain.")
@@ -470,6 +466,14 @@ def review(inp: ReviewInputs) -> Review:
             f"NOT APPROVED: overlap is poor and the estimate is untrimmed, but the iteration budget "
             f"({inp.max_iterations} rounds) is spent; decision ITERATE at the limit, so the loop stops unapproved.",
         )
+    elif acc.disagree:
+        decision = CritiqueDecision.REJECT
+        acc.reasons.insert(
+            0,
+            f"REJECT (inconclusive) after round {inp.round}: the credible estimators still disagree and no untried "
+            "change or round is left, so no single number can be trusted.",
+        )
+        improvements = []
     else:
         decision = CritiqueDecision.APPROVE
         why = "no untried improvement remains" if not improvements else "the iteration budget is spent"
@@ -479,6 +483,30 @@ def review(inp: ReviewInputs) -> Review:
     if this_round:
         acc.reasons.append(f"Changes applied this round: {', '.join(this_round)}.")
     return Review(decision, scores, acc.issues, improvements, acc.reasons, this_round, limit)
+
+
+def _blockers(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None, applied: set[str]) -> None:
+    """Degenerate intervals, unrepaired data on adjusted columns, and what to do about disagreement."""
+    if head is not None:
+        stats = (inp.profile.numeric_stats.get(inp.outcome) if inp.profile is not None else None) or {}
+        degenerate = degenerate_interval(head, stats.get("std"))
+        if degenerate:
+            acc.blockers.append(degenerate)
+    adjustment = set((inp.confounders or {}).get("adjustment_set") or []) | set(
+        (head.details.get("adjustment_set") or []) if head is not None else []
+    )
+    bad = unrepaired_in_set(inp.repairs, adjustment)
+    if bad:
+        acc.blockers.append(
+            "failed data expectation(s) on adjusted-for columns were not repaired ("
+            + ", ".join(f"{c}: {x}" for c, x in sorted(bad.items()))
+            + "); fix the data and re-run"
+        )
+    if acc.disagree and "refit_nuisance" not in applied:
+        acc.improvements["refit_nuisance"] = (
+            "refit_nuisance: the credible estimators disagree; re-choose the nuisance models by cross-validated loss "
+            "(linear, quadratic, gradient boosting) with 10 cross-fitting folds and compare again."
+        )
 
 
 class CritiqueAgent(Agent):

@@ -179,8 +179,9 @@ def finish_pair(
     view: StateView, setup: Any, estimates: dict[str, Any], round_no: int
 ) -> tuple[list[dict[str, Any]], str, str]:
     """Result rows with exactly one headline, plus the reasoning text for the pair."""
-    from agents.stats.pair_analysis import choose_headline, to_result
+    from agents.stats.pair_analysis import choose_headline, mark_credibility, to_result
 
+    mark_credibility(setup, estimates)
     head, reason = choose_headline(setup, estimates, view.ps_diagnostics)
     rows = []
     for key, est in estimates.items():
@@ -188,6 +189,10 @@ def finish_pair(
         row["details"]["headline"] = key == head
         if key == head:
             row["details"]["headline_reason"] = reason
+            if row["details"].get("population"):
+                row["details"]["headline_reason"] += (
+                    f" Population: the estimate describes {row['details']['population']}, not the whole sample."
+                )
             row["details"]["skipped_methods"] = dict(setup.skipped)
         if setup.adjustment.caveat:
             row["details"]["unverified_assumption"] = setup.adjustment.caveat

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agents.base.state import AnalysisState, TreatmentEffectResult
 
-__all__ = ["fmt", "estimate_lines", "job_summary"]
+__all__ = ["fmt", "estimate_lines", "job_summary", "not_trustworthy"]
 
 
 def fmt(x: float | None) -> str:
@@ -39,6 +39,29 @@ def _line(effect: TreatmentEffectResult, headline: bool, width: int) -> str:
     )
 
 
+def not_trustworthy(state: AnalysisState) -> str:
+    """Why the primary answer must not be used ("" when the critique approved it or never ran)."""
+    if not state.critique_history:
+        return ""
+    last = state.critique_history[-1]
+    if last.decision.value == "APPROVE":
+        return ""
+    why = last.reasoning.split(" Headline:")[0].strip()
+    if last.decision.value == "ITERATE":
+        if state.should_iterate() and not state.status.is_terminal:
+            return ""  # another round is on its way
+        return f"the critique did not approve the analysis after {len(state.critique_history)} round(s). {why}"
+    return f"the critique rejected the analysis. {why}"
+
+
+def _skipped(skipped: dict[str, str]) -> str:
+    """Skipped methods grouped by their reason."""
+    by_reason: dict[str, list[str]] = {}
+    for method, reason in skipped.items():
+        by_reason.setdefault(reason, []).append(method)
+    return "; ".join(f"{', '.join(methods)} ({reason})" for reason, methods in by_reason.items())
+
+
 def estimate_lines(state: AnalysisState) -> list[str]:
     """The estimates of every pair, headline first, with the reason it leads."""
     lines: list[str] = []
@@ -57,9 +80,21 @@ def estimate_lines(state: AnalysisState) -> list[str]:
         if heads:
             h = heads[0]
             reason = h.details.get("headline_reason") or "chosen by the estimator's rule"
-            lines.append(
-                f"  Headline: {h.method}, {fmt(h.estimate)} (95% CI {fmt(h.ci_lower)} to {fmt(h.ci_upper)}). Why: {reason}"
-            )
+            doubt = not_trustworthy(state) if (treatment, outcome) == state.get_primary_pair() else ""
+            if doubt:
+                lines.append(
+                    f"  NO TRUSTWORTHY ANSWER: {doubt} The estimates above are shown for diagnosis only; "
+                    f"do not report {fmt(h.estimate)} as the effect."
+                )
+            else:
+                lines.append(
+                    f"  Headline: {h.method}, {fmt(h.estimate)} (95% CI {fmt(h.ci_lower)} to {fmt(h.ci_upper)}). "
+                    f"Why: {reason}"
+                )
+            if h.details.get("population"):
+                lines.append(f"  Population: {h.details['population']}; not the whole sample.")
+            if h.details.get("skipped_methods"):
+                lines.append("  Skipped: " + _skipped(h.details["skipped_methods"]))
             if h.details.get("unverified_assumption"):
                 lines.append(f"  Caution: {h.details['unverified_assumption']}")
     return lines

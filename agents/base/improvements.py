@@ -10,7 +10,13 @@ from collections.abc import Iterable
 
 __all__ = ["CODES", "codes_in", "ordered_codes"]
 
-CODES = ("trim_to_common_support", "add_doubly_robust", "widen_adjustment_set", "switch_propensity_model")
+CODES = (
+    "trim_to_common_support",
+    "add_doubly_robust",
+    "widen_adjustment_set",
+    "switch_propensity_model",
+    "refit_nuisance",  # estimators disagree: re-choose nuisance models by CV loss with more folds
+)
 
 
 def _code(item: object) -> str | None:

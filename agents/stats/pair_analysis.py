@@ -28,6 +28,8 @@ __all__ = [
     "run_method",
     "choose_headline",
     "to_result",
+    "mark_credibility",
+    "population",
     "PS_METHODS",
     "DESIGN_METHODS",
     "META_MIN_N",
@@ -354,6 +356,50 @@ def _names(setup: PairSetup) -> tuple[str, str]:
     return setup.treatment, setup.outcome
 
 
+LINEAR_EXCESS = 0.05
+"""Held-out loss of the linear outcome model above the best learner's beyond which OLS is not credible."""
+
+
+def _excess(losses: dict[str, float]) -> float:
+    if "linear" not in losses or len(losses) < 2 or min(losses.values()) <= 0:
+        return 0.0
+    return float(losses["linear"] / min(losses.values()) - 1)
+
+
+def population(setup: PairSetup) -> str:
+    """Which units a trimmed estimate is about, in words ("" when nothing was trimmed)."""
+    if not setup.trim:
+        return ""
+    tr = setup.trim
+    total = tr["n_kept"] + tr["n_dropped"]
+    return (
+        f"the {tr['n_kept']:,} of {total:,} units inside common support (propensity in [{tr['lower']:.3f}, "
+        f"{tr['upper']:.3f}]; {tr['n_dropped']:,} with extreme propensity trimmed)"
+    )
+
+
+def mark_credibility(setup: PairSetup, estimates: dict[str, Estimate]) -> None:
+    """Mark estimates the critique should not count for agreement (``details["credible"] = False``).
+
+    Regression adjustment is misspecified when its linear outcome model loses clearly, on held-out
+    data, to a flexible one; the S-learner shrinks the effect towards zero by design.
+    """
+    losses: dict[str, float] = {}
+    if setup.binary and setup.nuisance is not None:
+        losses = setup.nuisance.cv_loss.get("outcome", {})
+    elif "dml_plm" in estimates:
+        losses = (estimates["dml_plm"].details.get("nuisance_cv_loss") or {}).get("outcome", {})
+    excess = _excess(losses)
+    if "ols" in estimates and excess > LINEAR_EXCESS:
+        estimates["ols"].details["credible"] = False
+        estimates["ols"].details["credible_reason"] = (
+            f"its linear outcome model's held-out loss is {excess:.0%} above the best learner's: misspecified"
+        )
+    if "s_learner" in estimates:
+        estimates["s_learner"].details["credible"] = False
+        estimates["s_learner"].details["credible_reason"] = "a single regularised model shrinks the effect towards zero"
+
+
 def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes: list[str]) -> dict[str, Any]:
     """A TreatmentEffectResult-shaped dict for the state."""
     details = {
@@ -369,7 +415,7 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
     }
     if setup.trim and key not in DESIGN_METHODS:
         details["trimmed"] = setup.trim
-        details["population"] = "units inside common support (trimmed)"
+        details["population"] = population(setup)
     return {
         "method": est.method,
         "estimand": est.estimand,
