@@ -193,3 +193,15 @@ def test_react_model_reorders_but_cannot_cut_the_plan_short(tmp_path: Path) -> N
     rejected = [r for x in result.outputs["llm_use"]["rejected"] for r in x["reasons"]]
     assert any("not allowed now" in r for r in rejected) and any("method must be one of" in r for r in rejected)
     assert sorted(_snapshot(state)) == sorted(_snapshot(plain))  # same numbers as the rules alone
+
+
+def test_summary_that_never_states_the_result_is_rejected(
+    estimated: tuple[AnalysisState, dict[str, Any]], tmp_path: Path
+) -> None:
+    state = estimated[0].model_copy(deep=True)
+    ramble = "Training programmes are important. Many people enrol in them. The age at enrolment matters a lot and"
+    with ScriptedLLM(routes={"plain-language summary": [Scripted(ramble)]}) as srv:
+        result = run_with("orchestrator", state, tmp_path, srv)
+    assert not any(r.startswith(MODEL_MARK) for r in state.recommendations)
+    reasons = [r for x in result.outputs["llm_use"]["rejected"] for r in x["reasons"]]
+    assert reasons == ["the summary does not state the headline estimate"]

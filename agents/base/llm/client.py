@@ -142,7 +142,7 @@ class LLMRun:
             self.dir.mkdir(parents=True, exist_ok=True)
             with (self.dir / "calls.jsonl").open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(record, default=str) + "\n")
-            usage = {"model": self.model, "tokens_used": self.tokens_used, **self.config.public()}
+            usage = {**self.config.public(), "model": self.model, "tokens_used": self.tokens_used}
             (self.dir / "usage.json").write_text(json.dumps(usage, indent=1), encoding="utf-8")
 
     # ---- one HTTP exchange ----------------------------------------------------------------

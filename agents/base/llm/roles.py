@@ -16,7 +16,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.base.llm import data_block
-from agents.base.llm.validate import ROLES, check_edges, check_numbers, numbers_of, unknown_columns
+from agents.base.llm.validate import (
+    ROLES,
+    check_edges,
+    check_numbers,
+    number_matches,
+    numbers_in,
+    numbers_of,
+    unknown_columns,
+)
 
 __all__ = [
     "annotated",
@@ -80,7 +88,8 @@ def suggest_roles(
     listing = "\n".join(f"- {c}: {str(descriptions.get(c, ''))[:120]}" for c in open_cols)
     ask = (
         f"A causal study of the effect of '{treatment}' on '{outcome}'. For each column below, suggest its "
-        f"causal role, one of: {', '.join(sorted(ROLES))}. Only name columns from the list."
+        f"causal role, one of: {', '.join(sorted(ROLES))}, with a reason of at most 8 words. "
+        "Only name columns from the list."
         + (" Also give temporal_order: lists of columns from earliest measured to latest." if want_order else "")
         + "\n" + data_block("columns", listing)
     )
@@ -191,8 +200,14 @@ def critique_review(llm: Any, facts: dict[str, Any], decision: str) -> dict[str,
 
 
 # ---- orchestrator ------------------------------------------------------------------------------
-def write_summary(llm: Any, facts: dict[str, Any], context: str = "") -> tuple[str, list[str]] | None:
-    """A short plain-language summary; sentences with numbers not in ``facts`` are dropped."""
+def write_summary(
+    llm: Any, facts: dict[str, Any], context: str = "", anchor: float | None = None
+) -> tuple[str, list[str]] | None:
+    """A short plain-language summary; sentences with numbers not in ``facts`` are dropped.
+
+    With ``anchor`` (the headline estimate) the summary must state it: prose that never says
+    what was found is rambling, not a summary. A sentence cut off by the token cap is dropped.
+    """
     allowed = numbers_of(facts)
     ask = (
         "Write a plain-language summary (3 to 5 sentences) of this causal analysis for a non-specialist. "
@@ -203,7 +218,14 @@ def write_summary(llm: Any, facts: dict[str, Any], context: str = "") -> tuple[s
     text = llm.text([{"role": "user", "content": ask}], purpose="summary", max_tokens=160)
     if text is None:
         return None
-    kept, dropped = check_numbers(" ".join(text.split()), allowed)
+    text = " ".join(text.split())
+    if text and text[-1] not in ".!?)\"'":
+        cut = max(text.rfind(". "), text.rfind("! "), text.rfind("? "))
+        text = text[: cut + 1] if cut > 0 else ""
+    kept, dropped = check_numbers(text, allowed)
+    if anchor is not None and kept and not any(number_matches(v, d, p, [anchor]) for v, d, p in numbers_in(kept)):
+        llm.reject("summary", "the summary does not state the headline estimate", text)
+        return None
     if dropped:
         llm.reject("summary", f"{len(dropped)} sentence(s) dropped: numbers not in the analysis", dropped)
     if len(kept) < 20:
@@ -393,6 +415,7 @@ def orchestrator_summary(
     domain: dict[str, Any] | None,
 ) -> list[str]:
     """The orchestrator's hook: ``[marked summary]`` or ``[]``; numbers not in the state are dropped."""
+    estimates = list(estimates)
     facts = analysis_facts(
         treatment,
         outcome,
@@ -404,7 +427,8 @@ def orchestrator_summary(
     domain = domain or {}
     described = "; ".join(f"{c}: {d}" for c, d in list((domain.get("column_descriptions") or {}).items())[:12])
     context = " ".join(x for x in (str(domain.get("description") or ""), described) if x)
-    out = write_summary(llm, facts, context)
+    head = next((e for e in estimates if e.details.get("headline")), None)
+    out = write_summary(llm, facts, context, anchor=float(head.estimate) if head is not None else None)
     if not out:
         return []
     dropped = f" ({len(out[1])} sentence(s) dropped: numbers not in the analysis)" if out[1] else ""
