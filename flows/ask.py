@@ -29,7 +29,18 @@ from flows.store import JobFolder, JobStore, new_job_id
 if TYPE_CHECKING:
     from flows.plan import Plan
 
-__all__ = ["AskRequest", "add_parser", "cmd_ask", "prepare_ask_job", "data_summary", "load_session", "save_turn"]
+__all__ = [
+    "AskRequest",
+    "add_parser",
+    "cmd_ask",
+    "prepare_ask_job",
+    "data_summary",
+    "load_session",
+    "resume_ask",
+    "run_ask_flow",
+    "save_turn",
+    "status_lines",
+]
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[1] / "pipelines" / "ask.yaml"
 
@@ -222,9 +233,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from flows.cli import _prepare_environment
 
     _prepare_environment(args.verbose)  # before Prefect is imported: its settings read the environment
-    from flows.compile import build_flow, set_console_reporter
     from flows.plan import load_plan
-    from flows.progress import quiet_prefect_console
 
     request = AskRequest(
         question=args.question,
@@ -242,20 +251,72 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if plan.spec.state != "ask":
         raise AskInputError(f"recipe {request.recipe} runs on the '{plan.spec.state}' state; `whyflow ask` needs `state: ask`")
     folder = prepare_ask_job(request, plan)
-    if not args.verbose:
+    code = run_ask_flow(plan, folder, args.verbose)
+    state = folder.load_any()
+    if request.session and isinstance(state, AskState):
+        save_turn(JobStore(request.runs_dir).root, request.session, state)
+    return code
+
+
+def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
+    """Run (or resume) an ask job's compiled flow and print its answer; the exit code."""
+    from flows.compile import build_flow, set_console_reporter
+    from flows.progress import quiet_prefect_console
+
+    if not verbose:
         quiet_prefect_console()
     set_console_reporter(None)
     flow = build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")
     try:
         flow(recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True)
+    except KeyboardInterrupt:
+        state = folder.load_any()
+        if not state.status.is_terminal:
+            state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
+            folder.save(state)
+        print(f"whyflow: cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
+        return 130
     except Exception as exc:  # noqa: BLE001 - Prefect itself failed (e.g. no API server)
         print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
+        print(f"whyflow: the job is saved; `whyflow resume {folder.path}` tries again", file=sys.stderr)
         return 1
     state = folder.load_any()
     assert isinstance(state, AskState)
-    if request.session:
-        save_turn(JobStore(request.runs_dir).root, request.session, state)
     return print_answer(state, folder)
+
+
+def resume_ask(folder: JobFolder, verbose: bool = False) -> int:
+    """`whyflow resume` of an ask job: continue from its last completed step."""
+    from flows.cli import _prepare_environment
+
+    _prepare_environment(verbose)
+    from flows.plan import load_plan
+
+    state = folder.load_any()
+    if state.status.is_terminal and state.status.value == "completed":
+        print(f"whyflow: job {state.job_id} is already completed; nothing to resume")
+        return 0
+    if state.status.is_terminal or state.status.value == "cancelling":
+        state.reopen()
+    folder.clear_cancel()
+    folder.save(state)
+    return run_ask_flow(load_plan(folder.recipe_path), folder, verbose)
+
+
+def status_lines(state: AskState, job_dir: Path) -> list[str]:
+    """`whyflow status` of an ask job: the question, where it stands, the answer."""
+    lines = [
+        f"Job {state.job_id} ({job_dir}) — a question: {state.question}",
+        f"Status: {state.status.value} ({state.progress_percentage:.0f}%), {state.attempts} code attempt(s)",
+    ]
+    if state.error_message:
+        lines.append(f"Error: {state.error_message} (in {state.error_agent})")
+    if state.final_output is not None:
+        lines.append(f"Answer ({state.final_output.output_type}): {state.final_output.answer}")
+        lines += table_lines(state.final_output)
+    if (job_dir / "answer.json").exists():
+        lines.append(f"Files: {job_dir / 'answer.json'}, {job_dir / 'answer.html'}")
+    return lines
 
 
 def print_answer(state: AskState, folder: JobFolder) -> int:

@@ -74,3 +74,25 @@ def test_ask_prints_the_answer_and_writes_the_files_and_the_session(
     y2022 = frame[frame.year == 2022]["price"].mean()
     assert "2022" in printed and f"{y2022:.4g}" in printed
     assert len(json.loads((runs / "sessions" / "s1.json").read_text())) == 4
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_status_and_resume_of_an_ask_job(shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from flows.ask import AskRequest, prepare_ask_job
+    from flows.plan import load_plan
+
+    path, frame = shop
+    recipe = ROOT / "pipelines" / "ask.yaml"
+    folder = prepare_ask_job(AskRequest("What is the median quantity?", [str(path)], recipe=str(recipe),
+                                        output=str(tmp_path / "job")), load_plan(recipe))
+    state = folder.load_any()
+    state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")  # as a Ctrl-C before the first agent leaves it
+    folder.save(state)
+    assert main(["status", str(folder.path)]) == 0
+    assert "a question: What is the median quantity?" in capsys.readouterr().out
+    assert main(["resume", str(folder.path)]) == 0
+    assert f"{frame['quantity'].median():g}" in capsys.readouterr().out
+    assert main(["status", str(folder.path)]) == 0
+    printed = capsys.readouterr().out
+    assert "Status: completed (100%)" in printed and "Answer (analysis):" in printed
