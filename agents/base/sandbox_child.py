@@ -70,7 +70,9 @@ def _table(frame: Any, max_rows: int) -> tuple[dict[str, Any], bool]:
 
     if isinstance(frame, pd.Series):
         frame = frame.to_frame(name=frame.name if frame.name is not None else "value")
-    if not isinstance(frame.index, pd.RangeIndex):
+    # The index is data when it is named (a group-by) or not plain row numbers (labels, dates).
+    index = frame.index
+    if any(name is not None for name in index.names) or not pd.api.types.is_integer_dtype(index.dtype):
         frame = frame.reset_index()
     head = frame.head(max_rows)
     rows = [[_cell(v) for v in row] for row in head.itertuples(index=False, name=None)]
