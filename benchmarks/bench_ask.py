@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     single: list[bool] = []
     heldout: list[bool] = []
     second: list[bool] = []
+    fresh: list[bool] = []
     times: list[float] = []
     crashes = skipped = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -217,10 +218,10 @@ def main(argv: list[str] | None = None) -> int:
             if q.get("single_step"):
                 single.append(ok)
             if q.get("heldout"):
-                (second if q["id"] <= "h20" else heldout).append(ok)
+                (second if q["id"] <= "h20" else heldout if q["id"] <= "h40" else fresh).append(ok)
             if args.verbose or not ok:
                 mark = "ok  " if ok else "FAIL"
-                print(f"{mark} {q['id']:4} {elapsed:5.2f}s {q['question'][:70]!r} -> {answer[:90]!r} {why[:160]}")
+                print(f"{mark} {q['id']:4} {elapsed:5.2f}s {q['question'][:70]!r} -> {answer[:90]!r} {'' if ok else why[:160]}")
     print(f"\n{'kind':12} {'right':>5} / {'asked':<5} accuracy")
     for kind in sorted(by_kind):
         marks = by_kind[kind]
@@ -234,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"second batch (h01-h20, 80% on their first run, then fixed): {sum(second)} / {len(second)} = {sum(second) / len(second):.1%}")
     if heldout:
         print(f"third batch (h21-h40, 65% on their first run, then fixed): {sum(heldout)} / {len(heldout)} = {sum(heldout) / len(heldout):.1%}")
+    if fresh:
+        print(f"fourth batch (h41-h60, 75% on their first run, two misses fixed): {sum(fresh)} / {len(fresh)} = {sum(fresh) / len(fresh):.1%}")
     if times:
         print(f"median time per question: {statistics.median(times):.2f} s (target ≤ 5 s; mode: {args.via}, no model)")
     print(f"crashes: {crashes}; skipped (dataset not found): {skipped}")

@@ -91,8 +91,10 @@ def format_value(value: Any, fmt: OutputFormat) -> str:
             return "not available"
         if fmt.decimals is not None:
             return f"{round(value, fmt.decimals):.{fmt.decimals}f}"
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
         if abs(value) >= 1000:
-            return f"{value:,.2f}"
+            return f"{value:.2f}"
         return f"{value:.4g}"
     if isinstance(value, list | tuple):
         return ", ".join(format_value(v, fmt) for v in value)

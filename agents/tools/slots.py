@@ -326,6 +326,8 @@ def _close(word: str, name: str) -> bool:
     """
     if word == name or word[0] != name[0]:
         return False
+    if len(word) > 5 and word.endswith(("ing", "ed")) and word.rsplit("ing" if word.endswith("ing") else "ed", 1)[0] + "e" == name:
+        return True  # 'closing' for 'close', 'priced' for 'price'
     if len(name) >= 4 and len(word) >= len(name) + 2 and word.startswith(name):
         return word[len(name):] not in _SUFFIXES  # 'highest' is not an abbreviation of 'high'...
     if abs(len(word) - len(name)) > 1:
@@ -359,10 +361,16 @@ def value_mentions(question: str, columns: Iterable[ColumnInfo], taken: Sequence
 
 
 def is_group_mention(question: str, mention: Mention) -> bool:
-    """Whether a grouping cue ('by', 'per', 'for each', 'across', ...) comes just before the mention."""
+    """Whether a grouping cue ('by', 'per', 'for each', 'across', ...) comes just before the mention
+    or before another occurrence of the same words ('... for married customers? ... by married')."""
     words = tokens(question)
-    before = words[max(0, mention.start - 3) : mention.start]
-    return any(cue in before for cue in _GROUP_CUES)
+    span = words[mention.start : mention.end]
+    for start in range(len(words) - len(span) + 1):
+        if words[start : start + len(span)] == span:
+            before = words[max(0, start - 3) : start]
+            if any(cue in before for cue in _GROUP_CUES):
+                return True
+    return False
 
 
 _NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -424,10 +432,15 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
             continue
         before = lower[max(0, word_pos[mention.start] - 20) : word_pos[mention.start]] if mention.start < len(word_pos) else ""
         op_words = lower[word_pos[mention.start] :] if mention.start < len(word_pos) else ""
-        if re.match(r"\S+\s+(?:is|are|was|were|>|<|=|of|by|per)\b", op_words):
+        if re.match(r"\S+\s+(?:(?:is|are|was|were)\s+(?:-?\d|equal|greater|less|above|below|over|under)|[<>=]|(?:of|by|per)\b)", op_words):
             continue
-        negated = bool(re.search(r"\b(?:not|no|non|never|didn't|did not|don't|n't)\W*(?:\w+\W+)?$", before))
-        filters.append(Filter(column=mention.column, op="==", value=0.0 if negated else 1.0, source="flag"))
+        negated = bool(re.search(_NEGATION, before))
+        word = re.escape(question[word_pos[mention.start] :].split()[0].strip("?.,!;:").lower()) if mention.start < len(word_pos) else ""
+        polarities = {bool(re.search(_NEGATION, lower[max(0, m.start() - 20) : m.start()])) for m in re.finditer(word, lower)} if word else set()
+        if len(polarities) == 2:  # 'smokers and non-smokers' compares; it does not filter
+            continue
+        kept: float | str = (0.0 if negated else 1.0) if info.numeric else _flag_word(info, not negated)
+        filters.append(Filter(column=mention.column, op="==", value=kept, source="flag"))
     for mention in mentions:  # 'cars that have 4 cylinders', 'with 2 children'
         if mention.column in used or any(f.column == mention.column for f in filters):
             continue
@@ -449,11 +462,26 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
     return filters
 
 
+_NEGATION = r"\b(?:not|no|non|never|didn't|did not|don't|n't)\W*(?:\w+\W+)?$"
+_FLAGS = ({"yes", "no"}, {"true", "false"}, {"y", "n"})
+
+
 def _binary(info: ColumnInfo) -> bool:
-    """A 0/1 (or boolean) column."""
+    """A 0/1, boolean or yes/no column."""
     if info.dtype.lower().startswith("bool"):
         return True
-    return info.numeric and info.n_unique == 2 and {v.split(".")[0] for v in info.values} == {"0", "1"}
+    if info.numeric:
+        return info.n_unique == 2 and {v.split(".")[0] for v in info.values} == {"0", "1"}
+    return {v.strip().lower() for v in info.values} in _FLAGS
+
+
+def _flag_word(info: ColumnInfo, positive: bool) -> str:
+    """The value of a yes/no column that means yes (or no), as the data spells it."""
+    wanted = ("yes", "true", "y") if positive else ("no", "false", "n")
+    for value in info.values:
+        if value.strip().lower() in wanted:
+            return value
+    return wanted[0]
 
 
 def numeric_literal(value: float) -> Any:

@@ -129,3 +129,25 @@ def test_filled_code_runs_in_the_sandbox_and_matches_pandas(tmp_path) -> None:  
     assert run.ok and run.result_kind == "table", run.error
     got = {row[0]: row[1] for row in run.result["rows"]}
     assert got == pytest.approx(frame.groupby("team")["score"].mean().to_dict())
+
+
+def test_flags_long_names_and_clipped_names() -> None:
+    columns = [
+        ColumnInfo(name="smoker", dtype="object", n_unique=2, values=("no", "yes")),
+        ColumnInfo(name="charges", dtype="float64", n_unique=900),
+        ColumnInfo(name="salary_in_thousands_of_dollars", dtype="float64", n_unique=300),
+        ColumnInfo(name="cigsale", dtype="float64", n_unique=300),
+        ColumnInfo(name="PassengerId", dtype="int64", n_unique=891),
+        ColumnInfo(name="Age", dtype="float64", n_unique=88),
+    ]
+    count = fill("How many smokers are there?", columns)
+    assert count is not None and count.example_id == "row_count" and count.filters == ["smoker == yes"]
+    negated = fill("average charges of non-smokers", columns)
+    assert negated is not None and negated.filters == ["smoker == no"]
+    both = fill("What are the average charges for smokers and non-smokers?", columns)
+    assert both is not None and both.example_id == "mean_by_group" and both.filters == []
+    assert fill("What is the median salary?", columns).params == {"value": "salary_in_thousands_of_dollars"}  # type: ignore[union-attr]
+    assert fill("mean cigarette sales", columns).params == {"value": "cigsale"}  # type: ignore[union-attr]
+    # an identifier column is not 'passengers'
+    older = fill("How many passengers are older than 60?", columns)
+    assert older is not None and older.filters == ["Age > 60.0"]
