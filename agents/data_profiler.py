@@ -18,15 +18,27 @@ __all__ = ["DataProfilerAgent", "write_parquet"]
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
-    """Write ``frame`` to Parquet, turning mixed-type text columns into strings if Arrow refuses them."""
+    """Write ``frame`` to Parquet atomically, turning mixed-type text columns into strings if Arrow refuses them.
+
+    A failed write (a full disk) leaves no partial file behind and raises :class:`AgentError`
+    with the reason, so the job ends FAILED with space freed for its state.
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        frame.to_parquet(path, index=False)
-    except (TypeError, ValueError):  # pyarrow's ArrowTypeError / ArrowInvalid
-        fixed = frame.copy()
-        for col in fixed.columns:
-            if pd.api.types.is_object_dtype(fixed[col]):
-                fixed[col] = fixed[col].astype("string")
-        fixed.to_parquet(path, index=False)
+        try:
+            frame.to_parquet(tmp, index=False)
+        except (TypeError, ValueError):  # pyarrow's ArrowTypeError / ArrowInvalid
+            fixed = frame.copy()
+            for col in fixed.columns:
+                if pd.api.types.is_object_dtype(fixed[col]):
+                    fixed[col] = fixed[col].astype("string")
+            fixed.to_parquet(tmp, index=False)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise AgentError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -102,8 +102,10 @@ def run_expectations(frame: pd.DataFrame, expectations: list[Any]) -> list[dict[
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     # GE logs "Created temporary directory ... for ephemeral docs site" at INFO for every
-    # context; only whyflow's own lines belong on the console (GE's warnings still show).
-    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    # context (its module sets its own logger to INFO on import); only whyflow's own lines
+    # belong on the console. GE's warnings still show.
+    for name in ("great_expectations", "great_expectations.data_context.types.base"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     gctx = gx.get_context(mode="ephemeral")
     gctx.variables.progress_bars = ProgressBarsConfig(globally=False)
     suite = gx.ExpectationSuite(name="whyflow_repair", expectations=expectations)

@@ -37,28 +37,40 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _execute(
     plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dict[str, str], verbose: bool = False
 ) -> int:
-    from flows.compile import build_flow, set_console_reporter
-    from flows.progress import ConsoleReporter, quiet_prefect_console
-    from flows.summary import job_summary
+    from flows.interrupts import interrupt_guard, shield_ephemeral_server
 
-    if not verbose:
-        quiet_prefect_console()
-    state = folder.load()
-    set_console_reporter(ConsoleReporter())
-    flow = build_flow(plan, run_name=f"{plan.name}-{state.job_id}")
+    def give_up() -> None:
+        _cancel_interrupted(folder)
+        print(f"whyflow: job cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
+
+    reporter_set = False
     try:
-        flow(recipe=recipe_for_flow, job_dir=str(folder.path.resolve()), overrides=overrides, return_state=True)
+        with interrupt_guard(give_up):  # Ctrl-C during the imports below cancels the job too
+            from flows.compile import build_flow, set_console_reporter
+            from flows.progress import ConsoleReporter, quiet_prefect_console
+
+            if not verbose:
+                quiet_prefect_console()
+            state = folder.load()
+            shield_ephemeral_server()
+            set_console_reporter(ConsoleReporter())
+            reporter_set = True
+            flow = build_flow(plan, run_name=f"{plan.name}-{state.job_id}")
+            ended = flow(
+                recipe=recipe_for_flow, job_dir=str(folder.path.resolve()), overrides=overrides, return_state=True
+            )
+            _fail_if_unfinished(folder, ended)
     except KeyboardInterrupt:
-        state = folder.load()
-        if not state.status.is_terminal:
-            state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
-            folder.save(state)
+        _cancel_interrupted(folder)
     except Exception as exc:  # noqa: BLE001 - Prefect itself failed (e.g. no API server)
         print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
         print(f"whyflow: the job is saved; `whyflow resume {folder.path}` tries again", file=sys.stderr)
         return 1
     finally:
-        set_console_reporter(None)
+        if reporter_set:
+            set_console_reporter(None)
+    from flows.summary import job_summary
+
     state = folder.load()
     print()
     for line in job_summary(state, folder.path):
@@ -74,6 +86,26 @@ def _execute(
     elif state.status is JobStatus.CANCELLED:
         print(f"whyflow: job cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
     return _EXIT.get(state.status, 1)
+
+
+def _fail_if_unfinished(folder: JobFolder, ended: object) -> None:
+    """A flow that ended without the runner recording an end (e.g. a disk filled while it saved)
+    leaves the job FAILED with Prefect's reason, so it is never shown as still running."""
+    state = folder.load()
+    if state.status.is_terminal:
+        return
+    reason = str(getattr(ended, "message", "") or "the flow ended without finishing").strip().splitlines()[0]
+    folder.clean_temporary()
+    state.mark_failed(f"the run stopped: {reason}", state.status.value)
+    folder.save(state)
+
+
+def _cancel_interrupted(folder: JobFolder) -> None:
+    """Save the job as cancelled after a Ctrl-C, unless it already ended."""
+    state = folder.load()
+    if not state.status.is_terminal:
+        state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
+        folder.save(state)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -97,13 +129,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     folder = prepare_job(request, plan)
     print(f"whyflow: job folder {folder.path}")
+    if folder.read_run().get("read_note"):
+        print(f"whyflow: read {args.data}: {folder.read_run()['read_note']}")
     return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """Continue a job from its last completed agent, with the recipe as it was run."""
+    from flows.errors import DamagedJob
+
     folder = JobStore(args.runs_dir).open(args.job)
-    state = folder.load()
+    if folder.read_run().get("kind") == "ask":
+        from flows.ask import resume_ask
+
+        return resume_ask(folder, args.verbose)
+    try:
+        state = folder.load()
+    except DamagedJob:
+        state = folder.recover()  # raises DamagedJob itself when no good state was kept
+        print("whyflow: state.json was damaged (kept as state.json.damaged); using the previous good state")
     if state.status is JobStatus.COMPLETED:
         print(f"whyflow: job {state.job_id} is already completed; nothing to resume")
         return 0
@@ -124,7 +168,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     from flows.summary import job_summary
 
     folder = JobStore(args.runs_dir).open(args.job)
-    state: AnalysisState = folder.load()
+    state = folder.load_any()
+    if not isinstance(state, AnalysisState):
+        from flows.ask import status_lines
+
+        print("\n".join(status_lines(state, folder.path)))
+        return 0
     for line in job_summary(state, folder.path):
         print(line)
     if state.completed_steps:
@@ -147,7 +196,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     """Ask a running job to stop after its current agent."""
     folder = JobStore(args.runs_dir).open(args.job)
-    state = folder.load()
+    state = folder.load_any()
     if state.status.is_terminal:
         print(f"whyflow: job {state.job_id} is already {state.status.value}")
         return 0

@@ -14,6 +14,7 @@ temporary API server and any notebook kernel. Two things follow:
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -89,6 +90,9 @@ def interrupt_guard(on_give_up: Callable[[], None], grace: float = GRACE_SECONDS
     def handler(signum: int, frame: object) -> None:
         if timers:
             give_up()  # a second Ctrl-C: the user wants out now
+        # The user asked to stop: Prefect's complaints while it winds down (events it can no
+        # longer send, services stopped) are noise; whyflow's own lines say what happened.
+        logging.disable(logging.CRITICAL)
         timer = threading.Timer(grace, give_up)
         timer.daemon = True
         timer.start()

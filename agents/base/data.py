@@ -123,6 +123,7 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
     encoding = _encoding(head)
     text = head.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace")
     sep = _delimiter(text, default_sep)
+    _check_header(p, text, sep)
     frame = pd.read_csv(
         p,
         sep=sep,
@@ -144,6 +145,23 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
     if found:
         info["na_tokens"] = found
     return frame, info
+
+
+def _check_header(p: Path, text: str, sep: str) -> None:
+    """A header naming one column twice is refused: which of the two would the user mean?"""
+    import csv
+    import io
+
+    header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header, start=1):
+        key = name.strip()
+        if key and key in seen:
+            raise DataError(
+                f"data file {p}: the header names column '{key}' twice (columns {seen[key]} and {i}); "
+                f"rename one so that every column has its own name"
+            )
+        seen[key] = i
 
 
 def describe_read(frame: pd.DataFrame) -> str:

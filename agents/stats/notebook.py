@@ -246,6 +246,9 @@ def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
         report.message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
     finally:
         log.close()
+        import atexit
+
+        atexit.unregister(client._cleanup_kernel)  # a killed kernel (time limit) skips nbclient's own unregister
         if km.has_kernel:
             km.shutdown_kernel(now=True)
     report.errors = cell_errors(nb)

