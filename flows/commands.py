@@ -101,7 +101,10 @@ def _fail_if_unfinished(folder: JobFolder, ended: object) -> None:
 
 
 def _cancel_interrupted(folder: JobFolder) -> None:
-    """Save the job as cancelled after a Ctrl-C, unless it already ended."""
+    """Save the job as cancelled after a Ctrl-C, unless it already ended; stop any notebook kernel."""
+    from agents.base.children import kill_kernels
+
+    kill_kernels()  # a notebook still executing in a worker thread then ends at once
     state = folder.load()
     if not state.status.is_terminal:
         state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
