@@ -331,21 +331,47 @@ def run_code(
     Raises only :class:`SandboxInputError` for a bad ``inputs`` entry and ``ValueError`` for an
     unknown ``isolation``; everything the code does comes back as data.
     """
-    from agents.base import sandbox_process as sp
+    from agents.base.sandbox_server import TemplateError
 
     limits = limits or Limits()
     mode = _isolation(isolation)
     datasets = _datasets(inputs)
     started = time.monotonic()
+    try:
+        return _attempt(code, datasets, limits, mode, _warm(warm), figures_dir, started)
+    except TemplateError:
+        return _attempt(code, datasets, limits, mode, False, figures_dir, started)
+
+
+def _attempt(
+    code: str,
+    datasets: list[tuple[str, Path, str]],
+    limits: Limits,
+    mode: Isolation,
+    warm: bool,
+    figures_dir: str | Path | None,
+    started: float,
+) -> ExecutionResult:
+    """One try at a run, warm or cold; every resource it took is released before it returns."""
+    from agents.base import sandbox_process as sp
+    from agents.base import sandbox_server
+
     plan: Plan | None = None
     template: Template | None = None
     scratch: Path | None = None
     try:
         plan = sp.choose(mode, limits.processes)
-        template = _template(plan) if _warm(warm) else None
+        template = _template(plan) if warm else None
         scratch = Path(tempfile.mkdtemp(prefix="whyflow-sandbox-", dir=template.root if template else None))
         run = _Run(code, datasets, limits, plan, template, scratch, Path(figures_dir) if figures_dir else None, started)
-        result = _execute(run)
+        try:
+            result = _execute(run)
+        except sandbox_server.TemplateError:
+            assert template is not None
+            template.lock.release()
+            sandbox_server.discard(template)
+            template = None
+            raise
         overhead = max(0.0, time.monotonic() - started - result.wall_seconds)
         return result.model_copy(update={"overhead_seconds": round(overhead, 4)})
     finally:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Template", "WarmChild", "acquire", "shutdown"]
+__all__ = ["Template", "TemplateError", "WarmChild", "acquire", "discard", "shutdown"]
 
 _START_SECONDS = 60.0
 
@@ -125,6 +125,18 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
+class TemplateError(OSError):
+    """A warm template did not take a run (it died or answered nonsense); start cold instead."""
+
+
+def discard(template: Template) -> None:
+    """Stop a template that failed, so that the next run starts a new one."""
+    with _registry_lock:
+        if _templates.get(template.key) is template:
+            del _templates[template.key]
+    template.close()
+
+
 class WarmChild:
     """A run forked from a template: its pid as the template sees it, and how it ended."""
 
@@ -133,10 +145,15 @@ class WarmChild:
         self.status: int | None = None
         self.cpu = 0.0
         template.sock.settimeout(_START_SECONDS)
-        socket.send_fds(template.sock, [str(request_path).encode()], fds)
-        reply = template.sock.recv(256).decode().split()
+        try:
+            socket.send_fds(template.sock, [str(request_path).encode()], fds)
+            reply = template.sock.recv(256).decode().split()
+            while reply[:1] == ["exit"]:  # a late report of an earlier run's end
+                reply = template.sock.recv(256).decode().split()
+        except OSError as exc:
+            raise TemplateError(f"the warm sandbox template did not answer: {exc}") from exc
         if len(reply) != 2 or reply[0] != "pid":
-            raise OSError(f"the warm sandbox template answered {reply!r}")
+            raise TemplateError(f"the warm sandbox template answered {reply!r}")
         self.pid = int(reply[1])
 
     def poll(self) -> int | None:

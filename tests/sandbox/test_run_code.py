@@ -125,3 +125,19 @@ def test_bad_inputs_are_the_callers_error(tmp_path: Path) -> None:
         run_code("result = 1", {"x": tmp_path / "data.xlsx"})
     with pytest.raises(ValueError, match="WHYFLOW_SANDBOX_ISOLATION"):
         run_code("result = 1", isolation="none")  # type: ignore[arg-type]
+
+
+def test_a_dead_warm_template_falls_back_to_a_cold_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    from agents.base import sandbox_server
+
+    assert run_code("result = 1", isolation="no-namespaces", warm=True).ok
+    [template] = [t for t in sandbox_server._templates.values() if t.key[0] == "no-namespaces"]
+    os.kill(template.proc.pid, signal.SIGKILL)
+    template.proc.wait()
+    monkeypatch.setattr(sandbox_server.Template, "alive", lambda self: True)  # as if it died just now
+    res = run_code("result = 2", isolation="no-namespaces", warm=True)
+    assert res.ok and res.result == 2 and "warm-fork" not in res.layers
+    assert template not in sandbox_server._templates.values() and not template.root.exists()
