@@ -136,3 +136,52 @@ def test_discontinuity_candidates_are_explained() -> None:
     assert report.profile.discontinuity_candidates == ["exam_score", "monthly_spend"]
     assert any("discontinuity candidate 'exam_score'" in r for r in report.reasons)
     assert any("heap at the round number 1000" in r for r in report.reasons)
+
+
+def test_dates_are_a_time_axis_whatever_the_column_is_called() -> None:
+    """An ISO date column named 'enrolled' once became a 700-level category used as a confounder."""
+    rng = np.random.default_rng(0)
+    n = 800
+    days = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 700, n), unit="D")
+    frame = pd.DataFrame(
+        {
+            "enrolled": days.strftime("%Y-%m-%d"),
+            "seen": days.strftime("%d/%m/%Y %H:%M"),
+            "code": [f"A{i % 40}-{i % 7}" for i in range(n)],
+            "x": rng.normal(size=n),
+            "treated": rng.integers(0, 2, n),
+            "outcome": rng.normal(size=n),
+        }
+    )
+    report = build_profile(frame, "treated", "outcome")
+    types = report.profile.feature_types
+    assert types["enrolled"] == types["seen"] == "datetime" and types["code"] == "categorical"
+    assert report.profile.time_column == "enrolled"
+    assert "enrolled" not in report.profile.potential_confounders and "seen" not in report.profile.potential_confounders
+
+
+def test_infinities_are_counted_and_profiled_as_missing(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=300, seed=2)
+    frame["x1"] = frame["x1"].astype(float)
+    frame.loc[:3, "x1"] = [np.inf, -np.inf, np.inf, np.inf]
+    state, result = _profile(frame, tmp_path, "treated", "outcome")
+    assert result.outputs["infinite_values"] == {"x1": 4} and "4 infinite values in x1 read as missing" in result.summary
+    assert state.data_profile.missing_values["x1"] == 4 and np.isfinite(state.data_profile.numeric_stats["x1"]["max"])
+    copy = pd.read_parquet(state.dataframe_path)
+    assert copy["x1"].isna().sum() == 4 and copy.attrs["whyflow_infinite"] == {"x1": 4}
+
+
+def test_decimal_commas_and_thousands_separators_are_told_apart() -> None:
+    as_text = {
+        "decimal": ["3,5", "4,25", "1,0"],
+        "thousands": ["1,234", "2,345,678", "12"],
+        "european": ["1.234,5", "2.000,25"],
+        "american": ["1,234.5", "7"],
+    }
+    parsed = {k: parse_numeric_text(pd.Series(v, dtype=object)).tolist() for k, v in as_text.items()}
+    assert parsed == {
+        "decimal": [3.5, 4.25, 1.0],
+        "thousands": [1234.0, 2345678.0, 12.0],
+        "european": [1234.5, 2000.25],
+        "american": [1234.5, 7.0],
+    }
