@@ -141,3 +141,13 @@ def test_a_dead_warm_template_falls_back_to_a_cold_run(monkeypatch: pytest.Monke
     res = run_code("result = 2", isolation="no-namespaces", warm=True)
     assert res.ok and res.result == 2 and "warm-fork" not in res.layers
     assert template not in sandbox_server._templates.values() and not template.root.exists()
+
+
+def test_the_process_limit_holds() -> None:
+    code = (
+        "import os, time\nn, err = 0, None\nfor _ in range(40):\n    try:\n        pid = os.fork()\n"
+        "    except OSError as exc:\n        err = type(exc).__name__\n        break\n"
+        "    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n    n += 1\nresult = [n, err]\n"
+    )
+    res = run_code(code, limits=Limits(processes=8, wall_seconds=10))
+    assert res.ok and res.result[1] == "BlockingIOError" and 1 <= res.result[0] < 8
