@@ -40,11 +40,17 @@ class Template:
     root: Path
     pid_namespace: bool
     lock: threading.Lock = field(default_factory=threading.Lock)
+    owner: int = field(default_factory=os.getpid)
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        try:
+            return self.proc.poll() is None
+        except ChildProcessError:
+            return False
 
     def close(self) -> None:
+        if os.getpid() != self.owner:  # a forked copy of the parent: the template is not ours
+            return
         try:
             self.sock.close()
         finally:
@@ -102,6 +108,9 @@ def acquire(
     """The warm template for ``key``, locked for one run; None if it is busy or cannot start."""
     with _registry_lock:
         template = _templates.get(key)
+        if template is not None and template.owner != os.getpid():
+            del _templates[key]  # inherited through a fork of the parent: leave it to its owner
+            template = None
         if template is not None and not template.alive():
             template.close()
             del _templates[key]
