@@ -110,7 +110,8 @@ def decimal_comma(series: pd.Series) -> bool:
     both = commas[commas.str.contains(".", regex=False)]
     if not both.empty:  # the separator written last is the decimal mark
         return bool((both.str.rfind(",") > both.str.rfind(".")).mean() > 0.5)
-    return not bool(commas.str.fullmatch(r"[-+]?\d{1,3}(,\d{3})+").all())
+    # Thousands groups: 1-3 leading digits (not a lone 0: "0,125" is a decimal), then groups of 3.
+    return not bool(commas.str.fullmatch(r"[-+]?[1-9]\d{0,2}(,\d{3})+").all())
 
 
 def _number_text(text: pd.Series) -> pd.Series:

@@ -174,6 +174,7 @@ def test_infinities_are_counted_and_profiled_as_missing(tmp_path: Path) -> None:
 def test_decimal_commas_and_thousands_separators_are_told_apart() -> None:
     as_text = {
         "decimal": ["3,5", "4,25", "1,0"],
+        "three-decimals": ["0,125", "-1,250", "2,375"],  # a lone 0 before the comma: not thousands
         "thousands": ["1,234", "2,345,678", "12"],
         "european": ["1.234,5", "2.000,25"],
         "american": ["1,234.5", "7"],
@@ -181,6 +182,7 @@ def test_decimal_commas_and_thousands_separators_are_told_apart() -> None:
     parsed = {k: parse_numeric_text(pd.Series(v, dtype=object)).tolist() for k, v in as_text.items()}
     assert parsed == {
         "decimal": [3.5, 4.25, 1.0],
+        "three-decimals": [0.125, -1.25, 2.375],
         "thousands": [1234.0, 2345678.0, 12.0],
         "european": [1234.5, 2000.25],
         "american": [1234.5, 7.0],
