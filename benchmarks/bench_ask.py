@@ -18,6 +18,7 @@ issue's target: ≥ 80%), crashes, and the median seconds per question.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import subprocess
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agents.base.data import read_table  # noqa: E402
-from agents.base.sandbox import ExecutionResult, run_code  # noqa: E402
+from agents.base.sandbox import ExecutionResult, Figure, run_code  # noqa: E402
 from agents.tools.charts import validate_spec  # noqa: E402
 from agents.tools.errors import ToolError  # noqa: E402
 from agents.tools.retrieval import FilledPlan, explain, fill  # noqa: E402
@@ -99,12 +100,12 @@ def _key(value: Any) -> str:
         return str(value).strip()
 
 
-def grade(expect: dict[str, Any], df: pd.DataFrame, plan: FilledPlan | None, run: ExecutionResult | None, answer: str) -> tuple[bool, str]:
+def grade(expect: dict[str, Any], df: pd.DataFrame, answered: bool, run: ExecutionResult | None, answer: str) -> tuple[bool, str]:
     """Whether the answer matches the independently computed expectation, and why not."""
     scope = {"df": df, "pd": pd, "np": np, "stats": stats}
     if expect.get("refuse"):
-        return plan is None, "answered a question it should have refused" if plan else ""
-    if plan is None or run is None:
+        return not answered, "answered a question it should have refused" if answered else ""
+    if not answered or run is None:
         return False, "no example fitted (refused)"
     if not run.ok:
         return False, f"code failed: {run.error}"
@@ -150,24 +151,38 @@ def _grade_table(want: pd.Series, result: Any) -> tuple[bool, str]:
     return True, ""
 
 
-def ask_tools(question: str, path: Path, df: pd.DataFrame) -> tuple[FilledPlan | None, ExecutionResult | None, str]:
+def ask_tools(question: str, path: Path, df: pd.DataFrame) -> tuple[bool, ExecutionResult | None, str]:
     """Deterministic mode through the tools: retrieve + fill, run in the sandbox, format."""
-    plan = fill(question, describe_columns(df))
+    plan: FilledPlan | None = fill(question, describe_columns(df))
     if plan is None:
-        return None, None, "I can't answer this without a model."
+        return False, None, "I can't answer this without a model."
     if not plan.needs_code:
-        return plan, None, plan.answer_template
+        return True, None, plan.answer_template
     run = run_code(plan.code, {"data": path})
     answer = explain(plan, run.result, question) if run.ok else f"error: {run.error}"
-    return plan, run, answer
+    return True, run, answer
 
 
-def ask_cli(question: str, path: Path) -> tuple[bool, str]:
-    """Run ``whyflow ask`` (when it exists) and return (exit ok, printed answer)."""
+def ask_cli(question: str, path: Path) -> tuple[bool, ExecutionResult | None, str]:
+    """Ask through ``whyflow ask --llm off`` and read its ``answer.json`` back for grading.
+
+    Returns (answered with code, the result and figure as an ExecutionResult, the answer text).
+    A non-zero exit is a crash (raised, so it is counted as one).
+    """
     cmd = [sys.executable, "-m", "flows.cli", "ask", "--data", str(path), question, "--llm", "off"]
     with tempfile.TemporaryDirectory() as out:
-        proc = subprocess.run([*cmd, "--output", out], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    return proc.returncode == 0, (proc.stdout or proc.stderr).strip()
+        proc = subprocess.run([*cmd, "--output", out], capture_output=True, text=True, cwd=ROOT, timeout=600)
+        answer_file = Path(out) / "answer.json"
+        if proc.returncode not in (0, 1) or not answer_file.exists():
+            raise RuntimeError(f"whyflow ask exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}")
+        output = json.loads(answer_file.read_text())
+    result = output.get("result")
+    if isinstance(result, list) and result and all(isinstance(r, dict) for r in result):
+        columns = list(dict.fromkeys(k for r in result for k in r))
+        result = {"columns": columns, "rows": [[r.get(c) for c in columns] for r in result]}
+    figures = [Figure(kind="vega-lite", spec=output["figure"])] if output.get("figure") else []
+    run = ExecutionResult(ok=output.get("output_type") != "error", result=result, figures=figures, error=output.get("answer"))
+    return bool(output.get("code")), run, str(output.get("answer", ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,13 +190,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--only", help="run only questions of this kind")
+    parser.add_argument("--ids", help="comma-separated question ids to run (e.g. t01,s04)")
     parser.add_argument("--limit", type=int, help="run at most this many questions")
     parser.add_argument("--via", choices=["tools", "cli"], default="tools")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every question and answer")
     args = parser.parse_args(argv)
 
     spec = yaml.safe_load(args.questions.read_text())
-    questions = [q for q in spec["questions"] if not args.only or q["kind"] == args.only][: args.limit]
+    wanted = set(args.ids.split(",")) if args.ids else None
+    questions = [q for q in spec["questions"] if (not args.only or q["kind"] == args.only) and (wanted is None or q["id"] in wanted)]
+    questions = questions[: args.limit]
     by_kind: dict[str, list[bool]] = defaultdict(list)
     single: list[bool] = []
     heldout: list[bool] = []
@@ -203,11 +221,10 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             try:
                 if args.via == "cli":
-                    ok_cli, answer = ask_cli(q["question"], paths[q["data"]])
-                    ok, why = ok_cli, "" if ok_cli else answer[-200:]
+                    answered, run, answer = ask_cli(q["question"], paths[q["data"]])
                 else:
-                    plan, run, answer = ask_tools(q["question"], paths[q["data"]], frames[q["data"]])
-                    ok, why = grade(q["expect"], frames[q["data"]], plan, run, answer)
+                    answered, run, answer = ask_tools(q["question"], paths[q["data"]], frames[q["data"]])
+                ok, why = grade(q["expect"], frames[q["data"]], answered, run, answer)
             except Exception as exc:  # a crash is a finding, counted and shown, never hidden
                 crashes += 1
                 ok, why, answer = False, f"CRASH {type(exc).__name__}: {exc}", ""
