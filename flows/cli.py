@@ -139,6 +139,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _prepare_environment(getattr(args, "verbose", False))
         if getattr(args, "llm", None):
             os.environ["WHYFLOW_LLM"] = args.llm  # read where each step's ctx.llm is built
+        from agents.base.llm.config import resolve_config
+
+        try:
+            resolve_config()  # an unreadable WHYFLOW_LLM_* value is bad input, not a failed agent
+        except ValueError as exc:
+            print(f"whyflow: error: {exc}", file=sys.stderr)
+            return 2
     try:
         return int(handlers[args.command](args))
     except (RecipeSyntaxError, RecipeValidationError) as exc:

@@ -334,7 +334,9 @@ class LLMClient:
         return content
 
     def reject(self, purpose: str, reason: str, answer: Any = None) -> None:
-        """Record that the caller rejected a (parsed) answer; the trace shows it."""
+        """Record that the caller rejected a (parsed) answer; the trace shows it, and it no longer counts as used."""
+        if purpose in self.uses:
+            del self.uses[len(self.uses) - 1 - self.uses[::-1].index(purpose)]
         self._reject(purpose, [reason], answer)
 
     def note_change(self, what: str) -> None:
