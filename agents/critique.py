@@ -10,6 +10,10 @@ and decides:
   candidate confounders are post-treatment; confounder discovery found no valid adjustment
   ("identified": false with an estimand saying it is not identifiable; a merely assumed,
   data-driven identification only lowers the score); or an IV estimate has no instrument.
+* REJECT when the answer is not trustworthy (rules in :mod:`agents.stats.verdict`): a degenerate
+  interval, an unrepaired failed data expectation on an adjusted-for column, or credible
+  estimators that still disagree with the headline once ``refit_nuisance`` was tried or no round
+  is left ("inconclusive").
 * ITERATE when an improvement has not been tried yet and the budget allows another round
   (``iteration_count + 1 < max_iterations``).
 * APPROVE otherwise, with one exception: an untrimmed estimate under poor overlap is never

@@ -102,6 +102,8 @@ class OrchestratorAgent(Agent):
             f"{head.method} estimate of the effect of {treatment} on {outcome}: {_fmt(head.estimate)} "
             f"(95% CI {_fmt(head.ci_lower)} to {_fmt(head.ci_upper)}{null})"
         )
+        if head.details.get("population"):  # a trimmed sample: say which units the number is about
+            est += f" for {head.details['population']}"
         ev = _find(sens, "e_value")
         ev_text = f", E-value {ev.robustness_value:.2f} (CI limit {ev.details.get('evalue_ci', 1.0):.2f})" if ev else ""
         refs = [r for r in sens if r.details.get("kind") == "refuter" and "passed" in r.details]

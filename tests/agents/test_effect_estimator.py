@@ -84,6 +84,13 @@ def test_poor_overlap_trimmed_in_round_two(tmp_path: Path) -> None:
     assert {"trim_to_common_support", "add_doubly_robust"} <= set(est["aipw"].details["changes_applied"])
     assert _headlines(state)[0].details["method_key"] == "aipw" and _covers(est["aipw"], truth["effect"])
     assert "dropped" in result.reasoning
+    # The headline says which population it is about, in the state and in the CLI summary.
+    from flows.summary import estimate_lines
+
+    head = _headlines(state)[0]
+    kept = f"{trim['n_kept']:,} of 2,500 units inside common support"
+    assert kept in head.details["population"] and "Population:" in head.details["headline_reason"]
+    assert any(line.strip().startswith("Population:") and kept in line for line in estimate_lines(state))
 
 
 def test_null_effect_adjusted_intervals_include_zero(tmp_path: Path) -> None:
