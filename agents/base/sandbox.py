@@ -70,6 +70,7 @@ class Limits(BaseModel):
     max_figures: int = Field(8, ge=0)
     result_bytes: int = Field(16 * 1024**2, ge=1024, description="size of the result as JSON")
     figure_bytes: int = Field(8 * 1024**2, ge=1024, description="size of one PNG figure")
+    scratch_bytes: int = Field(1024**3, ge=1024**2, description="all files in the scratch folder together")
 
 
 class Figure(BaseModel):
@@ -198,6 +199,9 @@ def _assemble(run: _Run, outcome: Outcome, out: Stream, err: Stream) -> Executio
         "layers": layers,
         "timed_out": outcome.timed_out,
     }
+    if outcome.over_quota:
+        error = f"the code wrote more than {limits.scratch_bytes} bytes (or 100,000 files) to its scratch folder and was killed"
+        return ExecutionResult(ok=False, error=error, truncated=cut_out or cut_err, **common)
     if outcome.timed_out:
         what = f"{limits.wall_seconds:g} s wall-clock limit" if outcome.ready_at else "start-up time limit"
         return ExecutionResult(ok=False, error=f"the code ran past its {what} and was killed", truncated=cut_out or cut_err, **common)
@@ -306,7 +310,8 @@ def _execute(run: _Run) -> ExecutionResult:
         for fd in (*writes, *data_fds):
             os.close(fd)
     try:
-        outcome, out, err = sp.supervise(child, (reads[0], reads[1], reads[2]), run.limits.wall_seconds, run.limits.output_chars * 4, run.plan, run.started)
+        quota = sp.ScratchQuota(run.scratch, run.limits.scratch_bytes)
+        outcome, out, err = sp.supervise(child, (reads[0], reads[1], reads[2]), run.limits, quota, run.plan, run.started)
     finally:
         for fd in reads:
             os.close(fd)

@@ -251,8 +251,13 @@ def run_request(request_path: Path, fds: list[int] | None) -> None:
         pass
     try:
         _write(fd, report, int(request["limits"]["result_bytes"]))
+    except OSError:
+        pass  # the code closed the result pipe: the parent reports a run without a result
     except Exception as exc:
-        _write(fd, {"ok": False, "error": f"the result could not be encoded: {exc}", "layers": report["layers"]}, 1 << 20)
+        try:
+            _write(fd, {"ok": False, "error": f"the result could not be encoded: {exc}", "layers": report["layers"]}, 1 << 20)
+        except OSError:
+            pass
     os._exit(0)
 
 

@@ -151,7 +151,8 @@ def bwrap_argv(scratch: Path, binds: list[tuple[str, str]], *, root: bool) -> li
         args += ["--unshare-user"]
     args += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
     args += _system_binds()
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/data"]
+    # A small private /tmp (it is memory): TMPDIR points at the scratch folder anyway.
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(16 * 1024**2), "--tmpfs", "/tmp", "--dir", "/data"]
     for script in (CHILD_SCRIPT, _CONFINE_SCRIPT):
         args += ["--ro-bind", str(script), str(script)]
     for source, target in binds:
@@ -203,11 +204,13 @@ def cgroup_destroy(group: Path) -> None:
 
 
 def _works(argv: list[str]) -> tuple[bool, str]:
+    """Whether ``argv`` runs and exits 0, and the last line it printed (the reason, if not)."""
     try:
         done = subprocess.run(argv, capture_output=True, timeout=20, text=True, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError) as exc:
         return False, str(exc)
-    return done.returncode == 0, (done.stderr or done.stdout).strip().splitlines()[-1:][0] if (done.stderr or done.stdout).strip() else ""
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    return done.returncode == 0, lines[-1] if lines else ""
 
 
 @functools.lru_cache(maxsize=1)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from agents.base import sandbox_probe as probe_mod
 
-__all__ = ["ColdChild", "Outcome", "Plan", "Stream", "choose", "cleanup", "environment", "request_for", "supervise"]
+__all__ = ["ColdChild", "Outcome", "Plan", "ScratchQuota", "Stream", "choose", "cleanup", "environment", "request_for", "supervise"]
 
 STARTUP_SECONDS = 60.0  # interpreter + pandas start, before the code's own wall clock begins
 _GRACE_SECONDS = 0.2  # after the child exits, to drain its pipes
@@ -245,13 +245,45 @@ class Outcome:
     ready_at: float | None = None
     ended_at: float = 0.0
     timed_out: bool = False
+    over_quota: bool = False
     status: int | None = None
     cpu: float = 0.0
 
 
-def supervise(child: Child, fds: tuple[int, int, int], wall_seconds: float, output_bytes: int, plan: Plan, started: float) -> tuple[Outcome, Stream, Stream]:
-    """Read the child's three pipes until it is done or out of time; then kill all it started."""
-    out, err = Stream(output_bytes), Stream(output_bytes)
+class ScratchQuota:
+    """Checks, a few times a second, that the scratch folder stays under its size and file count
+    (the per-file size limit alone would let the code fill the disk with many files)."""
+
+    MAX_FILES = 100_000
+    EVERY = 0.25
+
+    def __init__(self, scratch: Path, max_bytes: int) -> None:
+        self.scratch, self.max_bytes, self.next_check = scratch, max_bytes, 0.0
+
+    def exceeded(self, now: float) -> bool:
+        if now < self.next_check:
+            return False
+        self.next_check = now + self.EVERY
+        used, files = 0, 0
+        for folder, _, names in os.walk(self.scratch):
+            for name in names:
+                try:
+                    used += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                except OSError:
+                    continue
+            files += len(names)
+            if used > self.max_bytes or files > self.MAX_FILES:
+                return True
+        return False
+
+
+def supervise(
+    child: Child, fds: tuple[int, int, int], limits: Any, quota: ScratchQuota, plan: Plan, started: float
+) -> tuple[Outcome, Stream, Stream]:
+    """Read the child's three pipes until it is done, out of time or over its scratch quota;
+    then kill everything it started."""
+    wall_seconds = limits.wall_seconds
+    out, err = Stream(limits.output_chars * 4), Stream(limits.output_chars * 4)
     outcome = Outcome()
     report = bytearray()
     result_fd = fds[2]
@@ -268,6 +300,9 @@ def supervise(child: Child, fds: tuple[int, int, int], wall_seconds: float, outp
             break  # something it started still holds the pipes: it is killed below
         if now >= deadline:
             outcome.timed_out = True
+            break
+        if quota.exceeded(now):
+            outcome.over_quota = True
             break
         for key, _ in sel.select(timeout=min(0.05, max(0.0, deadline - now))):
             data = os.read(key.fd, 1 << 16)

@@ -151,3 +151,10 @@ def test_the_process_limit_holds() -> None:
     )
     res = run_code(code, limits=Limits(processes=8, wall_seconds=10))
     assert res.ok and res.result[1] == "BlockingIOError" and 1 <= res.result[0] < 8
+
+
+def test_filling_the_scratch_folder_with_many_files_is_stopped() -> None:
+    code = "import time\nfor i in range(64):\n    open(f'f{i}', 'wb').write(b'x' * (1 << 20))\ntime.sleep(20)\n"
+    res = run_code(code, limits=Limits(scratch_bytes=16 * 1024**2, file_size_bytes=2 * 1024**2, wall_seconds=20))
+    assert not res.ok and not res.timed_out and "scratch folder" in (res.error or "")
+    assert res.wall_seconds < 10
