@@ -23,7 +23,7 @@ from agents.effect_estimator import EffectEstimatorAgent, finish_pair, resolve_p
 from agents.stats.adjustment import critique_codes
 from agents.stats.propensity import SMD_OK
 
-__all__ = ["EffectEstimatorReActAgent", "TOOLS", "policy", "llm_choose"]
+__all__ = ["EffectEstimatorReActAgent", "TOOLS", "policy", "llm_choose", "valid_tools"]
 
 TOOLS = ("check_overlap", "check_balance", "refit_propensity", "estimate", "compare_estimates", "finish")
 

@@ -242,3 +242,14 @@ def test_annotate_puts_usage_prompts_and_changes_in_the_result(tmp_path: Path) -
     assert result.token_usage["total_tokens"] == 8
     assert result.outputs["llm_use"]["used"] and result.outputs["llm_use"]["changed"] == ["added a summary"]
     assert result.outputs["llm_calls"][0]["messages"][-1]["content"] == "Which role has age?"
+
+
+def test_client_pickles_for_dask_workers(tmp_path: Path) -> None:
+    import pickle
+
+    with ScriptedLLM(default=Scripted('{"column": "age", "role": "other"}')) as srv:
+        llm = client(srv, tmp_path)
+        assert llm.structured(ask(), Role, purpose="roles") is not None
+        copy = pickle.loads(pickle.dumps(llm))
+        assert copy.structured(ask(), Role, purpose="roles") == Role(column="age", role="other")
+    assert len(srv.chats()) == 1 and copy.usage["cached_calls"] == 1  # the worker reads the job's cache

@@ -82,6 +82,10 @@ class LLMRun:
         self.schema_ok = True
         self.tools_ok = True
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as its configuration (a Dask worker gets its own connection; the file cache is shared)."""
+        return (_rebuild_run, (self.config, self.dir.parent if self.dir else None, self.backoff_s, self.model))
+
     # ---- model, budget, cache -------------------------------------------------------------
     def resolve_model(self) -> str | None:
         """The configured model, or the first one the endpoint lists (asked once)."""
@@ -190,6 +194,12 @@ class LLMRun:
             if self.failures_in_a_row >= 3 and not self.unavailable:
                 self.unavailable = f"3 failed calls in a row, the last: {why}"
         return None, why
+
+
+def _rebuild_run(config: LLMConfig, job_dir: Path | None, backoff_s: float, model: str | None) -> LLMRun:
+    run = LLMRun(config, job_dir, backoff_s=backoff_s)
+    run.model = model
+    return run
 
 
 def _reply_of(resp: Any) -> Reply:
