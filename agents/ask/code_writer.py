@@ -46,12 +46,17 @@ class CodeWriterAgent(Agent):
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         plan = view.plan
+        filled = filled_plan(plan)
+        last_round = view.iteration_count + 1 >= view.max_iterations and bool(view.failed_attempts)
+        if ctx.llm is not None and plan.mode == "model" and filled is not None and last_round:
+            tried = {a.code for a in view.failed_attempts}
+            if filled.code not in tried:  # the model's code failed every time: the worked example's last
+                return AgentResult(updates={"code": filled.code}, summary=f"last attempt: example '{filled.example_id}'")
         if ctx.llm is not None and plan.mode == "model":
             code = self._model_code(view, ctx)
             result = AgentResult(updates={"code": code}, summary=f"model code, {len(code.splitlines())} lines")
             ctx.llm.annotate(result, changed=["code"])
             return result
-        filled = filled_plan(plan)
         if filled is None:
             raise AgentError(f"the plan has no worked example to fill (route {plan.route}) and no model is on")
         code, note = filled.code, f"example '{filled.example_id}'"

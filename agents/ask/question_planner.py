@@ -79,7 +79,7 @@ class QuestionPlannerAgent(Agent):
         if filled is not None and filled.score < params.min_score:
             filled = None
         plan = self._deterministic(question, filled, closest)
-        if ctx.llm is not None:
+        if ctx.llm is not None and plan.route != "conceptual":  # a worked concept needs no model
             plan = self._with_model(ctx, question, view.data_summary, plan, nearest)
         what = plan.example_id or plan.route
         result = AgentResult(updates={"plan": plan}, summary=f"{plan.mode} plan: {what}", reasoning=plan.reasoning)

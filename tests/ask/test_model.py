@@ -63,9 +63,17 @@ def test_broken_code_then_the_fix_from_the_traceback(model_on, tmp_path: Path, s
 def test_three_failures_end_at_the_error_node(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
     path, _ = shop
     model_on({"plan how to answer": [PLAN], "Write Python that answers": [BROKEN]})
-    state: AskState = ask(tmp_path, path, "What is the mean price?")
+    state: AskState = ask(tmp_path, path, "Which orders look suspicious?")  # no worked example fits
     final = state.final_output
     assert state.attempts == 3 and not state.execution_success and len(state.failed_attempts) == 3
     assert final is not None and final.output_type == "error"
     assert final.answer.startswith("Code execution failed after 3 attempts. Final error:")
     assert "explainer" not in state.completed_steps and "error_reporter" in state.completed_steps
+
+
+def test_after_two_broken_attempts_the_worked_example_has_the_last_word(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+    path, frame = shop
+    model_on({"plan how to answer": [PLAN], "Write Python that answers": [BROKEN]})
+    state: AskState = ask(tmp_path, path, "What is the mean price?")
+    assert state.attempts == 3 and state.execution_success and len(state.failed_attempts) == 2
+    assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
