@@ -239,7 +239,15 @@ class EDAAgent(Agent):
         ]
         balance, balance_summary = self._balance(frame, treatment, covs, profile, params.smd_threshold)
         score, issues = self._quality(view, frame, outliers, high, vif_warn, balance, params.smd_threshold)
-        plots = self._plots(ctx, sample, continuous, matrix, balance, params.smd_threshold) if params.plots else {}
+        plots: dict[str, str] = {}
+        if params.plots:
+            try:
+                plots = self._plots(ctx, sample, continuous, matrix, balance, params.smd_threshold)
+            except Exception as exc:  # noqa: BLE001 - a figure that fails is a recorded skip, not a failed run
+                import matplotlib.pyplot as plt
+
+                plt.close("all")
+                notes.append(f"Skipped the EDA plots: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
         result = EDAResult(
             correlation_matrix=matrix,
             high_correlations=high,
@@ -257,6 +265,7 @@ class EDAAgent(Agent):
         summary = (
             f"data quality {score:.0f}/100 ({len(issues)} issues); {len(high)} high correlations, "
             f"{len(vif_warn)} VIF warnings; {balance_summary.split(':')[0]}"
+            + ("; skipped the plots (reason in the trace)" if any(n.startswith("Skipped") for n in notes) else "")
         )
         return AgentResult(
             updates={"eda_result": result},

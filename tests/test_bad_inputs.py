@@ -406,3 +406,16 @@ def test_notebook_time_limit_holds_and_no_kernel_is_left(tmp_path: Path) -> None
     assert any(e["ename"] == "TimeLimit" for e in errors), errors
     assert took < 30 and kernel_processes() == []
     assert (tmp_path / "report.ipynb").exists() and not list(tmp_path.glob("*.tmp"))
+
+
+def test_eda_figures_that_cannot_be_written_are_a_recorded_skip(tmp_path: Path) -> None:
+    """A file where the plots folder should be: the figures are skipped with the reason, the EDA still answers."""
+    from flows.dispatch import run_single_agent
+    from tests.helpers import make_state
+
+    state = make_state(study(300), tmp_path, "treated", "outcome")
+    (tmp_path / "plots").write_text("not a folder")
+    result = run_single_agent("eda_agent", state, tmp_path)
+    assert "skipped the plots (reason in the trace)" in result.summary
+    assert "Skipped the EDA plots: FileExistsError" in result.reasoning
+    assert state.eda_result is not None and state.eda_result.plot_paths == {} and state.eda_result.covariate_balance
