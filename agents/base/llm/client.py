@@ -165,7 +165,8 @@ class LLMRun:
                     time.sleep(self._delay(attempt, exc))
                 continue
             except openai.BadRequestError as exc:
-                if "response_format" in body or "tools" in body:
+                about_feature = any(w in str(exc).lower() for w in ("response_format", "schema", "tool", "grammar"))
+                if about_feature and ("response_format" in body or "tools" in body):
                     raise _Unsupported(str(exc)) from exc
                 return self._failed(f"request refused: {exc}")
             except openai.APIStatusError as exc:
