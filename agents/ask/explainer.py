@@ -76,15 +76,15 @@ def causal_answer(causal: dict[str, Any] | None, plan: AskPlan) -> FinalOutput:
     )
 
 
-def _chart(spec: dict[str, Any], job_dir: Path) -> tuple[dict[str, Any], list[str], list[str]]:
-    """Validate a chart and render it; return (spec, chart paths, caveats)."""
+def _chart(spec: dict[str, Any], job_dir: Path) -> tuple[dict[str, Any] | None, list[str], list[str]]:
+    """Validate a chart and render it; return (spec or None if refused, chart paths, caveats)."""
     from agents.tools.charts import save_chart, validate_spec
     from agents.tools.errors import ToolError
 
     try:
         spec = validate_spec(spec)
     except ToolError as exc:
-        return spec, [], [f"the chart was not drawn: {exc}"]
+        return None, [], [f"the chart was not drawn: {exc}"]
     folder = job_dir / "charts"
     folder.mkdir(parents=True, exist_ok=True)
     try:

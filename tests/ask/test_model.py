@@ -77,3 +77,19 @@ def test_after_two_broken_attempts_the_worked_example_has_the_last_word(model_on
     state: AskState = ask(tmp_path, path, "What is the mean price?")
     assert state.attempts == 3 and state.execution_success and len(state.failed_attempts) == 2
     assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
+
+
+def test_a_chart_of_101_rows_is_refused_with_the_reason(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+    path, frame = shop
+    chart = (
+        "result = int(len(df))\n"
+        "figure = {'$schema': 'https://vega.github.io/schema/vega-lite/v5.json', 'mark': 'point',\n"
+        "          'data': {'values': [{'x': float(v)} for v in df['price'].head(101)]},\n"
+        "          'encoding': {'x': {'field': 'x', 'type': 'quantitative'}}}\n"
+    )
+    model_on({"plan how to answer": [PLAN], "Write Python that answers": [Scripted(content=chart)]})
+    state: AskState = ask(tmp_path, path, "Plot every price as a point")
+    final = state.final_output
+    assert final is not None and final.output_type == "analysis" and final.figure is None and not final.charts
+    assert any("the chart was not drawn" in c and "101" in c for c in final.caveats), final.caveats
+    assert final.result == len(frame)
