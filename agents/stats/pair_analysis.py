@@ -395,9 +395,12 @@ def mark_credibility(setup: PairSetup, estimates: dict[str, Estimate]) -> None:
         estimates["ols"].details["credible_reason"] = (
             f"its linear outcome model's held-out loss is {excess:.0%} above the best learner's: misspecified"
         )
-    if "s_learner" in estimates:
-        estimates["s_learner"].details["credible"] = False
-        estimates["s_learner"].details["credible_reason"] = "a single regularised model shrinks the effect towards zero"
+    for key in ("s_learner", "t_learner", "x_learner"):
+        if key in estimates:
+            estimates[key].details["credible"] = False
+            estimates[key].details["credible_reason"] = (
+                "a plug-in average of regularised CATE models without bias correction; its analytic SE is optimistic"
+            )
 
 
 def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes: list[str]) -> dict[str, Any]:

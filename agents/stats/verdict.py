@@ -3,10 +3,11 @@
 * Agreement is judged among *credible* adjusted estimators only: not the naive contrast, not an
   estimate that shares the headline's nuisance models (the DR-learner shares AIPW's), not one the
   estimator marked not credible (``details["credible"] is False``: a linear regression whose
-  outcome model loses clearly to a flexible one on held-out data; the S-learner, which shrinks
-  the effect towards zero), and only estimates of the same kind of effect (IV with IV).
-  They disagree when the headline's 95% interval excludes most of their point estimates, when a
-  gap to the headline exceeds 3 combined standard errors, when their intervals are disjoint from
+  outcome model loses clearly to a flexible one on held-out data; the plug-in S-, T- and
+  X-learners), and only estimates of the same kind of effect (IV with IV).
+  They disagree when most of them differ from the headline by more than 1.96 combined standard
+  errors (the headline's interval, widened by their own uncertainty, excludes them), when a gap
+  to the headline exceeds 3 combined standard errors, when their intervals are disjoint from
   the headline's, or when the headline excludes zero while most of them include it (a false
   discovery that rests on one estimator).
 * A degenerate interval (width ~0) means the outcome is an exact function of what was adjusted
@@ -72,7 +73,7 @@ def agreement(estimates: list[Any], head: Any) -> Agreement:
     se_h = max(head.std_error, 0.0)
     gaps = {e.method: abs(e.estimate - head.estimate) / (math.hypot(max(e.std_error, 0.0), se_h) or 1e-12) for e in others}
     worst = max(gaps.values())
-    outside = [e.method for e in others if not head.ci_lower <= e.estimate <= head.ci_upper]
+    outside = [m for m, z in gaps.items() if z > Z95]
     disjoint = [e.method for e in others if e.ci_upper < head.ci_lower or e.ci_lower > head.ci_upper]
     score = 5 - (worst > 1) - (worst > 2) - (worst > 3) - (worst > 4)
     issues: list[str] = []
@@ -82,8 +83,8 @@ def agreement(estimates: list[Any], head: Any) -> Agreement:
     if len(outside) * 2 > len(others):
         score = min(score, 2)
         issues.append(
-            f"The headline's interval [{head.ci_lower:.4g}, {head.ci_upper:.4g}] excludes {len(outside)} of "
-            f"{len(others)} credible estimates ({', '.join(outside)})."
+            f"{len(outside)} of {len(others)} credible estimates ({', '.join(outside)}) differ from the headline "
+            f"{head.method} [{head.ci_lower:.4g}, {head.ci_upper:.4g}] by more than 1.96 combined standard errors."
         )
     null_in = [e.method for e in others if e.ci_lower <= 0 <= e.ci_upper]
     if not head.ci_lower <= 0 <= head.ci_upper and len(null_in) * 2 > len(others):
