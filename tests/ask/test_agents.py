@@ -19,9 +19,17 @@ ROOT = Path(__file__).resolve().parents[2]
 ASK = ROOT / "pipelines" / "ask.yaml"
 
 
-def ask(tmp_path: Path, data: Path, question: str, messages: list[ChatMessage] | None = None, recipe: Path = ASK) -> AskState:
+def ask(
+    tmp_path: Path,
+    data: Path,
+    question: str,
+    messages: list[ChatMessage] | None = None,
+    recipe: Path = ASK,
+    extra: tuple[Path, ...] = (),
+) -> AskState:
     plan = load_plan(recipe)
-    folder = prepare_ask_job(AskRequest(question, [str(data)], recipe=str(recipe), output=str(tmp_path / "job")), plan)
+    files = [str(data), *map(str, extra)]
+    folder = prepare_ask_job(AskRequest(question, files, recipe=str(recipe), output=str(tmp_path / "job")), plan)
     state = folder.load_any()
     assert isinstance(state, AskState)
     if messages:

@@ -93,3 +93,15 @@ def test_a_chart_of_101_rows_is_refused_with_the_reason(model_on, tmp_path: Path
     assert final is not None and final.output_type == "analysis" and final.figure is None and not final.charts
     assert any("the chart was not drawn" in c and "101" in c for c in final.caveats), final.caveats
     assert final.result == len(frame)
+
+
+def test_every_file_is_a_dataset_the_code_can_use(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+    path, frame = shop
+    extra = tmp_path / "Returns 2024.csv"
+    frame.head(17).to_csv(extra, index=False)
+    code = "result = {'orders': int(len(datasets['data'])), 'returns': int(len(datasets['returns_2024']))}\n"
+    model_on({"plan how to answer": [PLAN], "Write Python that answers": [Scripted(content=code)]})
+    state: AskState = ask(tmp_path, path, "How many orders and how many returns are there?", extra=(extra,))
+    assert list(state.datasets) == ["data", "returns_2024"]
+    assert state.final_output is not None and state.final_output.result == {"orders": len(frame), "returns": 17}
+    assert "Dataset 'returns_2024'" in state.data_summary
