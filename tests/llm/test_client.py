@@ -242,6 +242,7 @@ def test_annotate_puts_usage_prompts_and_changes_in_the_result(tmp_path: Path) -
     assert result.token_usage["total_tokens"] == 8
     assert result.outputs["llm_use"]["used"] and result.outputs["llm_use"]["changed"] == ["added a summary"]
     assert result.outputs["llm_calls"][0]["messages"][-1]["content"] == "Which role has age?"
+    assert result.summary == "[model used: 1 call(s), 7 tokens]"  # shown on the CLI's line for the step
 
 
 def test_client_pickles_for_dask_workers(tmp_path: Path) -> None:

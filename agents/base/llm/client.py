@@ -360,6 +360,11 @@ class LLMClient:
         result.outputs["llm_calls"] = list(self.calls)
         for k, v in self.usage.items():
             result.token_usage[k] = int(result.token_usage.get(k, 0)) + v
+        if self.calls:
+            verdict = "used" if self.uses else ("rejected" if self.rejections else "no answer")
+            tokens, cached = self.usage.get("total_tokens", 0), self.usage.get("cached_calls", 0)
+            extra = f", {cached} from the cache" if cached else ""
+            result.summary = f"{result.summary} [model {verdict}: {len(self.calls)} call(s){extra}, {tokens:,} tokens]".strip()
 
     def report(self, changed: list[str] | None = None) -> dict[str, Any]:
         """Whether the model was used, what it changed, what was rejected and why."""
