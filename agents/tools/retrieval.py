@@ -49,6 +49,11 @@ __all__ = [
 ]
 
 MIN_SCORE = 0.05
+_NOT_ANALYSIS = re.compile(
+    r"\b(translat\w*|renam\w*|rewrite|write an? |poem|haiku|essay|e-?mail (?:it|this|me|them)|delete|drop the|"
+    r"modify|update the|insert|overwrite|export|save (?:it|this|the))",
+    re.IGNORECASE,
+)
 _CHART_WORDS = re.compile(r"\b(plot|chart|graph|histogram|visuali[sz]e|draw|scatter)", re.IGNORECASE)
 CODE_PRELUDE = """\
 import numpy as np
@@ -109,10 +114,12 @@ _KIND_TOKEN = {"numeric": "numcol", "category": "catcol", "column": "numcol catc
 
 def _example_text(example: Example) -> str:
     """Retrieval text of an example with ``{slot}`` placeholders replaced by kind tokens."""
+    from agents.tools.slots import tokens
+
     text = example.text_for_retrieval()
     for name, slot in example.slots.items():
         text = text.replace("{" + name + "}", _KIND_TOKEN[slot.kind])
-    return text
+    return " ".join(tokens(text))  # the same singular lower-case words the question is reduced to
 
 
 @lru_cache(maxsize=1)
@@ -156,7 +163,7 @@ def retrieve(question: str, k: int = 3, columns: Mapping[str, str] | Sequence[Co
     """
     vectorizer, matrix, examples = _index()
     infos = as_column_infos(columns) if columns is not None else []
-    text = _masked(question, infos) if infos else question
+    text = _masked(question, infos)
     scores = (matrix @ vectorizer.transform([text]).T).toarray().ravel()
     order = sorted(range(len(examples)), key=lambda i: (-scores[i], examples[i].id))[:k]
     return [ExampleMatch(example_id=examples[i].id, title=examples[i].title, kind=examples[i].kind, score=round(float(scores[i]), 4)) for i in order]
@@ -174,6 +181,8 @@ def fill(
     the question (similarity ≥ :data:`MIN_SCORE`) and has all its required slots filled; the
     caller then says it cannot answer without a model and names ``retrieve``'s closest examples.
     """
+    if _NOT_ANALYSIS.search(question):  # writing, translating or changing things is no worked example's job
+        return None
     infos = as_column_infos(columns)
     question = _normalise(question, infos)
     matches = list(examples) if examples is not None else retrieve(question, k=8, columns=infos)
@@ -201,10 +210,21 @@ def fill(
         coverage = sum(m.column in used_columns or m.column in filtered for m in mentions) / max(1, len(mentions))
         total = match.score + 0.2 * coverage - (0.15 if charty and example.kind != "chart" else 0.0)
         total += 0.1 * _numbers_read(example, question) - 0.1 * _uncued_groups(example, params, question, mentions)
+        total -= 0.15 * _two_groups_of_many(example, params, infos)
         if best is None or total > best[0] + 1e-9:
             plan = _plan(example, match, params, filters, question, [m for m in matches if m.example_id != match.example_id])
             best = (total, plan)
     return best[1] if best else None
+
+
+def _two_groups_of_many(example: Example, params: Mapping[str, Any], infos: Sequence[ColumnInfo]) -> bool:
+    """A two-group example (t-test, Mann-Whitney) on a column of 3+ levels without the two named."""
+    levels = [name for name, slot in example.slots.items() if slot.kind == "value" and not slot.required]
+    if len(levels) < 2 or any(params.get(name) is not None for name in levels):
+        return False
+    groups = [params.get(name) for name, slot in example.slots.items() if slot.role == "group"]
+    by_name = {c.name: c for c in infos}
+    return any(g in by_name and (by_name[g].n_unique or 0) > 2 for g in groups)
 
 
 def _numbers_read(example: Example, question: str) -> int:
@@ -324,6 +344,9 @@ def _pick_column(
     North region' filters; it does not group).
     """
     free = [m for m in mentions if m.column not in used and _fits(kind, by_name[m.column])]
+    if kind == "datetime" and not free:  # 'over time' in data with one time column means that column
+        times = [name for name, info in by_name.items() if info.temporal and name not in used]
+        return times[0] if len(times) == 1 else None
     if role == "group":
         cued = [m for m in mentions if m.column not in used and kind != "datetime" and is_group_mention(question, m)]
         free = cued or [m for m in free if by_name[m.column].categorical and valued.get(m.column, 0) != 1]

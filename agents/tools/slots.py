@@ -58,7 +58,8 @@ SYNONYMS: tuple[frozenset[str], ...] = tuple(
         {"experience", "exper", "tenure"},
         {"temperature", "temp"},
         {"date", "day"},
-        {"year", "yr"},
+        {"year", "yr", "yearly", "annual", "annually"},
+        {"month", "monthly"},
     )
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:\.\d+)?")
@@ -455,8 +456,14 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
             v = value.strip().lower()
             if len(v) >= 3 and v.isalpha() and v not in _STOP and v in words:
                 owners.setdefault(v, []).append(column)
+    named_per_column: dict[str, int] = {}
+    for cols in owners.values():
+        if len(cols) == 1:
+            named_per_column[cols[0].name] = named_per_column.get(cols[0].name, 0) + 1
     for value, cols in owners.items():
-        if len(cols) == 1 and cols[0].name not in used and not any(f.column == cols[0].name for f in filters):
+        if len(cols) != 1 or named_per_column[cols[0].name] != 1:  # 'North and South' compares; it does not filter
+            continue
+        if cols[0].name not in used and not any(f.column == cols[0].name for f in filters):
             original = next(x for x in cols[0].values if x.strip().lower() == value)
             filters.append(Filter(column=cols[0].name, op="==", value=original, source="value"))
     return filters

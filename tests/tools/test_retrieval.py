@@ -151,3 +151,40 @@ def test_flags_long_names_and_clipped_names() -> None:
     # an identifier column is not 'passengers'
     older = fill("How many passengers are older than 60?", columns)
     assert older is not None and older.filters == ["Age > 60.0"]
+
+
+def test_requests_to_write_or_change_things_are_not_analyses(people: list[ColumnInfo]) -> None:
+    for question in ("Translate the column names into French", "Delete the rows with missing age",
+                     "Rename Salary to pay", "Write an essay about the salary columns"):
+        assert fill(question, people) is None, question
+    assert fill("What are the column types?", people) is not None
+
+
+def test_the_library_finds_its_own_examples_from_their_questions() -> None:
+    """Each example's questions, with real column names put in, fill back to that example (≥ 90%)."""
+    from agents.tools.library import load_examples
+
+    pools = {"numeric": ["revenue", "weight", "height"], "category": ["region", "product", "segment"],
+             "column": ["revenue", "region"], "datetime": ["year"]}
+    columns = [
+        ColumnInfo(name="revenue", dtype="float64", n_unique=500), ColumnInfo(name="weight", dtype="float64", n_unique=400),
+        ColumnInfo(name="height", dtype="float64", n_unique=300),
+        ColumnInfo(name="region", dtype="object", n_unique=4, values=("North", "South", "East", "West")),
+        ColumnInfo(name="product", dtype="object", n_unique=3, values=("alpha", "beta", "gamma")),
+        ColumnInfo(name="segment", dtype="object", n_unique=2, values=("retail", "wholesale")),
+        ColumnInfo(name="year", dtype="int64", n_unique=20),
+    ]
+    asked = found = 0
+    for example in load_examples():
+        for question in example.questions:
+            used = dict.fromkeys(pools, 0)
+            for slot, spec in example.slots.items():
+                if spec.kind in pools:
+                    question = question.replace("{" + slot + "}", pools[spec.kind][used[spec.kind] % len(pools[spec.kind])])
+                    used[spec.kind] += 1
+                elif spec.kind == "value":
+                    question = question.replace("{" + slot + "}", "North" if slot in ("a_level", "level") else "South")
+            plan = fill(question, columns)
+            asked += 1
+            found += plan is not None and plan.example_id == example.id
+    assert asked > 150 and found / asked >= 0.9, (found, asked)
