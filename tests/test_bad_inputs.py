@@ -419,3 +419,22 @@ def test_eda_figures_that_cannot_be_written_are_a_recorded_skip(tmp_path: Path) 
     assert "skipped the plots (reason in the trace)" in result.summary
     assert "Skipped the EDA plots: FileExistsError" in result.reasoning
     assert state.eda_result is not None and state.eda_result.plot_paths == {} and state.eda_result.covariate_balance
+
+
+def test_a_url_that_fails_and_a_second_run_on_one_folder(good_csv: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = main(["run", TOY, "--data", f"http://127.0.0.1:{port}/study.csv", *T, *Y, "-o", str(tmp_path / "u")])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot download" in err and len(err.strip().splitlines()) == 1
+
+    out = tmp_path / "job"
+    assert main(["run", TOY, "--data", str(good_csv), *T, *Y, "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["run", TOY, "--data", str(good_csv), *T, *Y, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "already holds a job" in err and len(err.strip().splitlines()) == 1
+    assert json.loads((out / "state.json").read_text())["status"] == "completed"  # the first run is untouched
