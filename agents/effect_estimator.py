@@ -71,7 +71,9 @@ class EffectEstimatorAgent(Agent):
         for pair in pairs:
             t, y = pair["treatment"], pair["outcome"]
             ctx.progress(f"estimating {t} -> {y}")
-            setup = setup_for_pair(view, frame, t, y, codes, params.propensity_model, ctx.seed, params.bootstrap)
+            setup = setup_for_pair(
+                view, frame, t, y, codes, params.propensity_model, ctx.seed, params.bootstrap, cache_dir=ctx.data_dir
+            )
             if params.methods:
                 methods = list(params.methods) + (
                     ["aipw"] if "add_doubly_robust" in codes and "aipw" not in params.methods else []
@@ -154,9 +156,21 @@ def resolve_pairs(view: StateView) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def setup_for_pair(
-    view: StateView, frame: Any, treatment: str, outcome: str, codes: list[str], model: str, seed: int, bootstrap: int
+    view: StateView,
+    frame: Any,
+    treatment: str,
+    outcome: str,
+    codes: list[str],
+    model: str,
+    seed: int,
+    bootstrap: int,
+    cache_dir: Any = None,
 ) -> Any:
-    """Check the columns and build the pair's PairSetup from the view."""
+    """Check the columns and build the pair's PairSetup from the view.
+
+    ``cache_dir`` (the run's data folder) lets the estimator reuse the propensity fit that
+    ps_diagnostics stored for the same covariates, rows and seed.
+    """
     from agents.stats.pair_analysis import setup_pair
 
     check_columns(frame, {"treatment": treatment, "outcome": outcome}, "the analysis data")
@@ -172,6 +186,7 @@ def setup_for_pair(
         ps_model=model,
         seed=seed,
         bootstrap=bootstrap,
+        cache_dir=cache_dir,
     )
 
 

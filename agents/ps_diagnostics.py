@@ -82,17 +82,17 @@ class PSDiagnosticsAgent(Agent):
         why.extend(prep.notes)
         if prep.X.shape[1] == 0:
             return _no_covariates(treatment, outcome, model, prep.t, adj.excluded, changes, why)
-        model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, model)
+        model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, model, ctx.data_dir)
         if "switch_propensity_model" in codes:
             before = model
-            model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, "gbm" if model == "logistic" else "logistic")
+            model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, "gbm" if model == "logistic" else "logistic", ctx.data_dir)
             changes.append(f"switch_propensity_model: propensity model switched from {before} to {model}")
         X, t, trimmed, trim_applied = prep.X, prep.t, False, None
         if "trim_to_common_support" in codes:
             keep, (lo, hi) = P.trim_mask(ps)
             trim_applied = {"lower": round(lo, 4), "upper": round(hi, 4), "n_dropped": int((~keep).sum())}
             X, t = X[keep].reset_index(drop=True), t[keep]
-            model, ps, cv_loss = fit_propensity(X, t, ctx.seed, folds, model)
+            model, ps, cv_loss = fit_propensity(X, t, ctx.seed, folds, model, ctx.data_dir)
             trimmed = True
             changes.append(
                 f"trim_to_common_support: dropped {trim_applied['n_dropped']} units with propensity outside "

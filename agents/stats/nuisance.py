@@ -17,8 +17,11 @@ same models.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -251,6 +254,7 @@ def fit_binary(
     folds: int = FOLDS,
     ps_model: str = "auto",
     flexible: bool = True,
+    cache_dir: Path | None = None,
 ) -> Nuisance:
     """Propensity and arm-wise outcome models, each chosen by held-out loss, cross-fitted.
 
@@ -268,8 +272,7 @@ def fit_binary(
         return Nuisance(k, e=e, mu1=mu1, mu0=mu0, choice={"propensity": "constant", "outcome": "arm means"})
     Xv = _matrix(X, n)
     smaller = int(min(t.sum(), n - t.sum()))
-    ps_cands = _ps_candidates(ps_model, smaller, X.shape[1], n)
-    ps_name, e, ps_loss = _propensity(Xv, t.astype(int), splits, seed, ps_cands)
+    ps_name, e, ps_loss = fit_propensity(X, t, seed, folds, ps_model, cache_dir)
     candidates = _outcome_candidates(int(smaller * (k - 1) / k), flexible, X.shape[1])
     treated = t == 1
     fit1 = _regress(Xv, y, splits, seed, treated, candidates)
@@ -289,17 +292,49 @@ def fit_binary(
 
 
 def fit_propensity(
-    X: pd.DataFrame, t: np.ndarray, seed: int = 0, folds: int = FOLDS, ps_model: str = "auto"
+    X: pd.DataFrame,
+    t: np.ndarray,
+    seed: int = 0,
+    folds: int = FOLDS,
+    ps_model: str = "auto",
+    cache_dir: Path | None = None,
 ) -> tuple[str, np.ndarray, dict[str, float]]:
-    """The propensity part of :func:`fit_binary` alone (same folds, same choice, same scores)."""
+    """The propensity part of :func:`fit_binary` alone (same folds, same choice, same scores).
+
+    With ``cache_dir`` (the run's data folder) the fit is stored under a key of the data, the
+    seed, the folds and the learner request, so the next agent that needs the same propensity
+    (ps_diagnostics, then the effect estimator) reads it instead of fitting it again.
+    """
     n = len(t)
     t = t.astype(float)
     if X.shape[1] == 0:
         return "constant", np.full(n, float(t.mean())), {}
+    path = _cache_path(cache_dir, X, t, seed, folds, ps_model)
+    if path is not None and path.exists():
+        with np.load(path) as f:
+            return str(f["name"]), f["e"].copy(), json.loads(str(f["loss"]))
     splits = _splits(n, folds, seed, t)
     smaller = int(min(t.sum(), n - t.sum()))
     cands = _ps_candidates(ps_model, smaller, X.shape[1], n)
-    return _propensity(_matrix(X, n), t.astype(int), splits, seed, cands)
+    name, e, loss = _propensity(_matrix(X, n), t.astype(int), splits, seed, cands)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, name=np.array(name), e=e, loss=np.array(json.dumps(loss)))
+        tmp.replace(path)
+    return name, e, loss
+
+
+def _cache_path(
+    cache_dir: Path | None, X: pd.DataFrame, t: np.ndarray, seed: int, folds: int, ps_model: str
+) -> Path | None:
+    if cache_dir is None:
+        return None
+    h = hashlib.sha1()
+    h.update(json.dumps([list(map(str, X.columns)), seed, folds, ps_model, list(PS_LEARNERS)]).encode())
+    h.update(np.ascontiguousarray(X.to_numpy(dtype=float)).tobytes())
+    h.update(np.ascontiguousarray(t, dtype=float).tobytes())
+    return Path(cache_dir) / "nuisance" / f"propensity_{h.hexdigest()[:20]}.npz"
 
 
 def _ps_candidates(ps_model: str, smaller: int, p: int, n: int) -> tuple[str, ...]:

@@ -59,6 +59,7 @@ class PairSetup:
     nuisance: Nuisance | None = None
     folds: int = FOLDS
     precision: pd.DataFrame | None = None
+    cache_dir: Any = None
     _dowhy: Any = None
 
     @property
@@ -110,6 +111,7 @@ def setup_pair(
     ps_model: str,
     seed: int,
     bootstrap: int,
+    cache_dir: Any = None,
 ) -> PairSetup:
     """Choose the adjustment set, prepare the data, fit propensities and act on trim codes."""
     design = _design(view_design, frame, profile, domain_knowledge)
@@ -156,6 +158,7 @@ def setup_pair(
         bootstrap,
         ps_model,
     )
+    setup.cache_dir = cache_dir
     setup.notes.extend(prep.notes)
     setup.design["_design_cols"] = design_cols
     if not binary:
@@ -217,7 +220,7 @@ def refit_propensity(setup: PairSetup, model: str) -> dict[str, Any]:
     from agents.stats.nuisance import fit_binary
 
     X = _covariates(setup)
-    nu = fit_binary(X, setup.prep.t, setup.prep.y, setup.seed, setup.folds, model)
+    nu = fit_binary(X, setup.prep.t, setup.prep.y, setup.seed, setup.folds, model, cache_dir=setup.cache_dir)
     setup.nuisance = nu
     setup.ps_model = nu.choice["propensity"] if X.shape[1] else model
     assert nu.e is not None

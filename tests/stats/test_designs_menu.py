@@ -108,3 +108,19 @@ def test_a_failing_estimator_is_a_recorded_skip(tmp_path: Path) -> None:
     skipped = _head(state).details["skipped_methods"]
     assert "stratification" in skipped and "failed" in skipped["stratification"]
     assert "stratification" in result.summary and len(state.treatment_effects) >= 3
+
+
+def test_propensity_fitted_once_and_shared_by_diagnostics_and_estimator(tmp_path: Path) -> None:
+    from agents.stats import synthetic_effects as S
+
+    frame, truth = S.linear_confounding(n=1500, seed=7)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    run_single_agent("ps_diagnostics", state, tmp_path)
+    cached = sorted((tmp_path / "data" / "nuisance").glob("propensity_*.npz"))
+    assert len(cached) == 1
+    run_single_agent("effect_estimator", state, tmp_path, {"methods": ["aipw", "dr_learner", "ipw"]})
+    assert sorted((tmp_path / "data" / "nuisance").glob("propensity_*.npz")) == cached  # read, not refitted
+    est = _by_key(state)
+    assert est["aipw"].details["propensity_learner"] == state.ps_diagnostics["model"]
+    assert est["aipw"].details["crossfit_folds"] >= 5 and est["dr_learner"].details["shares_nuisance_with"] == "aipw"
+    assert est["aipw"].ci_lower <= truth["effect"] <= est["aipw"].ci_upper
