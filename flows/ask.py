@@ -71,35 +71,50 @@ def _view_name(path: Path, taken: set[str]) -> str:
     return name
 
 
-def _datasets(paths: list[str]) -> tuple[dict[str, AskDataset], list[Any]]:
+def _read(paths: list[str]) -> list[Any]:
     from agents.base.data import read_table
+
+    return [read_table(Path(raw).expanduser()) for raw in paths]  # DataError names the file
+
+
+def _analysis_copy(frame: Any, path: Path, folder: Path, name: str) -> Path:
+    """The table as read (delimiter, encoding and header sorted out) in the job's ``data/``, so
+    the sandbox sees exactly the columns the planner saw; the user's file is never written."""
+    target = folder / "data" / f"{name}.parquet"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        frame.to_parquet(target, index=False)
+    except (ValueError, TypeError, OSError, ImportError):  # mixed types pyarrow cannot store
+        target.unlink(missing_ok=True)
+        return path.resolve()
+    return target.resolve()
+
+
+def _datasets(paths: list[str], frames: list[Any], folder: Path) -> dict[str, AskDataset]:
     from flows.jobs import fingerprint
 
     out: dict[str, AskDataset] = {}
-    frames = []
-    for i, raw in enumerate(paths):
+    for i, (raw, frame) in enumerate(zip(paths, frames, strict=True)):
         path = Path(raw).expanduser()
-        frame = read_table(path)  # DataError names the file
         prints = fingerprint(path, frame)
         name = "data" if i == 0 else _view_name(path, set(out))
         out[name] = AskDataset(
             name=name,
-            source=raw,
-            local_path=str(path.resolve()),
+            source=str(path.resolve()),
+            local_path=str(_analysis_copy(frame, path, folder, name)),
             rows=prints["rows"],
             columns=[str(c) for c in frame.columns],
             dtypes={str(k): v for k, v in prints["schema"].items()},
             sha256=prints["sha256"],
         )
-        frames.append(frame)
-    return out, frames
+    return out
 
 
 def data_summary(datasets: dict[str, AskDataset], frames: list[Any], max_columns: int = 40) -> str:
     """A compact description of every dataset for the planner and the model (001's data_summary)."""
     lines = []
     for (name, ds), frame in zip(datasets.items(), frames, strict=True):
-        lines.append(f"Dataset '{name}' ({Path(ds.local_path).name}): {ds.rows} rows × {len(ds.columns)} columns")
+        lines.append(f"Dataset '{name}' ({Path(ds.source).name}): {ds.rows} rows × {len(ds.columns)} columns")
         for col in ds.columns[:max_columns]:
             series = frame[col]
             missing = int(series.isna().sum())
@@ -153,10 +168,11 @@ def check_request(request: AskRequest) -> None:
 def prepare_ask_job(request: AskRequest, plan: Plan) -> JobFolder:
     """Check the input and create the job folder with its first AskState, run.json and recipe copy."""
     check_request(request)
-    datasets, frames = _datasets(request.data)
+    frames = _read(request.data)
     store = JobStore(request.runs_dir)
     job_id = new_job_id()
     folder = store.create(job_id, request.output)
+    datasets = _datasets(request.data, frames, folder.path)
     messages = load_session(store.root, request.session) if request.session else []
     state = AskState(
         job_id=job_id,
@@ -175,8 +191,8 @@ def prepare_ask_job(request: AskRequest, plan: Plan) -> JobFolder:
             "recipe": str(Path(plan.source).resolve()),
             "recipe_name": plan.name,
             "question": request.question,
-            "data": first.local_path,
-            "data_files": [d.local_path for d in datasets.values()],
+            "data": first.source,
+            "data_files": [d.source for d in datasets.values()],
             "data_local_path": first.local_path,
             "data_sha256": first.sha256,
             "fingerprint": {"sha256": first.sha256, "rows": first.rows, "columns": len(first.columns),

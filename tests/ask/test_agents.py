@@ -65,6 +65,17 @@ def test_rounding_follows_the_question(tmp_path: Path, shop: tuple[Path, pd.Data
     assert f"{frame['price'].mean():.2f}" in state.final_output.answer
 
 
+def test_a_semicolon_file_reaches_the_sandbox_as_the_planner_read_it(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
+    _, frame = shop
+    path = tmp_path / "orders_eu.csv"
+    frame.to_csv(path, sep=";", index=False)
+    before = path.read_bytes()
+    state = ask(tmp_path, path, "What is the mean price? Round to 3 decimal places.")
+    assert state.execution_success and state.final_output is not None
+    assert f"{frame['price'].mean():.3f}" in state.final_output.answer
+    assert path.read_bytes() == before and state.datasets["data"].local_path.endswith("data/data.parquet")
+
+
 def test_a_follow_up_is_resolved_against_the_conversation(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
     path, frame = shop
     history = [
