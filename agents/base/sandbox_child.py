@@ -162,7 +162,7 @@ def _confine(request: dict[str, Any]) -> list[str]:
         if abi >= 4:
             applied.append("landlock-net")
     if request.get("seccomp"):
-        confine.seccomp_restrict()
+        confine.seccomp_restrict([int(p) for p in request.get("protected_pids") or []])
         applied.append("seccomp")
     return sorted(set(applied), key=applied.index)
 

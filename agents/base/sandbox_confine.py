@@ -173,9 +173,8 @@ def landlock_restrict(read_paths: Iterable[str], write_paths: Iterable[str], dev
 
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _RET_ALLOW, _RET_KILL_PROCESS = 0x7FFF0000, 0x80000000
-_LD_ABS_W, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
-_NR_SOCKET, _NR_CLONE, _NR_CLONE3 = 41, 56, 435
-_AF_UNIX = 1
+_LD_ABS_W, _JA, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x05, 0x15, 0x35, 0x45, 0x06
+_NR_SOCKET, _NR_CLONE, _NR_KILL, _NR_TGKILL, _NR_CLONE3 = 41, 56, 62, 234, 435
 _CLONE_NEW_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
 # Denied with EPERM: namespaces and mounts, tracing other processes, kernel keyrings, BPF,
 # modules, reboot/swap/clock, io_uring (bypasses seccomp), and leaving the process group
@@ -191,6 +190,7 @@ _DENIED = {
     321: "bpf", 323: "userfaultfd", 425: "io_uring_setup", 426: "io_uring_enter", 427: "io_uring_register",
     428: "open_tree", 429: "move_mount", 430: "fsopen", 431: "fsconfig", 432: "fsmount", 433: "fspick",
     442: "mount_setattr", 159: "adjtimex", 305: "clock_adjtime",
+    129: "rt_sigqueueinfo", 200: "tkill", 297: "rt_tgsigqueueinfo", 424: "pidfd_send_signal",
 }
 
 
@@ -201,7 +201,17 @@ def seccomp_available() -> bool:
     return _libc.prctl(_PR_GET_SECCOMP, 0, 0, 0, 0) >= 0
 
 
-def _filter_program() -> list[tuple[int, int, int, int]]:
+def _deny_pid_argument(nr: int, pids: list[int], negative: bool) -> list[tuple[int, int, int, int]]:
+    """EPERM for syscall ``nr`` when its first argument is one of ``pids`` (or negative);
+    leaves the syscall number in the accumulator for the checks after it."""
+    checks = ([(_JSET_K, 0x80000000)] if negative else []) + [(_JEQ_K, pid & 0xFFFFFFFF) for pid in pids]
+    n = len(checks)
+    block = [(_JEQ_K, 0, n + 3, nr), (_LD_ABS_W, 0, 0, 16)]
+    block += [(op, n - i, 0, k) for i, (op, k) in enumerate(checks)]
+    return [*block, (_JA, 0, 0, 1), (_RET_K, 0, 0, 0x00050000 | errno.EPERM), (_LD_ABS_W, 0, 0, 0)]
+
+
+def _filter_program(protected: list[int]) -> list[tuple[int, int, int, int]]:
     eperm = 0x00050000 | errno.EPERM
     prog: list[tuple[int, int, int, int]] = [
         (_LD_ABS_W, 0, 0, 4),  # arch
@@ -216,11 +226,14 @@ def _filter_program() -> list[tuple[int, int, int, int]]:
     for nr in sorted(_DENIED):
         prog += [(_JEQ_K, 0, 1, nr), (_RET_K, 0, 0, eperm)]
     prog += [
-        (_JEQ_K, 0, 4, _NR_SOCKET),
-        (_LD_ABS_W, 0, 0, 16),  # args[0] (low half): the address family
-        (_JEQ_K, 1, 0, _AF_UNIX),
+        # No new sockets of any family: no network, and no connecting to the host's Unix sockets
+        # (Landlock does not cover connect(); socketpair() stays allowed).
+        (_JEQ_K, 0, 1, _NR_SOCKET),
         (_RET_K, 0, 0, 0x00050000 | errno.EACCES),
-        (_RET_K, 0, 0, _RET_ALLOW),
+        # No signals to process groups or to everyone (kill(-1)), nor to the parent and the agent:
+        # where Landlock cannot scope signals, a child that stayed root could otherwise kill them.
+        *_deny_pid_argument(_NR_KILL, protected, negative=True),
+        *_deny_pid_argument(_NR_TGKILL, protected, negative=False),
         (_JEQ_K, 0, 3, _NR_CLONE),
         (_LD_ABS_W, 0, 0, 16),  # args[0]: clone flags
         (_JSET_K, 0, 1, _CLONE_NEW_NAMESPACES),
@@ -230,11 +243,12 @@ def _filter_program() -> list[tuple[int, int, int, int]]:
     return prog
 
 
-def seccomp_restrict() -> int:
-    """Install the deny-list filter on this process (and all it spawns). Returns its length."""
+def seccomp_restrict(protected: Iterable[int] = ()) -> int:
+    """Install the deny-list filter on this process (and all it spawns); ``protected`` pids
+    (besides the parent) may not be signalled. Returns the filter's length."""
     if not seccomp_available():
         raise ConfineError(errno.ENOSYS, "seccomp filters are not available here")
-    prog = _filter_program()
+    prog = _filter_program(sorted({os.getppid(), *protected} - {0, 1}))
     raw = b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in prog)
     filt = ctypes.create_string_buffer(raw, len(raw))
     fprog = struct.pack("=HxxxxxxQ", len(prog), ctypes.addressof(filt))  # struct sock_fprog

@@ -179,6 +179,7 @@ def request_for(plan: Plan, scratch: Path, datasets: list[dict[str, str]], data_
         if confined and plan.caps.landlock_abi >= 1
         else None,
         "seccomp": confined and plan.caps.seccomp,
+        "protected_pids": [] if plan.namespace else [os.getpid()],  # pids as the child sees them
     }
 
 
