@@ -223,8 +223,17 @@ class JobFolder:
         """Every trace recorded for this job, in order."""
         if not self.traces_path.exists():
             return []
-        lines = self.traces_path.read_text(encoding="utf-8").splitlines()
-        return [AgentTrace.model_validate_json(line) for line in lines if line.strip()]
+        from pydantic import ValidationError
+
+        out: list[AgentTrace] = []
+        for line in self.traces_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if not line.strip():
+                continue
+            try:
+                out.append(AgentTrace.model_validate_json(line))
+            except (ValidationError, ValueError):  # a line torn by a crash or a full disk: skip it
+                continue
+        return out
 
     def write_run(self, info: dict[str, Any]) -> None:
         """Record how the job was started (``run.json``)."""
@@ -234,7 +243,13 @@ class JobFolder:
         """What ``write_run`` recorded (empty if nothing)."""
         if not self.run_path.exists():
             return {}
-        return dict(json.loads(self.run_path.read_text(encoding="utf-8")))
+        try:
+            return dict(json.loads(self.run_path.read_text(encoding="utf-8")))
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+            raise DamagedJob(
+                f"{self.run_path} is damaged ({' '.join(str(exc).split())[:120]}); it records how the job was "
+                f"started, so the job cannot be resumed: start the run again"
+            ) from None
 
     def request_cancel(self) -> None:
         """Ask a running job to stop after its current agent."""
@@ -290,7 +305,10 @@ class JobStore:
             except (OSError, ValueError):
                 when = datetime.fromtimestamp(state_file.stat().st_mtime, UTC).isoformat()
                 data = {"job_id": state_file.parent.name, "status": "damaged", "updated_at": when}
-            run = folder.read_run()
+            try:
+                run = folder.read_run()
+            except DamagedJob:
+                run, data = {}, {**data, "status": "damaged"}
             out.append(
                 JobSummary(
                     job_id=str(data.get("job_id")),

@@ -438,3 +438,19 @@ def test_a_url_that_fails_and_a_second_run_on_one_folder(good_csv: Path, tmp_pat
     err = capsys.readouterr().err
     assert "already holds a job" in err and len(err.strip().splitlines()) == 1
     assert json.loads((out / "state.json").read_text())["status"] == "completed"  # the first run is untouched
+
+
+def test_torn_traces_and_a_damaged_run_record(good_csv: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from flows.store import JobFolder
+
+    runs = tmp_path / "runs"
+    assert main(["--runs-dir", str(runs), "run", TOY, "--data", str(good_csv), *T, *Y, "--job-id", "job-t"]) == 0
+    folder = JobFolder(runs / "job-t")
+    n = len(folder.read_traces())
+    with folder.traces_path.open("a") as fh:
+        fh.write('{"agent_name": "cut sho')  # a crash in the middle of a line
+    assert len(folder.read_traces()) == n and main(["--runs-dir", str(runs), "status", "job-t"]) == 0
+    folder.run_path.write_text("{")
+    capsys.readouterr()
+    assert main(["--runs-dir", str(runs), "list"]) == 0
+    assert "job-t" in (listing := capsys.readouterr().out) and "damaged" in listing
