@@ -56,6 +56,7 @@ class Example(BaseModel):
     requires: list[str] = Field(
         default_factory=list, description="Words (or word starts) of which the question must hold at least one."
     )
+    avoid: list[str] = Field(default_factory=list, description="Words that mean another example fits better.")
     slots: dict[str, Slot] = Field(default_factory=dict)
     needs_code: bool = True
     needs_evaluation: bool = False
@@ -78,23 +79,25 @@ class Example(BaseModel):
         return self
 
     def fits_intent(self, question: str) -> bool:
-        """Whether the question holds one of the required words (always true when none are listed).
+        """Whether the question holds one of the required words (if any) and none of the avoided ones.
 
         Words of three letters or fewer must match whole words ('per' is not 'percent'); longer
         ones match word starts ('correlat' matches 'correlation', 'skew' matches 'skewness').
         """
-        if not self.requires:
-            return True
         text = question.lower()
-        for word in self.requires:
-            pattern = r"(?<![a-z])" + re.escape(word.lower()) + (r"(?![a-z])" if len(word) <= 3 else "")
-            if re.search(pattern, text):
-                return True
-        return False
+        if any(_holds(text, word) for word in self.avoid):
+            return False
+        return not self.requires or any(_holds(text, word) for word in self.requires)
 
     def text_for_retrieval(self) -> str:
         """The text TF-IDF indexes: title, description, questions and tags."""
         return " ".join([self.title, self.description, *self.questions, *self.tags])
+
+
+def _holds(text: str, word: str) -> bool:
+    """Whether lower-case ``text`` holds ``word``: whole word if 3 letters or fewer, else a word start."""
+    pattern = r"(?<![a-z])" + re.escape(word.lower()) + (r"(?![a-z])" if len(word) <= 3 else "")
+    return re.search(pattern, text) is not None
 
 
 def _placeholders(code: str) -> list[str]:

@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.tools.answers import OutputFormat, format_answer, parse_output_format
+from agents.tools.filters import Filter, find_filters
 from agents.tools.library import COLUMN_SLOTS, Example, get_example, load_examples
 from agents.tools.slots import (
     ColumnInfo,
-    Filter,
     Mention,
     as_column_infos,
     find_columns,
-    find_filters,
     is_group_mention,
     number_after,
     numeric_literal,

@@ -1,4 +1,4 @@
-"""Reading a question against the data's columns: column mentions, numbers, filters.
+"""Reading a question against the data's columns: column mentions and numbers (filters: :mod:`filters`).
 
 Deterministic and case-blind. A column is mentioned when the question holds its name (split on
 ``_``, ``.``, spaces and camelCase, singular or plural), a synonym of it (``gender`` for ``sex``,
@@ -21,12 +21,15 @@ if TYPE_CHECKING:
 __all__ = [
     "ColumnInfo",
     "Mention",
-    "Filter",
     "describe_columns",
     "as_column_infos",
     "find_columns",
+    "value_mentions",
+    "is_group_mention",
     "find_numbers",
-    "find_filters",
+    "number_after",
+    "numeric_literal",
+    "split_name",
     "tokens",
 ]
 
@@ -62,41 +65,11 @@ SYNONYMS: tuple[frozenset[str], ...] = tuple(
         {"month", "monthly"},
     )
 )
-_WORD = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:\.\d+)?")
+WORD_RE = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:\.\d+)?")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|[^A-Za-z0-9]+|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?=st\b|nd\b|rd\b|th\b|%|(?!\w|\.\d))|(?<![\w.])-?\.\d+(?![\w.])")
 _GROUP_CUES = ("by", "per", "each", "across", "grouped", "among", "between", "within", "every", "for each", "vs", "versus")
-_OPS: tuple[tuple[str, str], ...] = (
-    ("greater than or equal to", ">="),
-    ("less than or equal to", "<="),
-    ("at least", ">="),
-    ("at most", "<="),
-    ("no more than", "<="),
-    ("no less than", ">="),
-    ("greater than", ">"),
-    ("more than", ">"),
-    ("larger than", ">"),
-    ("higher than", ">"),
-    ("older than", ">"),
-    ("above", ">"),
-    ("over", ">"),
-    ("exceeding", ">"),
-    ("less than", "<"),
-    ("lower than", "<"),
-    ("smaller than", "<"),
-    ("younger than", "<"),
-    ("below", "<"),
-    ("under", "<"),
-    ("equal to", "=="),
-    ("equals", "=="),
-    (">=", ">="),
-    ("<=", "<="),
-    ("==", "=="),
-    (">", ">"),
-    ("<", "<"),
-    ("=", "=="),
-)
-_STOP = frozenset(
+STOP_WORDS = frozenset(
     "the a an of in on at to for by and or is are was were be what which how many much with from this that "
     "it its as do does did there their each per all any data dataset column columns value values".split()
 )
@@ -146,28 +119,6 @@ class Mention(BaseModel):
     via: Literal["name", "synonym", "fuzzy", "value"]
 
 
-class Filter(BaseModel):
-    """A row filter read from the question: ``column op value``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    column: str
-    op: Literal[">", ">=", "<", "<=", "=="]
-    value: float | str
-    source: Literal["comparison", "count", "flag", "value"] = "comparison"
-
-    def code(self) -> str:
-        """A pandas line applying the filter to ``df`` (values as literals, never spliced text)."""
-        col = repr(self.column)
-        if isinstance(self.value, str):
-            return f"df = df[df[{col}].astype(str).str.strip().str.lower() == {self.value.lower()!r}]"
-        return f"df = df[pd.to_numeric(df[{col}], errors='coerce') {self.op} {self.value!r}]"
-
-    def describe(self) -> str:
-        """The filter in words, for caveats."""
-        return f"{self.column} {self.op} {self.value}"
-
-
 def split_name(name: str) -> list[str]:
     """A column name's words, lower-case: ``SibSp`` → sib, sp; ``total_bill`` → total, bill."""
     return [w.lower() for w in _CAMEL.split(name) if w]
@@ -186,7 +137,7 @@ def _singular(word: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Lower-case singular words and numbers of a text, in order."""
-    return [_singular(m.group(0).lower()) for m in _WORD.finditer(text)]
+    return [_singular(m.group(0).lower()) for m in WORD_RE.finditer(text)]
 
 
 def describe_columns(frame: pd.DataFrame, max_values: int = 30) -> list[ColumnInfo]:
@@ -255,7 +206,7 @@ def _distinct_words(columns: Sequence[ColumnInfo]) -> dict[str, str]:
         words = [_singular(w) for w in split_name(column.name)]
         if len(words) > 1 and not set(words) & {"id", "key", "code", "uuid"}:  # PassengerId is not 'passengers'
             for word in words:
-                if len(word) >= 4 and word not in _STOP and word not in _ANALYSIS_WORDS:
+                if len(word) >= 4 and word not in STOP_WORDS and word not in _ANALYSIS_WORDS:
                     owners.setdefault(word, set()).add(column.name)
     for column in columns:  # a word that is a whole column name elsewhere is not distinctive
         whole = "".join(split_name(column.name))
@@ -293,7 +244,7 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
             elif any(_compressed(words[i], words[i + 1], name) for name in single):  # 'cigarette sales' → cigsale
                 candidates.append((2, 0, i, Mention(column=column.name, start=i, end=i + 2, via="fuzzy")))
         for i, word in enumerate(words):
-            if len(word) >= 4 and word not in _STOP and any(_close(word, s) for s in single):
+            if len(word) >= 4 and word not in STOP_WORDS and any(_close(word, s) for s in single):
                 candidates.append((1, 0, i, Mention(column=column.name, start=i, end=i + 1, via="fuzzy")))
     candidates.sort(key=lambda c: (-c[0], -c[1], c[2]))
     taken: set[int] = set()
@@ -343,13 +294,13 @@ def value_mentions(question: str, columns: Iterable[ColumnInfo], taken: Sequence
     one column; columns already mentioned by name are skipped.
     """
     words = tokens(question)
-    raw = [m.group(0).lower() for m in _WORD.finditer(question)]
+    raw = [m.group(0).lower() for m in WORD_RE.finditer(question)]
     named = {m.column for m in taken}
     owners: dict[str, list[str]] = {}
     for column in columns:
         for value in column.values:
             v = value.strip().lower()
-            if len(v) >= 3 and v.isalpha() and v not in _STOP:
+            if len(v) >= 3 and v.isalpha() and v not in STOP_WORDS:
                 owners.setdefault(v, []).append(column.name)
     found: list[Mention] = []
     for i, (word, original) in enumerate(zip(words, raw, strict=False)):
@@ -398,97 +349,6 @@ def number_after(question: str, cues: Sequence[str], window: int = 24) -> float 
                 if match.end() <= start <= match.end() + window or match.start() - 8 <= end <= match.start():
                     return value
     return None
-
-
-def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequence[Mention], used: set[str]) -> list[Filter]:
-    """Row filters the question states: '<column> above 30', 'where fare > 10', or a category value named.
-
-    A category value filters only when it is a whole word of 3+ letters, belongs to exactly one
-    column, and that column is not already one of the template's slots (so 'male vs female' in a
-    comparison does not become a filter).
-    """
-    filters: list[Filter] = []
-    lower = question.lower()
-    word_pos = [m.start() for m in _WORD.finditer(question)]
-    for mention in mentions:
-        if mention.column in used or mention.via == "value":
-            continue
-        head = lower[word_pos[mention.start] : word_pos[mention.start] + 40] if mention.start < len(word_pos) else ""
-        age = re.match(r"(older|younger)\s+than\s+(-?\d+(?:\.\d+)?)", head)
-        if age:
-            op = ">" if age.group(1) == "older" else "<"
-            filters.append(Filter(column=mention.column, op=op, value=float(age.group(2))))  # type: ignore[arg-type]
-            continue
-        tail_start = word_pos[mention.end] if mention.end < len(word_pos) else len(question)
-        tail = lower[tail_start : tail_start + 40]
-        for phrase, op in _OPS:
-            m = re.match(r"\s*(?:is\s+|are\s+|was\s+|of\s+)?" + re.escape(phrase) + r"\s*(-?\d+(?:,\d{3})*(?:\.\d+)?)", tail)
-            if m:
-                filters.append(Filter(column=mention.column, op=op, value=float(m.group(1).replace(",", ""))))  # type: ignore[arg-type]
-                break
-    by_name = {c.name: c for c in columns}
-    for mention in mentions:  # 'how many passengers survived': a 0/1 column named as a verb is a filter
-        info = by_name.get(mention.column)
-        if mention.column in used or info is None or not _binary(info) or any(f.column == mention.column for f in filters):
-            continue
-        before = lower[max(0, word_pos[mention.start] - 20) : word_pos[mention.start]] if mention.start < len(word_pos) else ""
-        op_words = lower[word_pos[mention.start] :] if mention.start < len(word_pos) else ""
-        if re.match(r"\S+\s+(?:(?:is|are|was|were)\s+(?:-?\d|equal|greater|less|above|below|over|under)|[<>=]|(?:of|by|per)\b)", op_words):
-            continue
-        negated = bool(re.search(_NEGATION, before))
-        word = re.escape(question[word_pos[mention.start] :].split()[0].strip("?.,!;:").lower()) if mention.start < len(word_pos) else ""
-        polarities = {bool(re.search(_NEGATION, lower[max(0, m.start() - 20) : m.start()])) for m in re.finditer(word, lower)} if word else set()
-        if len(polarities) == 2:  # 'smokers and non-smokers' compares; it does not filter
-            continue
-        kept: float | str = (0.0 if negated else 1.0) if info.numeric else _flag_word(info, not negated)
-        filters.append(Filter(column=mention.column, op="==", value=kept, source="flag"))
-    for mention in mentions:  # 'cars that have 4 cylinders', 'with 2 children'
-        if mention.column in used or any(f.column == mention.column for f in filters):
-            continue
-        before = lower[: word_pos[mention.start]] if mention.start < len(word_pos) else lower
-        count = re.search(r"\b(?:have|has|had|having|with|of)\s+(-?\d+(?:\.\d+)?)\s*$", before)
-        if count:
-            filters.append(Filter(column=mention.column, op="==", value=float(count.group(1)), source="count"))
-    words = set(tokens(question)) | {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
-    owners: dict[str, list[ColumnInfo]] = {}
-    for column in columns:
-        for value in column.values:
-            v = value.strip().lower()
-            if len(v) >= 3 and v.isalpha() and v not in _STOP and v in words:
-                owners.setdefault(v, []).append(column)
-    named_per_column: dict[str, int] = {}
-    for cols in owners.values():
-        if len(cols) == 1:
-            named_per_column[cols[0].name] = named_per_column.get(cols[0].name, 0) + 1
-    for value, cols in owners.items():
-        if len(cols) != 1 or named_per_column[cols[0].name] != 1:  # 'North and South' compares; it does not filter
-            continue
-        if cols[0].name not in used and not any(f.column == cols[0].name for f in filters):
-            original = next(x for x in cols[0].values if x.strip().lower() == value)
-            filters.append(Filter(column=cols[0].name, op="==", value=original, source="value"))
-    return filters
-
-
-_NEGATION = r"\b(?:not|no|non|never|didn't|did not|don't|n't)\W*(?:\w+\W+)?$"
-_FLAGS = ({"yes", "no"}, {"true", "false"}, {"y", "n"})
-
-
-def _binary(info: ColumnInfo) -> bool:
-    """A 0/1, boolean or yes/no column."""
-    if info.dtype.lower().startswith("bool"):
-        return True
-    if info.numeric:
-        return info.n_unique == 2 and {v.split(".")[0] for v in info.values} == {"0", "1"}
-    return {v.strip().lower() for v in info.values} in _FLAGS
-
-
-def _flag_word(info: ColumnInfo, positive: bool) -> str:
-    """The value of a yes/no column that means yes (or no), as the data spells it."""
-    wanted = ("yes", "true", "y") if positive else ("no", "false", "n")
-    for value in info.values:
-        if value.strip().lower() in wanted:
-            return value
-    return wanted[0]
 
 
 def numeric_literal(value: float) -> Any:
