@@ -126,6 +126,13 @@ def _is_text(values: Any) -> bool:
     return parse_numeric_text(values) is None
 
 
+def _is_identifier(name: str, values: Any) -> bool:
+    from agents.stats.profiling import name_tokens
+
+    ids = {"id", "uuid", "guid", "identifier", "key", "index", "rowid"}
+    return len(values) > 20 and values.nunique() == len(values) and bool(name_tokens(name) & ids)
+
+
 def _check_treatment(frame: Any, treatment: str | None, outcome: str | None) -> None:
     """Bad-input checks of the question's columns, before any agent runs (one sentence each)."""
     import numpy as np
@@ -146,6 +153,11 @@ def _check_treatment(frame: Any, treatment: str | None, outcome: str | None) -> 
             )
         if pd.api.types.is_datetime64_any_dtype(values):
             raise DataError(f"{role} column '{col}' holds dates: give a number or a 0/1 group as the {role}")
+        if _is_identifier(col, values):
+            raise DataError(
+                f"{role} column '{col}' looks like an identifier (a different value in every row, "
+                f"and its name says id): pass the column that holds the {role}"
+            )
     if treatment is not None and treatment == outcome:
         raise DataError(f"treatment and outcome are the same column '{treatment}'")
     if treatment is not None:

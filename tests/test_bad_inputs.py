@@ -122,6 +122,7 @@ BAD_INPUTS = [
         "outcome column 'outcome' holds text ('low', 'medium', 'high'), not numbers",
     ),
     ("case-typo", _frame(study(60)), ("-t", "Treated", *Y), "(did you mean 'treated'?)"),
+    ("id-as-outcome", _with("patient_id", list(range(60))), (*T, "-y", "patient_id"), "looks like an identifier"),
     ("same-column", _frame(study(60)), ("-t", "outcome", *Y), "treatment and outcome are the same column"),
 ]
 
