@@ -112,6 +112,18 @@ def _isolation(isolation: Isolation | None) -> Isolation:
     return chosen  # type: ignore[return-value]
 
 
+_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv"}
+
+
+def _format(path: Path) -> str:
+    """``csv``, ``tsv`` or ``parquet``, with ``.gz`` for a gzipped text file; "" if unknown."""
+    suffixes = [s.lower() for s in path.suffixes[-2:]]
+    if suffixes[-1:] == [".gz"]:
+        inner = _FORMATS.get(suffixes[0], "") if len(suffixes) == 2 else "csv"
+        return f"{inner}.gz" if inner in ("csv", "tsv") else ""
+    return _FORMATS.get(suffixes[-1], "") if suffixes else ""
+
+
 def _datasets(inputs: Mapping[str, str | Path] | None) -> list[tuple[str, Path, str]]:
     out: list[tuple[str, Path, str]] = []
     for name, raw in (inputs or {}).items():
@@ -120,8 +132,7 @@ def _datasets(inputs: Mapping[str, str | Path] | None) -> list[tuple[str, Path, 
             raise SandboxInputError(f"dataset '{name}': {raw} is not a file")
         if not os.access(path, os.R_OK):
             raise SandboxInputError(f"dataset '{name}': {raw} is not readable")
-        suffix = path.suffix.lower()
-        fmt = "parquet" if suffix in (".parquet", ".pq") else "csv" if suffix in (".csv", ".txt", ".tsv", ".gz") else ""
+        fmt = _format(path)
         if not fmt:
             raise SandboxInputError(f"dataset '{name}': {raw} is neither CSV nor Parquet")
         out.append((str(name), path, fmt))

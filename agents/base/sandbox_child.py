@@ -121,15 +121,23 @@ def _figures(namespace: dict[str, Any], scratch: Path, max_figures: int) -> list
     return figures[:max_figures]
 
 
-def _load_datasets(items: list[dict[str, Any]]) -> dict[str, Any]:
+def _read(source: Any, fmt: str) -> Any:
+    """One dataset as a DataFrame; a descriptor has no file name, so the format is spelled out."""
     import pandas as pd
 
+    if fmt == "parquet":
+        return pd.read_parquet(source)
+    kind, _, compressed = fmt.partition(".")
+    return pd.read_csv(source, sep="\t" if kind == "tsv" else ",", compression="gzip" if compressed else None, low_memory=False)
+
+
+def _load_datasets(items: list[dict[str, Any]]) -> dict[str, Any]:
     datasets: dict[str, Any] = {}
     for item in items:
         # A read-only descriptor (warm runs: the file is not visible in the sandbox) or a path.
         source: Any = os.fdopen(int(item["fd"]), "rb") if "fd" in item else item["path"]
         try:
-            frame = pd.read_parquet(source) if item["format"] == "parquet" else pd.read_csv(source, low_memory=False)
+            frame = _read(source, str(item["format"]))
         except Exception as exc:  # reported as a failure of the run, never raised
             raise RuntimeError(f"could not read dataset '{item['name']}': {type(exc).__name__}: {exc}") from exc
         datasets[item["name"]] = frame

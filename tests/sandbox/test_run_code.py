@@ -158,3 +158,18 @@ def test_filling_the_scratch_folder_with_many_files_is_stopped() -> None:
     res = run_code(code, limits=Limits(scratch_bytes=16 * 1024**2, file_size_bytes=2 * 1024**2, wall_seconds=20))
     assert not res.ok and not res.timed_out and "scratch folder" in (res.error or "")
     assert res.wall_seconds < 10
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_tsv_and_gzipped_csv_inputs(tmp_path: Path, warm: bool) -> None:
+    import gzip
+
+    (tmp_path / "a.tsv").write_text("k\tv\n1\t2\n3\t4\n")
+    with gzip.open(tmp_path / "b.csv.gz", "wt") as handle:
+        handle.write("k,v\n5,6\n")
+    res = run_code(
+        "result = [list(df.columns), int(df['v'].sum()), int(datasets['b']['k'].sum())]",
+        {"a": tmp_path / "a.tsv", "b": tmp_path / "b.csv.gz"},
+        warm=warm,
+    )
+    assert res.ok and res.result == [["k", "v"], 6, 5], res.error
