@@ -71,7 +71,15 @@ def resolve_follow_up(question: str, messages: list[ChatMessage]) -> str:
         if _BY.search(last):
             return _BY.sub(rest, last, count=1)
         return f"{last} {rest}"
+    new_stat, old_stat = _STAT.search(rest), _STAT.search(last)
+    if new_stat and old_stat and len(rest.split()) <= 4:  # "what about the median?"
+        return last[: old_stat.start()] + new_stat.group(0).lower() + last[old_stat.end() :]
     return f"{last}, {rest}"
+
+
+_STAT = re.compile(
+    r"\b(mean|average|median|sum|total|maximum|minimum|max|min|standard deviation|std|variance|count)\b", re.I
+)
 
 
 # ---- causal questions ------------------------------------------------------------------------

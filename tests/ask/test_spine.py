@@ -158,3 +158,22 @@ def test_a_false_condition_skips_the_loop(tmp_path: Path) -> None:
     assert isinstance(state, AskState)
     assert state.attempts == 0 and not any(k.startswith("toy_flaky_runner") for k in state.completed_steps)
     assert state.final_output is not None and state.final_output.answer == "answered after 0 attempt(s)"
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("now by year", "What is the average price by year"),
+        ("and by year?", "What is the average price by year"),
+        ("what about the median?", "What is the median price by region"),
+        ("Which region sells most?", "Which region sells most?"),  # not a follow-up
+    ],
+)
+def test_follow_ups_are_rewritten_against_the_previous_question(question: str, expected: str) -> None:
+    from agents.ask._shared import resolve_follow_up
+    from agents.base.ask_state import ChatMessage
+
+    history = [ChatMessage(role="user", content="What is the average price by region?"),
+               ChatMessage(role="assistant", content="(a table)")]
+    assert resolve_follow_up(question, history) == expected
+    assert resolve_follow_up(question, []) == question  # nothing to follow
