@@ -236,8 +236,11 @@ class DataRepairAgent(Agent):
         frame = frame.reset_index(drop=True)
         still = recheck_expectations(frame, profile, run_expectations)
         left = {(f["expectation"], f["column"]) for f in still}
+        rescaled = {r["column"] for r in repairs if r["issue"] == "recording errors"}
         for failure in failures:
             failure["repaired"] = (failure["expectation"], failure["column"]) not in left
+            if failure["expectation"] == "expect_column_values_to_be_between" and failure["column"] not in rescaled:
+                failure.update(repaired=False, kept="outliers are reported, not changed; not a data error")
         open_issues = unrepaired(still)
         path = write_parquet(frame, ctx.data_dir / "repaired.parquet")
         metadata = self._metadata(view)
