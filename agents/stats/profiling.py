@@ -157,7 +157,11 @@ def parse_dates(series: pd.Series) -> pd.Series:
     """Dates as text parsed to datetimes (unparseable values become missing)."""
     if pd.api.types.is_datetime64_any_dtype(series):
         return series
-    return pd.to_datetime(series.astype("string"), errors="coerce", format="mixed")
+    text = series.astype("string")
+    parts = text.str.extract(r"^\s*(\d{1,2})[-/.](\d{1,2})[-/.]\d{2,4}").astype("float64")
+    # 04/03/2021: day first when some first field exceeds 12 and no second field does (Europe).
+    dayfirst = bool((parts[0] > 12).any() and not (parts[1] > 12).any())
+    return pd.to_datetime(text, errors="coerce", format="mixed", dayfirst=dayfirst)
 
 
 def _column_type(series: pd.Series, name: str, n_unique: int, reasons: list[str]) -> str:

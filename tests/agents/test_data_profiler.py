@@ -187,3 +187,12 @@ def test_decimal_commas_and_thousands_separators_are_told_apart() -> None:
         "european": [1234.5, 2000.25],
         "american": [1234.5, 7.0],
     }
+
+
+def test_day_first_dates_are_parsed_day_first() -> None:
+    from agents.stats.profiling import parse_dates
+
+    european = parse_dates(pd.Series(["04/03/2021", "25/12/2021", None]))
+    assert european.tolist()[:2] == [pd.Timestamp("2021-03-04"), pd.Timestamp("2021-12-25")] and european.isna().iloc[2]
+    american = parse_dates(pd.Series(["04/03/2021", "12/25/2021"]))
+    assert american.tolist() == [pd.Timestamp("2021-04-03"), pd.Timestamp("2021-12-25")]
