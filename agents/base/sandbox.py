@@ -381,7 +381,8 @@ def _attempt(
     try:
         plan = sp.choose(mode, limits.processes)
         template = _template(plan) if warm else None
-        scratch = Path(tempfile.mkdtemp(prefix="whyflow-sandbox-", dir=template.root if template else None))
+        sp.sweep_stale(tempfile.gettempdir())
+        scratch = Path(tempfile.mkdtemp(prefix=sp.scratch_prefix(), dir=template.root if template else None))
         run = _Run(code, datasets, limits, plan, template, scratch, Path(figures_dir) if figures_dir else None, started)
         try:
             result = _execute(run)

@@ -8,6 +8,7 @@ keeps to one idea: this one is processes, descriptors and signals.
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -20,7 +21,7 @@ from typing import Any, Protocol
 
 from agents.base import sandbox_probe as probe_mod
 
-__all__ = ["ColdChild", "Outcome", "Plan", "ScratchQuota", "Stream", "choose", "cleanup", "environment", "request_for", "supervise"]
+__all__ = ["ColdChild", "Outcome", "Plan", "ScratchQuota", "Stream", "choose", "cleanup", "environment", "request_for", "scratch_prefix", "supervise", "sweep_stale"]
 
 STARTUP_SECONDS = 60.0  # interpreter + pandas start, before the code's own wall clock begins
 _GRACE_SECONDS = 0.2  # after the child exits, to drain its pipes
@@ -209,6 +210,37 @@ def _kill_uid(uid: int) -> None:
             except OSError:
                 pass
         time.sleep(0.01)
+
+
+_STALE = re.compile(r"^whyflow-sandbox-(?:warm-)?(\d+)-")
+_swept: set[str] = set()
+
+
+def scratch_prefix(kind: str = "") -> str:
+    """Folder-name prefix with the owner's pid, so that a later process can tell a stale one."""
+    return f"whyflow-sandbox-{kind}{os.getpid()}-"
+
+
+def sweep_stale(parent: str) -> None:
+    """Once per process and folder: remove scratch folders whose owning process is gone (it was
+    killed before it could clean up; its template and runs died with it)."""
+    if parent in _swept:
+        return
+    _swept.add(parent)
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        match = _STALE.match(entry.name)
+        if not match or int(match.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def cleanup(plan: Plan | None, scratch: Path) -> None:

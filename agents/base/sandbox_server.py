@@ -67,7 +67,7 @@ _registry_lock = threading.Lock()
 
 
 def _start(key: tuple[str, ...], prefix_for: Callable[[Path], list[str]], env_for: Callable[[Path], dict[str, str]], child_script: Path) -> Template | None:
-    root = Path(tempfile.mkdtemp(prefix="whyflow-sandbox-warm-"))
+    root = Path(tempfile.mkdtemp(prefix=f"whyflow-sandbox-warm-{os.getpid()}-"))
     os.chmod(root, 0o711)  # each run's folder inside is private to its own uid
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     prefix = prefix_for(root)

@@ -173,3 +173,19 @@ def test_tsv_and_gzipped_csv_inputs(tmp_path: Path, warm: bool) -> None:
         warm=warm,
     )
     assert res.ok and res.result == [["k", "v"], 6, 5], res.error
+
+
+def test_scratch_folders_of_a_killed_process_are_swept(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from agents.base import sandbox_process
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = [tmp_path / f"whyflow-sandbox-{gone.pid}-abc", tmp_path / f"whyflow-sandbox-warm-{gone.pid}-def"]
+    alive = [tmp_path / "whyflow-sandbox-1-ghi", tmp_path / f"whyflow-sandbox-{os.getpid()}-jkl", tmp_path / "other"]
+    for folder in stale + alive:
+        (folder / "sub").mkdir(parents=True)
+    sandbox_process.sweep_stale(str(tmp_path))
+    assert [f.exists() for f in stale] == [False, False] and all(f.exists() for f in alive)
