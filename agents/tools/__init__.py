@@ -7,8 +7,11 @@ so importing this package stays cheap:
 - :mod:`agents.tools.sql` — ``sql_query`` (one DuckDB SELECT over the datasets as views)
 - :mod:`agents.tools.charts` — Vega-Lite v5 specs (validated, ≤ 100 rows), PNG/SVG rendering
 - :mod:`agents.tools.library` — the worked-example library (YAML under ``examples/``)
-- :mod:`agents.tools.retrieval` — retrieval by similarity, template filling, answer formatting
-- :mod:`agents.tools.render` — a self-contained ``answer.html``
+- :mod:`agents.tools.retrieval` — retrieval by similarity and template filling (``retrieve``, ``fill``)
+- :mod:`agents.tools.slots`, :mod:`agents.tools.filters` — columns, numbers and row filters read from a question
+- :mod:`agents.tools.answers` — the answer in the form the question asks for (rounding, units, ``@name[value]``)
+- :mod:`agents.tools.render` — a self-contained ``answer.html`` (and seed 004's ``output_table``)
+- :mod:`agents.tools.errors` — one exception class per refusal or failure, each with a ``reason``
 """
 
 from __future__ import annotations

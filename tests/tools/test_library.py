@@ -40,3 +40,10 @@ def test_unknown_keys_and_undeclared_slots_are_errors() -> None:
         Example.model_validate(base)
     with pytest.raises(ValueError, match="extra"):
         Example.model_validate({**base, "slots": {"value": {"kind": "numeric", "description": "v"}}, "colour": 1})
+
+
+def test_fixed_answers_hold_no_digits() -> None:
+    """Concept answers are fixed text: a digit there would be a number no code computed."""
+    for example in load_examples():
+        if not example.needs_code:
+            assert not any(ch.isdigit() for ch in example.answer), example.id
