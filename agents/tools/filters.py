@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.tools.slots import STOP_WORDS, WORD_RE, ColumnInfo, Mention, tokens
 
-__all__ = ["Filter", "find_filters"]
+__all__ = ["Filter", "find_filters", "comparing"]
 
 _OPS: tuple[tuple[str, str], ...] = (
     ("greater than or equal to", ">="),
@@ -78,6 +78,7 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
     comparison does not become a filter).
     """
     filters: list[Filter] = []
+    by_name = {c.name: c for c in columns}
     lower = question.lower()
     word_pos = [m.start() for m in WORD_RE.finditer(question)]
     for mention in mentions:
@@ -96,7 +97,11 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
             if m:
                 filters.append(Filter(column=mention.column, op=op, value=float(m.group(1).replace(",", ""))))  # type: ignore[arg-type]
                 break
-    by_name = {c.name: c for c in columns}
+        else:
+            named = _named_value(tail, by_name.get(mention.column))
+            if named is not None:
+                filters.append(Filter(column=mention.column, op="==", value=named, source="value"))
+    comparing = bool(_COMPARING.search(lower))
     for mention in mentions:  # 'how many passengers survived': a 0/1 column named as a verb is a filter
         info = by_name.get(mention.column)
         if mention.column in used or info is None or not _binary(info) or any(f.column == mention.column for f in filters):
@@ -108,7 +113,7 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
         negated = bool(re.search(_NEGATION, before))
         word = re.escape(question[word_pos[mention.start] :].split()[0].strip("?.,!;:").lower()) if mention.start < len(word_pos) else ""
         polarities = {bool(re.search(_NEGATION, lower[max(0, m.start() - 20) : m.start()])) for m in re.finditer(word, lower)} if word else set()
-        if len(polarities) == 2:  # 'smokers and non-smokers' compares; it does not filter
+        if len(polarities) == 2 or comparing:  # 'smokers and non-smokers', 'versus those who did not' compare
             continue
         kept: float | str = (0.0 if negated else 1.0) if info.numeric else _flag_word(info, not negated)
         filters.append(Filter(column=mention.column, op="==", value=kept, source="flag"))
@@ -137,6 +142,27 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
             original = next(x for x in cols[0].values if x.strip().lower() == value)
             filters.append(Filter(column=cols[0].name, op="==", value=original, source="value"))
     return filters
+
+
+_COMPARING = re.compile(r"\b(?:versus|vs\.?|compared (?:to|with)|or not|those who (?:did|do|does|were|are) not|those without)\b")
+
+
+def comparing(question: str) -> bool:
+    """Whether the question compares two sides ('versus', 'compared with', 'those who did not')."""
+    return bool(_COMPARING.search(question.lower()))
+
+
+def _named_value(tail: str, info: ColumnInfo | None) -> str | None:
+    """A value of the column stated right after it: 'Sex is F', 'region = West', 'where type equals Condo'."""
+    if info is None or not info.values:
+        return None
+    m = re.match(r"\s*(?:is|=|==|equals|equal to|of)\s*['\"]?([^\s'\")?,.;]+)", tail)
+    if not m:
+        return None
+    for value in info.values:
+        if value.strip().lower() == m.group(1).lower():
+            return value
+    return None
 
 
 _NEGATION = r"\b(?:not|no|non|never|didn't|did not|don't|n't)\W*(?:\w+\W+)?$"

@@ -236,7 +236,12 @@ def _numbers_read(example: Example, question: str) -> int:
 
 
 def _uncued_groups(example: Example, params: Mapping[str, Any], question: str, mentions: Sequence[Mention]) -> int:
-    """Group slots filled with a column the question does not group by (no 'by', 'per', 'each')."""
+    """Group slots filled with a column the question does not group by (no 'by', 'per', 'each',
+    and no comparison such as 'those who got the email versus those who did not')."""
+    from agents.tools.filters import comparing
+
+    if comparing(question):
+        return 0
     count = 0
     for name, slot in example.slots.items():
         if slot.role == "group" and params.get(name) is not None:

@@ -188,3 +188,19 @@ def test_the_library_finds_its_own_examples_from_their_questions() -> None:
             asked += 1
             found += plan is not None and plan.example_id == example.id
     assert asked > 150 and found / asked >= 0.9, (found, asked)
+
+
+def test_stated_values_and_comparisons() -> None:
+    columns = [
+        ColumnInfo(name="Sex", dtype="object", n_unique=3, values=("M", "F", "I")),
+        ColumnInfo(name="Diameter", dtype="float64", n_unique=100),
+        ColumnInfo(name="email", dtype="int64", n_unique=2, values=("0", "1")),
+        ColumnInfo(name="payments", dtype="float64", n_unique=500),
+    ]
+    stated = fill("mean diameter of the female abalones (Sex is F)", columns)
+    assert stated is not None and stated.example_id == "mean_of_column" and stated.filters == ["Sex == F"]
+    compared = fill("average payments for customers who got the email versus those who did not", columns)
+    assert compared is not None and compared.example_id == "mean_by_group" and compared.params["group"] == "email"
+    assert compared.filters == []
+    flagged = fill("average payments of customers who got the email", columns)
+    assert flagged is not None and flagged.example_id == "mean_of_column" and flagged.filters == ["email == 1.0"]
