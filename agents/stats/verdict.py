@@ -4,7 +4,8 @@
   estimate that shares the headline's nuisance models (the DR-learner shares AIPW's), not one the
   estimator marked not credible (``details["credible"] is False``: a linear regression whose
   outcome model loses clearly to a flexible one on held-out data; the plug-in S-, T- and
-  X-learners), and only estimates of the same kind of effect (IV with IV).
+  X-learners), and only estimates resting on the same design (IV with IV; a DiD or RDD headline
+  is not compared with backdoor estimators, which its design expects to be confounded).
   They disagree when most of them differ from the headline by more than 1.96 combined standard
   errors (the headline's interval, widened by their own uncertainty, excludes them), when a gap
   to the headline exceeds 3 combined standard errors, when their intervals are disjoint from
@@ -25,7 +26,16 @@ from typing import Any
 __all__ = ["Agreement", "agreement", "credible_others", "degenerate_interval", "unrepaired_in_set", "is_naive_estimate"]
 
 _NAIVE = re.compile(r"naive|difference.in.means|unadjusted", re.IGNORECASE)
-_IV = re.compile(r"(^|[_\s.])iv($|[_\s.])|instrument|2sls|two.stage", re.IGNORECASE)
+_DESIGNS = {
+    "iv": re.compile(r"(^|[_\s.])iv($|[_\s.])|instrument|2sls|two.stage", re.IGNORECASE),
+    "rdd": re.compile(r"discontinuity|(^|[_\s.])rdd($|[_\s.])", re.IGNORECASE),
+    "did": re.compile(r"difference.in.difference|(^|[_\s.])did($|[_\s.])|twfe", re.IGNORECASE),
+}
+
+
+def _design(e: Any) -> str:
+    """The design an estimate rests on ("" for the backdoor estimators)."""
+    return next((k for k, rx in _DESIGNS.items() if rx.search(e.method)), "")
 Z95 = 1.959963984540054
 
 
@@ -42,7 +52,7 @@ def credible_others(estimates: list[Any], head: Any) -> tuple[list[Any], list[st
     for e in estimates:
         if e is head or is_naive_estimate(e) or not math.isfinite(e.estimate) or not math.isfinite(e.std_error):
             continue
-        if bool(_IV.search(e.method)) != bool(_IV.search(head.method)):
+        if _design(e) != _design(head):  # a design estimate is compared only with the same design
             continue
         if e.details.get("shares_nuisance_with") and e.details["shares_nuisance_with"] == head.details.get("method_key"):
             left.append(f"{e.method} (shares the headline's nuisance models)")

@@ -417,3 +417,14 @@ def test_unrepaired_failed_expectation_on_an_adjusted_column_blocks_approval(tmp
          "n_before": 40, "n_after": 0},
     ]  # fmt: skip
     assert _critique(state2, tmp_path / "b").decision is CritiqueDecision.APPROVE
+
+
+def test_design_headline_is_not_compared_with_confounded_backdoor_estimates(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=2000, seed=2, strength=1.0)
+    state = _analysis(frame, tmp_path, rnd=3)
+    _headline_on(state, "aipw")
+    aipw = next(e for e in state.treatment_effects if e.method == "aipw")
+    aipw.method = "Difference-in-differences (TWFE)"  # the design's estimate, far from the backdoor ones
+    _shift(state, "Difference-in-differences (TWFE)", aipw.estimate + 8 * aipw.std_error)
+    fb = _critique(state, tmp_path)
+    assert fb.scores["agreement"] == 3 and "inconclusive" not in fb.reasoning
