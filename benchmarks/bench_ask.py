@@ -208,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     second: list[bool] = []
     fresh: list[bool] = []
     final: list[bool] = []
+    last: list[bool] = []
     times: list[float] = []
     crashes = skipped = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -239,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
                 single.append(ok)
             if q.get("heldout"):
                 number = int(q["id"][1:])
-                (second if number <= 20 else heldout if number <= 40 else fresh if number <= 60 else final).append(ok)
+                batch = second if number <= 20 else heldout if number <= 40 else fresh if number <= 60 else final if number <= 80 else last
+                batch.append(ok)
             if args.verbose or not ok:
                 mark = "ok  " if ok else "FAIL"
                 print(f"{mark} {q['id']:4} {elapsed:5.2f}s {q['question'][:70]!r} -> {answer[:90]!r} {'' if ok else why[:160]}")
@@ -260,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fourth batch (h41-h60, 75% on their first run, three misses fixed): {sum(fresh)} / {len(fresh)} = {sum(fresh) / len(fresh):.1%}")
     if final:
         print(f"fifth batch (h61-h80, 18 / 20 on their first run, then fixed): {sum(final)} / {len(final)} = {sum(final) / len(final):.1%}")
+    if last:
+        print(f"sixth batch (h81-h100, 13 / 20 on their first run): {sum(last)} / {len(last)} = {sum(last) / len(last):.1%}")
     if times:
         print(f"median time per question: {statistics.median(times):.2f} s (target ≤ 5 s; mode: {args.via}, no model)")
     print(f"crashes: {crashes}; skipped (dataset not found): {skipped}")
