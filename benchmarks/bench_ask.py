@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     if final:
         print(f"fifth batch (h61-h80, 18 / 20 on their first run, then fixed): {sum(final)} / {len(final)} = {sum(final) / len(final):.1%}")
     if last:
-        print(f"sixth batch (h81-h100, 13 / 20 on their first run): {sum(last)} / {len(last)} = {sum(last) / len(last):.1%}")
+        print(f"sixth batch (h81-h100, 13 / 20 on their first run, then fixed): {sum(last)} / {len(last)} = {sum(last) / len(last):.1%}")
     if times:
         print(f"median time per question: {statistics.median(times):.2f} s (target ≤ 5 s; mode: {args.via}, no model)")
     print(f"crashes: {crashes}; skipped (dataset not found): {skipped}")

@@ -100,8 +100,10 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
         else:
             named = _named_value(tail, by_name.get(mention.column))
             if named is not None:
-                filters.append(Filter(column=mention.column, op="==", value=named, source="value"))
+                source = "count" if isinstance(named, float) else "value"
+                filters.append(Filter(column=mention.column, op="==", value=named, source=source))
     comparing = bool(_COMPARING.search(lower))
+    filters.extend(_period_filters(lower, columns, used, filters))
     for mention in mentions:  # 'how many passengers survived': a 0/1 column named as a verb is a filter
         info = by_name.get(mention.column)
         if mention.column in used or info is None or not _binary(info) or any(f.column == mention.column for f in filters):
@@ -124,7 +126,10 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
         count = re.search(r"\b(?:have|has|had|having|with|of)\s+(-?\d+(?:\.\d+)?)\s*$", before)
         if count:
             filters.append(Filter(column=mention.column, op="==", value=float(count.group(1)), source="count"))
-    words = set(tokens(question)) | {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+    inside = {i for m in mentions if m.via != "value" for i in range(m.start, m.end)}  # 'hotel types' names a column
+    raw = [w.group(0).lower() for w in WORD_RE.finditer(question)]
+    single = tokens(question)
+    words = {w for i, w in enumerate(single) if i not in inside} | {w for i, w in enumerate(raw) if i not in inside}
     owners: dict[str, list[ColumnInfo]] = {}
     for column in columns:
         for value in column.values:
@@ -147,20 +152,34 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
 _COMPARING = re.compile(r"\b(?:versus|vs\.?|compared (?:to|with)|or not|those who (?:did|do|does|were|are) not|those without)\b")
 
 
+def _period_filters(lower: str, columns: Sequence[ColumnInfo], used: set[str], taken: Sequence[Filter]) -> list[Filter]:
+    """'in 2020', 'during 1999': a year that is a value of exactly one time column keeps that year."""
+    out: list[Filter] = []
+    for match in re.finditer(r"\b(?:in|during|for|of)\s+((?:1[6-9]|20)\d\d)\b", lower):
+        owners = [c for c in columns if c.temporal and c.numeric and match.group(1) in {v.split(".")[0] for v in c.values}]
+        if len(owners) == 1 and owners[0].name not in used and all(f.column != owners[0].name for f in [*taken, *out]):
+            out.append(Filter(column=owners[0].name, op="==", value=float(match.group(1)), source="count"))
+    return out
+
+
 def comparing(question: str) -> bool:
     """Whether the question compares two sides ('versus', 'compared with', 'those who did not')."""
     return bool(_COMPARING.search(question.lower()))
 
 
-def _named_value(tail: str, info: ColumnInfo | None) -> str | None:
-    """A value of the column stated right after it: 'Sex is F', 'region = West', 'where type equals Condo'."""
-    if info is None or not info.values:
+def _named_value(tail: str, info: ColumnInfo | None) -> str | float | None:
+    """A value of the column stated right after it: 'Sex is F', 'region = West', 'product B',
+    'a star rating of 5' (a number only after is/of/=, and only for a numeric column)."""
+    if info is None:
         return None
-    m = re.match(r"\s*(?:is|=|==|equals|equal to|of)\s*['\"]?([^\s'\")?,.;]+)", tail)
+    number = re.match(r"\s*(?:is|of|=|==|equals|equal to)\s*(-?\d+(?:\.\d+)?)(?![\w.%])", tail)
+    if number and info.numeric:
+        return float(number.group(1))
+    m = re.match(r"\s*(?:(?:is|=|==|equals|equal to|of)\s*)?['\"]?([^\s'\")?,.;]+)", tail)
     if not m:
         return None
     for value in info.values:
-        if value.strip().lower() == m.group(1).lower():
+        if value.strip().lower() == m.group(1).lower() and not value.strip().isdigit():
             return value
     return None
 

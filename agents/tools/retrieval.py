@@ -189,9 +189,9 @@ def fill(
     mentions = sorted([*named, *value_mentions(question, infos, named)], key=lambda m: m.start)
     charty = bool(_CHART_WORDS.search(question))
     valued = _values_named(question, infos)
-    for stated in find_filters(question, infos, mentions, set()):
-        if stated.source == "count":
-            valued[stated.column] = valued.get(stated.column, 0) + 1
+    for stated in find_filters(question, infos, mentions, set()):  # 'with 4 cylinders', 'product B': filters, not groups
+        if stated.source in ("count", "value"):
+            valued.setdefault(stated.column, 1)
     best: tuple[float, FilledPlan] | None = None
     for match in matches:
         if match.score < MIN_SCORE:
@@ -360,6 +360,8 @@ def _pick_column(
     elif grouped:  # 'mean fare by class': the value slot is not the column after 'by'
         uncued = [m for m in free if not is_group_mention(question, m)]
         free = uncued or free
+    exact = [m for m in free if m.via != "partial"]  # 'standard deviation' is not the column 'Standard Error'
+    free = exact or free
     return free[0].column if free else None
 
 

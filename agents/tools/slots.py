@@ -116,7 +116,7 @@ class Mention(BaseModel):
     column: str
     start: int
     end: int
-    via: Literal["name", "synonym", "fuzzy", "value"]
+    via: Literal["name", "synonym", "fuzzy", "partial", "value"]
 
 
 def split_name(name: str) -> list[str]:
@@ -195,7 +195,7 @@ def _variants(column: ColumnInfo) -> list[tuple[list[str], str]]:
 
 _ANALYSIS_WORDS = frozenset(
     "average mean median total number count rate percent percentage sum maximum minimum value rank ratio index "
-    "level amount score".split()
+    "level amount score standard deviation variance error".split()
 )
 
 
@@ -228,7 +228,7 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
     for i, word in enumerate(words):
         owner = _distinct_words(columns).get(word)
         if owner:
-            candidates.append((1, -1, i, Mention(column=owner, start=i, end=i + 1, via="fuzzy")))
+            candidates.append((1, -1, i, Mention(column=owner, start=i, end=i + 1, via="partial")))
     for column in columns:
         for seq, via in _variants(column):
             if not seq:
@@ -259,11 +259,15 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
 
 
 def _compressed(first: str, second: str, name: str) -> bool:
-    """Whether a name is a clipped first word plus the second: cigsale, retprice, avgprice."""
-    if len(name) < 6 or not name.endswith(second) or len(second) < 3:
+    """Whether a name is the first word clipped plus the second, whole or clipped: cigsale,
+    retprice ('retail price'), medinc ('median income'); each part at least three letters."""
+    if len(name) < 6:
         return False
-    prefix = name[: -len(second)]
-    return len(prefix) >= 3 and first.startswith(prefix) and first != prefix
+    for cut in range(3, min(len(first), len(name) - 3) + 1):
+        head, rest = name[:cut], name[cut:]
+        if first.startswith(head) and len(rest) >= 3 and second.startswith(rest) and (head != first or rest != second):
+            return True
+    return False
 
 
 _SUFFIXES = frozenset({"er", "est", "ing", "ed", "ly", "es", "ers", "ness", "ish", "ier", "iest"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+import warnings
 
 import pytest
 
@@ -27,7 +28,9 @@ def test_every_template_fills_and_compiles(example: Example) -> None:
     for name, slot in example.slots.items():
         dummy[name] = "col_" + name if slot.kind in COLUMN_SLOTS else (3 if slot.kind in ("integer", "number") else "lvl")
     code = string.Template(example.code).substitute({k: repr(v) for k, v in dummy.items()})
-    compile(code, example.id, "exec")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. "'x' is not None" on a filled literal
+        compile(code, example.id, "exec")
     assert "result" in code
     if example.kind == "chart":
         assert "figure" in code and '"$schema"' in code

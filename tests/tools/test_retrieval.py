@@ -204,3 +204,20 @@ def test_stated_values_and_comparisons() -> None:
     assert compared.filters == []
     flagged = fill("average payments of customers who got the email", columns)
     assert flagged is not None and flagged.example_id == "mean_of_column" and flagged.filters == ["email == 1.0"]
+
+
+def test_clipped_names_stated_numbers_years_and_shares() -> None:
+    columns = [
+        ColumnInfo(name="MedInc", dtype="float64", n_unique=900), ColumnInfo(name="MedianHouseValue", dtype="float64", n_unique=900),
+        ColumnInfo(name="star_rating", dtype="float64", n_unique=9), ColumnInfo(name="product", dtype="object", n_unique=3, values=("A", "B", "C")),
+        ColumnInfo(name="year", dtype="int64", n_unique=6, values=tuple(str(y) for y in range(2018, 2024))),
+        ColumnInfo(name="revenue", dtype="float64", n_unique=600), ColumnInfo(name="push_delivered", dtype="int64", n_unique=2, values=("0", "1")),
+    ]
+    corr = fill("What's the correlation between median income and median house value?", columns)
+    assert corr is not None and corr.params == {"x": "MedInc", "y": "MedianHouseValue"}
+    stars = fill("How many hotels have a star rating of 5?", columns)
+    assert stars is not None and stars.example_id == "row_count" and stars.filters == ["star_rating == 5.0"]
+    total = fill("What is the total revenue for product B in 2020?", columns)
+    assert total is not None and total.example_id == "sum_of_column" and sorted(total.filters) == ["product == B", "year == 2020.0"]
+    share = fill("What share of users had a push delivered?", columns)
+    assert share is not None and share.example_id == "proportion_of_value" and share.params["col"] == "push_delivered"
