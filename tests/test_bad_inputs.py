@@ -455,3 +455,21 @@ def test_torn_traces_and_a_damaged_run_record(good_csv: Path, tmp_path: Path, ca
     capsys.readouterr()
     assert main(["--runs-dir", str(runs), "list"]) == 0
     assert "job-t" in (listing := capsys.readouterr().out) and "damaged" in listing
+
+
+def test_a_cell_that_runs_past_the_time_limit_is_stopped_mid_cell(tmp_path: Path) -> None:
+    """The kernel is killed in the middle of a long cell; execution ends at once (no wait on a dead kernel)."""
+    import nbformat
+
+    from agents.base.children import kernel_processes, time_limit
+    from agents.stats.notebook import execute_notebook
+
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(120)"), nbformat.v4.new_code_cell("print('after')")]
+    )
+    started = time.perf_counter()
+    with time_limit(6) as expired:
+        report = execute_notebook(nb, tmp_path, 300)
+    assert expired.is_set() and time.perf_counter() - started < 40
+    assert not report.completed and "DeadKernelError" in report.message
+    assert kernel_processes() == []

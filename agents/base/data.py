@@ -112,8 +112,6 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 
 def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str, object]]:
-    import re
-
     import pandas as pd
 
     with p.open("rb") as fh:
@@ -128,23 +126,42 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
         p,
         sep=sep,
         encoding="utf-8-sig" if encoding == "utf-8" else encoding,
-        na_values=list(NA_TOKENS),
-        keep_default_na=True,
         low_memory=False,
         decimal="," if sep == ";" else ".",  # semicolon files are the decimal-comma convention
     )
     info: dict[str, object] = {"encoding": encoding, "delimiter": sep}
-    if p.stat().st_size > 64 << 20:  # counting the tokens in a big file is not worth a second pass
-        return frame, info
-    cell = "|".join(re.escape(t) for t in NA_TOKENS)
-    pattern = re.compile(rf"(?:^|{re.escape(sep)})\s*({cell})\s*(?={re.escape(sep)}|$)", re.MULTILINE)
-    body = p.read_text(encoding="utf-8-sig" if encoding == "utf-8" else encoding, errors="replace")
-    found: dict[str, int] = {}
-    for match in pattern.finditer(body):
-        found[match.group(1)] = found.get(match.group(1), 0) + 1
+    found = _missing_tokens(frame, "," if sep == ";" else ".")
     if found:
         info["na_tokens"] = found
     return frame, info
+
+
+def _missing_tokens(frame: pd.DataFrame, decimal: str) -> dict[str, int]:
+    """Set the :data:`NA_TOKENS` cells of text columns to missing (in place); count them.
+
+    Only text columns can hold them (pandas reads a clean number column as numbers), so a
+    column of numbers with a few ``?`` becomes a number column again.
+    """
+    import pandas as pd
+
+    found: dict[str, int] = {}
+    for col in frame.columns:
+        values = frame[col]
+        if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        text = values.astype("string").str.strip()
+        mask = text.isin(NA_TOKENS)
+        if not mask.any():
+            continue
+        for token, n in text[mask].value_counts().items():
+            found[str(token)] = found.get(str(token), 0) + int(n)
+        kept = values.mask(mask)
+        numbers = pd.to_numeric(
+            kept.astype("string").str.strip().str.replace(",", ".", regex=False) if decimal == "," else kept,
+            errors="coerce",
+        ).astype("float64")
+        frame[col] = numbers if int(numbers.notna().sum()) == int(kept.notna().sum()) else kept
+    return found
 
 
 def _check_header(p: Path, text: str, sep: str) -> None:

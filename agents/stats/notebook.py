@@ -222,13 +222,18 @@ def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
     Cells keep running after a failing one (``allow_errors``) so the report shows as much as
     it can; each failing cell is returned with its index, error name, value and source.
     """
-    from jupyter_client.manager import KernelManager
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
 
     report = ExecutionReport(executed=True)
     runtime = job_dir / ".jupyter" / "runtime"
     runtime.mkdir(parents=True, exist_ok=True)
-    km = KernelManager(kernel_name="python3", connection_file=str(runtime / f"kernel-{uuid.uuid4().hex[:12]}.json"))
+    # The async manager: with a blocking one, a kernel killed at the time limit left nbclient
+    # waiting forever for its output; with this one it ends with DeadKernelError at once.
+    km = AsyncKernelManager(
+        kernel_name="python3", connection_file=str(runtime / f"kernel-{uuid.uuid4().hex[:12]}.json")
+    )
     client = NotebookClient(
         nb,
         km=km,
@@ -250,7 +255,7 @@ def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
 
         atexit.unregister(client._cleanup_kernel)  # a killed kernel (time limit) skips nbclient's own unregister
         if km.has_kernel:
-            km.shutdown_kernel(now=True)
+            run_sync(km.shutdown_kernel)(now=True)
     report.errors = cell_errors(nb)
     if not report.completed and not report.errors:
         report.errors = [{"cell": None, "ename": "ExecutionStopped", "evalue": report.message, "source": ""}]
