@@ -1,8 +1,15 @@
-"""Causal discovery: learn a graph over the numeric columns with causal-learn (PC, FCI, GES, LiNGAM).
+"""Causal discovery: learn a graph over the numeric columns (PC, FCI, GES, LiNGAM from causal-learn).
 
 Why: confounder discovery and the DAG expert need a candidate graph; learning it from the data
 (with what the question and domain knowledge already rule out) beats guessing. Edge confidence
 is the share of bootstrap resamples in which the edge appears with the same orientation.
+
+Cost: PC runs through :mod:`agents.stats.pc_search` (causal-learn's decisions, batched tests).
+On wide data a relevance screen keeps the treatment's and outcome's Markov blankets (capped),
+the conditioning depth is capped, and ``max_seconds`` bounds the whole agent: the search stops
+between complete levels and the bootstrap stops early, each cut stated in the reasoning, the
+outputs (``limits``) and the DAG's interpretation. Screened-out columns are not in the graph,
+which confounder discovery reads as "no graph evidence", never as "not a confounder".
 """
 
 from __future__ import annotations
@@ -15,16 +22,17 @@ from collections import Counter
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
 from agents.base.errors import AgentError
 from agents.base.state import CausalDAG, CausalEdge, DataProfile, JobStatus
 from agents.base.view import StateView
+from agents.stats.discovery_matrix import named_in_knowledge, prepare_matrix, screen_columns
 from agents.stats.graphs import Knowledge, break_cycles, edge_key
+from agents.stats.pc_search import Skeleton, orient, pc_skeleton
 
-__all__ = ["CausalDiscoveryAgent", "prepare_matrix", "learn_edges"]
+__all__ = ["CausalDiscoveryAgent", "prepare_matrix", "learn_edges", "learn_pc", "screen_columns"]
 
 RawEdge = tuple[str, str, str, str]
 """(source, target, edge_type, raw causal-learn mark such as "-->", "o->", "---")."""
@@ -41,100 +49,6 @@ def _pair(view: StateView, profile: DataProfile) -> tuple[str | None, str | None
     y = profile.outcome_candidates[0] if profile.outcome_candidates else None
     note = "no treatment/outcome pair was set; used the profile's first candidates" if (t or y) else ""
     return t, y, note
-
-
-def _encode_column(s: pd.Series, n: int) -> tuple[np.ndarray | None, str]:
-    """A float column for discovery, or ``None`` and the reason it was skipped."""
-    if pd.api.types.is_bool_dtype(s):
-        return s.astype(float).to_numpy(), ""
-    nunique = int(s.nunique(dropna=True))
-    if nunique < 2:
-        return None, "constant"
-    if pd.api.types.is_numeric_dtype(s):
-        values = s.to_numpy(dtype=float, na_value=np.nan)
-        if nunique == n and np.allclose(np.nan_to_num(values) % 1, 0):
-            named = "id" in str(s.name).lower().replace("-", "_").split("_")
-            consecutive = float(np.nanmax(values) - np.nanmin(values)) == n - 1
-            if named or consecutive:
-                return None, "an identifier (one distinct integer per row)"
-        return values, ""
-    if nunique == 2:
-        levels = sorted(s.dropna().astype(str).unique())
-        return np.where(s.isna(), np.nan, (s.astype(str) == levels[1]).astype(float)), f"encoded {levels[1]!r} as 1"
-    kind = "high-cardinality text or identifier" if nunique > 50 else f"categorical with {nunique} levels"
-    return None, f"{kind}: linear independence tests cannot use it"
-
-
-def _drop_collinear(x: np.ndarray, names: list[str], keep_first: int) -> tuple[list[int], list[str]]:
-    """Greedily keep columns not (near-)exactly determined by those already kept (R² > 0.9999)."""
-    sd = x.std(0)
-    z = (x - x.mean(0)) / np.where(sd > 0, sd, 1.0)
-    kept: list[int] = []
-    notes: list[str] = []
-    for j in range(x.shape[1]):
-        if sd[j] == 0 and j >= keep_first:
-            notes.append(f"{names[j]} skipped: constant in the rows used")
-            continue
-        if kept:
-            coef, *_ = np.linalg.lstsq(z[:, kept], z[:, j], rcond=None)
-            r2 = 1 - np.var(z[:, j] - z[:, kept] @ coef)
-            if r2 > 0.9999 and j >= keep_first:
-                notes.append(f"{names[j]} skipped: an exact linear function of other columns (R²={r2:.5f})")
-                continue
-        kept.append(j)
-    return kept, notes
-
-
-def prepare_matrix(
-    frame: pd.DataFrame, first: list[str], max_rows: int, max_columns: int | None, seed: int
-) -> tuple[np.ndarray, list[str], list[str], int]:
-    """Numeric matrix for discovery: encoded, complete rows, sampled, without exact collinearity.
-
-    ``first`` (treatment, outcome) are kept whenever usable. Returns the matrix, its column
-    names, notes on every column or row dropped, and the number of complete rows before sampling.
-    """
-    n = len(frame)
-    cols: dict[str, np.ndarray] = {}
-    notes: list[str] = []
-    ordered = [c for c in first if c in frame.columns] + [c for c in frame.columns if c not in first]
-    for c in ordered:
-        values, why = _encode_column(frame[c], n)
-        if values is None:
-            notes.append(f"{c} skipped: {why}")
-            continue
-        if why:
-            notes.append(f"{c} {why}")
-        if c not in first and np.isnan(values).mean() > 0.3:
-            notes.append(f"{c} skipped: {np.isnan(values).mean():.0%} missing")
-            continue
-        cols[c] = values
-    for c in first:
-        if c in frame.columns and c not in cols:
-            raise AgentError(f"column '{c}' cannot enter causal discovery ({notes[-1] if notes else 'unusable'})")
-    names = list(cols)
-    x = np.column_stack([cols[c] for c in names]) if names else np.empty((n, 0))
-    complete = ~np.isnan(x).any(axis=1)
-    if not complete.all():
-        notes.append(f"{int((~complete).sum())} rows with missing values dropped")
-    x = x[complete]
-    n_complete = len(x)
-    if n_complete > max_rows:
-        idx = np.sort(np.random.default_rng(seed).choice(n_complete, size=max_rows, replace=False))
-        x = x[idx]
-        notes.append(f"sampled {max_rows:,} of {n_complete:,} complete rows (seed {seed})")
-    n_first = sum(1 for c in first if c in cols)
-    if max_columns is not None and len(names) > max_columns:
-        corr = np.abs(np.corrcoef(x, rowvar=False)[:n_first]).max(axis=0) if n_first else np.zeros(len(names))
-        rest = sorted(range(n_first, len(names)), key=lambda j: -corr[j])[: max(0, max_columns - n_first)]
-        keep = list(range(n_first)) + sorted(rest)
-        dropped = [names[j] for j in range(len(names)) if j not in keep]
-        notes.append(
-            f"max_columns={max_columns}: kept the columns most correlated with treatment/outcome; dropped {dropped}"
-        )
-        x, names = x[:, keep], [names[j] for j in keep]
-    kept, coll_notes = _drop_collinear(x, names, n_first)
-    notes += coll_notes
-    return x[:, kept], [names[j] for j in kept], notes, n_complete
 
 
 def _decode(matrix: np.ndarray, names: list[str]) -> list[RawEdge]:
@@ -159,25 +73,49 @@ def _decode(matrix: np.ndarray, names: list[str]) -> list[RawEdge]:
     return edges
 
 
+def learn_pc(
+    x: np.ndarray,
+    names: list[str],
+    alpha: float,
+    knowledge: Knowledge,
+    max_depth: int | None = None,
+    deadline: float | None = None,
+) -> tuple[list[RawEdge], Skeleton]:
+    """PC (Fisher z) with causal-learn's decisions, a depth cap and a deadline; edges and the search record."""
+    p = len(names)
+    banned = np.array(
+        [[i != j and bool(knowledge.forbid_reason(a, b)) and bool(knowledge.forbid_reason(b, a))
+          for j, b in enumerate(names)] for i, a in enumerate(names)],
+        dtype=bool,
+    ).reshape(p, p)  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = np.corrcoef(x, rowvar=False)
+    skel = pc_skeleton(corr, len(x), alpha, banned, max_depth, deadline)
+    return _decode(orient(skel, names, knowledge.causallearn(names)), names), skel
+
+
 def learn_edges(
-    method: str, x: np.ndarray, names: list[str], alpha: float, knowledge: Knowledge, seed: int
+    method: str,
+    x: np.ndarray,
+    names: list[str],
+    alpha: float,
+    knowledge: Knowledge,
+    seed: int,
+    max_depth: int | None = None,
 ) -> list[RawEdge]:
-    """Run one causal-learn method on ``x`` and return its edges (background knowledge applied)."""
+    """Run one method on ``x`` and return its edges (background knowledge applied)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=RuntimeWarning)
         warnings.filterwarnings("ignore", message="The number of features is much larger")
         if method == "pc":
-            from causallearn.search.ConstraintBased.PC import pc
-
-            bk = knowledge.causallearn(names)
-            cg = pc(x, alpha, "fisherz", background_knowledge=bk, show_progress=False, node_names=names)
-            return _decode(cg.G.graph, names)
+            return learn_pc(x, names, alpha, knowledge, max_depth)[0]
         if method == "fci":
             from causallearn.search.ConstraintBased.FCI import fci
 
             bk = knowledge.causallearn(names)
+            depth = -1 if max_depth is None else max_depth
             with contextlib.redirect_stdout(io.StringIO()):  # FCI prints its edges
-                g, _ = fci(x, "fisherz", alpha, background_knowledge=bk, show_progress=False, node_names=names)
+                g, _ = fci(x, "fisherz", alpha, depth=depth, background_knowledge=bk, show_progress=False, node_names=names)
             return _decode(g.graph, names)
         if method == "ges":
             from causallearn.search.ScoreBased.GES import ges
@@ -231,15 +169,21 @@ class CausalDiscoveryAgent(Agent):
     WRITES_STATE_FIELDS = ("proposed_dag",)
     JOB_STATUS = JobStatus.DISCOVERING_CAUSAL
     PRELOAD_MODULES = (
-        "causallearn.search.ConstraintBased.PC",
-        "causallearn.search.ConstraintBased.FCI",
-        "causallearn.search.ScoreBased.GES",
+        "causallearn.graph.GraphClass",
+        "causallearn.utils.PCUtils.Meek",
+        "causallearn.utils.PCUtils.UCSepset",
         "causallearn.utils.PCUtils.BackgroundKnowledge",
     )
     PROGRESS_WEIGHT = 2.0
 
     class Params(AgentParams):
-        """Options: method, test level, bootstrap resamples, row/column caps, time budget."""
+        """Options: method, test level, bootstrap resamples, row/column caps, screen, depth, time budget.
+
+        ``screen_above``: screen to the pair's relevant columns when more columns than this are
+        usable; ``max_variables``: at most this many columns enter the search; ``max_depth``:
+        largest conditioning set (PC, FCI); ``max_seconds``: budget for the whole agent (the
+        search gets 60% of it, the bootstrap the rest).
+        """
 
         method: Literal["pc", "fci", "ges", "lingam"] = "pc"
         alpha: float = 0.05
@@ -247,12 +191,19 @@ class CausalDiscoveryAgent(Agent):
         max_rows: int = 20000
         max_columns: int | None = None
         bootstrap_time_budget_s: float = 30.0
+        screen_above: int = 30
+        max_variables: int = 40
+        screen_alpha: float = 0.05
+        max_depth: int | None = 4
+        max_seconds: float = 30.0
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        """Prepare the matrix, learn the graph, bootstrap confidences, return the DAG."""
+        """Prepare the matrix, screen, learn the graph, bootstrap confidences, return the DAG."""
         assert isinstance(params, CausalDiscoveryAgent.Params)
         if not 0 < params.alpha < 1 or params.bootstrap < 0 or params.max_rows < 100:
             raise AgentError("causal_discovery needs 0 < alpha < 1, bootstrap >= 0 and max_rows >= 100")
+        if params.max_seconds <= 0 or params.max_variables < 2 or (params.max_depth is not None and params.max_depth < 0):
+            raise AgentError("causal_discovery needs max_seconds > 0, max_variables >= 2 and max_depth >= 0")
         started = time.perf_counter()
         profile = view.data_profile
         t, y, pair_note = _pair(view, profile)
@@ -262,17 +213,35 @@ class CausalDiscoveryAgent(Agent):
             if c not in frame.columns:
                 raise AgentError(f"{'treatment' if c == t else 'outcome'} column '{c}' is not in the data")
         x, names, notes, n_complete = prepare_matrix(frame, first, params.max_rows, params.max_columns, ctx.seed)
+        del frame
         if len(names) < 2 or len(x) < 20:
             raise AgentError(
                 f"causal discovery needs at least 2 usable columns and 20 complete rows; got {len(names)} and {len(x)}"
             )
+        limits: list[str] = []
+        left_out: list[str] = []
+        if len(names) > params.screen_above:
+            protect = named_in_knowledge(view.domain_knowledge)
+            n_first = sum(1 for c in first if c in names)
+            x, names, screen_notes, left_out = screen_columns(
+                x, names, n_first, params.screen_alpha, params.max_variables, protect
+            )
+            notes += screen_notes
+            if left_out:
+                limits.append(f"screened {len(left_out)} column(s) out of the graph search")
         knowledge = Knowledge.from_domain(view.domain_knowledge, t, y, names)
         ctx.progress(f"{METHOD_NAMES[params.method]} on {len(x):,} rows x {len(names)} columns")
-        raw, enforce_notes = enforce(learn_edges(params.method, x, names, params.alpha, knowledge, ctx.seed), knowledge)
-        counts, done, boot_note = self._bootstrap(x, names, params, knowledge, ctx)
-        edges = [self._edge(e, counts, done) for e in raw]
+        raw, depth, search_note = self._search(x, names, params, knowledge, ctx, started)
+        if search_note:
+            limits.append(search_note)
+        raw, enforce_notes = enforce(raw, knowledge)
+        counts, done, boot_note = self._bootstrap(x, names, params, knowledge, ctx, depth, started)
+        if boot_note:
+            limits.append(boot_note)
+        edges = [self._edge(e, counts, done, params.bootstrap > 0) for e in raw]
         edges, cycle_notes = break_cycles(names, edges, knowledge.required)
         method = METHOD_NAMES[params.method]
+        cut = f" Limits: {'; '.join(limits)}." if limits else ""
         dag = CausalDAG(
             nodes=names,
             edges=edges,
@@ -281,21 +250,28 @@ class CausalDiscoveryAgent(Agent):
             outcome_variable=y,
             interpretation=f"{method} on {len(x):,} rows and {len(names)} variables; "
             f"{sum(e.edge_type == 'directed' for e in edges)} directed, "
-            f"{sum(e.edge_type != 'directed' for e in edges)} undirected/bidirected edges.",
+            f"{sum(e.edge_type != 'directed' for e in edges)} undirected/bidirected edges.{cut}",
         )
         elapsed = time.perf_counter() - started
         sampled = f" (sampled from {n_complete:,})" if n_complete > len(x) else ""
         summary = f"{method}: {len(edges)} edges over {len(names)} variables from {len(x):,} rows{sampled}, {done} bootstrap resamples"
+        if limits:
+            summary += f"; cut: {'; '.join(limits)}"
         reasoning = self._reasoning(
             params, knowledge, raw, notes, enforce_notes, cycle_notes, boot_note, pair_note, t, y
         )
+        if search_note:
+            reasoning += f"\nSearch: {search_note}."
         outputs = {
             "method": method,
             "n_rows_used": int(len(x)),
             "n_rows_complete": int(n_complete),
             "variables": names,
+            "screened_out": left_out,
             "n_edges": len(edges),
             "bootstrap_done": done,
+            "depth_reached": depth,
+            "limits": limits,
             "raw_marks": {f"{s}|{d}": m for s, d, _, m in raw},
             "seconds": round(elapsed, 2),
         }
@@ -308,29 +284,70 @@ class CausalDiscoveryAgent(Agent):
         )
 
     @staticmethod
-    def _edge(e: RawEdge, counts: Counter[tuple[str, str, str]], done: int) -> CausalEdge:
+    def _search(
+        x: np.ndarray,
+        names: list[str],
+        params: CausalDiscoveryAgent.Params,
+        knowledge: Knowledge,
+        ctx: AgentContext,
+        started: float,
+    ) -> tuple[list[RawEdge], int | None, str]:
+        """The main fit: edges, the depth to use for resamples, and what was cut (or "")."""
+        if params.method != "pc":
+            return learn_edges(params.method, x, names, params.alpha, knowledge, ctx.seed, params.max_depth), params.max_depth, ""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=RuntimeWarning)
+            raw, skel = learn_pc(x, names, params.alpha, knowledge, params.max_depth, started + 0.6 * params.max_seconds)
+        if skel.stopped == "time budget":
+            return raw, skel.depth_done, (
+                f"time budget max_seconds={params.max_seconds:g}: the search stopped after conditioning sets of "
+                f"size {skel.depth_done} (more edges kept than a full search would keep; {skel.n_tests:,} tests)"
+            )
+        if skel.stopped == "depth cap":
+            return raw, skel.depth_done, (
+                f"conditioning sets capped at max_depth={params.max_depth} "
+                f"(edges that only larger sets would remove are kept; {skel.n_tests:,} tests)"
+            )
+        return raw, params.max_depth, ""
+
+    @staticmethod
+    def _edge(e: RawEdge, counts: Counter[tuple[str, str, str]], done: int, asked: bool) -> CausalEdge:
         if done:
             confidence = counts[_key(e)] / done
+        elif asked:  # resamples were asked for but none finished: unknown, never "certain"
+            confidence = 0.5
         else:  # no resamples: definite marks 1.0, circle marks (FCI) only half-sure
             confidence = 0.5 if "o" in e[3] else 1.0
         return CausalEdge(source=e[0], target=e[1], edge_type=e[2], confidence=round(float(confidence), 4))
 
     @staticmethod
     def _bootstrap(
-        x: np.ndarray, names: list[str], params: CausalDiscoveryAgent.Params, knowledge: Knowledge, ctx: AgentContext
+        x: np.ndarray,
+        names: list[str],
+        params: CausalDiscoveryAgent.Params,
+        knowledge: Knowledge,
+        ctx: AgentContext,
+        depth: int | None,
+        started: float,
     ) -> tuple[Counter[tuple[str, str, str]], int, str]:
-        """Re-learn on resamples (with replacement) and count each oriented edge."""
+        """Re-learn on resamples (with replacement) and count each oriented edge.
+
+        The resamples are drawn up front, so each fit depends only on its own rows (any order,
+        any worker gives the same counts).
+        They stop at the bootstrap budget or the agent's ``max_seconds``, whichever comes first.
+        """
         counts: Counter[tuple[str, str, str]] = Counter()
-        rng = np.random.default_rng(ctx.seed + 1)
         start = time.perf_counter()
+        stop = min(start + params.bootstrap_time_budget_s, started + params.max_seconds)
         done = 0
-        for b in range(params.bootstrap):
-            if time.perf_counter() - start > params.bootstrap_time_budget_s:
+        rng = np.random.default_rng(ctx.seed + 1)
+        draws = [rng.integers(0, len(x), size=len(x)) for _ in range(params.bootstrap)]  # fixed before any fit
+        for b, idx in enumerate(draws):
+            if time.perf_counter() > stop:
                 break
-            idx = rng.integers(0, len(x), size=len(x))
             try:
                 edges, _ = enforce(
-                    learn_edges(params.method, x[idx], names, params.alpha, knowledge, ctx.seed + b), knowledge
+                    learn_edges(params.method, x[idx], names, params.alpha, knowledge, ctx.seed + b, depth), knowledge
                 )
             except (ValueError, np.linalg.LinAlgError) as exc:
                 ctx.logger.warning("bootstrap resample %d failed: %s", b, exc)
@@ -339,7 +356,11 @@ class CausalDiscoveryAgent(Agent):
             done += 1
         note = ""
         if done < params.bootstrap:
-            note = f"bootstrap stopped after {done} of {params.bootstrap} resamples (time budget {params.bootstrap_time_budget_s:.0f} s or failed fits)"
+            note = (
+                f"bootstrap stopped after {done} of {params.bootstrap} resamples (time budget: "
+                f"{min(params.bootstrap_time_budget_s, params.max_seconds):.0f} s, or failed fits); "
+                "confidences rest on fewer resamples"
+            )
         return counts, done, note
 
     @staticmethod
@@ -380,8 +401,10 @@ class CausalDiscoveryAgent(Agent):
         if boot_note:
             lines.append(boot_note + ".")
         lines.append(
-            "Confidence = share of bootstrap resamples containing the edge with the same orientation."
+            "Confidence = share of bootstrap resamples containing the edge with the same orientation"
+            + ("." if "stopped after 0 of" not in boot_note else "; no resample finished, so every edge gets 0.5 (unknown).")
             if params.bootstrap
             else "No bootstrap: confidences are not estimated (1.0 for definite marks, 0.5 for circle marks)."
         )
         return "\n".join(lines)
+

@@ -80,3 +80,54 @@ def test_sampling_encoding_and_skipped_columns(tmp_path: Path) -> None:
     assert not {"region", "row_id", "t_copy"} & set(dag.nodes)
     for word in ("region skipped", "row_id skipped", "t_copy skipped", "sampled 1,000 of 3,000"):
         assert word in result.reasoning
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_batched_pc_returns_causal_learns_graph(seed: int) -> None:
+    """The vectorised search makes causal-learn's decisions: the same endpoint matrix, knowledge included."""
+    from causallearn.search.ConstraintBased.PC import pc
+
+    from agents.causal_discovery import learn_pc
+    from agents.stats.graphs import Knowledge
+    from agents.stats.pc_search import orient
+    from agents.stats.synthetic_graphs import random_dag, wide_linear
+
+    frame, _ = linear_sem(random_dag(12, 3.0, seed), n=1500, seed=seed)
+    names, x = list(frame.columns), frame.to_numpy()
+    expected = pc(x, 0.05, "fisherz", show_progress=False, node_names=names).G.graph
+    _, skel = learn_pc(x, names, 0.05, Knowledge())
+    assert (orient(skel, names) == expected).all()
+    frame, _ = wide_linear(2000, 16, seed)
+    names, x = list(frame.columns), frame.to_numpy(dtype=float)
+    knowledge = Knowledge.from_domain({"temporal_order": [["x01", "x02"], ["treated"]]}, "treated", "outcome", names)
+    bk = knowledge.causallearn(names)
+    expected = pc(x, 0.05, "fisherz", background_knowledge=bk, show_progress=False, node_names=names).G.graph
+    _, skel = learn_pc(x, names, 0.05, knowledge)
+    assert (orient(skel, names, bk) == expected).all()
+
+
+def test_wide_data_is_screened_capped_and_says_what_it_cut(tmp_path: Path) -> None:
+    from agents.stats.synthetic_graphs import wide_linear
+
+    frame, truth = wide_linear(1000, 120, seed=3)
+    params = {"bootstrap": 2, "max_variables": 25, "max_depth": 2}
+    dag, result = _run(frame, tmp_path, params, "treated", "outcome")
+    out = result.outputs
+    assert len(dag.nodes) <= 25 and {"treated", "outcome"} <= set(dag.nodes)
+    assert len(out["screened_out"]) == 120 - len(dag.nodes) and not set(out["screened_out"]) & set(dag.nodes)
+    # Direct causes of the treatment are in its Markov blanket: the screen keeps the strong ones.
+    assert len(set(truth["confounders"]) & set(dag.nodes)) >= len(truth["confounders"]) // 2
+    assert out["depth_reached"] <= 2 and any("max_depth=2" in cut for cut in out["limits"])
+    assert "Limits:" in dag.interpretation and "screened" in result.summary
+    assert "confounder discovery decides on them from the data" in result.reasoning
+
+
+def test_time_budget_degrades_to_a_stated_shallow_graph(tmp_path: Path) -> None:
+    from agents.stats.synthetic_graphs import wide_linear
+
+    frame, _ = wide_linear(3000, 30, seed=4)
+    dag, result = _run(frame, tmp_path, {"bootstrap": 50, "max_seconds": 0.01}, "treated", "outcome")
+    out = result.outputs
+    assert out["depth_reached"] == 0 and out["bootstrap_done"] == 0
+    assert any("time budget" in cut for cut in out["limits"]) and "time budget" in dag.interpretation
+    assert dag.edges and all(e.confidence == 0.5 for e in dag.edges)  # unknown, never "certain"
