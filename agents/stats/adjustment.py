@@ -18,6 +18,9 @@ import pandas as pd
 from agents.base.errors import AgentError
 from agents.base.improvements import CODES, ordered_codes
 
+SPARSE_COVARIATE_SHARE = 0.5
+"""A covariate missing in more rows than this is left out of complete-case adjustment (stated, never silent)."""
+
 __all__ = [
     "CODES",
     "Adjustment",
@@ -146,6 +149,13 @@ def choose_adjustment(
     pool = [c for c in pool if c in frame.columns and c not in reserved]
     for col in derived_from_treatment(frame, treatment, [c for c in pool if c not in excluded]):
         excluded[col] = "deterministic function of the treatment (constant within each arm)"
+    sparse = []
+    for col in pool:
+        share = float(frame[col].isna().mean()) if len(frame) else 0.0
+        if col not in excluded and share > SPARSE_COVARIATE_SHARE:
+            # Complete cases with it would keep almost no rows: leave it out, and say it is unadjusted.
+            excluded[col] = f"missing in {share:.0%} of rows: too sparse to adjust for (not imputed here)"
+            sparse.append(col)
     for col in pool:
         if col not in excluded and frame[col].nunique(dropna=True) < 2:
             excluded[col] = "constant column"
@@ -161,6 +171,12 @@ def choose_adjustment(
             f"{treatment} (a mediator) would pull the estimate towards its direct part; run the full causal "
             "recipe or pass --metadata with a temporal order to check."
         )
+    if sparse:
+        caveat = (
+            f"Not adjusted for {', '.join(sparse)} (missing in more than {SPARSE_COVARIATE_SHARE:.0%} of rows): "
+            "if it is a confounder the estimate is biased; the full causal recipe imputes it in data repair. "
+            + caveat
+        ).strip()
     return Adjustment(
         covariates=covariates,
         excluded=shown,
