@@ -57,6 +57,7 @@ class CodeRunnerAgent(Agent):
                 FailedAttempt(attempt=attempt, code=view.code, error=detail),
             ]
             summary = f"attempt {attempt} failed: {error.splitlines()[-1] if error else 'error'}"[:200]
+        summary += f" (sandbox: {', '.join(record.layers) or 'no layers reported'})"
         return AgentResult(updates=updates, summary=summary, tools_called=["sandbox.run_code"])
 
 
@@ -79,7 +80,9 @@ def _record(outcome: Any) -> ExecutionRecord:
         error=getattr(outcome, "error", None),
         traceback=getattr(outcome, "traceback", None),
         wall_seconds=float(getattr(outcome, "wall_seconds", 0.0) or 0.0),
+        cpu_seconds=float(getattr(outcome, "cpu_seconds", 0.0) or 0.0),
         timed_out=bool(getattr(outcome, "timed_out", False)),
+        layers=[str(x) for x in getattr(outcome, "layers", None) or []],
     )
 
 

@@ -109,7 +109,10 @@ class ExecutionRecord(_Model):
     error: str | None = None
     traceback: str | None = None
     wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0
     timed_out: bool = False
+    layers: list[str] = []
+    """The sandbox's isolation layers that were active for this run (``whyflow doctor`` explains each)."""
 
 
 class FailedAttempt(_Model):

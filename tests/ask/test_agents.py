@@ -49,6 +49,11 @@ def test_group_means_come_from_code_that_ran(tmp_path: Path, shop: tuple[Path, p
     state = ask(tmp_path, path, "What is the average price by region?")
     assert state.plan is not None and state.plan.example_id == "mean_by_group"
     assert state.execution_success and state.attempts == 1
+    # The sandbox's active isolation layers reach the state and the trace (issue 14).
+    assert state.execution_result is not None and "rlimits" in state.execution_result.layers
+    assert state.execution_result.cpu_seconds >= 0
+    traces = (tmp_path / "job" / "traces.jsonl").read_text()
+    assert "sandbox: " in traces and "rlimits" in traces
     final = state.final_output
     assert final is not None and final.output_type == "analysis" and final.code == state.code
     truth = frame.groupby("region")["price"].mean()
