@@ -9,6 +9,7 @@ grounded by the closest examples' code; later rounds show the failed code and it
 from __future__ import annotations
 
 from agents.ask._shared import filled_plan, first_frame, llm_text, strip_fences
+from agents.ask.planning import attempt_code
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.ask_state import AskState
 from agents.base.errors import AgentError
@@ -59,23 +60,10 @@ class CodeWriterAgent(Agent):
             return result
         if filled is None:
             raise AgentError(f"the plan has no worked example to fill (route {plan.route}) and no model is on")
-        code, note = filled.code, f"example '{filled.example_id}'"
-        if view.failed_attempts:
-            code, note = self._next_example(view, filled, code, note)
-        return AgentResult(updates={"code": code}, summary=note)
-
-    @staticmethod
-    def _next_example(view: StateView, filled: object, code: str, note: str) -> tuple[str, str]:
-        from agents.tools.retrieval import fill
-
+        question = str(plan.parameters.get("question") or view.question)
         tried = {a.code for a in view.failed_attempts}
-        others = list(getattr(filled, "alternatives", []))
-        question = str(view.plan.parameters.get("question") or view.question)
-        for match in others:
-            other = fill(question, first_frame(view.datasets), examples=[match])
-            if other is not None and other.code not in tried:
-                return other.code, f"retry with example '{other.example_id}'"
-        return code, note + " again (no other example fits)"
+        code, note = attempt_code(plan, question, first_frame(view.datasets), tried)
+        return AgentResult(updates={"code": code}, summary=note)
 
     @staticmethod
     def _model_code(view: StateView, ctx: AgentContext) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from agents.ask.answering import error_answer
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskState, FinalOutput
+from agents.base.ask_state import AskState
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 
@@ -23,17 +24,5 @@ class ErrorReporterAgent(Agent):
     PROGRESS_WEIGHT = 0.5
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        error = (view.error or "unknown error").strip()
-        last = error.splitlines()[0] if error else "unknown error"
-        answer = f"Code execution failed after {view.attempts} attempts. Final error: {last}"
-        final = FinalOutput(
-            answer=answer,
-            confidence=0.0,
-            output_type="error",
-            result={"error": error, "failed_attempts": [a.model_dump() for a in view.failed_attempts]},
-            code=view.code,
-            caveats=["no answer was computed; nothing here is a result"],
-            reasoning_trace=[f"attempt {a.attempt}: {a.error.splitlines()[0][:200]}" for a in view.failed_attempts],
-            examples=list(view.plan.closest_examples) if view.plan else [],
-        )
-        return AgentResult(updates={"explanation": answer, "final_output": final}, summary=answer[:160])
+        final = error_answer(view.attempts, view.error, view.code, list(view.failed_attempts), view.plan)
+        return AgentResult(updates={"explanation": final.answer, "final_output": final}, summary=final.answer[:160])

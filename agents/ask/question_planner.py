@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agents.ask._shared import causal_pair, first_frame, llm_json, resolve_follow_up
+from agents.ask._shared import first_frame, llm_json
+from agents.ask.planning import plan_question
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.ask_state import AskPlan, AskState
 from agents.base.state import JobStatus
@@ -56,29 +57,11 @@ class QuestionPlannerAgent(Agent):
 
     def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         assert isinstance(params, self.Params)
-        from agents.tools.retrieval import fill, retrieve
-
-        question = resolve_follow_up(view.question, list(view.messages))
         frame = first_frame(view.datasets)
-        columns = [str(c) for c in frame.columns]
-        pair = causal_pair(question, columns)
-        if pair is not None:
-            plan = AskPlan(
-                needs_code=False,
-                needs_evaluation=False,
-                route="causal",
-                reasoning=f"a causal question: the effect of '{pair[0]}' on '{pair[1]}' (runs the causal recipe)",
-                treatment=pair[0],
-                outcome=pair[1],
-                parameters={"question": question},
-            )
-            return AgentResult(updates={"plan": plan}, summary=f"causal: {pair[0]} → {pair[1]}")
-        nearest = retrieve(question, k=3, columns=frame)
-        closest = [f"{m.example_id} ({m.title})" for m in nearest]
-        filled = fill(question, frame)
-        if filled is not None and filled.score < params.min_score:
-            filled = None
-        plan = self._deterministic(question, filled, closest)
+        plan, nearest = plan_question(view.question, list(view.messages), frame, params.min_score)
+        if plan.route == "causal":
+            return AgentResult(updates={"plan": plan}, summary=f"causal: {plan.treatment} → {plan.outcome}")
+        question = str(plan.parameters["question"])
         if ctx.llm is not None and plan.route != "conceptual":  # a worked concept needs no model
             plan = self._with_model(ctx, question, view.data_summary, plan, nearest)
         what = plan.example_id or plan.route
@@ -86,28 +69,6 @@ class QuestionPlannerAgent(Agent):
         if ctx.llm is not None:
             ctx.llm.annotate(result, changed=["plan"] if plan.mode == "model" else [])
         return result
-
-    @staticmethod
-    def _deterministic(question: str, filled: Any, closest: list[str]) -> AskPlan:
-        if filled is None:
-            return AskPlan(
-                needs_code=False,
-                needs_evaluation=False,
-                route="unanswerable",
-                reasoning="no worked example matches the question with every column it needs",
-                closest_examples=closest,
-                parameters={"question": question},
-            )
-        return AskPlan(
-            needs_code=filled.needs_code,
-            needs_evaluation=filled.needs_code and filled.needs_evaluation,
-            route="code" if filled.needs_code else "conceptual",
-            reasoning=f"worked example '{filled.example_id}' ({filled.title}), similarity {filled.score:.2f}",
-            example_id=filled.example_id,
-            parameters={"question": question, "filled": filled.model_dump(mode="json")},
-            closest_examples=closest,
-            answer_format=filled.output_format.model_dump(mode="json"),
-        )
 
     @staticmethod
     def _with_model(ctx: AgentContext, question: str, summary: str, plan: AskPlan, nearest: list[Any]) -> AskPlan:

@@ -40,6 +40,7 @@ from agents.base.state import (
 )
 
 __all__ = [
+    "ArtifactRecord",
     "AskDataset",
     "AskPlan",
     "AskState",
@@ -49,6 +50,10 @@ __all__ = [
     "FinalOutput",
     "STATE_MODELS",
     "JobState",
+    "RuntimeCounters",
+    "RuntimeSummary",
+    "RuntimeTransition",
+    "ToolCallRecord",
     "state_model_name",
 ]
 
@@ -138,6 +143,75 @@ class FinalOutput(_Model):
     examples: list[str] = []
 
 
+class RuntimeTransition(_Model):
+    """One state change of the ReAct runtime (seed 003); a rejected one carries ``invalid_state``."""
+
+    step: int
+    source: str
+    target: str
+    cause: str
+    accepted: bool = True
+    code: str | None = None
+
+
+class ArtifactRecord(_Model):
+    """One thing a tool produced, as every model call sees it (seed 003's artifact inventory)."""
+
+    id: str
+    name: str
+    type: str
+    created: datetime
+    source_call: str
+    producer: str
+    logical_key: str | None = None
+    content_hash: str
+
+
+class ToolCallRecord(_Model):
+    """One tool call of the ReAct loop and what became of it."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = {}
+    status: Literal["ok", "failed", "skipped", "refused"]
+    reason: str | None = None
+    observation: str = ""
+    origin: Literal["model", "deterministic", "runtime"] = "deterministic"
+
+
+class RuntimeCounters(_Model):
+    """Seed 003's reliability counters (and 002's safeguards), in the trace and the run summary."""
+
+    invalid_state: int = 0
+    duplicate_tool_call_skipped: int = 0
+    duplicate_artifact_prevented: int = 0
+    empty_python_payload_retried: int = 0
+    empty_python_payload_recovered: int = 0
+    retry_success_rate: float | None = None
+    code_failures: int = 0
+    validation_failures: int = 0
+    forced_validations: int = 0
+    loop_detections: int = 0
+    corrective_turns: int = 0
+    model_calls: int = 0
+
+
+class RuntimeSummary(_Model):
+    """How the ReAct data scientist's run went: mode, budget, states, calls, artifacts, counters."""
+
+    mode: Literal["deterministic", "model", "model_fallback"]
+    complexity: Literal["simple", "standard", "complex"]
+    budget: int
+    iterations: int = 0
+    final_state: str
+    ended_by: str
+    transitions: list[RuntimeTransition] = []
+    tool_calls: list[ToolCallRecord] = []
+    artifacts: list[ArtifactRecord] = []
+    intents: list[str] = []
+    counters: RuntimeCounters = RuntimeCounters()
+
+
 class AskState(BaseModel):
     """The state of one question's job; written only by the runner."""
 
@@ -169,6 +243,9 @@ class AskState(BaseModel):
     final_output: FinalOutput | None = None
     # A causal question's nested run of pipelines/causal_analysis.yaml.
     causal_result: dict[str, Any] | None = None
+    # The ReAct data scientist's runtime (seeds 002/003) and an initial analysis' title (004).
+    runtime: RuntimeSummary | None = None
+    session_title: str | None = None
     # Kept by the runner, as in AnalysisState.
     iteration_count: int = 0
     max_iterations: int = 3

@@ -24,6 +24,8 @@ __all__ = [
     "ChartRenderError",
     "ExampleLibraryError",
     "TemplateFillError",
+    "EmptyCodeError",
+    "ColumnsMissingError",
 ]
 
 
@@ -112,3 +114,11 @@ class ExampleLibraryError(ToolError):
 
 class TemplateFillError(ToolError):
     """An example's code template could not be filled from the question and the data's columns."""
+
+
+class EmptyCodeError(ToolError):
+    """``write_code`` or ``execute_code`` got no code to work with (an empty payload)."""
+
+
+class ColumnsMissingError(ToolError):
+    """``profile_data`` was asked about columns the data does not have."""
