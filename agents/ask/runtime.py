@@ -193,6 +193,10 @@ class Runtime:
             self._seen.setdefault(call_key(tool, arguments), record)
         return record
 
+    def forget_calls(self) -> None:
+        """Forget which calls were made (a new path starts; the records and counters stay)."""
+        self._seen.clear()
+
     def next_call_id(self) -> str:
         return f"call_{len(self.calls) + 1}"
 

@@ -49,6 +49,8 @@ BUILTIN_AGENTS: dict[str, str] = {
     "explainer": "agents.ask.explainer:ExplainerAgent",
     "error_reporter": "agents.ask.error_reporter:ErrorReporterAgent",
     "causal_runner": "agents.ask.causal_runner:CausalRunnerAgent",
+    # Ask the data with a ReAct loop (seeds 002-004), on AskState.
+    "data_scientist": "agents.ask.data_scientist:DataScientistAgent",
 }
 
 
