@@ -176,7 +176,7 @@ class Toolbox:
         content = {"columns": result.columns, "rows": result.rows, "row_count": result.row_count}
         art, new = self.runtime.add_artifact(args.description or "query result", "query_result", "sql", call_id, content,
                                              logical_key=args.description or None)
-        self._set_current(ExecutionRecord(ok=True, result=content, result_kind="table", truncated=result.truncated),
+        self._set_current(_query_record(result.columns, result.rows, content, result.truncated),
                           f"-- sql_query\n{args.query.strip()}\n", "sql")
         intent = intent_summary(args.description, result.columns, result.column_types, result.row_count, result.rows)
         self.runtime.add_intent(intent)
@@ -269,6 +269,15 @@ class Toolbox:
         if self._con is not None:
             self._con.close()
             self._con = None
+
+
+def _query_record(columns: list[str], rows: list[list[Any]], table: dict[str, Any], truncated: bool) -> ExecutionRecord:
+    """A query's rows as a result: one value as a scalar, one row as a dict, else the table."""
+    if len(rows) == 1 and len(columns) == 1:
+        return ExecutionRecord(ok=True, result=rows[0][0], result_kind="scalar")
+    if len(rows) == 1:
+        return ExecutionRecord(ok=True, result=dict(zip(columns, rows[0], strict=False)), result_kind="dict")
+    return ExecutionRecord(ok=True, result=table, result_kind="table", truncated=truncated)
 
 
 def _short(value: Any, limit: int = 1200) -> str:
