@@ -31,6 +31,11 @@ install: $(STAMP)
 		{ apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && \
 		apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; } && echo "installed bubblewrap for the code sandbox"; } || \
 		echo "note: bubblewrap not installed (needs root and apt-get); the code sandbox falls back (see whyflow doctor)"
+	@# Headless Chromium renders answer.html and the chat page in the browser tests; they skip without it.
+	-@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && \
+		apt-get install -y -qq chromium >/dev/null 2>&1; }; } && echo "installed chromium for the browser tests"; } || \
+		echo "note: chromium not installed (needs root and apt-get); the browser tests are skipped"
 
 demo: install
 	$(BIN)/whyflow run pipelines/causal_analysis.yaml \
@@ -55,6 +60,8 @@ bench: install
 	$(BIN)/python benchmarks/bench_understanding.py
 	$(BIN)/python benchmarks/bench_discovery.py
 	$(BIN)/python benchmarks/bench_estimation.py
+	@# Issue 11: whyflow next to a plain-script floor at each size, with the row and column cost curves (long).
+	$(BIN)/python benchmarks/bench_cost.py
 
 clean:
 	rm -rf $(VENV) .prefect .mplconfig .jupyter .ipython .pytest_cache .ruff_cache .mypy_cache
