@@ -43,6 +43,8 @@ __all__ = [
 ]
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[1] / "pipelines" / "ask.yaml"
+AUTO_RECIPE = Path(__file__).resolve().parents[1] / "pipelines" / "auto_analyze.yaml"
+AUTO_QUESTION = "Give a first analysis of this dataset: every column, a short summary and a title."
 
 
 class AskInputError(WhyflowError):
@@ -52,9 +54,12 @@ class AskInputError(WhyflowError):
 def add_parser(sub: Any) -> None:
     """The ``ask`` subcommand's arguments (called from :func:`flows.cli.build_parser`)."""
     p = sub.add_parser("ask", help="ask a question about data files; prints the answer, writes answer.json/html")
-    p.add_argument("question", metavar="QUESTION")
+    p.add_argument("question", metavar="QUESTION", nargs="?", default=None)
     p.add_argument("--data", action="append", required=True, metavar="FILE", help="CSV or Parquet file (repeatable)")
-    p.add_argument("--recipe", default=str(DEFAULT_RECIPE), help="the ask recipe (default pipelines/ask.yaml)")
+    p.add_argument("--recipe", default=None, help="the ask recipe (default pipelines/ask.yaml; "
+                   "pipelines/ask_react.yaml runs the ReAct data scientist)")
+    p.add_argument("--auto", action="store_true", help="a first analysis of the data (pipelines/auto_analyze.yaml): "
+                   "every column's type, counts, typical values and issues, a summary and a title; no question needed")
     p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
     p.add_argument("--llm", choices=["on", "off"], help="let the model plan and write code (on) or never (off); sets WHYFLOW_LLM")
     p.add_argument("--session", help="continue a conversation: follow-ups resolve against its history")
@@ -72,9 +77,9 @@ def _view_name(path: Path, taken: set[str]) -> str:
 
 
 def _read(paths: list[str]) -> list[Any]:
-    from agents.base.data import read_table
+    from agents.ask._shared import read_data
 
-    return [read_table(Path(raw).expanduser()) for raw in paths]  # DataError names the file
+    return [read_data(Path(raw).expanduser()) for raw in paths]  # DataError names the file
 
 
 def _analysis_copy(frame: Any, path: Path, folder: Path, name: str) -> Path:
@@ -251,10 +256,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     _prepare_environment(args.verbose)  # before Prefect is imported: its settings read the environment
     from flows.plan import load_plan
 
+    auto = bool(getattr(args, "auto", False))
+    question = args.question if args.question is not None else (AUTO_QUESTION if auto else "")
+    recipe = args.recipe or str(AUTO_RECIPE if auto else DEFAULT_RECIPE)
     request = AskRequest(
-        question=args.question,
+        question=question,
         data=list(args.data),
-        recipe=args.recipe,
+        recipe=recipe,
         output=args.output,
         session=args.session,
         llm=args.llm == "on",
@@ -343,6 +351,8 @@ def print_answer(state: AskState, folder: JobFolder) -> int:
         if (folder.path / "errors.log").exists():
             print(f"whyflow: the full traceback is in {folder.path / 'errors.log'}", file=sys.stderr)
         return 1
+    if state.session_title:
+        print(f"title: {state.session_title}")
     print(final.answer)
     for line in table_lines(final):
         print(line)
@@ -350,6 +360,13 @@ def print_answer(state: AskState, folder: JobFolder) -> int:
         print(f"chart: {chart}")
     for caveat in final.caveats:
         print(f"caveat: {caveat}")
+    if state.runtime is not None:
+        c, rt = state.runtime.counters, state.runtime
+        rate = "n/a" if c.retry_success_rate is None else f"{c.retry_success_rate:.0%}"
+        print(f"runtime: {rt.mode}, {len(rt.tool_calls)} tool calls, {len(rt.transitions)} transitions, ended by {rt.ended_by}; "
+              f"invalid_state {c.invalid_state}, duplicate_tool_call_skipped {c.duplicate_tool_call_skipped}, "
+              f"duplicate_artifact_prevented {c.duplicate_artifact_prevented}, empty_python_payload_retried "
+              f"{c.empty_python_payload_retried} (retry success {rate})")
     print(f"answer: {folder.path / 'answer.json'}")
     if (folder.path / "answer.html").exists():
         print(f"page:   {folder.path / 'answer.html'}")

@@ -26,6 +26,7 @@ __all__ = [
     "is_vega_lite",
     "llm_json",
     "llm_text",
+    "read_data",
     "resolve_follow_up",
     "result_text",
     "strip_fences",
@@ -40,6 +41,24 @@ def _read(path: str, mtime: float) -> pd.DataFrame:
     from agents.base.data import read_table
 
     return read_table(path)
+
+
+def read_data(path: str | Path) -> pd.DataFrame:
+    """``read_table``, also for a CSV with old-Mac (CR-only) line endings, which its header check
+    rejects with a bare ``csv.Error``: such a file is read from a copy with newlines normalised."""
+    import csv
+    import tempfile
+
+    from agents.base.data import read_table
+
+    try:
+        return read_table(path)
+    except csv.Error:
+        raw = Path(path).read_bytes().replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        with tempfile.TemporaryDirectory(prefix="whyflow-read-") as tmp:
+            copy = Path(tmp) / Path(path).name
+            copy.write_bytes(raw)
+            return read_table(copy)
 
 
 def first_frame(datasets: dict[str, AskDataset]) -> pd.DataFrame:

@@ -51,6 +51,7 @@ BUILTIN_AGENTS: dict[str, str] = {
     "causal_runner": "agents.ask.causal_runner:CausalRunnerAgent",
     # Ask the data with a ReAct loop (seeds 002-004), on AskState.
     "data_scientist": "agents.ask.data_scientist:DataScientistAgent",
+    "auto_analyst": "agents.ask.auto_analyst:AutoAnalystAgent",
 }
 
 
