@@ -295,3 +295,29 @@ def test_cancellation_hook_saves_a_job_the_runner_could_not(
     mark_job_cancelled(None, flow_run, Cancelling(message="cancelled in the UI"))
     saved = json.loads((out / "state.json").read_text())
     assert saved["status"] == "cancelled" and saved["error_message"] == "Cancelled: cancelled in the UI"
+
+
+def test_ask_deployment_answers_through_the_worker_with_artifacts(stack: dict[str, Any], client: Any) -> None:
+    """The `ask` deployment, triggered through the API the UI's "Run" form uses and served by the worker."""
+    assert "ask" in {d.name for d in client.read_deployments()}
+    data = ROOT / "examples" / "job_training.csv"
+    before = data.read_bytes()
+    params = {"question": "What is the average earnings by region?", "data": str(data), "recipe": "pipelines/ask.yaml"}
+    run_id = _trigger(client, "whyflow-ask/ask", params)
+    run = _final(client, run_id, 300, stack)
+    assert run.state.is_completed(), run.state
+    job = _job_of(stack, run_id)
+    assert job is not None and (job / "answer.json").exists() and (job / "answer.html").exists()
+    answer = json.loads((job / "answer.json").read_text())
+    assert answer["output_type"] != "error" and answer["code"]
+    import pandas as pd
+
+    truth = pd.read_csv(data).groupby("region")["earnings"].mean()
+    rows = answer["result"]["rows"] if isinstance(answer["result"], dict) else [list(r.values()) for r in answer["result"]]
+    got = {str(r[0]): float(r[1]) for r in rows}
+    assert got == pytest.approx(truth.to_dict(), rel=1e-9)  # the number the code computed, in the answer
+    (child,) = _children(client, run_id)
+    assert child.state.is_completed()
+    arts = _artifacts(client, child.id)
+    assert {"ask-answer", "ask-table"} <= set(arts), sorted(arts)
+    assert data.read_bytes() == before  # the user's file is only read
