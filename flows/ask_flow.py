@@ -75,6 +75,13 @@ def _markdown(state: AskState, drift: dict[str, Any]) -> str:
         lines += ["", "## Code", "```python", final.code.rstrip(), "```"]
     if drift.get("flags"):
         lines += ["", "## Drift"] + [f"- ⚠️ {f}" for f in drift["flags"]]
+    if state.runtime is not None:  # the ReAct data scientist's run summary (seed 003's counters)
+        rt = state.runtime
+        counters = rt.counters.model_dump(exclude_none=True)
+        lines += ["", "## Runtime", f"{rt.mode}, {len(rt.tool_calls)} tool calls, ended by {rt.ended_by}", ""]
+        lines += [f"- {k}: {v}" for k, v in counters.items()]
+        lines += ["", "Transitions: " + " → ".join([rt.transitions[0].source] + [t.target for t in rt.transitions if t.accepted])
+                  if rt.transitions else "Transitions: none"]
     return "\n".join(lines)
 
 

@@ -121,7 +121,7 @@ def _explore(box: Toolbox, ctx: AgentContext, data_summary: str, budget: int,
         box.runtime.count("model_calls")
         reply = ctx.llm.tool_call(messages, _TOOLS, purpose="auto_analyze", max_tokens=600)
         if reply is None:
-            return None, None, iteration, "no usable tool call after one corrective turn"
+            return None, None, iteration, "no usable tool call (the call failed, or junk after one corrective turn)"
         if isinstance(reply, str):
             reply_name, args = "output_text", T.OutputTextArgs(text=reply)
         else:

@@ -40,6 +40,11 @@ Rules:
 - validate_results must pass before finalize. Reuse existing artifacts; never repeat a failed call.
 - If the question is ambiguous, make a reasonable interpretation and say so."""
 
+CODE_RULES = """Write Python that carries out the approach on the data. The datasets are pandas DataFrames
+in the dict `datasets` (the first is also `df`); import pandas, numpy or scipy.stats yourself.
+Store the answer in `result` (a number, dict, list, DataFrame, or a Vega-Lite v5 spec with at most
+100 inline rows). Compute every number. Return only the code."""
+
 DIVERGENCE = """LOOP DETECTED: you tried the same approach several times without success. You MUST try a
 DIFFERENT approach: another method, a simpler analysis (fewer variables, a plain aggregate), or
 finalize explaining why the data cannot answer this. Do NOT repeat the same tool call."""
@@ -124,16 +129,33 @@ def _degrade(box: Toolbox, plan: AskPlan, ctx: AgentContext, iterations: int, wh
         box.current, box.validation = box.best, None
         box.runtime.count("forced_validations")
         box.call("validate_results", T.ValidateResultsArgs(question=box.question), "runtime")
-    caveats = [f"the analysis stopped before a validated final answer ({why}); this is its best result"]
+    validated = box.validation is not None and box.validation.is_valid
+    caveats = [f"the analysis stopped before its final answer ({why}); "
+               + ("its result passed validation" if validated else "this is its best result, not validated")]
     if box.validation is not None and not box.validation.is_valid:
         caveats += [f"validation found: {issue}" for issue in box.validation.issues]
-    return TurnOutcome(_answer(box, plan, ctx, box.best, box.best_code, caveats, 0.4), iterations, f"graceful degradation: {why}")
+    final = _answer(box, plan, ctx, box.best, box.best_code, caveats, 0.6 if validated else 0.4)
+    return TurnOutcome(final, iterations, f"graceful degradation: {why}")
+
+
+def _author(ctx: AgentContext, box: Toolbox, summary: str) -> Any:
+    """002's write_code from an approach in words: the model writes the code (one text call)."""
+    from agents.ask._shared import llm_text, strip_fences
+    from agents.base.llm import data_block
+
+    def write(approach: str) -> str | None:
+        prompt = (f"Question: {box.question}\nApproach: {approach}\n\n{data_block('data summary', summary[:3000])}")
+        reply = llm_text(ctx.llm, CODE_RULES, prompt, purpose="react_write_code")
+        return strip_fences(reply) if reply else None
+
+    return write
 
 
 def react_turn(box: Toolbox, plan: AskPlan, summary: str, nearest: list[Any], ctx: AgentContext,
                budget: int, params: Any) -> TurnOutcome:
     """Run the model's loop for one question; see the module doc for the safeguards."""
     llm, rt = ctx.llm, box.runtime
+    box.author = _author(ctx, box, summary)
     history: list[dict[str, str]] = []
     divergence, detections = False, 0
     for iteration in range(1, budget + 1):
@@ -144,7 +166,7 @@ def react_turn(box: Toolbox, plan: AskPlan, summary: str, nearest: list[Any], ct
         reply = llm.tool_call(messages, T.REACT_TOOLS, purpose="react_step", max_tokens=900)
         rt.count("corrective_turns", len(getattr(llm, "rejections", [])) - before)
         if reply is None:
-            return TurnOutcome(None, iteration, "no usable tool call after one corrective turn")
+            return TurnOutcome(None, iteration, "no usable tool call (the call failed, or junk after one corrective turn)")
         if isinstance(reply, str):  # prose: the model's final answer
             name, args = "finalize", T.FinalizeArgs(answer=reply)
             history.append({"role": "assistant", "content": reply[:2000]})

@@ -11,6 +11,7 @@ answer, by the runtime itself when the caller did not.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -59,6 +60,8 @@ class Toolbox:
     job_dir: Path
     runtime: Runtime = field(default_factory=Runtime)
     template: str | None = None
+    author: Callable[[str], str | None] | None = None
+    """Writes code for an approach in words (a model); write_code without code asks it first."""
     wall_seconds: float = 30.0
     memory_mb: int = 2048
     code: str | None = None
@@ -67,6 +70,7 @@ class Toolbox:
     current_source: str = ""
     best: ExecutionRecord | None = None
     best_code: str | None = None
+    best_source: str = ""
     validation: T.Validation | None = None
     attempts: int = 0
     failed: list[FailedAttempt] = field(default_factory=list)
@@ -140,6 +144,8 @@ class Toolbox:
         if isinstance(args, T.SqlQueryCall):
             return self._sql(args, call_id)
         if isinstance(args, T.WriteCodeArgs):
+            if not args.code.strip() and args.approach.strip() and self.author is not None:
+                args = args.model_copy(update={"code": self.author(args.approach) or ""})
             written = T.write_code(args, self.template)
             self.pending_code = written.code
             art, new = self.runtime.add_artifact("code", "code", "python", call_id, written.code)
@@ -200,8 +206,8 @@ class Toolbox:
 
     def _set_current(self, record: ExecutionRecord, code: str, source: str) -> None:
         self.current, self.code, self.current_source, self.validation = record, code, source, None
-        if self.best is None or source == "python" or self.best.result_kind != "table":
-            self.best, self.best_code = record, code
+        if self.best is None or source == "python" or self.best_source != "python":  # code results win
+            self.best, self.best_code, self.best_source = record, code, source
 
     def _validate(self, args: T.ValidateResultsArgs) -> tuple[Status, str]:
         question = args.question or self.question
