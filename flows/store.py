@@ -152,11 +152,27 @@ class JobFolder:
         try:
             _atomic_write(self.state_path, text)
         except OSError:
-            # A full disk: free what this job left half-written, then try once more (a small
-            # state usually fits); if it still fails the caller reports the error.
-            if not self.clean_temporary():
-                raise
-            _atomic_write(self.state_path, text)
+            # A full disk: free what this job left half-written and try again; failing that, give
+            # up the previous state kept beside it (the state being written supersedes it; else a
+            # disk filled up by an agent keeps its failure from being saved, and the job would look
+            # still running). If it still fails the caller reports the error.
+            for make_room in (self.clean_temporary, self._drop_previous):
+                if make_room():
+                    with contextlib.suppress(OSError):
+                        _atomic_write(self.state_path, text)
+                        return
+            raise
+
+    def _drop_previous(self) -> bool:
+        """Delete ``state.json.prev`` to make room, unless it is the current state itself (a hard link)."""
+        prev = self.path / "state.json.prev"
+        try:
+            if not prev.exists() or (self.state_path.exists() and os.path.samefile(prev, self.state_path)):
+                return False
+            prev.unlink()
+        except OSError:
+            return False
+        return True
 
     def clean_temporary(self) -> int:
         """Delete the job's half-written files (``*.tmp``); return how many were removed."""
