@@ -3,8 +3,8 @@
 Each failed expectation and each repair becomes one ``data_repairs`` entry with counts, so the
 critique and the report can say exactly what was changed. Safe repairs: numbers stored as text
 parsed, label spelling variants unified, exact duplicate rows dropped, rows missing the
-treatment or outcome dropped (never imputed), constant columns dropped, other missing values
-imputed (median / mode) with a ``<col>_missing`` indicator when the share is material.
+treatment or outcome dropped (never imputed), constant and all-empty columns dropped, other
+missing values imputed (median / mode) with a ``<col>_missing`` indicator when the share is material.
 Outliers are reported, not changed: trimming them would change the estimand silently.
 """
 
@@ -134,7 +134,8 @@ def _failure_entry(frame: pd.DataFrame, kind: str, col: str | None, kwargs: dict
         detail = f"values stored as {res.get('observed_value', 'text')}, not numbers ({count:,} values)"
     elif kind == "expect_column_unique_value_count_to_be_between":
         count = n
-        detail = f"constant column: {res.get('observed_value', 1)} distinct value"
+        distinct = res.get("observed_value", 1)
+        detail = "empty column: every value is missing" if distinct == 0 else f"constant column: {distinct} distinct value"
     elif kind == "expect_compound_columns_to_be_unique":
         count = int(frame.duplicated(keep="first").sum())
         detail = f"{count:,} rows exactly repeat an earlier row ({res.get('unexpected_count', 0):,} rows involved)"
@@ -424,7 +425,7 @@ class DataRepairAgent(Agent):
                         f"dropped the rows (the {role} is never imputed)",
                         before,
                         len(frame),
-                        f"{before - len(frame):,} rows without a {role} value removed",
+                        f"{before - len(frame):,} rows without {'an' if role == 'outcome' else 'a'} {role} value removed",
                     )
                 )
         if frame.empty:
@@ -439,16 +440,17 @@ class DataRepairAgent(Agent):
                 raise AgentError(f"the {role} '{col}' takes a single value in the data: no effect can be estimated")
         for col in constants:
             n_cols = frame.shape[1]
-            value = frame[col].dropna().iloc[0] if frame[col].notna().any() else None
+            empty = not frame[col].notna().any()  # all-empty, not a column of one value: say which
+            detail = "no value in any row" if empty else f"every row holds {_fmt(frame[col].dropna().iloc[0])}"
             frame = frame.drop(columns=[col])
             repairs.append(
                 _repair(
                     col,
-                    "constant column",
+                    "empty column" if empty else "constant column",
                     "dropped from the analysis",
                     n_cols,
                     frame.shape[1],
-                    f"every row holds {_fmt(value)}: no information (n_before/n_after count columns)",
+                    f"{detail}: no information (n_before/n_after count columns)",
                 )
             )
         return frame

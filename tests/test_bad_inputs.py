@@ -10,11 +10,14 @@ notebook past its time limit) end in a clear state that can be resumed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +32,7 @@ from tests.conftest import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "pipelines" / "quick_estimate.yaml")
+FULL = str(ROOT / "pipelines" / "causal_analysis.yaml")
 TOY = str(ROOT / "tests" / "fixtures" / "recipes" / "valid_toy.yaml")
 FAST = ("--set", "notebook_generator.execute=false", "--set", "notebook_generator.html=false")
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -197,6 +201,25 @@ def test_multi_valued_and_continuous_treatments_pass_the_checks(tmp_path: Path) 
         assert prepare_job(request, plan).exists()
 
 
+@pytest.mark.slow
+def test_a_continuous_treatment_gets_a_slope_through_the_cli(tmp_path: Path) -> None:
+    """No design given: hours of training (many values) -> a slope per hour, named as such in the state."""
+    frame = study(300)
+    rng = np.random.default_rng(5)
+    frame["hours"] = 10 + 2 * frame["x1"] + rng.normal(0, 2, len(frame))
+    frame["outcome"] = 0.5 * frame["hours"] + frame["x1"] + rng.normal(size=len(frame))
+    path = tmp_path / "training.csv"
+    frame.drop(columns="treated").to_csv(path, index=False)
+    out = tmp_path / "job"
+    code = main(["run", QUICK, "--data", str(path), "-t", "hours", *Y, "-o", str(out), *FAST])
+    state = json.loads((out / "state.json").read_text())
+    assert code == 0 and state["status"] == "completed", state.get("error_message")
+    head = _headline(state)
+    assert head["estimand"] == "slope" and head["treatment_variable"] == "hours"
+    assert "per one-unit increase in hours" in head["details"]["estimand_description"]
+    assert head["ci_lower"] <= 0.5 <= head["ci_upper"], head
+
+
 # ---- odd but valid input: read as meant, analysed ----------------------------------------------
 def _quick(data: Path, out: Path, *extra: str) -> dict:  # type: ignore[type-arg]
     code = main(["run", QUICK, "--data", str(data), *T, *Y, "-o", str(out), *FAST, *extra])
@@ -254,6 +277,101 @@ def test_dates_and_infinities_are_handled_and_said(tmp_path: Path, capsys: pytes
     assert "visit_on" not in profile["potential_confounders"]
     head = _headline(state)
     assert head["ci_lower"] <= 2.0 <= head["ci_upper"], head
+
+
+def _repair_recipe(folder: Path) -> Path:
+    recipe = folder / "repair.yaml"
+    recipe.write_text(
+        "name: repair\nsteps:\n  - agent: data_profiler\n  - agent: data_repair\n  - agent: effect_estimator\n"
+    )
+    return recipe
+
+
+@pytest.mark.slow
+def test_dropped_duplicates_and_an_empty_column_are_said_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The full recipe: 300 exact repeats and an all-empty column are dropped, never silently."""
+    frame = study(300)
+    frame["notes"] = np.nan
+    frame = pd.concat([frame, frame], ignore_index=True)  # 600 rows, 300 exact repeats
+    path = tmp_path / "twice.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "job"
+    code = main(["run", FULL, "--data", str(path), *T, *Y, "-o", str(out), *FAST])
+    printed = capsys.readouterr().out
+    state = json.loads((out / "state.json").read_text())
+    assert code == 0 and state["status"] == "completed", state.get("error_message")
+    said = ("300 duplicate rows removed", "notes: empty column (no value in any row")
+    assert all(s in printed for s in said), printed
+    assert "600 -> 300 rows, 6 -> 5 columns" in printed
+
+    trace = next(t for t in map(json.loads, (out / "traces.jsonl").read_text().splitlines())
+                 if t["agent_name"] == "data_repair")  # fmt: skip
+    assert all(s in trace["outputs"]["summary"] for s in said), trace["outputs"]["summary"]
+    assert "exact duplicate rows [None]: dropped the repeats, kept the first" in trace["reasoning"]
+    assert "empty column [notes]: dropped from the analysis" in trace["reasoning"]
+    assert "[notes]: 600 of 600 values missing" in trace["reasoning"]
+    assert trace["outputs"]["rows"] == [600, 300] and trace["outputs"]["columns"] == [6, 5]
+
+    repairs = {(r["kind"], r.get("issue") or r.get("expectation"), r["column"]): r for r in state["data_repairs"]}
+    dups = repairs["repair", "exact duplicate rows", None]
+    assert (dups["n_before"], dups["n_after"]) == (600, 300)
+    unique_count = repairs["expectation", "expect_column_unique_value_count_to_be_between", "notes"]
+    assert unique_count["detail"] == "empty column: every value is missing" and unique_count["repaired"]
+    empty = repairs["repair", "empty column", "notes"]
+    assert empty["action"] == "dropped from the analysis" and (empty["n_before"], empty["n_after"]) == (6, 5)
+    assert not [r for r in state["data_repairs"] if r["kind"] == "unrepaired"]
+    repaired = pd.read_parquet(state["dataframe_path"])
+    assert len(repaired) == 300 and "notes" not in repaired.columns
+    assert not [e for e in state["treatment_effects"] if "notes" in e["details"].get("adjustment_set", [])]
+
+
+@pytest.mark.slow
+def test_an_infinite_outcome_is_read_as_missing_and_its_rows_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frame = study(300)
+    frame.loc[frame.index[[10, 50, 90, 130]], "outcome"] = -np.inf
+    path = tmp_path / "inf.csv"
+    frame.to_csv(path, index=False)  # written as "-inf"
+    out = tmp_path / "job"
+    code = main(["run", str(_repair_recipe(tmp_path)), "--data", str(path), *T, *Y, "-o", str(out)])
+    printed = capsys.readouterr().out
+    state = json.loads((out / "state.json").read_text())
+    assert code == 0 and state["status"] == "completed", state.get("error_message")
+    assert "4 infinite values in outcome read as missing" in printed, printed
+    assert "outcome: infinite values (4 infinite values set to missing)" in printed
+    assert "4 rows without an outcome value removed" in printed
+    repaired = pd.read_parquet(state["dataframe_path"])
+    assert Path(state["dataframe_path"]).parent == out / "data"
+    assert len(repaired) == 296 and np.isfinite(repaired.select_dtypes("number").to_numpy()).all()
+    assert np.isfinite(_headline(state)["estimate"])
+
+
+@pytest.mark.slow
+def test_a_date_column_with_the_notebook_executed(tmp_path: Path) -> None:
+    """The executed notebook runs every cell on data with an ISO date column; the dates are no covariate."""
+    frame = study(300)
+    frame["visit_on"] = pd.date_range("2022-01-01", periods=len(frame), freq="D").strftime("%Y-%m-%d")
+    path = tmp_path / "visits.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "job"
+    executed = ("--set", "notebook_generator.timeout=120", "--set", "notebook_generator.html=false")
+    code = main(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(out), *executed])
+    state = json.loads((out / "state.json").read_text())
+    assert code == 0 and state["status"] == "completed", state.get("error_message")
+    assert state["data_profile"]["feature_types"]["visit_on"] == "datetime"
+    details = [e["details"] for e in state["treatment_effects"] if "adjustment_set" in e["details"]]
+    assert details and all("visit_on" not in d["adjustment_set"] for d in details)
+    assert any({"x1", "x2", "x3"} <= set(d["adjustment_set"]) for d in details)
+    trace = next(t for t in map(json.loads, (out / "traces.jsonl").read_text().splitlines())
+                 if t["agent_name"] == "notebook_generator")  # fmt: skip
+    assert trace["outputs"]["execution_errors"] == [] and "execution_s" in trace["outputs"]
+    nb = json.loads((out / "report.ipynb").read_text())
+    code_cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code_cells and all(c["execution_count"] for c in code_cells)
+    assert not [o for c in code_cells for o in c["outputs"] if o["output_type"] == "error"]
 
 
 @pytest.mark.slow
@@ -395,6 +513,74 @@ def test_full_disk_ends_failed_with_the_reason_and_no_temporary_files(tmp_path: 
     assert "No space left on device" in state["error_message"] and "analysis.parquet" in state["error_message"]
     assert leftovers == []
 
+
+
+def _cancel_once(out: Path, status: str) -> None:
+    """`whyflow cancel` as soon as the job reaches ``status``: it stops before the next agent."""
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads((out / "state.json").read_text())["status"] == status:
+                main(["cancel", str(out)])
+                return
+        time.sleep(0.02)
+
+
+def _fill_inodes(folder: Path) -> int:
+    """Create empty files in ``folder`` until the disk refuses one (ENOSPC); return how many fit."""
+    folder.mkdir()
+    n = 0
+    while True:
+        try:
+            (folder / str(n)).touch()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+            return n
+        n += 1
+
+
+@pytest.mark.slow
+def test_disk_full_at_the_notebook_ends_failed_and_resume_completes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The disk fills up after the estimate: the notebook cannot be written; FAILED, no .tmp, resumable.
+
+    The run is stopped before the notebook step (`whyflow cancel` while the estimator runs), the
+    disk (a tmpfs with few inodes: out of inodes is as full as out of bytes, ENOSPC) is filled
+    but for one file, which the notebook step's report_state.json takes: report.ipynb is refused.
+    """
+    path = tmp_path / "study.csv"
+    study(300).to_csv(path, index=False)
+    with tmpfs(tmp_path / "disk", "size=64m,nr_inodes=300") as disk:
+        out = disk / "job"
+        watcher = threading.Thread(target=_cancel_once, args=(out, "estimating_effects"))
+        watcher.start()
+        code = main(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(out), *FAST])
+        watcher.join()
+        state = json.loads((out / "state.json").read_text())
+        assert code == 130 and state["status"] == "cancelled", state.get("error_message")
+        assert state["completed_steps"] == ["data_profiler", "effect_estimator"]
+        (out / "CANCEL").unlink()  # what resume does, done first so the filler takes its inode too
+        filler = disk / "filler"
+        assert _fill_inodes(filler) > 0
+        (filler / "0").unlink()
+
+        capsys.readouterr()
+        code = main(["resume", str(out)])
+        err = capsys.readouterr().err
+        state = json.loads((out / "state.json").read_text())
+        leftovers = [p.name for p in out.rglob("*.tmp")]
+        assert code == 1 and state["status"] == "failed" and state["error_agent"] == "notebook_generator", err
+        message = state["error_message"]
+        assert "No space left on device" in message and "report.ipynb" in message, message
+        assert f"run failed in notebook_generator: {message}" in err and "Traceback" not in err
+        assert leftovers == [] and not (out / "report.ipynb").exists()
+
+        shutil.rmtree(filler)  # space freed
+        assert main(["resume", str(out)]) == 0
+        state = json.loads((out / "state.json").read_text())
+        assert state["status"] == "completed" and (out / "report.ipynb").exists()
+        assert state["completed_steps"][-1] == "notebook_generator" and not list(out.rglob("*.tmp"))
 
 def test_notebook_time_limit_holds_and_no_kernel_is_left(tmp_path: Path) -> None:
     from agents.base.children import kernel_processes
