@@ -38,9 +38,7 @@ M = TypeVar("M", bound=BaseModel)
 
 @lru_cache(maxsize=4)
 def _read(path: str, mtime: float) -> pd.DataFrame:
-    from agents.base.data import read_table
-
-    return read_table(path)
+    return read_data(path)
 
 
 def read_data(path: str | Path) -> pd.DataFrame:

@@ -49,7 +49,7 @@ def _fmt(value: Any) -> str:
             return str(value)
         return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     if hasattr(value, "isoformat"):
-        return str(value.isoformat())[:19]
+        return str(value.isoformat())[:19].removesuffix("T00:00:00")
     return str(value)[:40]
 
 
@@ -84,6 +84,8 @@ def _outliers(values: pd.Series) -> str | None:
     out = values[(values < low) | (values > high)]
     if out.empty:
         return None
+    if len(out) == 1:
+        return f"1 suspicious outlier beyond 3×IQR ({_fmt(float(out.iloc[0]))})"
     return f"{len(out)} suspicious outliers beyond 3×IQR (from {_fmt(float(out.min()))} to {_fmt(float(out.max()))})"
 
 
@@ -119,11 +121,13 @@ def _column(name: str, series: pd.Series) -> ColumnRow:
     except TypeError:  # unhashable cells
         unique = int(series.astype(str).nunique(dropna=True))
     issues: list[str] = []
+    if name.startswith("Unnamed: "):
+        issues.append("no name in the header row")
     if rows and (rows - non_null) / rows > HIGH_NULL:
         issues.append(f"high null rate ({(rows - non_null) / rows:.0%} missing)")
     if non_null == 0:
         return ColumnRow(column=name, type="empty", non_null=0, unique=0, description="no values at all",
-                         typical_values="", issues=["entirely empty"])
+                         typical_values="", issues=[*issues[:1], "entirely empty"] if name.startswith("Unnamed: ") else ["entirely empty"])
     if unique == 1:
         issues.append("constant column (one value)")
     present = series.dropna()
@@ -141,7 +145,7 @@ def _column(name: str, series: pd.Series) -> ColumnRow:
         share = float(numbers.notna().mean())
         if share >= 0.95:
             if text.str.contains(_NUMBER_TEXT).any():
-                issues.append(f"numbers stored as text (e.g. '{text[text.str.contains(_NUMBER_TEXT)].iloc[0]}')")
+                issues.append(f"numbers stored as text (such as '{text[text.str.contains(_NUMBER_TEXT)].iloc[0]}')")
             kind, desc, typical = _numeric_row(name, numbers, "number (text)", issues)
         else:
             if 0.05 <= share < 0.95:
@@ -194,14 +198,18 @@ def dataset_summary(name: str, frame: pd.DataFrame, rows: list[ColumnRow]) -> st
     dated = [r for r in rows if r.type.startswith("date")]
     if dated:
         sentences.append(f"The column {dated[0].column} spans {dated[0].description.removeprefix('dates ')}.")
+    unnamed = sum(r.column.startswith("Unnamed: ") for r in rows)
+    if unnamed * 2 >= len(rows):
+        sentences.insert(1, f"{unnamed} of its {len(rows)} column names are missing: the file may start with a title "
+                            "row above the real header.")
     flagged = [r for r in rows if r.issues]
     if flagged:
         shown = "; ".join(f"{r.column}: {r.issues[0]}" for r in flagged[:3])
         more = f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""
-        sentences.append(f"{len(flagged)} column(s) need attention — {shown}{more}.")
+        quality = f"{len(flagged)} column(s) need attention — {shown}{more}."
     else:
-        sentences.append("No column shows high null rates, outliers, mixed types or constant values.")
-    return " ".join(sentences[:5])
+        quality = "No column shows high null rates, outliers, mixed types or constant values."
+    return " ".join([*sentences[:4], quality])
 
 
 def session_title(name: str, frame: pd.DataFrame) -> str:
