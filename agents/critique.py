@@ -384,7 +384,6 @@ def _data_quality(inp: ReviewInputs, acc: _Acc) -> int:
         score = 1 + 4 * q
         if q < 0.7:
             acc.issues.append(f"Low data quality score ({q:.0%}): {'; '.join(inp.eda.data_quality_issues[:3])}.")
-    repairs = [r for r in inp.repairs if r.get("kind") == "repair"]
     # Rows lost = input rows minus the rows analysed (repair entries count issues, not rows).
     lost = 0.0
     if inp.n_input_rows and inp.profile is not None:
@@ -394,10 +393,21 @@ def _data_quality(inp: ReviewInputs, acc: _Acc) -> int:
         acc.issues.append(
             f"Data repair dropped {lost:.0%} of the rows: the analysed sample may not represent the input."
         )
-    failed = [r for r in inp.repairs if r.get("kind") == "expectation" and r.get("success") is False]
-    if len(failed) > len(repairs):
+    # Each failed expectation says whether the re-check after repair passed; kept outliers are not errors.
+    # (States written before data repair recorded ``repaired`` fall back to a repair on the column.)
+    repaired_columns = {r.get("column") for r in inp.repairs if r.get("kind") == "repair"}
+    open_failures = [
+        r
+        for r in inp.repairs
+        if r.get("kind") == "expectation"
+        and r.get("success") is False
+        and not r.get("repaired", r.get("column") in repaired_columns)
+        and not r.get("kept")
+    ]
+    if open_failures:
         score -= 0.5
-        acc.issues.append(f"{len(failed) - len(repairs)} failed data expectation(s) were not repaired.")
+        named = ", ".join(sorted({str(r.get("column")) for r in open_failures}))
+        acc.issues.append(f"{len(open_failures)} failed data expectation(s) were not repaired ({named}).")
     return _clip(score)
 
 

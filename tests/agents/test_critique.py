@@ -419,6 +419,23 @@ def test_unrepaired_failed_expectation_on_an_adjusted_column_blocks_approval(tmp
     assert _critique(state2, tmp_path / "b").decision is CritiqueDecision.APPROVE
 
 
+def test_open_expectation_count_reads_each_entrys_repaired_flag(tmp_path: Path) -> None:
+    """Failed expectations the re-check after repair passed, and kept outliers, are not 'not repaired'."""
+    frame, _ = linear_confounding(n=1500, seed=2)
+    base = {"kind": "expectation", "success": False, "unexpected_count": 12}
+    state = _analysis(frame, tmp_path)
+    state.data_repairs = [
+        {**base, "expectation": "expect_column_values_to_not_be_null", "column": "x1", "repaired": True},
+        {**base, "expectation": "expect_column_values_to_be_between", "column": "x2", "repaired": False,
+         "kept": "outliers are reported, not changed; not a data error"},
+        {**base, "expectation": "expect_column_values_to_be_of_type", "column": "age", "repaired": False},
+    ]  # fmt: skip
+    fb = _critique(state, tmp_path)
+    assert [i for i in fb.issues if "not repaired" in i] == ["1 failed data expectation(s) were not repaired (age)."]
+    state.data_repairs = state.data_repairs[:2]
+    assert not any("not repaired" in i for i in _critique(state, tmp_path / "b").issues)
+
+
 def test_design_headline_is_not_compared_with_confounded_backdoor_estimates(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=2000, seed=2, strength=1.0)
     state = _analysis(frame, tmp_path, rnd=3)
