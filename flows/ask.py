@@ -241,11 +241,20 @@ def save_turn(root: Path, session: str, state: AskState) -> None:
     answer = state.final_output.answer if state.final_output else (state.error_message or "")
     history += [
         ChatMessage(role="user", content=state.question, data={"resolved": resolved, "job_id": state.job_id}),
-        ChatMessage(role="assistant", content=answer, data={"job_id": state.job_id}),
+        ChatMessage(role="assistant", content=answer, data=_assistant_data(state)),
     ]
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps([m.model_dump(mode="json") for m in history], indent=2), encoding="utf-8")
     tmp.replace(path)
+
+
+def _assistant_data(state: AskState) -> dict[str, Any]:
+    """What the next turn keeps of this one: the job, and the artifact inventory (seed 003: a
+    follow-up sees what exists and does not recreate an equivalent artifact)."""
+    data: dict[str, Any] = {"job_id": state.job_id}
+    if state.runtime is not None and state.runtime.artifacts:
+        data["artifacts"] = [a.model_dump(mode="json") for a in state.runtime.artifacts[-20:]]
+    return data
 
 
 # ---- the command -----------------------------------------------------------------------------

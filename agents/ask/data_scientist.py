@@ -11,6 +11,7 @@ explanation — so it gives the same answers, and its FinalOutput is always vali
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,14 @@ from agents.ask.planning import attempt_code, plan_question
 from agents.ask.runtime import InvalidStateTransition, Runtime, RuntimeState
 from agents.ask.toolbox import Toolbox
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskPlan, AskState, FinalOutput
+from agents.base.ask_state import ArtifactRecord, AskPlan, AskState, FinalOutput
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.tools import analysis as T
 
 __all__ = ["DataScientistAgent", "estimate_complexity", "BUDGETS", "deterministic_turn"]
 
+_RERUN = re.compile(r"\b(re-?run|run (?:it|this|that) again|recompute|from scratch)\b", re.I)
 BUDGETS = {"simple": 5, "standard": 8, "complex": 10}
 """002's iteration budget by complexity (model calls of one turn)."""
 
@@ -129,6 +131,18 @@ def _causal(box: Toolbox, plan: AskPlan, ctx: AgentContext) -> FinalOutput:
 _CAUSAL = Path(__file__).resolve().parents[2] / "pipelines" / "causal_analysis.yaml"
 
 
+def _earlier_artifacts(messages: Any) -> list[ArtifactRecord]:
+    """The artifact inventories earlier turns of a ``--session`` left in their answers."""
+    found: list[ArtifactRecord] = []
+    for message in messages:
+        for raw in message.data.get("artifacts", []) if message.role == "assistant" else []:
+            try:
+                found.append(ArtifactRecord.model_validate(raw))
+            except ValueError:
+                continue  # an inventory from an older version: nothing to remember
+    return found
+
+
 class DataScientistAgent(Agent):
     """002's data scientist: a ReAct loop over ten tools, or the deterministic path without a model."""
 
@@ -162,6 +176,8 @@ class DataScientistAgent(Agent):
         box = Toolbox(question=question, frame=frame, datasets={k: d.local_path for k, d in view.datasets.items()},
                       job_dir=ctx.job_dir, wall_seconds=params.wall_seconds, memory_mb=params.memory_mb)
         box.template = filled.code if (filled := filled_plan(plan)) is not None else None
+        box.runtime.remember(_earlier_artifacts(view.messages))
+        box.allow_rerun = bool(_RERUN.search(view.question))
         mode, ended_by, iterations = "deterministic", "deterministic path", 0
         final: FinalOutput | None = None
         try:

@@ -225,6 +225,12 @@ class Runtime:
                          f"{a.created.isoformat(timespec='seconds')}{key})")
         return "\n".join(lines)
 
+    def remember(self, earlier: list[ArtifactRecord]) -> None:
+        """Artifacts of earlier turns of the conversation: in the inventory, and never recreated."""
+        for art in earlier:
+            if all(a.content_hash != art.content_hash for a in self.artifacts):
+                self.artifacts.append(art.model_copy(update={"id": f"earlier_{len(self.artifacts) + 1}"}))
+
     def add_intent(self, summary: str) -> None:
         self.intents.append(summary)
 

@@ -80,6 +80,8 @@ class Toolbox:
     figures: list[dict[str, Any]] = field(default_factory=list)
     charts: list[str] = field(default_factory=list)
     session_title: str | None = None
+    allow_rerun: bool = False
+    """The user asked to run it again: identical calls are not skipped (003's exception)."""
     finalized: bool = False
     causal: dict[str, Any] | None = None
     _con: Any = None
@@ -97,7 +99,7 @@ class Toolbox:
         """Run one validated call under the runtime's guards; never raises for a tool failure."""
         rt = self.runtime
         raw = args.model_dump(mode="json")
-        if tool not in NO_DEDUP:
+        if tool not in NO_DEDUP and not self.allow_rerun:
             earlier = rt.duplicate_of(tool, raw)
             if earlier is not None:
                 text = (f"skipped: identical to {earlier.call_id}, which {earlier.status}: {earlier.observation[:400]}. "

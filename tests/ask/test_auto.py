@@ -124,3 +124,9 @@ def test_the_cli_runs_auto_and_the_react_recipe(shop: tuple[Path, pd.DataFrame],
     assert code == 0, printed
     east = frame[frame.region == "east"]["price"].mean()
     assert f"{east:.4g}" in printed and "runtime: deterministic" in printed
+
+    from flows.deployments import ask_deployment  # the auto-analyze deployment of prefect.yaml
+
+    done = ask_deployment(question="first look", data=str(path), recipe="pipelines/auto_analyze.yaml",
+                          output=str(tmp_path / "deployed"))
+    assert done["status"] == "completed" and done["answer"].startswith("'orders' holds 300 rows")

@@ -256,3 +256,36 @@ def test_the_answer_artifact_carries_the_runtime_summary() -> None:
     state = AskState(job_id="j", question="q?", final_output=FinalOutput(answer="a", output_type="analysis"), runtime=runtime)
     text = _markdown(state, {})
     assert "## Runtime" in text and "- invalid_state: 0" in text and "planning → analyzing" in text
+
+
+def test_a_follow_up_turn_sees_the_earlier_artifacts_and_does_not_recreate_them(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
+    from agents.base.ask_state import ChatMessage
+    from flows.ask import save_turn
+
+    path, _ = shop
+    question = "What is the average price by region?"
+    first = _react(tmp_path / "one", path, question)
+    save_turn(tmp_path, "s", first)
+    history = [ChatMessage.model_validate(m) for m in json.loads((tmp_path / "sessions" / "s.json").read_text())]
+    assert first.runtime is not None and history[1].data["artifacts"]
+    again = ask(tmp_path / "two", path, question, messages=history, recipe=REACT)  # "once more, please"
+    rt = again.runtime
+    assert rt is not None and rt.counters.duplicate_artifact_prevented >= 2  # the code, result and table exist
+    assert [a.id for a in rt.artifacts][: len(first.runtime.artifacts)] == [f"earlier_{i + 1}" for i in range(len(first.runtime.artifacts))]
+    assert again.final_output is not None and first.final_output is not None
+    assert again.final_output.result == first.final_output.result
+
+
+@pytest.mark.parametrize(("rerun", "skipped"), [(False, 1), (True, 0)])
+def test_identical_calls_are_skipped_unless_the_user_asked_to_rerun(rerun: bool, skipped: int, tmp_path: Path,
+                                                                    shop: tuple[Path, pd.DataFrame]) -> None:
+    from agents.ask.toolbox import Toolbox
+
+    path, frame = shop
+    box = Toolbox(question="q", frame=frame, datasets={"data": str(path)}, job_dir=tmp_path, allow_rerun=rerun)
+    query = SqlQueryCall(query="SELECT COUNT(*) AS n FROM data")
+    statuses = [box.call("sql_query", query, "model").status for _ in range(2)]
+    box.close()
+    assert statuses == (["ok", "ok"] if rerun else ["ok", "skipped"])
+    assert box.runtime.counters.duplicate_tool_call_skipped == skipped
+    assert box.runtime.counters.duplicate_artifact_prevented == (1 if rerun else 0)  # a rerun still makes no twin
