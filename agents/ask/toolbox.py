@@ -208,6 +208,8 @@ class Toolbox:
 
     def _set_current(self, record: ExecutionRecord, code: str, source: str) -> None:
         self.current, self.code, self.current_source, self.validation = record, code, source, None
+        if record.result is None and not record.figures:
+            return  # nothing to show: never the best result
         if self.best is None or source == "python" or self.best_source != "python":  # code results win
             self.best, self.best_code, self.best_source = record, code, source
 

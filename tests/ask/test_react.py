@@ -289,3 +289,26 @@ def test_identical_calls_are_skipped_unless_the_user_asked_to_rerun(rerun: bool,
     assert statuses == (["ok", "ok"] if rerun else ["ok", "skipped"])
     assert box.runtime.counters.duplicate_tool_call_skipped == skipped
     assert box.runtime.counters.duplicate_artifact_prevented == (1 if rerun else 0)  # a rerun still makes no twin
+
+
+def test_three_failed_code_runs_end_the_loop(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+    path, _ = shop
+    model([call("execute_code", code=f"result = df['{name}'].mean()") for name in ("pricee", "prices", "cost")])
+    state = _react(tmp_path, path, "What is the mean price? Test it.")
+    rt = state.runtime
+    assert rt is not None and rt.mode == "model_fallback" and rt.counters.code_failures == 3
+    assert rt.ended_by == "3 failed code runs" and rt.counters.loop_detections == 1  # diverted after the second
+    assert state.final_output is not None and state.final_output.output_type == "analysis"
+
+
+def test_two_failed_validations_present_the_best_result_with_caveats(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+    path, _ = shop
+    model([call("execute_code", code="result = df[df['price'] < 0]"), call("finalize"),
+           call("execute_code", code="result = df[df['price'] < -1]"), call("validate_results")])
+    state = _react(tmp_path, path, "What is the mean price? Test it.")
+    rt = state.runtime
+    assert rt is not None and rt.counters.validation_failures == 2 and rt.counters.forced_validations >= 1
+    assert rt.ended_by == "graceful degradation: 2 failed validations"
+    final = state.final_output
+    assert final is not None and final.confidence <= 0.4
+    assert any("validation found: the result table is empty" in c for c in final.caveats)
