@@ -20,6 +20,7 @@ from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.errors import AgentError
+from agents.base.llm.roles import MODEL_MARK
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 
@@ -237,7 +238,8 @@ def build_context(view: StateView, snap: dict[str, Any], job_dir: Path, seed: in
         "refute": _refute(recompute, confounders, has_data, binary),
         "assumptions": _assumptions(snap, headline, agreement),
         "sensitivity": snap.get("sensitivity_results", []),
-        "critique": _critique(snap), "recommendations": snap.get("recommendations", []),
+        "critique": _critique(snap), "recommendations": _recommendations(snap),
+        "domain_llm": _domain_llm(snap), "model_mark": MODEL_MARK,
         "traces": _traces(snap), "versions": _versions(),
         "run_info": run_info, "has_run_json": run_info is not None, "has_recipe": (job_dir / "recipe.yaml").exists(),
         "decisions": decisions,
@@ -522,9 +524,70 @@ def _critique(snap: dict[str, Any]) -> list[dict[str, Any]]:
     rounds = []
     for i, c in enumerate(snap.get("critique_history", []), start=1):
         changes = [ch for d in debate if d.get("round") == i for ch in d.get("changes_applied", [])]
+        asked = [d for d in debate if d.get("round") == i and "llm_review" in d]
         rounds.append({"round": i, "decision": c["decision"], "scores": c.get("scores", {}), "issues": c.get("issues", []),
-                       "improvements": c.get("improvements", []), "reasoning": c.get("reasoning", ""), "changes_applied": changes})  # fmt: skip
+                       "improvements": c.get("improvements", []), "reasoning": c.get("reasoning", ""), "changes_applied": changes,
+                       "model": _model_review(asked[-1]["llm_review"], c["decision"]) if asked else None})  # fmt: skip
     return rounds
+
+
+# ---- what the language model wrote (text only, marked, with what it changed) ------------------------
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~$])")
+
+
+def model_text(value: Any, limit: int = 600) -> str:
+    """Model-written text as plain text inside Markdown: no HTML, links, emphasis, maths or block syntax."""
+    text = " ".join(str(value).split())[:limit]
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = re.sub(r"(?i)(?<=[a-z])(:)(?=//)|(?<=www)(\.)", lambda m: f"&#{ord(m.group(0))};", text)  # no autolinks
+    text = re.sub(r"^(\d+)\.", r"\1\\.", text)  # no numbered item, list or heading underline at the start
+    return re.sub(r"^([-=])", r"\\\1", text)
+
+
+def _recommendations(snap: dict[str, Any]) -> list[str]:
+    """The recommendations; a model-written one keeps its mark and is rendered as text."""
+    return [f"{MODEL_MARK} {model_text(r.removeprefix(MODEL_MARK), 2000)}" if str(r).startswith(MODEL_MARK) else r
+            for r in snap.get("recommendations", [])]  # fmt: skip
+
+
+def _model_review(review: dict[str, Any] | None, decision: str) -> dict[str, Any]:
+    """The critique's model points for the notebook, escaped, with what they changed (nothing)."""
+    if not review:
+        why = "nothing: the model's answer was rejected by the checks, so none of it is shown"
+        return {"points": [], "changed": why}
+    agrees = review.get("agrees_with_rules")
+    opinion = "would approve it" if review.get("would_approve") else "would not approve it"
+    if agrees is not None:
+        opinion += " (agreeing with the rules)" if agrees else " (disagreeing with the rules)"
+    return {
+        "model": model_text(review.get("model") or "the language model", 120),
+        "points": [model_text(p) for p in review.get("points", []) if str(p).strip()],
+        "opinion": f"The model says it {opinion}",
+        "changed": f"nothing: the points are advisory and the rule-based decision ({decision}) stands; no estimate was touched",
+    }
+
+
+def _domain_llm(snap: dict[str, Any]) -> dict[str, Any] | None:
+    """domain_knowledge's model suggestions for the notebook, escaped, with what they changed."""
+    sug = (snap.get("domain_knowledge") or {}).get("llm_suggestions")
+    if not sug:
+        return None
+    reasons = sug.get("reasons") or {}
+    rows = [{"column": model_text(col, 120), "role": model_text(role, 40), "reason": model_text(reasons.get(col, ""), 200)}
+            for col, role in (sug.get("roles") or {}).items()]  # fmt: skip
+    order = [", ".join(model_text(c, 120) for c in tier) for tier in sug.get("temporal_order") or [] if tier]
+    if sug.get("applied"):
+        what = [f"gave {len(rows)} column(s) without a declared role the suggested role"] if rows else []
+        what += ["took the time order from the model (none was declared)"] if order else []
+        changed = ("; ".join(what) or "nothing: it suggested no role") + (
+            ". Declared roles, the treatment and the outcome were never overridden; roles feed the graph and the "
+            "adjustment set, but every estimate is computed from the data, never by the model")  # fmt: skip
+    else:
+        changed = ("nothing: the suggestions were recorded, not applied (the domain_knowledge option `llm: apply` "
+                   "would fill in the undeclared roles)")  # fmt: skip
+    return {"model": model_text(sug.get("model") or "the language model", 120), "rows": rows, "order": order,
+            "applied": bool(sug.get("applied")), "changed": changed}  # fmt: skip
 
 
 def _traces(snap: dict[str, Any]) -> list[dict[str, Any]]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
+from typing import Any
 
 from agents.base.state import AnalysisState, TreatmentEffectResult
 
-__all__ = ["fmt", "estimate_lines", "job_summary", "not_trustworthy"]
+__all__ = ["fmt", "estimate_lines", "job_summary", "not_trustworthy", "model_usage", "model_usage_line"]
 
 
 def fmt(x: float | None) -> str:
@@ -100,6 +102,48 @@ def estimate_lines(state: AnalysisState) -> list[str]:
     return lines
 
 
+def model_usage(state: AnalysisState, job_dir: Path) -> dict[str, dict[str, int]]:
+    """Token usage of the language model per agent, from every trace of the job (empty: never asked).
+
+    Read from ``traces.jsonl`` (the state's copy compresses old traces and loses their usage);
+    the state's traces when the job folder has none.
+    """
+    records: list[tuple[str, dict[str, Any]]] = []
+    path = job_dir / "traces.jsonl"
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if '"token_usage":{}' in line:
+                    continue  # the common case, skipped without parsing
+                try:
+                    t = json.loads(line)
+                except ValueError:
+                    continue
+                records.append((str(t.get("agent_name")), t.get("token_usage") or {}))
+    except OSError:
+        records = [(t.agent_name, t.token_usage) for t in state.agent_traces]
+    usage: dict[str, dict[str, int]] = {}
+    for agent, used in records:
+        if not used.get("calls"):
+            continue
+        mine = usage.setdefault(agent, {})
+        for key in ("calls", "cached_calls", "total_tokens", "prompt_tokens", "completion_tokens"):
+            mine[key] = mine.get(key, 0) + int(used.get(key, 0) or 0)
+    return usage
+
+
+def model_usage_line(usage: dict[str, dict[str, int]]) -> str:
+    """One line: total tokens over the job, per agent; "" when the model was never asked."""
+    if not usage:
+        return ""
+    total = sum(u.get("total_tokens", 0) for u in usage.values())
+    calls = sum(u.get("calls", 0) for u in usage.values())
+    cached = sum(u.get("cached_calls", 0) for u in usage.values())
+    per = ", ".join(f"{agent} {u.get('total_tokens', 0):,}" for agent, u in usage.items())
+    extra = f"; {cached} answered from the cache" if cached else ""
+    return f"Language model: {total:,} tokens in {calls} call(s){extra} ({per})"
+
+
 def job_summary(state: AnalysisState, job_dir: Path) -> list[str]:
     """What a user wants at the end of a run or from `whyflow status`."""
     lines = [f"Job {state.job_id}: {state.status.value} ({state.progress_percentage:.0f}%)"]
@@ -115,6 +159,9 @@ def job_summary(state: AnalysisState, job_dir: Path) -> list[str]:
     if state.recommendations:
         lines.append("Next steps:")
         lines.extend(f"  - {r}" for r in state.recommendations[:5])
+    used = model_usage_line(model_usage(state, job_dir))
+    if used:
+        lines.append(used)
     lines.append(f"Job folder: {job_dir}")
     lines.append(f"State:      {job_dir / 'state.json'}")
     if state.notebook_path:
