@@ -201,7 +201,7 @@ class DataScientistAgent(Agent):
             "code": box.code, "execution_result": box.current, "execution_success": box.current is not None,
             "error": box.failed[-1].error if box.failed and box.current is None else None,
             "attempts": box.attempts, "failed_attempts": box.failed,
-            "evaluation": box.validation.notes if box.validation else None,
+            "evaluation": box.validation.notes if box.validation and (plan.needs_evaluation or mode == "model") else None,
             "explanation": final.answer, "final_output": final, "runtime": summary,
             "causal_result": box.causal,
         }
