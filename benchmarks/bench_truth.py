@@ -10,6 +10,8 @@ and crashes. Targets (issue 9): coverage ≥ 90% overall and ≥ 80% per kind, w
 
     python benchmarks/bench_truth.py                      # 13 kinds x 20 seeds
     python benchmarks/bench_truth.py --seeds 3 --kinds rct,small_n --jobs 2
+    python benchmarks/bench_truth.py --out runs.jsonl --budget-min 50   # then, to finish:
+    python benchmarks/bench_truth.py --out runs.jsonl --first-seed 8; python benchmarks/bench_truth.py --from-log runs.jsonl
     python benchmarks/bench_truth.py --seeds 2 --llm-local   # each run also with the real local model
 
 ``--llm-local`` starts the SmolLM2-135M server of ``agents.base.llm.local`` in this process and
@@ -226,6 +228,8 @@ def _print_run(r: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=20, help="seeds per kind (default 20)")
+    parser.add_argument("--first-seed", type=int, default=0, help="start at this seed (resume a run cut by --budget-min)")
+    parser.add_argument("--from-log", default="", help="print the table of the runs in this --out file; run nothing")
     parser.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")
     parser.add_argument("--n", type=int, default=None, help="rows per dataset (default: each kind's own size)")
@@ -239,10 +243,16 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         parser.error(f"unknown kind(s) {unknown}; known: {', '.join(KINDS)}")
+    if args.from_log:
+        logged = [json.loads(line) for line in Path(args.from_log).read_text(encoding="utf-8").splitlines() if line]
+        logged = [r for r in logged if r["kind"] in kinds and args.first_seed <= r["seed"] < args.seeds]
+        print(f"{len(logged)} runs from {args.from_log}")
+        print(table(logged, kinds))
+        return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MPLBACKEND", "Agg")
     # Seed-major order: a run stopped by --budget-min still covers every kind evenly.
-    jobs: list[tuple[Any, ...]] = [(k, s, args.n) for s in range(args.seeds) for k in kinds]
+    jobs: list[tuple[Any, ...]] = [(k, s, args.n) for s in range(args.first_seed, args.seeds) for k in kinds]
     server, context = None, None
     if args.llm_local:
         import multiprocessing
