@@ -111,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     from flows.ask import add_parser as add_ask_parser
 
     add_ask_parser(sub)
+
+    p = sub.add_parser("serve", help="the chat page for asking the data (FastAPI + WebSocket, loopback by default)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--data-dir", default=None,
+                   help="where chat.sqlite3, uploads and their runs live (default ./runs or $WHYFLOW_RUNS_DIR)")
     return parser
 
 
@@ -130,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "history": commands.cmd_history,
         "llm": _cmd_llm,
         "ask": _cmd_ask,
+        "serve": _cmd_serve,
     }
     if args.command == "doctor":
         from agents.base.sandbox_doctor import doctor
@@ -169,6 +176,15 @@ def _cmd_ask(args: Any) -> int:
     from flows.ask import cmd_ask
 
     return cmd_ask(args)
+
+
+def _cmd_serve(args: Any) -> int:
+    _prepare_environment(False)
+    from flows.store import JobStore
+    from flows.web import serve
+
+    data_dir = args.data_dir or args.runs_dir or str(JobStore().root)
+    return serve(host=args.host, port=args.port, data_dir=data_dir)
 
 
 def _cmd_llm(args: Any) -> int:
