@@ -45,14 +45,18 @@ _FAR_OUT = 3.0  # Tukey's "far out" fence: beyond 3 IQR from the quartiles
 
 
 def _range_bounds(col: str, stats: dict[str, float]) -> tuple[float, float] | None:
-    """Plausible range: Tukey's far-out fences, intersected with [0, 120] for ages."""
+    """Plausible range: Tukey's far-out fences, intersected with [0, 120] for ages.
+
+    Only a column that holds ages in years gets the age bounds: one whose lower quartile is
+    negative (``age_z``, a centred or standardised age) is not in years, whatever its name.
+    """
     if not {"p25", "p75"} <= stats.keys():
         return None
     iqr = stats["p75"] - stats["p25"]
     if iqr <= 0:
         return None
     lo, hi = stats["p25"] - _FAR_OUT * iqr, stats["p75"] + _FAR_OUT * iqr
-    if "age" in name_tokens(col):
+    if "age" in name_tokens(col) and stats["p25"] >= 0:
         lo, hi = max(lo, 0.0), min(hi, 120.0)
     return lo, hi
 

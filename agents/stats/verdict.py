@@ -130,6 +130,8 @@ def unrepaired_in_set(repairs: list[dict[str, Any]], adjustment: set[str]) -> di
         col = r.get("column")
         if r.get("kind") != "expectation" or col not in adjustment:
             continue
+        if r.get("kept"):  # reported on purpose (outliers are not a data error): nothing to repair
+            continue
         if r.get("success") is False and not r.get("repaired") and col not in repaired:
             out[str(col)] = str(r.get("expectation", "an expectation"))
         elif r.get("success") is True:

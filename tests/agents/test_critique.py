@@ -417,6 +417,10 @@ def test_unrepaired_failed_expectation_on_an_adjusted_column_blocks_approval(tmp
          "n_before": 40, "n_after": 0},
     ]  # fmt: skip
     assert _critique(state2, tmp_path / "b").decision is CritiqueDecision.APPROVE
+    # Outliers that data repair kept on purpose (reported, not a data error) do not block either.
+    state3 = _analysis(frame, tmp_path / "c")
+    state3.data_repairs = [{**failed, "repaired": False, "kept": "outliers are reported, not changed; not a data error"}]
+    assert _critique(state3, tmp_path / "c").decision is CritiqueDecision.APPROVE
 
 
 def test_open_expectation_count_reads_each_entrys_repaired_flag(tmp_path: Path) -> None:

@@ -195,3 +195,14 @@ def test_failed_expectations_left_unrepaired_are_listed_per_column(tmp_path: Pat
     left = _one(state, "unrepaired", column="x1")
     assert left["expectations"] == ["expect_column_values_to_not_be_null"] and "40 of 400" in left["detail"]
     assert _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null")["repaired"] is False
+
+
+def test_age_bounds_apply_to_ages_in_years_only() -> None:
+    """A standardised age (negative lower quartile) gets Tukey's fences, not [0, 120]."""
+    from agents.data_repair import _range_bounds
+
+    z = {"p25": -0.67, "p75": 0.67}
+    lo, hi = _range_bounds("age_z", z) or (0.0, 0.0)
+    assert lo == pytest.approx(-0.67 - 3 * 1.34) and hi == pytest.approx(0.67 + 3 * 1.34)
+    years = {"p25": 30.0, "p75": 60.0}
+    assert _range_bounds("age", years) == (0.0, 120.0)  # fences [-60, 150] cut to plausible ages
