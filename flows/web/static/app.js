@@ -22,7 +22,10 @@
 
   function cellText(v) {
     if (v === null || v === undefined) return "";
-    if (typeof v === "number") return Number.isInteger(v) ? String(v) : String(Math.round(v * 1e4) / 1e4);
+    if (typeof v === "number") {
+      if (Number.isInteger(v)) return String(v);
+      return Math.abs(v) >= 1000 ? v.toLocaleString("en-US", { maximumFractionDigits: 2 }) : String(Number(v.toPrecision(4)));
+    }
     if (typeof v === "object") return JSON.stringify(v);
     return String(v);
   }
@@ -85,7 +88,7 @@
 
   function showPlot(p) {
     const node = bubble("assistant", "plot");
-    if (p.title) node.appendChild(el("h3", null, p.title));
+    if (p.title && !(p.vega_lite_spec || {}).title) node.appendChild(el("h3", null, p.title));
     const box = el("div", "chart");
     node.appendChild(box);
     const spec = Object.assign({}, p.vega_lite_spec || {});

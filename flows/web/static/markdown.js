@@ -6,7 +6,8 @@
  */
 "use strict";
 (function () {
-  const INLINE = /(`[^`]+`)|(\*\*[^*]+\*\*)|(__[^_]+__)|(\*[^*\s][^*]*\*)|(_[^_\s][^_]*_)/g;
+  // Underscores only emphasise between non-word characters: job_training stays a name.
+  const INLINE = /(`[^`]+`)|(\*\*[^*]+\*\*)|((?<!\w)__[^_]+__(?!\w))|(\*[^*\s][^*]*\*)|((?<!\w)_[^_\s][^_]*_(?!\w))/g;
 
   function inline(parent, text) {
     let last = 0;
