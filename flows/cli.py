@@ -117,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--data-dir", default=None,
                    help="where chat.sqlite3, uploads and their runs live (default ./runs or $WHYFLOW_RUNS_DIR)")
+    p.add_argument("--llm", choices=["on", "off"], help="let the model drive the data scientist (on) or never (off); sets WHYFLOW_LLM")
     return parser
 
 
@@ -180,6 +181,8 @@ def _cmd_ask(args: Any) -> int:
 
 def _cmd_serve(args: Any) -> int:
     _prepare_environment(False)
+    if args.llm:
+        os.environ["WHYFLOW_LLM"] = args.llm  # read where each run's ctx.llm is built
     from flows.store import JobStore
     from flows.web import serve
 

@@ -119,6 +119,15 @@ def test_upload_first_analysis_and_a_chart_in_chromium(live_server: LiveServer, 
         bars = page.js("document.querySelectorAll('#conversation .msg.plot [role=\"graphics-symbol\"]').length")
         assert bars >= 4, bars  # one bar per region
         assert page.js("document.querySelectorAll('#conversation .msg.error').length") == 0
+        # a query result as the server sends one (a model's sql_query), markup in every field: folded, shown as text
+        event = {"type": "query_result", "description": EVIL, "query": f"SELECT '{EVIL}' AS x", "columns": [EVIL],
+                 "rows": [[EVIL]] * 7, "row_count": 7, "is_error": False}
+        page.js(f"window.whyflowChat.onEvent({json.dumps(event)})")
+        assert page.js("document.querySelector('#conversation .msg.query_result details').open") is False
+        assert page.js("document.querySelectorAll('#conversation .msg.query_result tbody tr:not([hidden])').length") == 5
+        assert EVIL in page.js("document.querySelector('#conversation .msg.query_result summary').textContent")
+        assert page.js("document.querySelectorAll('#conversation img').length") == 0
+        page.js("document.querySelector('#conversation .msg.query_result').remove()")
         page.js("[...document.querySelectorAll('#conversation .msg.user')].pop().scrollIntoView({block: 'start'})")
         time.sleep(0.5)
         shot = base64.b64decode(page.send("Page.captureScreenshot", format="png")["data"])

@@ -6,7 +6,7 @@
 (function () {
   const $ = (id) => document.getElementById(id);
   const PREVIEW_ROWS = 5;
-  const state = { session: null, ws: null, running: false, turns: 0, pendingAuto: false };
+  const state = { session: null, ws: null, running: false, turns: 0, pendingAuto: false, maxUpload: 0 };
   const els = {
     sessions: $("sessions"), conversation: $("conversation"), title: $("title"), subtitle: $("subtitle"),
     status: $("status"), statusText: $("status-text"), error: $("error-banner"), form: $("composer"),
@@ -152,6 +152,7 @@
   async function loadSessions() {
     const res = await fetch("/api/sessions");
     const body = await res.json();
+    state.maxUpload = body.max_upload_bytes || 0;
     if (body.max_upload_bytes) $("limit").textContent = Math.round(body.max_upload_bytes / 1048576) + " MB";
     els.sessions.replaceChildren();
     body.sessions.forEach((s) => {
@@ -235,6 +236,11 @@
   async function upload(file) {
     if (!file) return;
     banner("");
+    if (state.maxUpload && file.size > state.maxUpload) {
+      banner(`${file.name} is larger than the ${Math.round(state.maxUpload / 1048576)} MB limit.`);
+      els.file.value = "";
+      return;
+    }
     setRunning(true, `Uploading ${file.name}`);
     els.send.disabled = true;
     try {
@@ -286,5 +292,5 @@
 
   setRunning(false);
   loadSessions().catch((err) => banner("Could not reach the server: " + err));
-  window.whyflowChat = { state, openSession };
+  window.whyflowChat = { state, openSession, onEvent };
 })();
