@@ -233,6 +233,19 @@ def _headline(state: dict) -> dict:  # type: ignore[type-arg]
     return next(e for e in effects if e["details"].get("headline")) if effects else {}
 
 
+def test_old_mac_line_endings_are_read(tmp_path: Path) -> None:
+    """A CSV whose lines end in a bare carriage return (old Mac exports) runs like any other."""
+    frame = study(300)
+    path = tmp_path / "mac.csv"
+    path.write_bytes(frame.to_csv(index=False, lineterminator="\r").encode())
+    before = path.read_bytes()
+    out = tmp_path / "job"
+    code = main(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(out), *FAST])
+    state = json.loads((out / "state.json").read_text())
+    assert code == 0 and state["status"] == "completed", state.get("error_message")
+    assert state["data_profile"]["n_samples"] == 300 and path.read_bytes() == before
+
+
 def test_european_csv_is_read_as_a_spreadsheet_user_expects(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """Semicolons, decimal commas, Windows-1252 text, '?' for missing: read, said, repaired; no GE noise."""
     frame = study(300)

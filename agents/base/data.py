@@ -169,7 +169,7 @@ def _check_header(p: Path, text: str, sep: str) -> None:
     import csv
     import io
 
-    header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
+    header = next(csv.reader(io.StringIO(text, newline=None), delimiter=sep), [])  # \r-only (old Mac) lines too
     seen: dict[str, int] = {}
     for i, name in enumerate(header, start=1):
         key = name.strip()
