@@ -1,4 +1,4 @@
-"""`pipelines/ask.yaml` with a real local model (xllamacpp serving SmolLM2-135M) switched on.
+"""`pipelines/ask.yaml` and `pipelines/ask_react.yaml` with a real local model (xllamacpp serving SmolLM2-135M) switched on.
 
 Asserts protocol and structure, never the model's judgement: the run ends with a valid
 FinalOutput whatever the 135M model says, the model was really asked (usage in the trace), and
@@ -17,7 +17,7 @@ import pytest
 from agents.base.llm import reset_runs
 from agents.base.llm.local import available, start
 from agents.base.llm.validate import numbers_of, numbers_problems
-from tests.ask.test_agents import ask
+from tests.ask.test_agents import ROOT, ask
 
 pytestmark = [
     pytest.mark.llm_local,
@@ -33,8 +33,9 @@ def local_url() -> Iterator[str]:
     del server
 
 
+@pytest.mark.parametrize("recipe", ["ask.yaml", "ask_react.yaml"])
 def test_a_question_with_the_real_model_ends_in_a_checked_answer(
-    local_url: str, tmp_path: Path, shop: tuple[Path, pd.DataFrame], monkeypatch: pytest.MonkeyPatch
+    recipe: str, local_url: str, tmp_path: Path, shop: tuple[Path, pd.DataFrame], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, _ = shop
     monkeypatch.setenv("WHYFLOW_LLM", "on")
@@ -43,7 +44,7 @@ def test_a_question_with_the_real_model_ends_in_a_checked_answer(
     monkeypatch.setenv("WHYFLOW_LLM_TIMEOUT_S", "120")
     reset_runs()
     try:
-        state = ask(tmp_path, path, "What is the average price by region?")
+        state = ask(tmp_path, path, "What is the average price by region?", recipe=ROOT / "pipelines" / recipe)
     finally:
         reset_runs()
     final = state.final_output
