@@ -43,6 +43,11 @@ class CodeRunnerAgent(Agent):
         limits = _limits(Limits, params)
         outcome = run_code(view.code, inputs, limits, figures_dir=ctx.plots_dir)
         record = _record(outcome)
+        if record.ok and record.result is None and not record.figures:
+            # Code that ran but answered nothing is a failed attempt: the next one is told why.
+            record = record.model_copy(
+                update={"ok": False, "error": "the code ran but set no `result` (assign the answer to `result`)"}
+            )
         attempt = int(view.attempts) + 1
         updates: dict[str, Any] = {"execution_result": record, "execution_success": record.ok, "attempts": attempt}
         if record.ok:

@@ -84,6 +84,11 @@ class QuestionPlannerAgent(Agent):
         )
         if reply is None:
             return plan
+        if plan.needs_code and not reply.needs_code:
+            # A worked example computes this from the data: "no code" would answer it with prose
+            # and no number from the data (001's rule: data questions always need code).
+            note = f"The model planned no code, but '{plan.example_id}' computes the answer from the data; code runs."
+            return plan.model_copy(update={"reasoning": f"{plan.reasoning} {note}".strip()})
         return plan.model_copy(
             update={
                 "mode": "model",

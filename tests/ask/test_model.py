@@ -79,6 +79,30 @@ def test_after_two_broken_attempts_the_worked_example_has_the_last_word(model_on
     assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
 
 
+def test_a_model_that_plans_no_code_for_a_data_question_still_gets_a_computed_answer(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+    """The real 135M model called ANOVA questions 'conceptual' and answered in prose: a worked example keeps code."""
+    path, frame = shop
+    prose_plan = Scripted(content=json.dumps({"needs_code": False, "needs_evaluation": False,
+                                              "needs_explanation": True, "reasoning": "explain the idea"}))
+    model_on({"plan how to answer": [prose_plan], "Write Python that answers": [FIXED],
+              "explain data-analysis": [PROSE], "evaluate the output": [PROSE]})
+    state: AskState = ask(tmp_path, path, "What is the mean price?")
+    assert state.plan is not None and state.plan.needs_code and state.plan.route == "code"
+    assert "planned no code" in state.plan.reasoning
+    assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
+
+
+def test_code_that_sets_no_result_is_a_failed_attempt(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+    """The real model's code sometimes ran but assigned nothing; the answer was the word 'None'."""
+    path, frame = shop
+    silent = Scripted(content="mean_price = df['price'].mean()\n")
+    model_on({"previous code failed": [FIXED], "plan how to answer": [PLAN], "Write Python that answers": [silent],
+              "explain data-analysis": [PROSE], "evaluate the output": [PROSE]})
+    state: AskState = ask(tmp_path, path, "What is the mean price?")
+    assert state.attempts == 2 and "set no `result`" in state.failed_attempts[0].error
+    assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
+
+
 def test_a_chart_of_101_rows_is_refused_with_the_reason(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
     chart = (
