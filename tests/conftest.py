@@ -50,3 +50,17 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="module")
+def local_url() -> Iterator[str]:
+    """A real local model (xllamacpp serving SmolLM2-135M) for one test module; its base URL.
+
+    Module-scoped: the server runs threads in the test process, so it stops before the next
+    module (sandbox tests fork). Tests using it skip when ``available()`` is false.
+    """
+    from agents.base.llm.local import start
+
+    server, url = start(n_ctx=4096)
+    yield url
+    del server

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskState, ExecutionRecord, FailedAttempt
+from agents.base.ask_state import AskState, FailedAttempt
 from agents.base.state import JobStatus
 from agents.base.view import StateView
+from agents.tools.analysis import execution_record
 
 __all__ = ["CodeRunnerAgent"]
 
@@ -42,7 +43,7 @@ class CodeRunnerAgent(Agent):
         inputs = {name: Path(ds.local_path) for name, ds in view.datasets.items()}
         limits = _limits(Limits, params)
         outcome = run_code(view.code, inputs, limits, figures_dir=ctx.plots_dir)
-        record = _record(outcome)
+        record = execution_record(outcome)
         if record.ok and record.result is None and not record.figures:
             # Code that ran but answered nothing is a failed attempt: the next one is told why.
             record = record.model_copy(
@@ -69,32 +70,3 @@ class CodeRunnerAgent(Agent):
 def _limits(limits_cls: Any, params: Any) -> Any:
     """The sandbox's Limits with this step's wall clock and memory, its other defaults kept."""
     return limits_cls(wall_seconds=params.wall_seconds, memory_bytes=int(params.memory_mb) * 1024**2)
-
-
-def _record(outcome: Any) -> ExecutionRecord:
-    """The sandbox's ExecutionResult as state data."""
-    kind = str(getattr(outcome, "result_kind", "none") or "none")
-    return ExecutionRecord(
-        ok=bool(outcome.ok),
-        result=_plain(getattr(outcome, "result", None)),
-        result_kind=kind if kind in ("none", "scalar", "list", "dict", "table") else "none",  # type: ignore[arg-type]
-        figures=[_plain(f) for f in getattr(outcome, "figures", None) or []],
-        stdout=str(getattr(outcome, "stdout", "") or "")[-4000:],
-        stderr=str(getattr(outcome, "stderr", "") or "")[-4000:],
-        truncated=bool(getattr(outcome, "truncated", False)),
-        error=getattr(outcome, "error", None),
-        traceback=getattr(outcome, "traceback", None),
-        wall_seconds=float(getattr(outcome, "wall_seconds", 0.0) or 0.0),
-        cpu_seconds=float(getattr(outcome, "cpu_seconds", 0.0) or 0.0),
-        timed_out=bool(getattr(outcome, "timed_out", False)),
-        layers=[str(x) for x in getattr(outcome, "layers", None) or []],
-    )
-
-
-def _plain(value: Any) -> Any:
-    """JSON-safe data (paths become strings, models their dumps)."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if isinstance(value, Path):
-        return str(value)
-    return value

