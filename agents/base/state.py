@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from agents.base.errors import IllegalTransition
+from agents.base.status import JobStatus, is_legal_transition
 
 __all__ = [
     "MAX_TRACES",
@@ -72,63 +73,6 @@ MAX_TRACE_REASONING_LEN = 1000
 def utcnow() -> datetime:
     """The current time in UTC, timezone-aware."""
     return datetime.now(UTC)
-
-
-class JobStatus(StrEnum):
-    """The lifecycle of a job; each agent moves the job to its declared JOB_STATUS."""
-
-    PENDING = "pending"
-    FETCHING_DATA = "fetching_data"
-    PROFILING = "profiling"
-    EXPLORATORY_ANALYSIS = "exploratory_analysis"
-    DISCOVERING_CAUSAL = "discovering_causal"
-    ESTIMATING_EFFECTS = "estimating_effects"
-    SENSITIVITY_ANALYSIS = "sensitivity_analysis"
-    CRITIQUE_REVIEW = "critique_review"
-    ITERATING = "iterating"
-    GENERATING_NOTEBOOK = "generating_notebook"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLING = "cancelling"
-    CANCELLED = "cancelled"
-
-    @property
-    def is_terminal(self) -> bool:
-        """True for COMPLETED, FAILED and CANCELLED."""
-        return self in _TERMINAL
-
-
-_PHASES: tuple[JobStatus, ...] = (
-    JobStatus.FETCHING_DATA,
-    JobStatus.PROFILING,
-    JobStatus.EXPLORATORY_ANALYSIS,
-    JobStatus.DISCOVERING_CAUSAL,
-    JobStatus.ESTIMATING_EFFECTS,
-    JobStatus.SENSITIVITY_ANALYSIS,
-    JobStatus.CRITIQUE_REVIEW,
-    JobStatus.GENERATING_NOTEBOOK,
-)
-_RANK = {status: i for i, status in enumerate(_PHASES)}
-_TERMINAL = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
-
-
-def is_legal_transition(current: JobStatus, target: JobStatus) -> bool:
-    """Whether the job may move from ``current`` to ``target`` (see the module docstring)."""
-    if current in _TERMINAL:
-        return False
-    if current is JobStatus.PENDING:
-        return target in (JobStatus.FETCHING_DATA, JobStatus.CANCELLED)
-    if current is JobStatus.CANCELLING:
-        return target is JobStatus.CANCELLED
-    if target in (JobStatus.FAILED, JobStatus.CANCELLING):
-        return True
-    if current is JobStatus.ITERATING:
-        return target in _RANK and _RANK[JobStatus.PROFILING] <= _RANK[target] <= _RANK[JobStatus.CRITIQUE_REVIEW]
-    if target is JobStatus.ITERATING:
-        return current is JobStatus.CRITIQUE_REVIEW
-    if target is JobStatus.COMPLETED:
-        return current is not JobStatus.FETCHING_DATA
-    return target in _RANK and _RANK[target] >= _RANK[current]
 
 
 # NaN and infinities (a p-value of a constant column, an unbounded VIF) are written as JSON's
