@@ -1,12 +1,17 @@
-"""Generated data with a known truth for the ask tests."""
+"""Generated data with a known truth for the ask tests, and a scripted model on loopback."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from agents.base.llm import reset_runs
+from tests.llm.scripted import Scripted, ScriptedLLM
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +33,29 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
     path = tmp_path_factory.mktemp("shop") / "orders.csv"
     frame.to_csv(path, index=False)
     return path, frame
+
+
+@pytest.fixture
+def scripted_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., ScriptedLLM]]:
+    """Start a scripted OpenAI-compatible server and switch the model on for the run.
+
+    ``start(script, retries=0)``: ``script`` is a list of replies in order, or a dict from a
+    prompt's words to its replies. The only thing mocked is the remote service.
+    """
+    servers: list[ScriptedLLM] = []
+
+    def start(script: list[Scripted] | dict[str, list[Scripted]], retries: int = 0) -> ScriptedLLM:
+        kwargs: dict[str, Any] = {"routes": script} if isinstance(script, dict) else {"replies": script}
+        srv = ScriptedLLM(**kwargs).__enter__()
+        monkeypatch.setenv("WHYFLOW_LLM", "on")
+        monkeypatch.setenv("WHYFLOW_LLM_BASE_URL", srv.url)
+        monkeypatch.setenv("WHYFLOW_LLM_MAX_RETRIES", str(retries))
+        monkeypatch.setenv("WHYFLOW_LLM_TIMEOUT_S", "5")
+        servers.append(srv)
+        return srv
+
+    reset_runs()
+    yield start
+    for srv in servers:
+        srv.__exit__(None, None, None)
+    reset_runs()

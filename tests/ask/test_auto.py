@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from agents.ask._shared import read_data
-from agents.base.llm import reset_runs
 from agents.tools.column_report import HEADERS, column_report, dataset_summary, session_title
 from flows.cli import main
 from tests.ask.test_agents import ask
@@ -75,22 +74,8 @@ def test_the_recipe_without_a_model(tmp_path: Path, shop: tuple[Path, pd.DataFra
 
 
 @pytest.fixture
-def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[Scripted]], ScriptedLLM]]:
-    servers: list[ScriptedLLM] = []
-
-    def start(replies: list[Scripted]) -> ScriptedLLM:
-        srv = ScriptedLLM(replies=replies).__enter__()
-        monkeypatch.setenv("WHYFLOW_LLM", "on")
-        monkeypatch.setenv("WHYFLOW_LLM_BASE_URL", srv.url)
-        monkeypatch.setenv("WHYFLOW_LLM_MAX_RETRIES", "0")
-        servers.append(srv)
-        return srv
-
-    reset_runs()
-    yield start
-    for srv in servers:
-        srv.__exit__(None, None, None)
-    reset_runs()
+def scripted(scripted_model: Callable[..., ScriptedLLM]) -> Callable[..., ScriptedLLM]:
+    return scripted_model
 
 
 def test_with_a_model_it_explores_then_finalizes_with_a_title(scripted, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]

@@ -7,13 +7,13 @@ at the error node; and every number in the answer still comes from the code that
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from agents.base.ask_state import AskState
-from agents.base.llm import reset_runs
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
 
@@ -25,22 +25,8 @@ PROSE = Scripted(content="The typical order costs a little over forty.")
 
 
 @pytest.fixture
-def model_on(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    def start(routes: dict[str, list[Scripted]]) -> ScriptedLLM:
-        srv = ScriptedLLM(routes=routes).__enter__()
-        monkeypatch.setenv("WHYFLOW_LLM", "on")
-        monkeypatch.setenv("WHYFLOW_LLM_BASE_URL", srv.url)
-        monkeypatch.setenv("WHYFLOW_LLM_MAX_RETRIES", "1")
-        monkeypatch.setenv("WHYFLOW_LLM_TIMEOUT_S", "5")
-        servers.append(srv)
-        return srv
-
-    servers: list[ScriptedLLM] = []
-    reset_runs()
-    yield start
-    for srv in servers:
-        srv.__exit__(None, None, None)
-    reset_runs()
+def model_on(scripted_model: Callable[..., ScriptedLLM]) -> Callable[..., ScriptedLLM]:
+    return lambda routes: scripted_model(routes, retries=1)
 
 
 def test_broken_code_then_the_fix_from_the_traceback(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]

@@ -8,7 +8,7 @@ answers as pipelines/ask.yaml through the same tool functions.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ import pytest
 from agents.ask.react_loop import DIVERGENCE
 from agents.ask.runtime import ALLOWED, InvalidStateTransition, Runtime, RuntimeState, call_key
 from agents.base.ask_state import AskState
-from agents.base.llm import reset_runs
 from agents.tools.analysis import ExecuteCodeArgs, SqlQueryCall
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
@@ -34,23 +33,8 @@ def call(name: str, **arguments: Any) -> Scripted:
 
 
 @pytest.fixture
-def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[Scripted]], ScriptedLLM]]:
-    servers: list[ScriptedLLM] = []
-
-    def start(replies: list[Scripted]) -> ScriptedLLM:
-        srv = ScriptedLLM(replies=replies).__enter__()
-        monkeypatch.setenv("WHYFLOW_LLM", "on")
-        monkeypatch.setenv("WHYFLOW_LLM_BASE_URL", srv.url)
-        monkeypatch.setenv("WHYFLOW_LLM_MAX_RETRIES", "0")
-        monkeypatch.setenv("WHYFLOW_LLM_TIMEOUT_S", "5")
-        servers.append(srv)
-        return srv
-
-    reset_runs()
-    yield start
-    for srv in servers:
-        srv.__exit__(None, None, None)
-    reset_runs()
+def model(scripted_model: Callable[..., ScriptedLLM]) -> Callable[..., ScriptedLLM]:
+    return scripted_model
 
 
 def _react(tmp_path: Path, data: Path, question: str) -> AskState:
