@@ -105,6 +105,7 @@ BAD_INPUTS = [
     ("empty", _write(""), (*T, *Y), "data file is empty"),
     ("header-only", _write("treated,outcome\n"), (*T, *Y), "has a header but no rows"),
     ("ragged", _write("treated,outcome\n1,2\n0,3,4,5\n1,2\n"), (*T, *Y), "malformed CSV"),
+    ("ragged-first-row", _write("treated,outcome\n1,2,3\n0,3\n1,2\n"), (*T, *Y), "malformed CSV"),
     ("unclosed-quote", _write('treated,outcome\n1,"2\n0,3\n'), (*T, *Y), "malformed CSV"),
     ("binary", _write(b"\x00\x01\x02PK\x03\x04" * 100), (*T, *Y), "is binary, not a CSV or Parquet file"),
     ("folder", _folder, (*T, *Y), "data path is a folder, not a file"),

@@ -129,6 +129,12 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
         low_memory=False,
         decimal="," if sep == ";" else ".",  # semicolon files are the decimal-comma convention
     )
+    if not frame.index.equals(pd.RangeIndex(len(frame))):
+        # pandas turns the first column into the index when the first data line has more fields
+        # than the header: every column would silently shift one place to the left.
+        raise pd.errors.ParserError(
+            f"Expected {len(frame.columns)} fields in line 2 (the header's count), saw {len(frame.columns) + 1}"
+        )
     info: dict[str, object] = {"encoding": encoding, "delimiter": sep}
     found = _missing_tokens(frame, "," if sep == ";" else ".")
     if found:
