@@ -260,9 +260,9 @@ def _assistant_data(state: AskState) -> dict[str, Any]:
 # ---- the command -----------------------------------------------------------------------------
 def cmd_ask(args: argparse.Namespace) -> int:
     """Run the ask recipe on the question; print the answer; exit 0, 1 (no answer) or 2 (bad input)."""
-    from flows.cli import _prepare_environment
+    from flows.args import prepare_environment
 
-    _prepare_environment(args.verbose)  # before Prefect is imported: its settings read the environment
+    prepare_environment(args.verbose)  # before Prefect is imported: its settings read the environment
     from flows.plan import load_plan
 
     auto = bool(getattr(args, "auto", False))
@@ -320,9 +320,9 @@ def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
 
 def resume_ask(folder: JobFolder, verbose: bool = False) -> int:
     """`whyflow resume` of an ask job: continue from its last completed step."""
-    from flows.cli import _prepare_environment
+    from flows.args import prepare_environment
 
-    _prepare_environment(verbose)
+    prepare_environment(verbose)
     from flows.plan import load_plan
 
     state = folder.load_any()

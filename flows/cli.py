@@ -10,42 +10,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from agents.base.errors import WhyflowError
-from agents.base.state import StudyDesign
+from flows.args import design_from_args as design_from_args  # re-exported: its home was here
+from flows.args import prepare_environment
+from flows.args import resolve_path as resolve_path  # re-exported: its home was here
 from flows.errors import JobNotFound, RecipeSyntaxError, RecipeValidationError
 
 __all__ = ["main", "build_parser"]
-
-
-def _prepare_environment(verbose: bool = False) -> None:
-    """Quiet, offline-friendly defaults for Prefect and the notebook stack (user settings win)."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
-    os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    # The first ephemeral start creates Prefect's database; on a busy 2-core machine that
-    # can take longer than Prefect's 20 s default.
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-    if not verbose:
-        # Libraries that log warnings for every estimate (dowhy) or every figure (traitlets):
-        # their findings reach the user through the agents' summaries and traces instead.
-        import logging
-
-        for name in ("dowhy", "traitlets", "causalml", "py.warnings"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-
-
-def _overrides(items: Sequence[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"whyflow: error: --set expects KEY=VALUE, got '{item}'")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return doctor()
     if args.command in ("run", "resume"):
-        _prepare_environment(getattr(args, "verbose", False))
+        prepare_environment(getattr(args, "verbose", False))
         if getattr(args, "llm", None):
             os.environ["WHYFLOW_LLM"] = args.llm  # read where each step's ctx.llm is built
         from agents.base.llm.config import resolve_config
@@ -180,7 +153,7 @@ def _cmd_ask(args: Any) -> int:
 
 
 def _cmd_serve(args: Any) -> int:
-    _prepare_environment(False)
+    prepare_environment(False)
     if args.llm:
         os.environ["WHYFLOW_LLM"] = args.llm  # read where each run's ctx.llm is built
     from flows.store import JobStore
@@ -194,29 +167,6 @@ def _cmd_llm(args: Any) -> int:
     from flows.llm_check import cmd_llm
 
     return cmd_llm(args)
-
-
-def design_from_args(args: Any) -> StudyDesign:
-    """The study-design facts given on the command line."""
-    if (args.running_variable is None) != (args.cutoff is None):
-        raise SystemExit("whyflow: error: --running-variable and --cutoff go together")
-    if (args.unit is None) != (args.time is None):
-        raise SystemExit("whyflow: error: --unit and --time go together")
-    return StudyDesign(
-        estimand=args.estimand,
-        instrument=args.instrument,
-        running_variable=args.running_variable,
-        cutoff=args.cutoff,
-        unit_column=args.unit,
-        time_column=args.time,
-    )
-
-
-def resolve_path(text: str) -> str:
-    """An absolute path for local files; URLs unchanged."""
-    from flows.jobs import is_url
-
-    return text if is_url(text) else str(Path(text).expanduser().resolve())
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m flows.cli`

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from agents.base.state import AnalysisState, JobStatus
-from flows.errors import RecipeValidationError
+from flows.args import design_from_args, overrides_from_args, resolve_path
+from flows.errors import RecipeSyntaxError, RecipeValidationError
 from flows.plan import Plan, load_plan
 from flows.store import JobFolder, JobStore
 
@@ -18,13 +19,10 @@ _EXIT = {JobStatus.COMPLETED: 0, JobStatus.FAILED: 1, JobStatus.CANCELLED: 130}
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate each recipe; report every problem; exit 1 if any recipe is invalid."""
-    from flows.cli import _overrides
-    from flows.errors import RecipeSyntaxError
-
     failed = 0
     for recipe in args.recipes:
         try:
-            plan = load_plan(recipe, _overrides(args.set))
+            plan = load_plan(recipe, overrides_from_args(args.set))
         except (RecipeSyntaxError, RecipeValidationError) as exc:
             print(f"✗ {exc}", file=sys.stderr)
             failed += 1
@@ -113,10 +111,9 @@ def _cancel_interrupted(folder: JobFolder) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Create a job for the data and run the recipe on it."""
-    from flows.cli import _overrides, design_from_args, resolve_path
     from flows.jobs import RunRequest, prepare_job
 
-    overrides = _overrides(args.set)
+    overrides = overrides_from_args(args.set)
     plan = load_plan(args.recipe, overrides)
     request = RunRequest(
         recipe=str(Path(args.recipe).resolve()),
@@ -232,7 +229,6 @@ def cmd_agents(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """Print every run of a recipe on one data source, newest last, with drift flags."""
-    from flows.cli import resolve_path
     from flows.history import history_lines, recipe_name_of, records_for
 
     name = recipe_name_of(args.recipe)

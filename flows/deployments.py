@@ -36,7 +36,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 def _resolve(path: str | None) -> str | None:
     """An absolute path (relative to the working directory); URLs unchanged."""
-    from flows.cli import resolve_path
+    from flows.args import resolve_path
 
     return None if path is None else resolve_path(path)
 

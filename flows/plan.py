@@ -2,26 +2,27 @@
 
 Agent names resolve through the registry, ``with:`` parameters are validated against each
 agent's Params model, and per-step ``reads:``/``writes:`` must agree with (or narrow) the
-agent's contract. Graph-wide rules live in :mod:`flows.validate`; :func:`build_plan` runs both
-and raises one :class:`RecipeValidationError` listing every problem.
+agent's contract. The node types live in :mod:`flows.nodes` and the graph-wide rules in
+:mod:`flows.validate`; :func:`build_plan` resolves the steps, runs those rules and raises one
+:class:`RecipeValidationError` listing every problem.
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agents.base.agent import Agent, AgentParams, input_fields_of, state_fields_of
+from agents.base.agent import Agent, input_fields_of, state_fields_of
 from agents.base.ask_state import STATE_MODELS, state_model_name
 from agents.base.errors import AgentRegistrationError
 from agents.base.registry import Registry, UnknownAgent, default_registry
-from agents.base.state import AnalysisState, JobStatus
+from agents.base.state import AnalysisState
 from flows.conditions import Condition, ConditionError, check_condition, parse_condition
 from flows.errors import RecipeIssue, RecipeValidationError
+from flows.nodes import CRITIQUE_UNTIL, AgentNode, LoopNode, Node, ParallelNode, Plan
 from flows.recipe import (
     AgentStepSpec,
     CritiqueLoopStepSpec,
@@ -33,112 +34,11 @@ from flows.recipe import (
     load_recipe,
     step_label,
 )
+from flows.validate import validate_plan
 from flows.yamlload import locate
 
-__all__ = ["AgentNode", "ParallelNode", "LoopNode", "Plan", "build_plan", "load_plan"]
-
-
-@dataclass(frozen=True)
-class AgentNode:
-    """One resolved agent step."""
-
-    key: str
-    agent_cls: type[Agent]
-    params: AgentParams
-    reads: frozenset[str]
-    writes: frozenset[str]
-    retries: int
-    loc: tuple[Any, ...]
-    when: Condition | None = None
-
-    @property
-    def name(self) -> str:
-        """The agent's registered name (the Prefect task name)."""
-        return self.agent_cls.NAME
-
-    @property
-    def status(self) -> JobStatus:
-        """The job status while this agent runs."""
-        return self.agent_cls.JOB_STATUS
-
-    @property
-    def weight(self) -> float:
-        """The agent's share of the run's progress."""
-        return float(self.agent_cls.PROGRESS_WEIGHT)
-
-
-@dataclass(frozen=True)
-class ParallelNode:
-    """Agents dispatched concurrently on independent views."""
-
-    nodes: tuple[AgentNode, ...]
-    loc: tuple[Any, ...]
-
-    @property
-    def status(self) -> JobStatus:
-        """The latest phase among the members (the job is in all of them at once)."""
-        order = list(JobStatus)
-        return max((n.status for n in self.nodes), key=order.index)
-
-
-CRITIQUE_UNTIL = 'critique_history[-1].decision != "ITERATE"'
-"""A critique loop's exit: the latest critique did not ask for another round."""
-
-
-@dataclass(frozen=True)
-class LoopNode:
-    """Steps repeated until ``until`` holds or ``max_iterations`` rounds have run.
-
-    A ``critique_loop:`` is the case ``until = CRITIQUE_UNTIL`` (APPROVE or REJECT ends it). A
-    ``loop:`` names its own condition and may name an ``on_exhausted`` step, which runs when the
-    rounds are spent with the condition still false, and ends the run.
-    """
-
-    steps: tuple[AgentNode | ParallelNode, ...]
-    max_iterations: int
-    loc: tuple[Any, ...]
-    until: Condition = field(default_factory=lambda: parse_condition(CRITIQUE_UNTIL))
-    on_exhausted: AgentNode | None = None
-    kind: str = "critique_loop"
-    when: Condition | None = None
-
-
-Node = AgentNode | ParallelNode | LoopNode
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A validated recipe, ready to compile into a Prefect flow."""
-
-    name: str
-    description: str
-    source: str
-    inputs: frozenset[str]
-    settings: Settings
-    steps: tuple[Node, ...]
-    spec: RecipeSpec = field(repr=False)
-    state_model: type[BaseModel] = AnalysisState
-
-    def agent_nodes(self) -> list[AgentNode]:
-        """Every agent node in order, flattening groups and loops."""
-        out: list[AgentNode] = []
-        for step in self.steps:
-            out.extend(_flatten(step))
-        return out
-
-    @property
-    def total_weight(self) -> float:
-        """The sum of PROGRESS_WEIGHT over the plan (loop steps counted once)."""
-        return sum(n.weight for n in self.agent_nodes())
-
-
-def _flatten(node: Node) -> list[AgentNode]:
-    if isinstance(node, AgentNode):
-        return [node]
-    if isinstance(node, ParallelNode):
-        return list(node.nodes)
-    exhausted = [node.on_exhausted] if node.on_exhausted is not None else []
-    return [n for s in node.steps for n in _flatten(s)] + exhausted
+# The node types are defined in flows.nodes and re-exported here, where callers have always found them.
+__all__ = ["AgentNode", "ParallelNode", "LoopNode", "Node", "Plan", "CRITIQUE_UNTIL", "build_plan", "load_plan"]
 
 
 class _Resolver:
@@ -273,8 +173,6 @@ class _Resolver:
 
 def build_plan(spec: RecipeSpec, document: Any, path: str | Path, registry: Registry | None = None) -> Plan:
     """Resolve and validate ``spec``; raise :class:`RecipeValidationError` with every problem."""
-    from flows.validate import validate_plan
-
     p = str(path)
     model = STATE_MODELS[spec.state]
     resolver = _Resolver(p, document, registry or default_registry(), model)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.base.state import JobStatus, is_legal_transition
-from flows.plan import AgentNode, LoopNode, ParallelNode, Plan
+from flows.nodes import AgentNode, LoopNode, ParallelNode, Plan
 
 __all__ = ["validate_plan"]
 
