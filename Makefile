@@ -44,6 +44,7 @@ demo: install
 
 lint: install
 	$(BIN)/ruff check agents flows tests benchmarks
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy
