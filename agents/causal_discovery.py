@@ -22,33 +22,24 @@ from collections import Counter
 from typing import Literal
 
 import numpy as np
+from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
 from agents.base.errors import AgentError
-from agents.base.state import CausalDAG, CausalEdge, DataProfile, JobStatus
+from agents.base.state import CausalDAG, CausalEdge, JobStatus
 from agents.base.view import StateView
 from agents.stats.discovery_matrix import named_in_knowledge, prepare_matrix, screen_columns
 from agents.stats.graphs import Knowledge, break_cycles, edge_key
 from agents.stats.pc_search import Skeleton, orient, pc_skeleton
 
-__all__ = ["CausalDiscoveryAgent", "prepare_matrix", "learn_edges", "learn_pc", "screen_columns"]
+__all__ = ["CausalDiscoveryAgent", "CausalDiscoveryParams", "prepare_matrix", "learn_edges", "learn_pc", "screen_columns"]
 
 RawEdge = tuple[str, str, str, str]
 """(source, target, edge_type, raw causal-learn mark such as "-->", "o->", "---")."""
 
 METHOD_NAMES = {"pc": "PC", "fci": "FCI", "ges": "GES", "lingam": "LiNGAM"}
 _MARKS = {-1: "-", 1: ">", 2: "o"}
-
-
-def _pair(view: StateView, profile: DataProfile) -> tuple[str | None, str | None, str]:
-    t, y = view.get_primary_pair()
-    if t and y:
-        return t, y, ""
-    t = profile.treatment_candidates[0] if profile.treatment_candidates else None
-    y = profile.outcome_candidates[0] if profile.outcome_candidates else None
-    note = "no treatment/outcome pair was set; used the profile's first candidates" if (t or y) else ""
-    return t, y, note
 
 
 def _decode(matrix: np.ndarray, names: list[str]) -> list[RawEdge]:
@@ -159,7 +150,31 @@ def _key(e: RawEdge) -> tuple[str, str, str]:
     return edge_key(CausalEdge(source=e[0], target=e[1], edge_type=e[2]))
 
 
-class CausalDiscoveryAgent(Agent):
+class CausalDiscoveryParams(AgentParams):
+    """Options: method, test level, bootstrap resamples, row/column caps, screen, depth, time budget.
+
+    ``screen_above``: screen to the pair's relevant columns when more columns than this are
+    usable; ``max_variables``: at most this many columns enter the search; ``max_depth``:
+    largest conditioning set (PC, FCI); ``max_seconds``: budget for the whole agent (the
+    search gets 60% of it, the bootstrap the rest).
+    """
+
+    method: Literal["pc", "fci", "ges", "lingam"] = Field("pc", description="search algorithm")
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the independence tests")
+    bootstrap: int = Field(20, ge=0, description="resamples for the edge confidences (0: none)")
+    max_rows: int = Field(20000, ge=100, description="complete rows used (a seeded sample above this)")
+    max_columns: int | None = Field(
+        None, ge=2, description="columns kept, those most correlated with the pair first (None: all)"
+    )
+    bootstrap_time_budget_s: float = Field(30.0, gt=0, description="seconds the bootstrap may take")
+    screen_above: int = Field(30, ge=0, description="screen to the pair's relevant columns above this many columns")
+    max_variables: int = Field(40, ge=2, description="columns entering the search at most")
+    screen_alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the relevance screen")
+    max_depth: int | None = Field(4, ge=0, description="largest conditioning set, PC and FCI (None: no cap)")
+    max_seconds: float = Field(30.0, gt=0, description="seconds for the whole agent (search 60%, bootstrap the rest)")
+
+
+class CausalDiscoveryAgent(Agent[CausalDiscoveryParams]):
     """Learns a causal graph from the data with causal-learn, respecting background knowledge."""
 
     NAME = "causal_discovery"
@@ -176,37 +191,17 @@ class CausalDiscoveryAgent(Agent):
     )
     PROGRESS_WEIGHT = 2.0
 
-    class Params(AgentParams):
-        """Options: method, test level, bootstrap resamples, row/column caps, screen, depth, time budget.
+    Params = CausalDiscoveryParams
 
-        ``screen_above``: screen to the pair's relevant columns when more columns than this are
-        usable; ``max_variables``: at most this many columns enter the search; ``max_depth``:
-        largest conditioning set (PC, FCI); ``max_seconds``: budget for the whole agent (the
-        search gets 60% of it, the bootstrap the rest).
-        """
-
-        method: Literal["pc", "fci", "ges", "lingam"] = "pc"
-        alpha: float = 0.05
-        bootstrap: int = 20
-        max_rows: int = 20000
-        max_columns: int | None = None
-        bootstrap_time_budget_s: float = 30.0
-        screen_above: int = 30
-        max_variables: int = 40
-        screen_alpha: float = 0.05
-        max_depth: int | None = 4
-        max_seconds: float = 30.0
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: CausalDiscoveryParams, ctx: AgentContext) -> AgentResult:
         """Prepare the matrix, screen, learn the graph, bootstrap confidences, return the DAG."""
-        assert isinstance(params, CausalDiscoveryAgent.Params)
         if not 0 < params.alpha < 1 or params.bootstrap < 0 or params.max_rows < 100:
             raise AgentError("causal_discovery needs 0 < alpha < 1, bootstrap >= 0 and max_rows >= 100")
         if params.max_seconds <= 0 or params.max_variables < 2 or (params.max_depth is not None and params.max_depth < 0):
             raise AgentError("causal_discovery needs max_seconds > 0, max_variables >= 2 and max_depth >= 0")
         started = time.perf_counter()
-        profile = view.data_profile
-        t, y, pair_note = _pair(view, profile)
+        found = view.maybe_pair()
+        t, y, pair_note = (found.treatment, found.outcome, found.note) if found else (None, None, "")
         frame = read_table(view.dataframe_path)
         first = [c for c in (t, y) if c]
         for c in first:
@@ -287,7 +282,7 @@ class CausalDiscoveryAgent(Agent):
     def _search(
         x: np.ndarray,
         names: list[str],
-        params: CausalDiscoveryAgent.Params,
+        params: CausalDiscoveryParams,
         knowledge: Knowledge,
         ctx: AgentContext,
         started: float,
@@ -324,7 +319,7 @@ class CausalDiscoveryAgent(Agent):
     def _bootstrap(
         x: np.ndarray,
         names: list[str],
-        params: CausalDiscoveryAgent.Params,
+        params: CausalDiscoveryParams,
         knowledge: Knowledge,
         ctx: AgentContext,
         depth: int | None,
@@ -365,7 +360,7 @@ class CausalDiscoveryAgent(Agent):
 
     @staticmethod
     def _reasoning(
-        params: CausalDiscoveryAgent.Params,
+        params: CausalDiscoveryParams,
         knowledge: Knowledge,
         raw: list[RawEdge],
         notes: list[str],

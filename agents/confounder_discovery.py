@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
@@ -44,10 +45,32 @@ from agents.stats.graphs import Knowledge, dowhy_graph, identify_backdoor
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["ConfounderDiscoveryAgent", "dowhy_graph"]  # dowhy_graph re-exported for callers
+__all__ = ["ConfounderDiscoveryAgent", "ConfounderDiscoveryParams", "dowhy_graph"]  # dowhy_graph re-exported for callers
 
 
-class ConfounderDiscoveryAgent(Agent):
+class ConfounderDiscoveryParams(AgentParams):
+    """Options: test level, determinism threshold, rows used by the data checks, the bootstrap
+    confidence below which an edge into the treatment counts as uncertain, the support every
+    edge of a path from the treatment needs before the graph alone can exclude a variable,
+    whether instrument-like variables are left out (off: they are kept and flagged), and how
+    many doubtful variables get a with/without estimate."""
+
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the data checks")
+    deterministic_r2: float = Field(
+        0.99, ge=0, le=1, description="R² from the treatment above which a variable counts as derived from it"
+    )
+    max_rows: int = Field(50000, ge=1, description="rows used by the data checks (a seeded sample above this)")
+    doubtful_below: float = Field(
+        0.7, ge=0, le=1, description="bootstrap confidence below which an edge into the treatment is uncertain"
+    )
+    strong_support: float = Field(
+        0.8, ge=0, le=1, description="support every edge of a path from the treatment needs to exclude a variable"
+    )
+    drop_instruments: bool = Field(False, description="leave instrument-like variables out (off: kept and flagged)")
+    max_sensitivity: int = Field(12, ge=0, description="doubtful variables that get a with/without estimate")
+
+
+class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
     """Chooses the adjustment set from the DAG (DoWhy backdoor), the data and domain knowledge."""
 
     NAME = "confounder_discovery"
@@ -59,27 +82,14 @@ class ConfounderDiscoveryAgent(Agent):
     PRELOAD_MODULES = ("dowhy",)
     PROGRESS_WEIGHT = 1.0
 
-    class Params(AgentParams):
-        """Options: test level, determinism threshold, rows used by the data checks, the bootstrap
-        confidence below which an edge into the treatment counts as uncertain, the support every
-        edge of a path from the treatment needs before the graph alone can exclude a variable,
-        whether instrument-like variables are left out (off: they are kept and flagged), and how
-        many doubtful variables get a with/without estimate."""
+    Params = ConfounderDiscoveryParams
 
-        alpha: float = 0.05
-        deterministic_r2: float = 0.99
-        max_rows: int = 50000
-        doubtful_below: float = 0.7
-        strong_support: float = 0.8
-        drop_instruments: bool = False
-        max_sensitivity: int = 12
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: ConfounderDiscoveryParams, ctx: AgentContext) -> AgentResult:
         """Combine graph, data and knowledge into the adjustment set with a reason per variable."""
-        assert isinstance(params, ConfounderDiscoveryAgent.Params)
         profile: DataProfile = view.data_profile
         dag: CausalDAG | None = view.proposed_dag
-        t, y, notes = self._pair(view, profile, dag)
+        pair = view.pair("find confounders for")
+        t, y, notes = pair.treatment, pair.outcome, [pair.note] if pair.note else []
         frame = read_table(view.dataframe_path)
         for role, col in (("treatment", t), ("outcome", y)):
             if col not in frame.columns:
@@ -155,21 +165,6 @@ class ConfounderDiscoveryAgent(Agent):
         return dict(parts.keep_flagged)
 
     @staticmethod
-    def _pair(view: StateView, profile: DataProfile, dag: CausalDAG | None) -> tuple[str, str, list[str]]:
-        t, y = view.get_primary_pair()
-        if t and y:
-            return t, y, []
-        if dag is not None and dag.treatment_variable and dag.outcome_variable:
-            return dag.treatment_variable, dag.outcome_variable, ["pair taken from the proposed DAG"]
-        if profile.treatment_candidates and profile.outcome_candidates:
-            return (
-                profile.treatment_candidates[0],
-                profile.outcome_candidates[0],
-                ["no pair set: used the profile's first treatment and outcome candidates"],
-            )
-        raise AgentError("no treatment/outcome pair: set --treatment and --outcome or run the profiler first")
-
-    @staticmethod
     def _candidates(
         frame: pd.DataFrame, profile: DataProfile, t: str, y: str, domain: dict[str, Any] | None
     ) -> tuple[list[str], dict[str, str]]:
@@ -205,7 +200,7 @@ class _Builder:
         candidates: list[str],
         checks: DataChecks,
         k: Knowledge,
-        params: ConfounderDiscoveryAgent.Params,
+        params: ConfounderDiscoveryParams,
         excluded: dict[str, str],
         notes: list[str],
         pre: dict[str, str],

@@ -22,7 +22,7 @@ and decides:
   left, the debate entry says ``approved: false, limit_reached: true``, and the report must say
   the analysis was not approved.
 
-A code counts as applied when this round's estimates (``details["changes_applied"]``),
+A code counts as applied when this round's estimates (``details.changes_applied``),
 ``ps_diagnostics["changes"]`` or an earlier debate entry list it; an applied code is never
 recommended again.
 """
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from agents.base.view import StateView
 
 __all__ = [
-    "BALANCE_SMD",
+    "BALANCE_SMD", "CritiqueParams",
     "OVERLAP_POOR_SHARE",
     "CritiqueAgent",
     "ReviewInputs",
@@ -63,7 +63,11 @@ __all__ = [
 ]
 
 
-class CritiqueAgent(Agent):
+class CritiqueParams(AgentParams):
+    """The critique has no options yet (an LLM mode comes later)."""
+
+
+class CritiqueAgent(Agent[CritiqueParams]):
     """Deterministic reviewer of one round: scores, issues, coded improvements and a decision."""
 
     NAME = "critique"
@@ -85,10 +89,9 @@ class CritiqueAgent(Agent):
     PROGRESS_WEIGHT = 0.5
     IS_CRITIQUE = True
 
-    class Params(AgentParams):
-        """The critique has no options yet (an LLM mode comes later)."""
+    Params = CritiqueParams
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: CritiqueParams, ctx: AgentContext) -> AgentResult:
         """Gather the inputs, run the rules, append the feedback and the debate entry."""
         inp = self._inputs(view)
         rv = review(inp)
@@ -99,6 +102,9 @@ class CritiqueAgent(Agent):
             issues=rv.issues,
             improvements=rv.improvements,
             reasoning=" ".join(rv.reasoning),
+            verdict=rv.verdict,
+            blockers=rv.blockers,
+            limit_reached=rv.limit_reached,
         )
         entry = {
             "round": inp.round,

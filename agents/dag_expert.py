@@ -10,30 +10,21 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.errors import AgentError
 from agents.base.llm.roles import annotated, dag_expert_mode
-from agents.base.state import CausalDAG, CausalEdge, DataProfile, JobStatus
+from agents.base.state import CausalDAG, CausalEdge, JobStatus
 from agents.base.view import StateView
 from agents.stats.graphs import Knowledge, break_cycles, directed_graph, mediators
 
-__all__ = ["DAGExpertAgent", "refine_edges"]
+__all__ = ["DAGExpertAgent", "DAGExpertParams", "refine_edges"]
 
 
 def _arrow(e: CausalEdge) -> str:
     sym = {"directed": "->", "undirected": "--", "bidirected": "<->"}.get(e.edge_type, "?")
     return f"{e.source} {sym} {e.target}"
-
-
-def _pair(view: StateView, dag: CausalDAG, profile: DataProfile) -> tuple[str | None, str | None]:
-    t, y = view.get_primary_pair()
-    if t and y:
-        return t, y
-    if dag.treatment_variable and dag.outcome_variable:
-        return dag.treatment_variable, dag.outcome_variable
-    t = profile.treatment_candidates[0] if profile.treatment_candidates else None
-    y = profile.outcome_candidates[0] if profile.outcome_candidates else None
-    return t, y
 
 
 def _refine_one(e: CausalEdge, k: Knowledge, keep_bidirected: bool) -> tuple[CausalEdge | None, str]:
@@ -126,7 +117,17 @@ def interpret(nodes: list[str], edges: list[CausalEdge], t: str | None, y: str |
     return " ".join(parts)
 
 
-class DAGExpertAgent(Agent):
+class DAGExpertParams(AgentParams):
+    """Options: whether to add treatment -> outcome, and the 'uncertain edge' threshold."""
+
+    add_treatment_outcome_edge: bool = Field(True, description="add treatment -> outcome when the graph lacks it")
+    uncertain_below: float = Field(0.5, ge=0, le=1, description="edge confidence below which an edge is uncertain")
+    llm: Literal["off", "suggest", "apply"] = Field(
+        "suggest", description="with a model: report (suggest) or apply its orientations of undirected edges"
+    )
+
+
+class DAGExpertAgent(Agent[DAGExpertParams]):
     """Refines the proposed DAG with temporal order, the question and domain edge lists."""
 
     NAME = "dag_expert"
@@ -137,19 +138,13 @@ class DAGExpertAgent(Agent):
     JOB_STATUS = JobStatus.DISCOVERING_CAUSAL
     PROGRESS_WEIGHT = 1.0
 
-    class Params(AgentParams):
-        """Options: whether to add treatment -> outcome, and the 'uncertain edge' threshold."""
+    Params = DAGExpertParams
 
-        add_treatment_outcome_edge: bool = True
-        uncertain_below: float = 0.5
-        llm: Literal["off", "suggest", "apply"] = "suggest"
-        """With a model switched on: report (suggest) or apply its validated orientations of undirected edges."""
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: DAGExpertParams, ctx: AgentContext) -> AgentResult:
         """Refine the proposed DAG and explain every change."""
-        assert isinstance(params, DAGExpertAgent.Params)
         dag: CausalDAG = view.proposed_dag
-        t, y = _pair(view, dag, view.data_profile)
+        found = view.maybe_pair()
+        t, y = (found.treatment, found.outcome) if found else (None, None)
         if t and y and t == y:
             raise AgentError(f"treatment and outcome are the same column '{t}'")
         k = Knowledge.from_domain(view.domain_knowledge, t, y, [*dag.nodes, *view.data_profile.feature_names])

@@ -5,44 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.data import check_columns, describe_read, read_table
+from agents.base.data import check_columns, describe_read, read_table, write_parquet
 from agents.base.errors import AgentError
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.stats.profiling import build_profile
 
-__all__ = ["DataProfilerAgent", "write_parquet"]
+__all__ = ["DataProfilerAgent", "DataProfilerParams", "write_parquet"]  # write_parquet: from agents.base.data
 
 
-def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
-    """Write ``frame`` to Parquet atomically, turning mixed-type text columns into strings if Arrow refuses them.
-
-    A failed write (a full disk) leaves no partial file behind and raises :class:`AgentError`
-    with the reason, so the job ends FAILED with space freed for its state.
-    """
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        try:
-            frame.to_parquet(tmp, index=False)
-        except (TypeError, ValueError):  # pyarrow's ArrowTypeError / ArrowInvalid
-            fixed = frame.copy()
-            for col in fixed.columns:
-                if pd.api.types.is_object_dtype(fixed[col]):
-                    fixed[col] = fixed[col].astype("string")
-            fixed.to_parquet(tmp, index=False)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise AgentError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+class DataProfilerParams(AgentParams):
+    """No options: the profile is fully determined by the data and the user's choices."""
 
 
-class DataProfilerAgent(Agent):
+class DataProfilerAgent(Agent[DataProfilerParams]):
     """Profiles the job's copy of the data and proposes treatment, outcome and covariate roles."""
 
     NAME = "data_profiler"
@@ -53,10 +31,9 @@ class DataProfilerAgent(Agent):
     JOB_STATUS = JobStatus.PROFILING
     PROGRESS_WEIGHT = 1.0
 
-    class Params(AgentParams):
-        """No options: the profile is fully determined by the data and the user's choices."""
+    Params = DataProfilerParams
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: DataProfilerParams, ctx: AgentContext) -> AgentResult:
         """Read the input, profile it and write the analysis copy."""
         info = view.dataset_info
         if not info.local_path:

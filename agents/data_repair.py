@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.errors import AgentError
 from agents.base.state import DataProfile, JobStatus
 from agents.base.view import StateView
-from agents.data_profiler import write_parquet
 from agents.stats.profiling import (
     NUMERIC_TYPES,
     build_profile,
@@ -37,7 +37,7 @@ from agents.stats.repair_rules import (
     unrepaired,
 )
 
-__all__ = ["DataRepairAgent", "run_expectations"]
+__all__ = ["DataRepairAgent", "DataRepairParams", "run_expectations"]
 
 _NUMERIC_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 _NUMERIC_DTYPES += ["float16", "float32", "float64", "Int8", "Int16", "Int32", "Int64", "Float32", "Float64", "bool"]
@@ -191,7 +191,20 @@ def _repair(column: str | None, issue: str, action: str, n_before: int, n_after:
     }
 
 
-class DataRepairAgent(Agent):
+class DataRepairParams(AgentParams):
+    """Options of the repair step."""
+
+    indicator_threshold: float = Field(
+        0.05, ge=0, le=1, description="missing share above which an imputed column gets a <col>_missing indicator"
+    )
+    drop_duplicates: bool = Field(True, description="drop duplicated rows")
+    impute: bool = Field(True, description="impute missing covariate values")
+    recording_errors: bool = Field(
+        True, description="set values entered at the wrong scale (x100...) to missing (agents.stats.repair_rules)"
+    )
+
+
+class DataRepairAgent(Agent[DataRepairParams]):
     """Validates the data against expectations built from its profile and repairs what is safe."""
 
     NAME = "data_repair"
@@ -203,24 +216,15 @@ class DataRepairAgent(Agent):
     PRELOAD_MODULES = ("great_expectations",)
     PROGRESS_WEIGHT = 1.5
 
-    class Params(AgentParams):
-        """Options of the repair step."""
+    Params = DataRepairParams
 
-        indicator_threshold: float = 0.05
-        """Missing share above which an imputed column gets a ``<col>_missing`` indicator."""
-        drop_duplicates: bool = True
-        impute: bool = True
-        recording_errors: bool = True
-        """Set values entered at the wrong scale (x100...) to missing (see agents.stats.repair_rules)."""
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: DataRepairParams, ctx: AgentContext) -> AgentResult:
         """Validate, repair, write ``repaired.parquet`` and re-profile."""
-        from agents.base.data import read_table
+        from agents.base.data import read_table, write_parquet
 
-        assert isinstance(params, DataRepairAgent.Params)
         profile = view.data_profile
         raw = read_table(view.dataframe_path)
-        treatment, outcome, why = self._pair(view, profile)
+        treatment, outcome, why = self._pair(view)
         for role, col in (("treatment", treatment), ("outcome", outcome)):
             if col and col not in raw.columns:
                 raise AgentError(f"the {role} column '{col}' is not in the analysis data")
@@ -291,13 +295,12 @@ class DataRepairAgent(Agent):
         )
 
     @staticmethod
-    def _pair(view: StateView, profile: DataProfile) -> tuple[str | None, str | None, str]:
-        t, y = view.get_primary_pair()
-        if t and y:
-            return t, y, f"pair under study: {t} -> {y}"
-        t = t or (profile.treatment_candidates[0] if profile.treatment_candidates else None)
-        y = y or (profile.outcome_candidates[0] if profile.outcome_candidates else None)
-        return t, y, f"no pair chosen yet: using the profile's first candidates {t} -> {y}"
+    def _pair(view: StateView) -> tuple[str | None, str | None, str]:
+        found = view.maybe_pair()
+        if found is None:
+            return None, None, "no pair chosen yet and no candidates in the profile"
+        t, y = found.treatment, found.outcome
+        return t, y, f"{found.note}: {t} -> {y}" if found.note else f"pair under study: {t} -> {y}"
 
     @staticmethod
     def _metadata(view: StateView) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
@@ -21,7 +22,7 @@ from agents.base.state import DataProfile, EDAResult, JobStatus
 from agents.base.view import StateView
 from agents.stats.profiling import is_missing_indicator, label_variants, parse_numeric_text
 
-__all__ = ["EDAAgent", "quality_findings"]
+__all__ = ["EDAAgent", "EDAParams", "quality_findings"]
 
 _SHAPIRO_MAX = 5000
 _VIF_CAP = 1e6
@@ -183,7 +184,19 @@ def quality_findings(frame: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-class EDAAgent(Agent):
+class EDAParams(AgentParams):
+    """Options of the EDA step."""
+
+    sample_size: int = Field(50_000, ge=1, description="rows used for VIF and plots on large tables (a seeded sample)")
+    vif_rows: int = Field(10_000, ge=1, description="rows used for VIF (a seeded sample)")
+    """VIF is a property of the covariates' joint spread, so a sample estimates it well."""
+    correlation_threshold: float = Field(0.7, ge=0, le=1, description="|correlation| above which a pair is flagged")
+    vif_threshold: float = Field(10.0, ge=1, description="VIF above which a covariate is flagged as collinear")
+    smd_threshold: float = Field(0.1, ge=0, description="|standardised mean difference| above which a covariate is imbalanced")
+    plots: bool = Field(True, description="draw the figures")
+
+
+class EDAAgent(Agent[EDAParams]):
     """Describes the analysis data and scores its quality before any causal modelling."""
 
     NAME = "eda_agent"
@@ -195,21 +208,10 @@ class EDAAgent(Agent):
     PRELOAD_MODULES = ("statsmodels.stats.outliers_influence",)
     PROGRESS_WEIGHT = 1.5
 
-    class Params(AgentParams):
-        """Options of the EDA step."""
+    Params = EDAParams
 
-        sample_size: int = 50_000
-        """Rows used for VIF and plots on large tables (a seeded sample)."""
-        vif_rows: int = 10_000
-        """Rows used for VIF (a seeded sample: VIF is a property of the covariates' joint spread)."""
-        correlation_threshold: float = 0.7
-        vif_threshold: float = 10.0
-        smd_threshold: float = 0.1
-        plots: bool = True
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: EDAParams, ctx: AgentContext) -> AgentResult:
         """Compute every part of the EDA result."""
-        assert isinstance(params, EDAAgent.Params)
         profile = view.data_profile
         frame = read_table(view.dataframe_path)
         notes: list[str] = []
@@ -219,7 +221,7 @@ class EDAAgent(Agent):
             notes.append(f"plots use a seeded sample of {params.sample_size:,} of {len(frame):,} rows")
         if len(frame) > params.vif_rows:
             notes.append(f"VIF uses a seeded sample of {min(params.vif_rows, len(sample)):,} rows")
-        treatment, outcome = self._pair(view, profile, frame, notes)
+        treatment, outcome = self._pair(view, frame, notes)
         dk = view.domain_knowledge or {}
         num = _numeric_columns(frame, profile)
         continuous = [c for c in num if frame[c].nunique() > 2]
@@ -276,12 +278,11 @@ class EDAAgent(Agent):
         )
 
     @staticmethod
-    def _pair(view: StateView, profile: DataProfile, frame: pd.DataFrame, notes: list[str]) -> tuple[Any, Any]:
-        t, y = view.get_primary_pair()
-        if not (t and y):
-            t = t or (profile.treatment_candidates[0] if profile.treatment_candidates else None)
-            y = y or (profile.outcome_candidates[0] if profile.outcome_candidates else None)
-            notes.append(f"no pair chosen yet: using the profile's first candidates {t} -> {y}")
+    def _pair(view: StateView, frame: pd.DataFrame, notes: list[str]) -> tuple[Any, Any]:
+        found = view.maybe_pair()
+        t, y = (found.treatment, found.outcome) if found else (None, None)
+        if found is not None and found.note:
+            notes.append(f"{found.note}: {t} -> {y}")
         for role, col in (("treatment", t), ("outcome", y)):
             if col and col not in frame.columns:
                 raise AgentError(f"the {role} column '{col}' is not in the analysis data")

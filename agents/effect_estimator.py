@@ -11,19 +11,55 @@ in ``methods``) and marks exactly one result ``headline`` by the rule in
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import difflib
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import check_columns, read_table
 from agents.base.errors import AgentError
-from agents.base.state import JobStatus
+from agents.base.state import JobStatus, TreatmentEffectResult
 from agents.base.view import StateView
 from agents.stats.adjustment import critique_codes
+from agents.stats.menu import METHODS
 
-__all__ = ["EffectEstimatorAgent", "resolve_pairs", "setup_for_pair", "finish_pair"]
+__all__ = ["EffectEstimatorAgent", "EffectEstimatorParams", "resolve_pairs", "setup_for_pair", "finish_pair"]
 
 
-class EffectEstimatorAgent(Agent):
+def known_method(key: str) -> str:
+    """A ``methods:`` entry must be a key of the estimator menu (:data:`agents.stats.menu.METHODS`)."""
+    if key in METHODS:
+        return key
+    close = difflib.get_close_matches(key, list(METHODS), n=1)
+    raise PydanticCustomError(
+        "unknown_method",
+        "unknown method '{method}'{hint}; choose from {keys}",
+        {"method": key, "hint": f" (did you mean '{close[0]}'?)" if close else "", "keys": ", ".join(METHODS)},
+    )
+
+
+MethodKey = Annotated[str, AfterValidator(known_method), Field(json_schema_extra={"enum": list(METHODS)})]
+"""An estimator's key, checked when the recipe loads (editors complete it from the schema's enum)."""
+
+
+class EffectEstimatorParams(AgentParams):
+    """``methods`` pins the menu (keys of :data:`agents.stats.menu.METHODS`); ``bootstrap`` resamples.
+
+    ``propensity_model``: "auto" picks logistic or boosting by cross-validated log loss.
+    """
+
+    methods: list[MethodKey] | None = Field(
+        None, description="estimators to run, by key (None: chosen from the data and the design)"
+    )
+    bootstrap: int = Field(
+        200, ge=10, description="bootstrap resamples of the matching and stratification SEs (under 10 give none)"
+    )
+    propensity_model: Literal["auto", "logistic", "gbm"] = Field("auto", description="propensity score model")
+
+
+class EffectEstimatorAgent(Agent[EffectEstimatorParams]):
     """Estimates each pair's effect with several methods and picks a headline by a fixed rule."""
 
     NAME = "effect_estimator"
@@ -44,21 +80,12 @@ class EffectEstimatorAgent(Agent):
     PRELOAD_MODULES = ("dowhy", "lightgbm", "causalml.inference.meta", "linearmodels.iv")
     PROGRESS_WEIGHT = 3
 
-    class Params(AgentParams):
-        """``methods`` pins the menu (keys of pair_analysis.METHODS); ``bootstrap`` resamples.
+    Params = EffectEstimatorParams
 
-        ``propensity_model``: "auto" picks logistic or boosting by cross-validated log loss.
-        """
-
-        methods: list[str] | None = None
-        bootstrap: int = 200
-        propensity_model: Literal["auto", "logistic", "gbm"] = "auto"
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: EffectEstimatorParams, ctx: AgentContext) -> AgentResult:
         """Estimate every pair and return ``treatment_effects`` and ``analyzed_pairs``."""
         from agents.stats.pair_analysis import METHODS, default_methods, run_method
 
-        assert isinstance(params, EffectEstimatorAgent.Params)
         bad = [m for m in params.methods or [] if m not in METHODS]
         if bad:
             raise AgentError(f"unknown method(s) {bad}; choose from {', '.join(METHODS)}")
@@ -66,7 +93,7 @@ class EffectEstimatorAgent(Agent):
         frame = read_table(view.dataframe_path)
         codes = critique_codes(view.critique_history)
         round_no = view.iteration_count + 1
-        results: list[dict[str, Any]] = []
+        results: list[TreatmentEffectResult] = []
         outputs: dict[str, Any] = {"round": round_no, "codes": codes, "pairs": {}}
         for pair in pairs:
             t, y = pair["treatment"], pair["outcome"]
@@ -107,40 +134,31 @@ class EffectEstimatorAgent(Agent):
                 "changes": setup.changes,
                 "skipped": dict(setup.skipped),
             }
-        head = next(r for r in results if r["details"].get("headline"))
+        head = next(r for r in results if r.details.headline)
         summary = (
-            f"{len(results)} estimates for {len(pairs)} pair(s); headline {head['method']} "
-            f"{head['estimate']:.4g} [{head['ci_lower']:.4g}, {head['ci_upper']:.4g}] for {head['treatment_variable']} -> {head['outcome_variable']}"
+            f"{len(results)} estimates for {len(pairs)} pair(s); headline {head.method} "
+            f"{head.estimate:.4g} [{head.ci_lower:.4g}, {head.ci_upper:.4g}] for {head.treatment_variable} -> {head.outcome_variable}"
         )
         skipped = sorted({k for p in outputs["pairs"].values() for k in p["skipped"]})
         if skipped:
             summary += f"; skipped {', '.join(skipped)} (reasons in the trace)"
-        if head["details"].get("unverified_assumption"):
+        if head.details.unverified_assumption:
             summary += " (assumes every covariate precedes the treatment: no graph or timing metadata)"
         return AgentResult(
             updates={"treatment_effects": results, "analyzed_pairs": [p for p in pairs]},
             summary=summary,
             reasoning=" ".join(why),
             outputs=outputs,
-            tools_called=sorted({r["details"]["method_key"] for r in results}),
+            tools_called=sorted({r.details.method_key for r in results}),
         )
 
 
 def resolve_pairs(view: StateView) -> tuple[list[dict[str, Any]], list[str]]:
     """The pairs to analyse, primary first, as CausalPair dicts, and how they were chosen."""
-    treatment, outcome = view.get_primary_pair()
-    why: list[str] = []
-    profile = view.data_profile
-    if not treatment or not outcome:
-        if not (profile.treatment_candidates and profile.outcome_candidates):
-            raise AgentError(
-                "no treatment/outcome pair: give --treatment and --outcome (the profile found no candidates)"
-            )
-        treatment, outcome = profile.treatment_candidates[0], profile.outcome_candidates[0]
-        why.append(f"No pair was given; using the profile's first candidates {treatment} -> {outcome}.")
-        rationale = "profile's first treatment and outcome candidates (no pair given)"
-    else:
-        rationale = "the study's primary pair"
+    pair = view.pair("estimate")
+    treatment, outcome = pair.treatment, pair.outcome
+    why = [f"{pair.note[0].upper()}{pair.note[1:]}: {treatment} -> {outcome}."] if pair.note else []
+    rationale = pair.note or "the study's primary pair"
     pairs = [{"treatment": treatment, "outcome": outcome, "rationale": rationale, "priority": 1}]
     for p in sorted(view.analyzed_pairs, key=lambda p: p.priority):
         if (p.treatment, p.outcome) != (treatment, outcome):
@@ -192,8 +210,8 @@ def setup_for_pair(
 
 def finish_pair(
     view: StateView, setup: Any, estimates: dict[str, Any], round_no: int
-) -> tuple[list[dict[str, Any]], str, str]:
-    """Result rows with exactly one headline, plus the reasoning text for the pair."""
+) -> tuple[list[TreatmentEffectResult], str, str]:
+    """Typed results with exactly one headline, plus the reasoning text for the pair."""
     from agents.stats.pair_analysis import choose_headline, mark_credibility, to_result
 
     mark_credibility(setup, estimates)
@@ -201,16 +219,15 @@ def finish_pair(
     rows = []
     for key, est in estimates.items():
         row = to_result(setup, key, est, round_no, setup.changes)
-        row["details"]["headline"] = key == head
         if key == head:
-            row["details"]["headline_reason"] = reason
-            if row["details"].get("population"):
-                row["details"]["headline_reason"] += (
-                    f" Population: the estimate describes {row['details']['population']}, not the whole sample."
-                )
-            row["details"]["skipped_methods"] = dict(setup.skipped)
-        if setup.adjustment.caveat:
-            row["details"]["unverified_assumption"] = setup.adjustment.caveat
+            population = row.details.population
+            if population:
+                reason_text = f"{reason} Population: the estimate describes {population}, not the whole sample."
+            else:
+                reason_text = reason
+            row.details = row.details.model_copy(
+                update={"headline": True, "headline_reason": reason_text, "skipped_methods": dict(setup.skipped)}
+            )
         rows.append(row)
     adj = setup.adjustment
     text = [

@@ -13,22 +13,36 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
+from pydantic import Field
+
+from agents.base.agent import Agent, AgentContext, AgentResult
 from agents.base.data import read_table
 from agents.base.errors import AgentError
 from agents.base.llm.roles import annotated, choose_step
-from agents.base.state import JobStatus
+from agents.base.state import JobStatus, TreatmentEffectResult
 from agents.base.view import StateView
-from agents.effect_estimator import EffectEstimatorAgent, finish_pair, resolve_pairs, setup_for_pair
+from agents.effect_estimator import (
+    EffectEstimatorAgent,
+    EffectEstimatorParams,
+    finish_pair,
+    resolve_pairs,
+    setup_for_pair,
+)
 from agents.stats.adjustment import critique_codes
 from agents.stats.propensity import SMD_OK
 
-__all__ = ["EffectEstimatorReActAgent", "TOOLS", "policy", "llm_choose", "valid_tools"]
+__all__ = ["EffectEstimatorReActAgent", "EffectEstimatorReActParams", "TOOLS", "policy", "llm_choose", "valid_tools"]
 
 TOOLS = ("check_overlap", "check_balance", "refit_propensity", "estimate", "compare_estimates", "finish")
 
 
-class EffectEstimatorReActAgent(Agent):
+class EffectEstimatorReActParams(EffectEstimatorParams):
+    """As effect_estimator, plus ``max_steps`` per pair."""
+
+    max_steps: int = Field(16, ge=1, description="tool steps per pair at most")
+
+
+class EffectEstimatorReActAgent(Agent[EffectEstimatorReActParams]):
     """The effect estimator as a reason-act loop (LLM-chosen steps, deterministic fallback)."""
 
     NAME = "effect_estimator_react"
@@ -39,19 +53,15 @@ class EffectEstimatorReActAgent(Agent):
     JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
     PROGRESS_WEIGHT = 3
 
-    class Params(EffectEstimatorAgent.Params):
-        """As effect_estimator, plus ``max_steps`` per pair."""
+    Params = EffectEstimatorReActParams
 
-        max_steps: int = 16
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: EffectEstimatorReActParams, ctx: AgentContext) -> AgentResult:
         """Run the loop for every pair and return the same fields as effect_estimator."""
-        assert isinstance(params, EffectEstimatorReActAgent.Params)
         pairs, why = resolve_pairs(view)
         frame = read_table(view.dataframe_path)
         codes = critique_codes(view.critique_history)
         round_no = view.iteration_count + 1
-        results: list[dict[str, Any]] = []
+        results: list[TreatmentEffectResult] = []
         steps_out: dict[str, list[dict[str, Any]]] = {}
         for pair in pairs:
             t, y = pair["treatment"], pair["outcome"]
@@ -66,19 +76,19 @@ class EffectEstimatorReActAgent(Agent):
                 raise AgentError(f"the loop produced no estimate for {t} -> {y}")
             rows, text, head = finish_pair(view, setup, loop.estimates, round_no)
             for r in rows:
-                r["details"]["react_steps"] = len(loop.steps)
+                r.details.extras["react_steps"] = len(loop.steps)
             results.extend(rows)
             steps_out[f"{t}->{y}"] = loop.steps
             trace = " ".join(
                 f"[{i + 1}] {s['thought']} -> {s['action']}: {s['observation']}" for i, s in enumerate(loop.steps)
             )
             why.append(f"[{t} -> {y}] Steps: {trace} {text}")
-        head_row = next(r for r in results if r["details"].get("headline"))
+        head_row = next(r for r in results if r.details.headline)
         return annotated(ctx.llm, AgentResult(
             updates={"treatment_effects": results, "analyzed_pairs": pairs},
             summary=(
-                f"{sum(len(s) for s in steps_out.values())} steps, {len(results)} estimates; headline {head_row['method']} "
-                f"{head_row['estimate']:.4g} [{head_row['ci_lower']:.4g}, {head_row['ci_upper']:.4g}]"
+                f"{sum(len(s) for s in steps_out.values())} steps, {len(results)} estimates; headline {head_row.method} "
+                f"{head_row.estimate:.4g} [{head_row.ci_lower:.4g}, {head_row.ci_upper:.4g}]"
             ),
             reasoning=" ".join(why),
             outputs={"steps": steps_out, "round": round_no, "llm": ctx.llm is not None},

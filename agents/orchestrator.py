@@ -12,16 +12,19 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.llm.roles import annotated, orchestrator_summary
+from agents.base.numbers import fmt_number as _fmt
+from agents.base.queries import headline_evalue, headline_of, refuter_tally
 from agents.base.state import CritiqueFeedback, JobStatus, SensitivityResult, TreatmentEffectResult
-from agents.critique import BALANCE_SMD, OVERLAP_POOR_SHARE, is_naive, primary_estimates
-from agents.sensitivity_analyst import fmt_number as _fmt
+from agents.stats.review import BALANCE_SMD, OVERLAP_POOR_SHARE, primary_estimates
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
 
-__all__ = ["OrchestratorAgent"]
+__all__ = ["OrchestratorAgent", "OrchestratorParams"]
 
 
 def _find(results: list[SensitivityResult], method: str) -> SensitivityResult | None:
@@ -29,7 +32,15 @@ def _find(results: list[SensitivityResult], method: str) -> SensitivityResult | 
     return next((r for r in results if r.method == method), None)
 
 
-class OrchestratorAgent(Agent):
+class OrchestratorParams(AgentParams):
+    """Thresholds for what counts as weak."""
+
+    small_evalue: float = Field(2.0, ge=1, description="E-value (of the CI) below which the estimate is fragile")
+    weak_edge_confidence: float = Field(0.7, ge=0, le=1, description="edge confidence below which an edge is weak")
+    max_recommendations: int = Field(8, ge=0, description="recommendations at most")
+
+
+class OrchestratorAgent(Agent[OrchestratorParams]):
     """Turns the finished analysis into specific, prioritised recommendations."""
 
     NAME = "orchestrator"
@@ -51,18 +62,12 @@ class OrchestratorAgent(Agent):
     JOB_STATUS = JobStatus.CRITIQUE_REVIEW
     PROGRESS_WEIGHT = 0.5
 
-    class Params(AgentParams):
-        """Thresholds for what counts as weak."""
+    Params = OrchestratorParams
 
-        small_evalue: float = 2.0
-        weak_edge_confidence: float = 0.7
-        max_recommendations: int = 8
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: OrchestratorParams, ctx: AgentContext) -> AgentResult:
         """Build the recommendations, most important first."""
-        assert isinstance(params, OrchestratorAgent.Params)
         treatment, outcome, estimates = primary_estimates(view, "recommend on")
-        head = next((e for e in estimates if e.details.get("headline")), estimates[0])
+        head = headline_of(estimates) or estimates[0]
         sens = list(view.sensitivity_results)
         critique = view.critique_history[-1] if view.critique_history else None
         cd = view.confounder_discovery or {}
@@ -102,18 +107,18 @@ class OrchestratorAgent(Agent):
             f"{head.method} estimate of the effect of {treatment} on {outcome}: {_fmt(head.estimate)} "
             f"(95% CI {_fmt(head.ci_lower)} to {_fmt(head.ci_upper)}{null})"
         )
-        if head.details.get("population"):  # a trimmed sample: say which units the number is about
-            est += f" for {head.details['population']}"
-        ev = _find(sens, "e_value")
-        ev_text = f", E-value {ev.robustness_value:.2f} (CI limit {ev.details.get('evalue_ci', 1.0):.2f})" if ev else ""
-        refs = [r for r in sens if r.details.get("kind") == "refuter" and "passed" in r.details]
-        ref_text = f", {sum(r.details['passed'] for r in refs)}/{len(refs)} refuters passed" if refs else ""
+        if head.details.population:  # a trimmed sample: say which units the number is about
+            est += f" for {head.details.population}"
+        ev = headline_evalue(sens)
+        ev_text = f", E-value {ev.robustness_value:.2f} (CI limit {ev.details.extras.get('evalue_ci', 1.0):.2f})" if ev else ""
+        passed, total = refuter_tally(sens)
+        ref_text = f", {passed}/{total} refuters passed" if total else ""
         if critique is None:
             return f"Treat the {est} as provisional: no critique reviewed it{ev_text}{ref_text}."
         low = sorted((k for k, v in critique.scores.items() if v <= 2), key=lambda k: critique.scores[k])
         scores = ", ".join(f"{k} {v}/5" for k, v in critique.scores.items())
         if critique.decision.value == "REJECT":
-            why = critique.reasoning.split(". Headline")[0]
+            why = (critique.verdict or critique.reasoning).rstrip(".")
             return f"Do not use the {est}: the critique rejected it in round {critique.iteration} ({why})."
         if critique.decision.value == "ITERATE":
             weak = f"; weakest: {', '.join(low)}" if low else ""
@@ -127,7 +132,7 @@ class OrchestratorAgent(Agent):
                 f"Treat the {est} with suspicion: the estimators pass their checks, but identification scored "
                 f"{critique.scores['identification']}/5 — {first}"
             )
-        strong = ev is not None and float(ev.details.get("evalue_ci", 1.0)) >= 2
+        strong = ev is not None and float(ev.details.extras.get("evalue_ci", 1.0)) >= 2
         level = "with confidence" if not low and strong else "with caution"
         weak = f" (weak points: {', '.join(low)})" if low else ""
         return f"Trust the {est} {level}: approved in round {critique.iteration} (scores {scores}){weak}{ev_text}{ref_text}."
@@ -139,13 +144,13 @@ class OrchestratorAgent(Agent):
         dk: dict[str, Any],
         treatment: str,
         outcome: str,
-        params: OrchestratorAgent.Params,
+        params: OrchestratorParams,
     ) -> list[str]:
         """When the E-value is small, say which confounders to measure."""
-        ev = _find(sens, "e_value")
+        ev = headline_evalue(sens)
         if ev is None:
             return []
-        e_ci = float(ev.details.get("evalue_ci", ev.robustness_value))
+        e_ci = float(ev.details.extras.get("evalue_ci", ev.robustness_value))
         if e_ci >= params.small_evalue:
             return []
         adjusted = cd.get("adjustment_set") or []
@@ -157,7 +162,7 @@ class OrchestratorAgent(Agent):
             else f" Think of causes of both {treatment} and {outcome} missing from the data "
             f"(adjusted so far: {', '.join(adjusted) or 'nothing'}) and collect the strongest."
         )
-        if ev.details.get("ci_crosses_null"):
+        if ev.details.extras.get("ci_crosses_null"):
             lead = f"The confidence interval for {treatment} -> {outcome} already includes no effect (E-value of the limit 1)."
         else:
             lead = (
@@ -191,7 +196,7 @@ class OrchestratorAgent(Agent):
 
     @staticmethod
     def _graph(
-        dag: Any, cd: dict[str, Any], treatment: str, outcome: str, params: OrchestratorAgent.Params
+        dag: Any, cd: dict[str, Any], treatment: str, outcome: str, params: OrchestratorParams
     ) -> list[str]:
         """Identification that rests on uncertain edges of the causal graph."""
         if dag is None:
@@ -242,7 +247,7 @@ class OrchestratorAgent(Agent):
         off = [
             e
             for e in estimates
-            if e is not head and not is_naive(e.method) and (e.ci_upper < head.ci_lower or e.ci_lower > head.ci_upper)
+            if e is not head and not e.details.is_naive and (e.ci_upper < head.ci_lower or e.ci_lower > head.ci_upper)
         ]
         if not off:
             return []
@@ -255,7 +260,7 @@ class OrchestratorAgent(Agent):
     @staticmethod
     def _precision(head: TreatmentEffectResult, profile: Any, treatment: str, outcome: str) -> list[str]:
         """A wide interval: how much more data would make the effect distinguishable from zero."""
-        n = head.details.get("n_used") or (profile.n_samples if profile is not None else None)
+        n = head.details.n_used or (profile.n_samples if profile is not None else None)
         se = head.std_error
         crosses = head.ci_lower <= 0 <= head.ci_upper
         rel = (head.ci_upper - head.ci_lower) / abs(head.estimate) if head.estimate else math.inf
@@ -287,5 +292,5 @@ class OrchestratorAgent(Agent):
     @staticmethod
     def _refuters(sens: list[SensitivityResult]) -> list[str]:
         """Failed refuters: what each failure suggests."""
-        failed = [r for r in sens if r.details.get("kind") == "refuter" and r.details.get("passed") is False]
+        failed = [r for r in sens if r.details.kind == "refuter" and r.details.passed is False]
         return [f"Refuter {r.method} failed: {r.interpretation} Review the model specification." for r in failed]

@@ -11,18 +11,26 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import check_columns, read_table
-from agents.base.errors import AgentError
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.stats.adjustment import choose_adjustment, critique_codes, prepare
 from agents.stats.nuisance import FOLDS, MORE_FOLDS, fit_propensity
 
-__all__ = ["PSDiagnosticsAgent"]
+__all__ = ["PSDiagnosticsAgent", "PSDiagnosticsParams"]
 
 
-class PSDiagnosticsAgent(Agent):
+class PSDiagnosticsParams(AgentParams):
+    """``model``: "auto" (default) picks logistic regression or a regularised LightGBM by cross-validated
+    log loss, exactly as the estimators do; "logistic" or "gbm" pins one."""
+
+    model: Literal["auto", "logistic", "gbm"] = Field("auto", description="propensity score model")
+
+
+class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
     """Propensity model, overlap, trimming suggestion, balance and effective sample sizes."""
 
     NAME = "ps_diagnostics"
@@ -34,25 +42,16 @@ class PSDiagnosticsAgent(Agent):
     PRELOAD_MODULES = ("lightgbm", "sklearn.metrics")
     PROGRESS_WEIGHT = 1
 
-    class Params(AgentParams):
-        """``model``: "auto" (default) picks logistic regression or a regularised LightGBM by cross-validated
-        log loss, exactly as the estimators do; "logistic" or "gbm" pins one."""
+    Params = PSDiagnosticsParams
 
-        model: Literal["auto", "logistic", "gbm"] = "auto"
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: PSDiagnosticsParams, ctx: AgentContext) -> AgentResult:
         """Diagnose the primary pair's propensity scores and write ``ps_diagnostics``."""
         from agents.stats import propensity as P
 
-        assert isinstance(params, PSDiagnosticsAgent.Params)
         profile = view.data_profile
-        treatment, outcome = view.get_primary_pair()
-        why: list[str] = []
-        if not treatment or not outcome:
-            if not (profile.treatment_candidates and profile.outcome_candidates):
-                raise AgentError("no treatment/outcome pair: set --treatment/--outcome or profile the data first")
-            treatment, outcome = profile.treatment_candidates[0], profile.outcome_candidates[0]
-            why.append(f"No pair was given; using the profile's first candidates {treatment} -> {outcome}.")
+        pair = view.pair("diagnose")
+        treatment, outcome = pair.treatment, pair.outcome
+        why: list[str] = [f"{pair.note[0].upper()}{pair.note[1:]}: {treatment} -> {outcome}."] if pair.note else []
         frame = read_table(view.dataframe_path)
         check_columns(frame, {"treatment": treatment, "outcome": outcome}, "the analysis data")
         design = view.design

@@ -18,38 +18,55 @@ analysis. ``robustness_value`` means, per ``method``:
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import pandas as pd
+from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
 from agents.base.errors import AgentError
+from agents.base.numbers import fmt_number
+from agents.base.queries import adjustment_set_of, headline_evalue, latest_round, refuter_tally
 from agents.base.state import JobStatus, SensitivityResult, TreatmentEffectResult
-from agents.critique import is_naive, latest_round
 from agents.stats.sensitivity import failure_reason
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
 
-__all__ = ["SensitivityAnalystAgent", "adjusted_estimates", "fmt_number"]
-
-_MATCHING = re.compile(r"match|psm", re.IGNORECASE)
-
+__all__ = ["SensitivityAnalystAgent", "SensitivityAnalystParams", "adjusted_estimates", "fmt_number"]
 
 def adjusted_estimates(effects: list[TreatmentEffectResult]) -> list[TreatmentEffectResult]:
     """The latest round's estimates, headline first, naive comparisons left out."""
-    adjusted = [e for e in latest_round(effects) if not is_naive(e.method)]
-    return sorted(adjusted, key=lambda e: not e.details.get("headline", False))
+    adjusted = [e for e in latest_round(effects) if not e.details.is_naive]
+    return sorted(adjusted, key=lambda e: not e.details.headline)
 
 
-def fmt_number(x: float) -> str:
-    """A number with sensible precision for a sentence (thousands separated, else 3 digits)."""
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+class SensitivityAnalystParams(AgentParams):
+    """Options: refuter simulations, significance level, confounder-strength grid."""
+
+    simulations: int = Field(50, ge=1, description="simulations of each refuter")
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the Rosenbaum bounds")
+    refuters: bool = Field(True, description="run DoWhy's refuters")
+    subset_fraction: float = Field(0.8, gt=0, le=1, description="share of rows the data-subset refuter keeps")
+    flip_probabilities: tuple[Annotated[float, Field(ge=0, le=1)], ...] = Field(
+        (0.02, 0.05, 0.1),
+        min_length=1,
+        description="hidden confounder's strengths on the treatment: flip probabilities (binary), SDs (continuous)",
+    )
+    outcome_strengths_sd: tuple[Annotated[float, Field(ge=0)], ...] = Field(
+        (0.05, 0.1, 0.25), min_length=1, description="hidden confounder's strengths on the outcome, in outcome SDs"
+    )
+    gamma_max: float = Field(20.0, gt=1, description="largest Rosenbaum Gamma searched")
+    max_rows: int = Field(
+        20_000,
+        ge=1,
+        description="rows (a seeded sample) the refuters and re-matching use on large data",
+    )
+    """Each refuter refits the estimate ``simulations`` times, and a sample answers the same question in seconds."""
 
 
-class SensitivityAnalystAgent(Agent):
+class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
     """E-values, Rosenbaum bounds and DoWhy refuters for the primary pair's estimates."""
 
     NAME = "sensitivity_analyst"
@@ -61,25 +78,15 @@ class SensitivityAnalystAgent(Agent):
     PRELOAD_MODULES = ("dowhy",)
     PROGRESS_WEIGHT = 1.5
 
-    class Params(AgentParams):
-        """Options: refuter simulations, significance level, confounder-strength grid."""
+    Params = SensitivityAnalystParams
 
-        simulations: int = 50
-        alpha: float = 0.05
-        refuters: bool = True
-        subset_fraction: float = 0.8
-        flip_probabilities: tuple[float, ...] = (0.02, 0.05, 0.1)
-        outcome_strengths_sd: tuple[float, ...] = (0.05, 0.1, 0.25)
-        gamma_max: float = 20.0
-        max_rows: int = 20_000
-        """Rows (a seeded sample) the refuters and re-matching use on large data: each refuter refits
-        the estimate ``simulations`` times, and a sample answers the same question in seconds."""
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: SensitivityAnalystParams, ctx: AgentContext) -> AgentResult:
         """Compute every applicable sensitivity analysis and explain each."""
-        assert isinstance(params, SensitivityAnalystAgent.Params)
         notes: list[str] = []
-        treatment, outcome = self._pair(view, notes)
+        pair = view.pair("analyse")
+        treatment, outcome = pair.treatment, pair.outcome
+        if pair.note:
+            notes.append(pair.note[0].upper() + pair.note[1:] + ".")
         estimates = adjusted_estimates(view.get_effects_for_pair(treatment, outcome))
         if not estimates:  # every adjusted estimator was skipped: say so, the critique decides
             why = f"no adjusted estimate of {treatment} -> {outcome} to analyse (only naive ones, or none)"
@@ -93,7 +100,7 @@ class SensitivityAnalystAgent(Agent):
         missing = [c for c in (treatment, outcome) if c not in frame.columns]
         if missing:
             raise AgentError(f"column(s) {missing} of the estimates are not in the analysis data")
-        adjustment = self._adjustment(view, estimates[0], frame, treatment, outcome, notes)
+        adjustment = self._adjustment(estimates[0], frame, treatment, outcome, notes)
         frame = self._analysis_sample(frame, estimates[0], treatment, outcome, ctx.seed, notes)
         results = self._evalues(estimates, frame, treatment, outcome, notes)
         sample = frame
@@ -120,37 +127,14 @@ class SensitivityAnalystAgent(Agent):
 
     # ---- inputs --------------------------------------------------------------------------
     @staticmethod
-    def _pair(view: StateView, notes: list[str]) -> tuple[str, str]:
-        """The primary pair, falling back on the profile's first candidates."""
-        treatment, outcome = view.get_primary_pair()
-        if treatment and outcome:
-            return treatment, outcome
-        profile = view.data_profile
-        if profile and profile.treatment_candidates and profile.outcome_candidates:
-            notes.append("No primary pair was set; used the profile's first treatment and outcome candidates.")
-            return profile.treatment_candidates[0], profile.outcome_candidates[0]
-        raise AgentError("no treatment/outcome pair: set --treatment and --outcome or run the profiler first")
-
-    @staticmethod
     def _adjustment(
-        view: StateView,
-        headline: TreatmentEffectResult,
-        frame: pd.DataFrame,
-        treatment: str,
-        outcome: str,
-        notes: list[str],
+        headline: TreatmentEffectResult, frame: pd.DataFrame, treatment: str, outcome: str, notes: list[str]
     ) -> list[str]:
-        """The adjustment set: confounder_discovery's for this pair, else the headline's own."""
-        cd = view.confounder_discovery or {}
-        if cd.get("adjustment_set") is not None and cd.get("treatment", treatment) == treatment:
-            adjustment, source = list(cd["adjustment_set"]), "confounder_discovery"
-        elif headline.details.get("adjustment_set") is not None:
-            adjustment, source = list(headline.details["adjustment_set"]), "the headline estimate"
-        else:
-            adjustment, source = [], "nowhere (no adjustment set known: unadjusted)"
+        """The headline's own adjustment set (the one rule of :func:`agents.base.queries.adjustment_set_of`)."""
+        adjustment = adjustment_set_of(headline)
         dropped = [c for c in adjustment if c not in frame.columns or c in (treatment, outcome)]
         adjustment = [c for c in adjustment if c not in dropped]
-        notes.append(f"Adjustment set from {source}: {adjustment or 'none'}.")
+        notes.append(f"Adjustment set from the headline estimate: {adjustment or 'none'}.")
         if dropped:
             notes.append(f"Left out {dropped}: not usable columns of the analysis data.")
         return adjustment
@@ -168,18 +152,18 @@ class SensitivityAnalystAgent(Agent):
         from agents.stats.adjustment import prepare
         from agents.stats.sensitivity import is_binary
 
-        trim = headline.details.get("trimmed")
-        if not isinstance(trim, dict) or "lower" not in trim or not is_binary(frame[treatment]):
+        trim = headline.details.trimmed
+        if trim is None or not is_binary(frame[treatment]):
             return frame
-        covariates = [c for c in headline.details.get("adjustment_set") or [] if c in frame.columns]
-        model = headline.details.get("propensity_model") or "logistic"
+        covariates = [c for c in headline.details.adjustment_set if c in frame.columns]
+        model = headline.details.propensity_model or "logistic"
         prep = prepare(frame, treatment, outcome, covariates)
         ps = P.fit_propensity(prep.X, prep.t, model, seed)
-        keep = (ps >= float(trim["lower"])) & (ps <= float(trim["upper"]))
+        keep = (ps >= trim.lower) & (ps <= trim.upper)
         kept = frame.loc[prep.X.index[keep]].reset_index(drop=True)
         notes.append(
-            f"The headline was estimated on a sample trimmed to propensity [{trim['lower']}, {trim['upper']}] "
-            f"({trim.get('n_kept', '?')} units); refitting its {model} propensity on its adjustment set keeps "
+            f"The headline was estimated on a sample trimmed to propensity [{trim.lower}, {trim.upper}] "
+            f"({trim.n_kept} units); refitting its {model} propensity on its adjustment set keeps "
             f"{len(kept)} units, on which every analysis below runs."
         )
         return kept
@@ -233,7 +217,7 @@ class SensitivityAnalystAgent(Agent):
                     details={
                         "kind": "e_value",
                         "estimate_method": est.method,
-                        "headline": bool(est.details.get("headline", False)),
+                        "headline": est.details.headline,
                         "estimate": est.estimate,
                         "ci": [est.ci_lower, est.ci_upper],
                         **ev,
@@ -250,14 +234,14 @@ class SensitivityAnalystAgent(Agent):
         treatment: str,
         outcome: str,
         adjustment: list[str],
-        params: SensitivityAnalystAgent.Params,
+        params: SensitivityAnalystParams,
         ctx: AgentContext,
         notes: list[str],
     ) -> list[SensitivityResult]:
         """Rosenbaum bounds when a matching estimate exists and the treatment is binary."""
         from agents.stats.sensitivity import is_binary, matched_pair_differences, rosenbaum_gamma
 
-        matching = [e for e in estimates if _MATCHING.search(e.method)]
+        matching = [e for e in estimates if e.details.family == "matching"]
         if not matching:
             notes.append("No matching estimate, so no Rosenbaum bounds.")
             return []
@@ -304,7 +288,7 @@ class SensitivityAnalystAgent(Agent):
         treatment: str,
         outcome: str,
         adjustment: list[str],
-        params: SensitivityAnalystAgent.Params,
+        params: SensitivityAnalystParams,
         ctx: AgentContext,
         notes: list[str],
     ) -> list[SensitivityResult]:
@@ -363,17 +347,17 @@ class SensitivityAnalystAgent(Agent):
     def _summary(results: list[SensitivityResult], notes: list[str] | None = None) -> str:
         """The one CLI line."""
         parts: list[str] = []
-        ev = next((r for r in results if r.method == "e_value"), None)
+        ev = headline_evalue(results)
         if ev:
-            parts.append(f"E-value {ev.robustness_value:.2f} (CI {ev.details['evalue_ci']:.2f})")
+            parts.append(f"E-value {ev.robustness_value:.2f} (CI {ev.details.extras['evalue_ci']:.2f})")
         rb = next((r for r in results if r.method == "rosenbaum_bounds"), None)
         if rb:
             parts.append(f"Gamma {rb.robustness_value:.2f}")
-        refs = [r for r in results if r.details.get("kind") == "refuter" and "passed" in r.details]
-        if refs:
-            parts.append(f"refuters {sum(r.details['passed'] for r in refs)}/{len(refs)} passed")
+        passed, total = refuter_tally(results)
+        if total:
+            parts.append(f"refuters {passed}/{total} passed")
         uc = next((r for r in results if r.method == "unobserved_common_cause"), None)
-        if uc and uc.details.get("meaningful", True):
+        if uc and uc.details.extras.get("meaningful", True):
             parts.append(f"{uc.robustness_value:.0%} of the estimate left under the strongest simulated confounder")
         skipped = [n.split(":", 1)[0].removeprefix("Skipped the ") for n in notes or [] if n.startswith("Skipped")]
         if skipped:

@@ -39,7 +39,7 @@ def coverage_table(n: int, seed: int) -> None:
                 state.design = DESIGNS[name](truth)
             run_single_agent("effect_estimator", state, Path(tmp), {"bootstrap": 100}, seed=seed)
         for e in state.treatment_effects:
-            mark = "*" if e.details.get("headline") else ""
+            mark = "*" if e.details.headline else ""
             covered = "yes" if e.ci_lower <= truth["effect"] <= e.ci_upper else "NO"
             ci = f"[{e.ci_lower:.3f}, {e.ci_upper:.3f}]"
             print(

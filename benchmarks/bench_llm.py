@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
 
 def _estimates() -> list[Any]:
     rows = [("AIPW (doubly robust)", 1387.2, 1090.4, 1684.0, True), ("Regression adjustment (OLS)", 1354.2, 1063.8, 1644.7, False)]
-    return [SimpleNamespace(method=m, estimate=e, ci_lower=lo, ci_upper=hi, details={"headline": h}) for m, e, lo, hi, h in rows]
+    return [SimpleNamespace(method=m, estimate=e, ci_lower=lo, ci_upper=hi, details=SimpleNamespace(headline=h)) for m, e, lo, hi, h in rows]
 
 
 def _modes(llm: Any) -> dict[str, Any]:

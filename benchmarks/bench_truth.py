@@ -92,7 +92,7 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     except RunFailed as exc:
         out["error"] = str(exc).splitlines()[0][:200]
         return out
-    head = next((e for e in state.treatment_effects if e.details.get("headline")), None)
+    head = next((e for e in state.treatment_effects if e.details.headline), None)
     if head is not None:
         out.update(estimate=head.estimate, lo=head.ci_lower, hi=head.ci_upper, method=head.method)
     if state.critique_history:

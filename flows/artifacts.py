@@ -151,7 +151,7 @@ def _estimate_rows(state: AnalysisState) -> list[dict[str, Any]]:
             "ci_lower": round(e.ci_lower, 6),
             "ci_upper": round(e.ci_upper, 6),
             "p_value": None if e.p_value is None else round(e.p_value, 6),
-            "headline": "★" if e.details.get("headline") else "",
+            "headline": "★" if e.details.headline else "",
         }
         for e in state.treatment_effects
     ]

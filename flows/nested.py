@@ -54,7 +54,7 @@ def run_nested_recipe(
 
 
 def _headline(state: Any) -> dict[str, Any] | None:
-    effects = [e for e in state.treatment_effects if e.details.get("headline")] or list(state.treatment_effects)
+    effects = [e for e in state.treatment_effects if e.details.headline] or list(state.treatment_effects)
     if not effects:
         return None
     e = effects[0]

@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
+from agents.base.numbers import fmt_number
 from agents.base.state import AnalysisState, TreatmentEffectResult
 
 __all__ = ["fmt", "estimate_lines", "job_summary", "not_trustworthy", "model_usage", "model_usage_line"]
 
 
 def fmt(x: float | None) -> str:
-    """A number with as many digits as a reader needs."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    ax = abs(x)
-    if ax >= 1000:
-        return f"{x:,.0f}"
-    if ax >= 10:
-        return f"{x:.1f}"
-    if ax >= 0.01 or ax == 0:
-        return f"{x:.3f}"
-    return f"{x:.2e}"
+    """A number with as many digits as a reader needs (:func:`agents.base.numbers.fmt_number`)."""
+    return fmt_number(x)
 
 
 def _p(p: float | None) -> str:
@@ -34,7 +25,7 @@ def _p(p: float | None) -> str:
 
 def _line(effect: TreatmentEffectResult, headline: bool, width: int) -> str:
     mark = "★" if headline else " "
-    naive = " (naive, for contrast)" if effect.details.get("naive") else ""
+    naive = " (naive, for contrast)" if effect.details.is_naive else ""
     return (
         f"  {mark} {effect.method:<{width}} {effect.estimand:<4} {fmt(effect.estimate):>10}  "
         f"95% CI [{fmt(effect.ci_lower)}, {fmt(effect.ci_upper)}]  {_p(effect.p_value)}{naive}"
@@ -48,7 +39,7 @@ def not_trustworthy(state: AnalysisState) -> str:
     last = state.critique_history[-1]
     if last.decision.value == "APPROVE":
         return ""
-    why = last.reasoning.split(" Headline:")[0].strip()
+    why = (last.verdict or last.reasoning.split(" Headline:")[0]).strip()
     if last.decision.value == "ITERATE":
         if state.should_iterate() and not state.status.is_terminal:
             return ""  # another round is on its way
@@ -74,14 +65,14 @@ def estimate_lines(state: AnalysisState) -> list[str]:
         effects = state.get_effects_for_pair(str(treatment), str(outcome))
         if not effects:
             continue
-        heads = [e for e in effects if e.details.get("headline")]
+        heads = [e for e in effects if e.details.headline]
         ordered = heads + [e for e in effects if e not in heads]
         lines.append(f"Effect of {treatment} on {outcome}:")
         width = max(len(e.method) for e in ordered)
         lines.extend(_line(e, e in heads, width) for e in ordered)
         if heads:
             h = heads[0]
-            reason = h.details.get("headline_reason") or "chosen by the estimator's rule"
+            reason = h.details.headline_reason or "chosen by the estimator's rule"
             doubt = not_trustworthy(state) if (treatment, outcome) == state.get_primary_pair() else ""
             if doubt:
                 lines.append(
@@ -93,12 +84,12 @@ def estimate_lines(state: AnalysisState) -> list[str]:
                     f"  Headline: {h.method}, {fmt(h.estimate)} (95% CI {fmt(h.ci_lower)} to {fmt(h.ci_upper)}). "
                     f"Why: {reason}"
                 )
-            if h.details.get("population"):
-                lines.append(f"  Population: {h.details['population']}; not the whole sample.")
-            if h.details.get("skipped_methods"):
-                lines.append("  Skipped: " + _skipped(h.details["skipped_methods"]))
-            if h.details.get("unverified_assumption"):
-                lines.append(f"  Caution: {h.details['unverified_assumption']}")
+            if h.details.population:
+                lines.append(f"  Population: {h.details.population}; not the whole sample.")
+            if h.details.skipped_methods:
+                lines.append("  Skipped: " + _skipped(h.details.skipped_methods))
+            if h.details.unverified_assumption:
+                lines.append(f"  Caution: {h.details.unverified_assumption}")
     return lines
 
 

@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 import time
 
-from agents.base.agent import Agent, AgentParams, AgentResult
+from pydantic import Field
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
-from agents.base.state import CritiqueDecision, CritiqueFeedback, JobStatus, TreatmentEffectResult
+from agents.base.state import CritiqueDecision, CritiqueFeedback, JobStatus
+from agents.base.view import StateView
+from tests.factories import make_estimate
 from tests.helpers import basic_profile
 
 
@@ -34,8 +38,15 @@ class ToyProfiler(Agent):
         )
 
 
-class ToyEstimator(Agent):
-    """Difference in means with a normal-approximation interval; sleeps if asked."""
+class ToyEstimatorParams(AgentParams):
+    sleep: float = Field(0.0, ge=0, description="seconds to sleep before estimating")
+
+
+class ToyEstimator(Agent[ToyEstimatorParams]):
+    """Difference in means with a normal-approximation interval; sleeps if asked.
+
+    Typed the way a plug-in may be: generic over its parameters (the others subclass plain Agent).
+    """
 
     NAME = "toy_estimator"
     REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")
@@ -44,10 +55,9 @@ class ToyEstimator(Agent):
     JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
     PROGRESS_WEIGHT = 3.0
 
-    class Params(AgentParams):
-        sleep: float = 0.0
+    Params = ToyEstimatorParams
 
-    def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
+    def run(self, view: StateView, params: ToyEstimatorParams, ctx: AgentContext) -> AgentResult:
         if params.sleep:
             time.sleep(params.sleep)
         frame = read_table(view.dataframe_path)
@@ -55,16 +65,17 @@ class ToyEstimator(Agent):
         a, b = frame[frame[t] == 1][y], frame[frame[t] == 0][y]
         est = float(a.mean() - b.mean())
         se = float((a.var() / len(a) + b.var() / len(b)) ** 0.5)
-        effect = TreatmentEffectResult(
-            method="Difference in means",
-            estimand="ATE",
-            estimate=est,
-            std_error=se,
-            ci_lower=est - 1.96 * se,
-            ci_upper=est + 1.96 * se,
-            details={"headline": True, "round": ctx.iteration, "pid": os.getpid()},
-            treatment_variable=t,
-            outcome_variable=y,
+        effect = make_estimate(
+            "diff_means",
+            est,
+            se,
+            label="Difference in means",
+            ci=(est - 1.96 * se, est + 1.96 * se),
+            treatment=t,
+            outcome=y,
+            headline=True,
+            round=ctx.iteration,
+            pid=os.getpid(),
         )
         return AgentResult(updates={"treatment_effects": [effect]}, summary=f"{est:.3f}")
 
@@ -80,7 +91,7 @@ class ToyCritique(Agent):
     IS_CRITIQUE = True
 
     class Params(AgentParams):
-        approve_at: int = 2
+        approve_at: int = Field(2, ge=1, description="the round that approves")
 
     def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
         round_ = view.iteration_count + 1

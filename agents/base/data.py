@@ -6,12 +6,12 @@ import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agents.base.errors import DataError
+from agents.base.errors import AgentError, DataError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["read_table", "check_columns", "suggest", "describe_read", "NA_TOKENS"]
+__all__ = ["read_table", "check_columns", "suggest", "describe_read", "write_parquet", "NA_TOKENS"]
 
 _PARQUET = (".parquet", ".pq")
 _SEPARATORS = {".csv": ",", ".tsv": "\t"}
@@ -221,3 +221,30 @@ def check_columns(frame: pd.DataFrame, columns: dict[str, str | None], source: s
     if missing:
         shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
         raise DataError("; ".join(missing) + f". Columns: {shown}")
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
+    """Write ``frame`` to Parquet atomically, turning mixed-type text columns into strings if Arrow refuses them.
+
+    A failed write (a full disk) leaves no partial file behind and raises :class:`AgentError`
+    with the reason, so the job ends FAILED with space freed for its state.
+    """
+    import pandas as pd
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        try:
+            frame.to_parquet(tmp, index=False)
+        except (TypeError, ValueError):  # pyarrow's ArrowTypeError / ArrowInvalid
+            fixed = frame.copy()
+            for col in fixed.columns:
+                if pd.api.types.is_object_dtype(fixed[col]):
+                    fixed[col] = fixed[col].astype("string")
+            fixed.to_parquet(tmp, index=False)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise AgentError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

@@ -10,6 +10,7 @@ __all__ = [
     "AgentRegistrationError",
     "DataError",
     "AgentError",
+    "MissingPair",
 ]
 
 
@@ -62,3 +63,13 @@ class DataError(WhyflowError):
 
 class AgentError(WhyflowError):
     """An agent could not do its job for a reason it can explain to the user."""
+
+
+class MissingPair(AgentError):
+    """No treatment/outcome pair is set and none can be inferred (the one wording of this error)."""
+
+    def __init__(self, purpose: str = "") -> None:
+        what = f" to {purpose}" if purpose else ""
+        super().__init__(
+            f"no treatment/outcome pair{what}: give --treatment and --outcome (the data profile suggested no candidates)"
+        )

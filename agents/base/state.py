@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from agents.base.errors import IllegalTransition
+from agents.base.estimates import EstimateDetails, SensitivityDetails
 from agents.base.status import JobStatus, is_legal_transition
 
 __all__ = [
@@ -159,7 +160,7 @@ class TreatmentEffectResult(_Model):
     ci_upper: float
     p_value: float | None = None
     assumptions_tested: list[str] = []
-    details: dict[str, Any] = {}
+    details: EstimateDetails
     treatment_variable: str | None = None
     outcome_variable: str | None = None
 
@@ -170,7 +171,7 @@ class SensitivityResult(_Model):
     method: str
     robustness_value: float
     interpretation: str
-    details: dict[str, Any] = {}
+    details: SensitivityDetails = Field(default_factory=SensitivityDetails)
 
 
 class EDAResult(_Model):
@@ -207,6 +208,12 @@ class CritiqueFeedback(_Model):
     issues: list[str]
     improvements: list[str]
     reasoning: str
+    verdict: str = ""
+    """The decision in one sentence (what the orchestrator and the summary quote)."""
+    blockers: list[str] = []
+    """Why the answer cannot be trusted whatever the budget (empty unless rejected for it)."""
+    limit_reached: bool = False
+    """True when the loop stopped unapproved because the iteration budget was spent."""
 
 
 class AgentTrace(_Model):

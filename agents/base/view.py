@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agents.base.errors import ContractViolation
+from agents.base.errors import ContractViolation, MissingPair
 
 if TYPE_CHECKING:
     from agents.base.ask_state import JobState
     from agents.base.state import TreatmentEffectResult
 
-__all__ = ["StateView"]
+__all__ = ["Pair", "StateView"]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The treatment-outcome pair an agent works on, and how it was found (``note``, "" when set)."""
+
+    treatment: str
+    outcome: str
+    note: str = ""
 
 
 class StateView:
@@ -55,6 +65,36 @@ class StateView:
     def get_primary_pair(self) -> tuple[str | None, str | None]:
         """The primary treatment-outcome pair, resolved by the state's one rule."""
         return self._snapshot.get_primary_pair()
+
+    def pair(self, purpose: str = "") -> Pair:
+        """The pair under study by the one rule every agent uses; :class:`MissingPair` if there is none.
+
+        The state's rule first (the user's pair, the first analysed pair, the first estimate's),
+        then the proposed DAG's pair and the profile's first candidates, each only when the agent
+        declared that field among its reads; ``note`` says when a fallback was used.
+        """
+        found = self.maybe_pair()
+        if found is None:
+            raise MissingPair(purpose)
+        return found
+
+    def maybe_pair(self) -> Pair | None:
+        """:meth:`pair`, or ``None`` when there is none (for agents that can work without one)."""
+        t, y = self._snapshot.get_primary_pair()
+        if t and y:
+            return Pair(t, y)
+        readable = object.__getattribute__(self, "_readable")
+        dag = getattr(self._snapshot, "proposed_dag", None) if "proposed_dag" in readable else None
+        if dag is not None and dag.treatment_variable and dag.outcome_variable:
+            return Pair(dag.treatment_variable, dag.outcome_variable, "no pair was set: used the proposed DAG's pair")
+        profile = getattr(self._snapshot, "data_profile", None) if "data_profile" in readable else None
+        if profile is not None and profile.treatment_candidates and profile.outcome_candidates:
+            return Pair(
+                profile.treatment_candidates[0],
+                profile.outcome_candidates[0],
+                "no pair was set: used the profile's first treatment and outcome candidates",
+            )
+        return None
 
     def get_effects_for_pair(self, treatment: str, outcome: str) -> list[TreatmentEffectResult]:
         """Estimates for one pair (requires treatment_effects among the agent's reads)."""

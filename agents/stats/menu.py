@@ -15,32 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agents.stats.registry import REGISTRY, keys_where
+
 if TYPE_CHECKING:
     from agents.stats.estimators import Estimate
     from agents.stats.pair_analysis import PairSetup
 
 __all__ = ["METHODS", "PS_METHODS", "DESIGN_METHODS", "META_MIN_N", "default_methods", "choose_headline"]
 
-METHODS = {
-    "naive": "Naive difference",
-    "ols": "Regression adjustment (OLS)",
-    "ipw": "Inverse probability weighting",
-    "aipw": "AIPW (doubly robust)",
-    "matching": "Propensity score matching",
-    "stratification": "Propensity score stratification",
-    "s_learner": "S-learner",
-    "t_learner": "T-learner",
-    "x_learner": "X-learner",
-    "dr_learner": "DR-learner",
-    "diff_means": "Difference in means (Neyman)",
-    "lin": "Covariate-adjusted difference (Lin 2013)",
-    "dml_plm": "Partially linear DML (cross-fitted)",
-    "iv": "Instrumental variables (2SLS)",
-    "did": "Difference-in-differences",
-    "rdd": "Regression discontinuity",
-}
-PS_METHODS = ("ipw", "aipw", "matching", "stratification", "s_learner", "t_learner", "x_learner", "dr_learner")
-DESIGN_METHODS = ("iv", "did", "rdd")
+METHODS: dict[str, str] = {key: spec.label for key, spec in REGISTRY.items()}
+"""Method key -> display label, from the registry (``methods:`` takes these keys)."""
+PS_METHODS = keys_where(needs_binary=True)
+DESIGN_METHODS = keys_where(default="design")
 META_MIN_N = 1000
 NEEDS_COVARIATES = (
     "needs covariates and the adjustment set is empty (nothing to weight, match or stratify on); the difference in "
@@ -67,7 +53,7 @@ def default_methods(setup: PairSetup, codes: list[str]) -> tuple[list[str], list
     elif setup.no_covariates and not designs:
         methods = _randomised(setup, why)
     else:
-        methods = ["naive", "ols", *designs]
+        methods = [*keys_where(default="contrast"), *designs]
         why.insert(0, "Naive difference reported for contrast (it ignores confounding).")
         if designs:
             why.append(
@@ -85,25 +71,25 @@ def default_methods(setup: PairSetup, codes: list[str]) -> tuple[list[str], list
 
 def _backdoor(setup: PairSetup, why: list[str]) -> list[str]:
     n, t = len(setup.prep.y), setup.prep.t
-    methods = ["ipw", "aipw", "matching", "stratification"]
+    methods = list(keys_where(default="backdoor"))
     why.append("Binary treatment: propensity methods (IPW, AIPW, matching, stratification) run.")
     if n >= META_MIN_N and min(t.sum(), len(t) - t.sum()) >= 200:
-        methods += ["s_learner", "t_learner", "x_learner", "dr_learner"]
+        methods += keys_where(default="backdoor_large_n")
         why.append(f"n = {n} with >= 200 units per arm: meta-learners (S, T, X, DR) run for effect heterogeneity.")
     else:
         why.append(f"n = {n} (or an arm under 200 units): meta-learners skipped, too few units for stable CATEs.")
-        _skip(setup, ("s_learner", "t_learner", "x_learner", "dr_learner"), f"n = {n} or an arm under 200 units")
+        _skip(setup, keys_where(default="backdoor_large_n"), f"n = {n} or an arm under 200 units")
     return methods
 
 
 def _randomised(setup: PairSetup, why: list[str]) -> list[str]:
-    methods = ["diff_means"]
+    methods = list(keys_where(default="randomised"))
     why.append(
         "The adjustment set is empty: the difference in means (Neyman standard error) is the estimate, as in a "
         "randomised experiment."
     )
     if setup.precision is not None and setup.precision.shape[1]:
-        methods.append("lin")
+        methods += keys_where(default="randomised_precision")
         why.append("Lin's covariate-adjusted difference (interacted regression, HC2) is added for precision.")
     else:
         setup.skipped["lin"] = "no pre-treatment covariate is available for precision"
@@ -119,11 +105,11 @@ def _continuous(setup: PairSetup, designs: list[str], why: list[str]) -> list[st
         f"{setup.treatment}); the propensity methods need a binary treatment and are skipped."
     )
     _skip(setup, PS_METHODS, f"needs a binary treatment ('{setup.treatment}' takes {levels} values)")
-    methods = ["naive", "ols", *designs]
+    methods = [*keys_where(default="contrast"), *designs]
     if setup.no_covariates:
         setup.skipped["dml_plm"] = "no covariates: the partially linear model reduces to the unadjusted slope"
     elif "iv" not in designs and "rdd" not in designs:
-        methods.append("dml_plm")
+        methods += keys_where(default="slope")
         why.append("Partially linear DML (cross-fitted, learners chosen by CV loss) lets the covariates act in any form.")
     return methods
 
@@ -176,10 +162,10 @@ def choose_headline(
             "extreme weights there, while OLS extrapolates linearly across the gap (trimming to common support is "
             f"advised). {agree}"
         )
-    order = ("ols", "ipw", "aipw", "matching", "stratification", "dr_learner", "x_learner", "t_learner", "s_learner")
-    for name in (*order, "lin", "naive"):
-        if name in estimates:
-            return name, f"{estimates[name].method} headlines as the most credible method that was run. {agree}"
+    ranked = sorted((k for k in estimates if k in REGISTRY), key=lambda k: REGISTRY[k].headline_rank)
+    if ranked:
+        name = ranked[0]
+        return name, f"{estimates[name].method} headlines as the most credible method that was run. {agree}"
     name = next(iter(estimates))
     return name, f"{estimates[name].method} is the only estimate."
 

@@ -9,7 +9,6 @@ the built-ins stay reachable under the ``builtin/`` prefix, so a user section ca
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.base.errors import AgentError
+from agents.base.numbers import fmt_number
 
 __all__ = [
     "BUILTIN_TEMPLATES",
@@ -51,22 +51,8 @@ class ExecutionReport:
 
 # ---- formatting filters -----------------------------------------------------------------------
 def fmt_num(value: Any, digits: int = 3) -> str:
-    """A number for prose: thousands separators, about ``digits`` significant digits."""
-    if value is None:
-        return "n/a"
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(x) or math.isinf(x):
-        return str(x)
-    if x == 0:
-        return "0"
-    magnitude = int(math.floor(math.log10(abs(x))))
-    decimals = max(0, digits - 1 - magnitude)
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:,.{decimals}f}"
+    """A number for prose (:func:`agents.base.numbers.fmt_number`, the one formatter)."""
+    return fmt_number(value, digits)
 
 
 def fmt_pct(value: Any, decimals: int = 1) -> str:

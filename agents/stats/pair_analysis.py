@@ -13,11 +13,14 @@ import numpy as np
 import pandas as pd
 
 from agents.base.errors import AgentError
+from agents.base.estimates import EstimateDetails, Trimming
+from agents.base.state import TreatmentEffectResult
 from agents.stats import propensity as P
 from agents.stats.adjustment import Adjustment, Prepared, choose_adjustment, prepare, safe_name
 from agents.stats.estimators import Estimate
 from agents.stats.menu import DESIGN_METHODS, META_MIN_N, METHODS, PS_METHODS, choose_headline, default_methods
 from agents.stats.nuisance import FOLDS, MORE_FOLDS, Nuisance
+from agents.stats.registry import REGISTRY
 
 __all__ = [
     "METHODS",
@@ -71,6 +74,20 @@ class PairSetup:
     def no_covariates(self) -> bool:
         """Whether the adjustment set is empty (after encoding)."""
         return _covariates(self).shape[1] == 0
+
+    @property
+    def covariates(self) -> pd.DataFrame:
+        """The adjustment covariates (design columns such as the instrument left out)."""
+        return _covariates(self)
+
+    @property
+    def names(self) -> tuple[str, str]:
+        """The treatment and outcome names."""
+        return self.treatment, self.outcome
+
+    def dowhy(self) -> Any:
+        """The DoWhy backdoor model of the pair (built once, shared by OLS, matching, stratification)."""
+        return _dowhy(self)
 
     @property
     def scores(self) -> np.ndarray:
@@ -293,70 +310,22 @@ def run_method(setup: PairSetup, name: str) -> Estimate:
     The caller records it as a skip with its reason, so one estimator's failure (a DoWhy check,
     too few rows per stratum, a singular fit) never ends the analysis.
     """
-    if name not in METHODS:
-        raise AgentError(f"unknown method '{name}'; choose from {', '.join(METHODS)}")
-    if name in PS_METHODS and not setup.binary:
-        raise AgentError(f"{METHODS[name]} needs a binary treatment")
-    if name in DESIGN_METHODS and name not in setup.design:
-        raise AgentError(f"{METHODS[name]} needs a declared design ({name})")
-    if name in PS_METHODS and setup.no_covariates:
-        raise AgentError(f"{METHODS[name]} needs covariates and the adjustment set is empty")
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise AgentError(f"unknown method '{name}'; choose from {', '.join(REGISTRY)}")
+    if spec.needs_binary and not setup.binary:
+        raise AgentError(f"{spec.label} needs a binary treatment")
+    if spec.is_design and name not in setup.design:
+        raise AgentError(f"{spec.label} needs a declared design ({name})")
+    if spec.needs_covariates and setup.no_covariates:
+        raise AgentError(f"{spec.label} needs covariates and the adjustment set is empty")
     try:
-        return _dispatch(setup, name)
+        return spec.fit(setup)
     except AgentError:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded as a skip with its reason by the caller
         text = " ".join(str(exc).split())[:300] or type(exc).__name__
-        raise AgentError(f"{METHODS[name]} failed ({type(exc).__name__}: {text})") from exc
-
-
-def _dispatch(setup: PairSetup, name: str) -> Estimate:
-    from agents.stats import designs as D
-    from agents.stats import dose
-    from agents.stats import estimators as E
-
-    p, X = setup.prep, _covariates(setup)
-    if name == "naive":
-        return E.naive_difference(p.y, p.t) if setup.binary else dose.slope_ols(p.y, p.t, X, *_names(setup), naive=True)
-    if name == "ols":
-        return E.ols_adjustment(_dowhy(setup)) if setup.binary else dose.slope_ols(p.y, p.t, X, *_names(setup))
-    if name == "diff_means":
-        return E.diff_in_means(p.y, p.t)
-    if name == "lin":
-        if setup.precision is None or not setup.precision.shape[1]:
-            raise AgentError("no pre-treatment covariate is available for precision")
-        return E.lin_adjusted(p.y, p.t, setup.precision)
-    if name == "dml_plm":
-        return dose.plm_dml(p.y, p.t, X, setup.seed, setup.folds, *_names(setup))
-    if name == "ipw":
-        return E.ipw_hajek(p.y, p.t, setup.scores, setup.estimand)
-    if name == "aipw":
-        return E.aipw(X, p.y, p.t, setup.scores, setup.seed, setup.estimand, nuisance=setup.nuisance)
-    if name in ("matching", "stratification"):
-        fn = E.ps_matching if name == "matching" else E.ps_stratification
-        return fn(_dowhy(setup), setup.estimand, setup.bootstrap, setup.seed)
-    if name == "dr_learner":
-        from agents.stats.meta_learners import dr_learner
-
-        assert setup.nuisance is not None
-        return dr_learner(X, p.y, p.t, setup.scores, setup.nuisance, setup.seed)
-    if name.endswith("_learner"):
-        from agents.stats.meta_learners import meta_learner
-
-        return meta_learner(name.split("_")[0].upper(), X, p.y, p.t, setup.scores, setup.seed)
-    if name == "iv":
-        z = setup.design["iv"]["instrument"]
-        return D.iv_2sls(p.y, p.t, p.frame[z].astype(float).to_numpy(), X, z)
-    if name == "did":
-        d = setup.design["did"]
-        return D.did_twfe(setup.frame, d["unit_column"], d["time_column"], setup.treatment, setup.outcome)
-    d = setup.design["rdd"]
-    x = p.frame[d["running_variable"]].astype(float).to_numpy()
-    return D.rdd_local_linear(x, p.y, p.t, d["cutoff"], d["running_variable"])
-
-
-def _names(setup: PairSetup) -> tuple[str, str]:
-    return setup.treatment, setup.outcome
+        raise AgentError(f"{spec.label} failed ({type(exc).__name__}: {text})") from exc
 
 
 LINEAR_EXCESS = 0.05
@@ -406,32 +375,40 @@ def mark_credibility(setup: PairSetup, estimates: dict[str, Estimate]) -> None:
             )
 
 
-def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes: list[str]) -> dict[str, Any]:
-    """A TreatmentEffectResult-shaped dict for the state."""
-    details = {
-        **est.details,
-        "method_key": key,
-        "n_used": int(len(setup.prep.y)),
-        "adjustment_set": [] if key in ("naive", "did", "rdd", "diff_means") else list(setup.adjustment.covariates),
-        "excluded_covariates": setup.adjustment.excluded,
-        "round": round_no,
-        "changes_applied": [c.split(":", 1)[0] for c in changes],
-        "treated_value": setup.prep.treated_label,
-        "propensity_model": setup.ps_model if key in PS_METHODS else None,
-    }
-    if setup.trim and key not in DESIGN_METHODS:
-        details["trimmed"] = setup.trim
-        details["population"] = population(setup)
-    return {
-        "method": est.method,
-        "estimand": est.estimand,
-        "estimate": est.estimate,
-        "std_error": est.std_error,
-        "ci_lower": est.ci[0],
-        "ci_upper": est.ci[1],
-        "p_value": est.p_value,
-        "assumptions_tested": list(est.assumptions),
-        "details": details,
-        "treatment_variable": setup.treatment,
-        "outcome_variable": setup.outcome,
-    }
+_TYPED = frozenset(EstimateDetails.model_fields) - {"extras"}
+
+
+def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes: list[str]) -> TreatmentEffectResult:
+    """The typed TreatmentEffectResult of one estimate (family from the registry entry)."""
+    spec = REGISTRY[key]
+    reported = {k: v for k, v in est.details.items() if k in _TYPED}
+    extras = {k: v for k, v in est.details.items() if k not in _TYPED and k != "naive"}
+    details = EstimateDetails(
+        **reported,
+        method_key=key,
+        family=spec.family,
+        n_used=int(len(setup.prep.y)),
+        adjustment_set=[] if key in ("naive", "did", "rdd", "diff_means") else list(setup.adjustment.covariates),
+        excluded_covariates=dict(setup.adjustment.excluded),
+        round=round_no,
+        changes_applied=[c.split(":", 1)[0] for c in changes],
+        treated_value=setup.prep.treated_label,
+        propensity_model=setup.ps_model if spec.needs_binary else None,
+        trimmed=Trimming(**setup.trim) if setup.trim and not spec.is_design else None,
+        population=population(setup) if setup.trim and not spec.is_design else "",
+        unverified_assumption=setup.adjustment.caveat or None,
+        extras=extras,
+    )
+    return TreatmentEffectResult(
+        method=est.method,
+        estimand=est.estimand,
+        estimate=est.estimate,
+        std_error=est.std_error,
+        ci_lower=est.ci[0],
+        ci_upper=est.ci[1],
+        p_value=est.p_value,
+        assumptions_tested=list(est.assumptions),
+        details=details,
+        treatment_variable=setup.treatment,
+        outcome_variable=setup.outcome,
+    )

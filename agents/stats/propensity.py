@@ -17,6 +17,7 @@ import pandas as pd
 
 __all__ = [
     "CLIP",
+    "OVERLAP_POOR_SHARE",
     "fit_propensity",
     "auc",
     "overlap_summary",
@@ -33,6 +34,8 @@ __all__ = [
 
 CLIP = 0.01
 SMD_OK = 0.1
+OVERLAP_POOR_SHARE = 0.10
+"""Share of units outside common support (or with extreme scores) above which overlap counts as poor."""
 
 
 def _logistic() -> Any:
@@ -116,7 +119,7 @@ def overlap_summary(ps: np.ndarray, t: np.ndarray) -> dict[str, Any]:
     a, b = crump_bounds(ps)
     keep = (ps >= a) & (ps <= b)
     overall = float(outside.mean())
-    ok = overall <= 0.10 and extreme <= 0.10 and lo < hi
+    ok = overall <= OVERLAP_POOR_SHARE and extreme <= OVERLAP_POOR_SHARE and lo < hi
     return {
         "propensity_range": {
             "treated": [float(pt.min()), float(pt.max())],

@@ -13,6 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from agents.base.errors import AgentError
 from agents.base.improvements import codes_in
+from agents.base.queries import (
+    adjustment_set_of,
+    headline_evalue,
+    headline_of,
+    latest_round,
+    pair_estimates,
+    post_treatment_set,
+)
 from agents.base.state import (
     CritiqueDecision,
     DataProfile,
@@ -20,7 +28,7 @@ from agents.base.state import (
     SensitivityResult,
     TreatmentEffectResult,
 )
-from agents.stats.propensity import SMD_OK
+from agents.stats.propensity import OVERLAP_POOR_SHARE, SMD_OK
 from agents.stats.verdict import agreement, degenerate_interval, unrepaired_in_set
 
 if TYPE_CHECKING:
@@ -37,37 +45,22 @@ __all__ = [
     "is_naive",
 ]
 
-_NAIVE = re.compile(r"naive|difference.in.means|unadjusted", re.IGNORECASE)
-_DR = re.compile(r"aipw|doubly|dr.?learner|(^|[_\s-])dr($|[_\s-])", re.IGNORECASE)
-_DESIGN = re.compile(r"instrument|2sls|two.stage|discontinuity|rdd|difference.in.difference|did|twfe", re.IGNORECASE)
-_IV = re.compile(r"(^|[_\s.])iv($|[_\s.])|instrument|2sls|two.stage", re.IGNORECASE)
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
-_POST_WORDS = re.compile(r"post|after|mediat|descendant|collider|caused by the treatment", re.IGNORECASE)
 
-OVERLAP_POOR_SHARE = 0.10
-"""Share of units outside common support above which overlap counts as poor."""
 BALANCE_SMD = SMD_OK
 """Largest acceptable absolute standardized mean difference after weighting/matching."""
 
 
-def is_naive(method: str) -> bool:
-    """Whether an estimate's method is an unadjusted comparison."""
-    return bool(_NAIVE.search(method))
-
-
-def latest_round(effects: list[TreatmentEffectResult]) -> list[TreatmentEffectResult]:
-    """The estimates of the latest round (``details["round"]``; all when unlabelled)."""
-    rounds = [int(e.details.get("round", 0) or 0) for e in effects]
-    latest = max(rounds, default=0)
-    return [e for e, r in zip(effects, rounds, strict=True) if r == latest]
+def is_naive(e: TreatmentEffectResult) -> bool:
+    """Whether an estimate is an unadjusted comparison (its family is ``naive``)."""
+    return e.details.is_naive
 
 
 def primary_estimates(view: StateView, purpose: str) -> tuple[str, str, list[TreatmentEffectResult]]:
     """The primary pair and its latest round of estimates; ``purpose`` words the error."""
-    treatment, outcome = view.get_primary_pair()
-    if not (treatment and outcome):
-        raise AgentError(f"no treatment/outcome pair to {purpose}: no estimate names its variables")
-    estimates = latest_round(view.get_effects_for_pair(treatment, outcome))
+    pair = view.pair(purpose)
+    treatment, outcome = pair.treatment, pair.outcome
+    _, estimates = pair_estimates(view.treatment_effects, treatment, outcome)
     if not estimates:
         raise AgentError(f"no estimate of {treatment} -> {outcome} to {purpose}")
     return treatment, outcome, estimates
@@ -105,6 +98,10 @@ class Review:
     reasoning: list[str]
     changes_applied: list[str]
     limit_reached: bool = False
+    blockers: list[str] = field(default_factory=list)
+    """Why the answer cannot be trusted whatever the budget (not identifiable, degenerate, unrepaired data)."""
+    verdict: str = ""
+    """The decision in one sentence (the first reason)."""
 
 
 @dataclass
@@ -125,23 +122,14 @@ def _clip(score: float) -> int:
 
 
 def _headline(estimates: list[TreatmentEffectResult]) -> TreatmentEffectResult | None:
-    return next((e for e in estimates if e.details.get("headline")), estimates[0] if estimates else None)
+    return headline_of(estimates)
 
 
 # ---- dimensions --------------------------------------------------------------------------
-def _post_treatment(cd: dict[str, Any]) -> set[str]:
-    """Variables confounder discovery marked as measured after (or caused by) the treatment."""
-    post: set[str] = set()
-    for key in ("mediators", "descendants", "derived_from_treatment", "colliders"):
-        post.update(cd.get(key) or [])
-    post.update(c for c, why in (cd.get("excluded") or {}).items() if _POST_WORDS.search(str(why)))
-    return post
-
-
 def _identification(inp: ReviewInputs, acc: _Acc) -> int:
     """Is the effect identified with these data, and is the adjustment set well argued?"""
     cd, head, score = inp.confounders, _headline(inp.estimates), 5.0
-    if head is not None and _IV.search(head.method):
+    if head is not None and head.details.family == "iv":
         instruments = list((cd or {}).get("instruments") or []) + ([inp.instrument] if inp.instrument else [])
         if not instruments:
             acc.impossible.append(
@@ -169,7 +157,7 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             f"{inp.treatment} and {inp.outcome}."
         )
     adjustment = set(cd.get("adjustment_set") or [])
-    post = _post_treatment(cd)
+    post = post_treatment_set(cd, None)
     candidates = set(cd.get("data_associated") or []) - {inp.treatment, inp.outcome}
     if not candidates and inp.profile is not None:
         candidates = set(inp.profile.potential_confounders) - {inp.treatment, inp.outcome}
@@ -245,7 +233,7 @@ def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
     auc = float(ps.get("auc") or 0.5)
     head = _headline(inp.estimates)
     separated = support[0] >= support[1] or auc >= 0.999 or outside >= 0.95
-    if separated and head is not None and _DESIGN.search(head.method):
+    if separated and head is not None and head.details.is_design:
         acc.issues.append(
             f"The covariates separate the {inp.treatment} groups (AUC {auc:.3f}): the adjustment estimators cannot be "
             f"trusted, but the headline {head.method} rests on its design, not on overlap."
@@ -321,17 +309,15 @@ def _robustness(inp: ReviewInputs, acc: _Acc) -> int:
         acc.issues.append("No sensitivity analysis: robustness to unmeasured confounding is unknown.")
         return 3
     score = 5.0
-    failed = [
-        r.method for r in inp.sensitivity if r.details.get("kind") == "refuter" and r.details.get("passed") is False
-    ]
+    failed = [r.method for r in inp.sensitivity if r.details.kind == "refuter" and r.details.passed is False]
     if failed:
         score -= len(failed)
         acc.issues.append(f"Refuters failed: {', '.join(failed)}.")
-    ev = next((r for r in inp.sensitivity if r.method == "e_value"), None)
+    ev = headline_evalue(inp.sensitivity)
     if ev is not None:
-        e_ci = float(ev.details.get("evalue_ci", ev.robustness_value))
+        e_ci = float(ev.details.extras.get("evalue_ci", ev.robustness_value))
         score -= 2 if e_ci < 1.25 else (1 if e_ci < 1.5 else 0)
-        if ev.details.get("ci_crosses_null"):
+        if ev.details.extras.get("ci_crosses_null"):
             acc.issues.append("The headline's confidence interval includes no effect (E-value of the limit 1).")
         elif e_ci < 1.5:
             acc.issues.append(
@@ -404,7 +390,7 @@ def review(inp: ReviewInputs) -> Review:
     acc = _Acc()
     head = _headline(inp.estimates)
     this_round = sorted(
-        codes_in([c for e in inp.estimates for c in e.details.get("changes_applied") or []])
+        codes_in([c for e in inp.estimates for c in e.details.changes_applied])
         | codes_in((inp.ps or {}).get("changes"))
     )
     applied = set(this_round) | codes_in(inp.earlier_applied)
@@ -421,7 +407,7 @@ def review(inp: ReviewInputs) -> Review:
         "data_quality": _data_quality(inp, acc),
     }
     _blockers(inp, acc, head, applied)
-    if not any(_DR.search(e.method) for e in inp.estimates) and "add_doubly_robust" not in applied:
+    if not any(e.details.family == "doubly_robust" for e in inp.estimates) and "add_doubly_robust" not in applied:
         acc.improvements["add_doubly_robust"] = (
             f"add_doubly_robust: add an AIPW / doubly robust estimate of {inp.treatment} -> {inp.outcome}; it stays "
             "consistent if either the outcome or the propensity model is right."
@@ -470,7 +456,10 @@ def review(inp: ReviewInputs) -> Review:
         acc.reasons.append(f"Headline: {head.method} = {head.estimate:.4g} [{head.ci_lower:.4g}, {head.ci_upper:.4g}].")
     if this_round:
         acc.reasons.append(f"Changes applied this round: {', '.join(this_round)}.")
-    return Review(decision, scores, acc.issues, improvements, acc.reasons, this_round, limit)
+    verdict = acc.reasons[0]
+    return Review(
+        decision, scores, acc.issues, improvements, acc.reasons, this_round, limit, [*acc.impossible, *acc.blockers], verdict
+    )
 
 
 def _blockers(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None, applied: set[str]) -> None:
@@ -480,9 +469,7 @@ def _blockers(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None, 
         degenerate = degenerate_interval(head, stats.get("std"))
         if degenerate:
             acc.blockers.append(degenerate)
-    adjustment = set((inp.confounders or {}).get("adjustment_set") or []) | set(
-        (head.details.get("adjustment_set") or []) if head is not None else []
-    )
+    adjustment = set((inp.confounders or {}).get("adjustment_set") or []) | set(adjustment_set_of(head, inp.confounders))
     bad = unrepaired_in_set(inp.repairs, adjustment)
     if bad:
         acc.blockers.append(

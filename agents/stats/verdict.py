@@ -2,7 +2,7 @@
 
 * Agreement is judged among *credible* adjusted estimators only: not the naive contrast, not an
   estimate that shares the headline's nuisance models (the DR-learner shares AIPW's), not one the
-  estimator marked not credible (``details["credible"] is False``: a linear regression whose
+  estimator marked not credible (``details.credible`` is False: a linear regression whose
   outcome model loses clearly to a flexible one on held-out data; the plug-in S-, T- and
   X-learners), and only estimates resting on the same design (IV with IV; a DiD or RDD headline
   is not compared with backdoor estimators, which its design expects to be confounded).
@@ -19,31 +19,22 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Agreement", "agreement", "credible_others", "degenerate_interval", "unrepaired_in_set", "is_naive_estimate"]
 
-_NAIVE = re.compile(r"naive|difference.in.means|unadjusted", re.IGNORECASE)
-_DESIGNS = {
-    "iv": re.compile(r"(^|[_\s.])iv($|[_\s.])|instrument|2sls|two.stage", re.IGNORECASE),
-    "rdd": re.compile(r"discontinuity|(^|[_\s.])rdd($|[_\s.])", re.IGNORECASE),
-    "did": re.compile(r"difference.in.difference|(^|[_\s.])did($|[_\s.])|twfe", re.IGNORECASE),
-}
+Z95 = 1.959963984540054
 
 
 def _design(e: Any) -> str:
     """The design an estimate rests on ("" for the backdoor estimators)."""
-    return next((k for k, rx in _DESIGNS.items() if rx.search(e.method)), "")
-Z95 = 1.959963984540054
+    return str(e.details.family) if e.details.is_design else ""
 
 
 def is_naive_estimate(e: Any) -> bool:
-    """An unadjusted contrast: ``details["naive"]`` when the estimator says so, else by the method's name."""
-    if "naive" in e.details:
-        return bool(e.details["naive"])
-    return bool(_NAIVE.search(e.method))
+    """An unadjusted contrast (its family is ``naive``)."""
+    return bool(e.details.is_naive)
 
 
 def credible_others(estimates: list[Any], head: Any) -> tuple[list[Any], list[str]]:
@@ -54,11 +45,11 @@ def credible_others(estimates: list[Any], head: Any) -> tuple[list[Any], list[st
             continue
         if _design(e) != _design(head):  # a design estimate is compared only with the same design
             continue
-        if e.details.get("shares_nuisance_with") and e.details["shares_nuisance_with"] == head.details.get("method_key"):
+        if e.details.shares_nuisance_with and e.details.shares_nuisance_with == head.details.method_key:
             left.append(f"{e.method} (shares the headline's nuisance models)")
             continue
-        if e.details.get("credible") is False:
-            left.append(f"{e.method} ({e.details.get('credible_reason', 'marked not credible by the estimator')})")
+        if not e.details.credible:
+            left.append(f"{e.method} ({e.details.credible_reason or 'marked not credible by the estimator'})")
             continue
         out.append(e)
     return out, left

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ from agents.base.state import AnalysisState, CritiqueDecision, TreatmentEffectRe
 from agents.critique import codes_in
 from agents.stats.synthetic import linear_confounding
 from flows.dispatch import run_single_agent
+from tests.factories import make_estimate
 from tests.helpers import make_state
 
 ADJ = ["x1", "x2", "x3"]
@@ -26,17 +28,12 @@ def _propensity(frame: pd.DataFrame, covs: list[str]) -> np.ndarray:
     return np.clip(e, 1e-6, 1 - 1e-6)  # as estimators clip; separation still shows in the ranges
 
 
-def _result(method: str, est: float, se: float, rnd: int, **details: object) -> TreatmentEffectResult:
-    return TreatmentEffectResult(
-        method=method,
-        estimand="ATE",
-        estimate=est,
-        std_error=se,
-        ci_lower=est - 1.96 * se,
-        ci_upper=est + 1.96 * se,
-        details={"round": rnd, "adjustment_set": ADJ, **details},
-        treatment_variable="treated",
-        outcome_variable="outcome",
+_KEYS = {"naive_difference": "naive", "regression_adjustment": "ols", "ipw": "ipw", "aipw": "aipw"}
+
+
+def _result(method: str, est: float, se: float, rnd: int, **details: Any) -> TreatmentEffectResult:
+    return make_estimate(
+        _KEYS[method], est, se, round=rnd, label=method, ci=(est - 1.96 * se, est + 1.96 * se), adjustment_set=ADJ, **details
     )
 
 
@@ -240,7 +237,7 @@ def test_rounds_are_recorded_and_applied_improvements_not_repeated(tmp_path: Pat
     applied = ["trim_to_common_support", "add_doubly_robust"]
     round2 = _analysis(trimmed, job2, dr=True, rnd=2, trimmed=True, changes=["trim_to_common_support: [0.05, 0.95]"])
     for e2 in round2.treatment_effects:
-        e2.details["changes_applied"] = applied
+        e2.details.changes_applied = applied
     state.treatment_effects = round2.treatment_effects
     state.ps_diagnostics = round2.ps_diagnostics
     state.iteration_count = 1
@@ -320,8 +317,8 @@ def _shift(state: AnalysisState, method: str, to: float, se: float | None = None
 
 def _headline_on(state: AnalysisState, method: str) -> None:
     for e in state.treatment_effects:
-        e.details["headline"] = e.method == method
-        e.details["method_key"] = e.method
+        e.details.headline = e.method == method
+        e.details.method_key = e.method
 
 
 def test_disagreeing_estimators_iterate_then_end_inconclusive(tmp_path: Path) -> None:
@@ -335,7 +332,7 @@ def test_disagreeing_estimators_iterate_then_end_inconclusive(tmp_path: Path) ->
     assert "refit_nuisance" in codes_in(fb.improvements)
     # The next round applied the change and the estimators still disagree: no approval, and no more rounds.
     for e in state.treatment_effects:
-        e.details["changes_applied"] = ["refit_nuisance"]
+        e.details.changes_applied = ["refit_nuisance"]
     state.iteration_count = 1
     fb2 = _critique(state, tmp_path)
     assert fb2.decision is CritiqueDecision.REJECT and "inconclusive" in fb2.reasoning
@@ -378,10 +375,10 @@ def test_shared_nuisance_and_flagged_estimates_do_not_vote(tmp_path: Path) -> No
     _headline_on(state, "aipw")
     for e in state.treatment_effects:
         if e.method == "ipw":  # far away, but it shares the headline's nuisances: it cannot confirm or refute
-            e.details["shares_nuisance_with"] = "aipw"
+            e.details.shares_nuisance_with = "aipw"
             e.estimate, e.ci_lower, e.ci_upper = 50.0, 49.0, 51.0
         if e.method == "regression_adjustment":
-            e.details["credible"] = False
+            e.details.credible = False
             e.estimate, e.ci_lower, e.ci_upper = -50.0, -51.0, -49.0
     fb = _critique(state, tmp_path)
     assert fb.decision is CritiqueDecision.APPROVE, fb.reasoning
@@ -446,6 +443,7 @@ def test_design_headline_is_not_compared_with_confounded_backdoor_estimates(tmp_
     _headline_on(state, "aipw")
     aipw = next(e for e in state.treatment_effects if e.method == "aipw")
     aipw.method = "Difference-in-differences (TWFE)"  # the design's estimate, far from the backdoor ones
+    aipw.details.method_key, aipw.details.family = "did", "did"
     _shift(state, "Difference-in-differences (TWFE)", aipw.estimate + 8 * aipw.std_error)
     fb = _critique(state, tmp_path)
     assert fb.scores["agreement"] == 3 and "inconclusive" not in fb.reasoning

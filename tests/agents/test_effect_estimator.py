@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from agents.base.errors import AgentError
 from agents.base.state import CritiqueDecision, CritiqueFeedback, StudyDesign
@@ -17,7 +18,7 @@ FAST = {"methods": ["naive", "ols", "ipw", "aipw"], "bootstrap": 50}
 
 
 def _by_key(state) -> dict:
-    return {e.details["method_key"]: e for e in state.treatment_effects}
+    return {e.details.method_key: e for e in state.treatment_effects}
 
 
 def _covers(e, value: float) -> bool:
@@ -25,7 +26,7 @@ def _covers(e, value: float) -> bool:
 
 
 def _headlines(state) -> list:
-    return [e for e in state.treatment_effects if e.details.get("headline")]
+    return [e for e in state.treatment_effects if e.details.headline]
 
 
 def test_linear_confounding_default_menu(tmp_path: Path) -> None:
@@ -34,13 +35,13 @@ def test_linear_confounding_default_menu(tmp_path: Path) -> None:
     result = run_single_agent("effect_estimator", state, tmp_path, {"bootstrap": 50})
     est = _by_key(state)
     assert {"naive", "ols", "ipw", "aipw", "matching", "stratification", "dr_learner"} <= set(est)
-    assert est["naive"].details["naive"] and not _covers(est["naive"], truth["effect"])
+    assert est["naive"].details.is_naive and not _covers(est["naive"], truth["effect"])
     for key in ("ols", "ipw", "aipw"):
         assert _covers(est[key], truth["effect"]), key
     heads = _headlines(state)
-    assert len(heads) == 1 and heads[0].details["method_key"] == "aipw" and heads[0].details["headline_reason"]
-    assert all(e.details["round"] == 1 and e.details["n_used"] == 2000 for e in est.values())
-    assert est["aipw"].details["adjustment_set"] == ["x1", "x2", "x3"]
+    assert len(heads) == 1 and heads[0].details.method_key == "aipw" and heads[0].details.headline_reason
+    assert all(e.details.round == 1 and e.details.n_used == 2000 for e in est.values())
+    assert est["aipw"].details.adjustment_set == ["x1", "x2", "x3"]
     assert state.analyzed_pairs[0].treatment == "treated" and state.analyzed_pairs[0].priority == 1
     assert "meta-learners" in result.reasoning and "Headline" in result.reasoning
 
@@ -52,8 +53,8 @@ def test_nonlinear_cate_summary_orders_subgroups(tmp_path: Path) -> None:
     est = _by_key(state)
     assert _covers(est["aipw"], truth["effect"]) or _covers(est["dr_learner"], truth["effect"])
     for key in ("dr_learner", "x_learner"):
-        summary = est[key].details["cate_summary"]
-        assert est[key].details["cate_modifier"] == "x1"
+        summary = est[key].details.extras["cate_summary"]
+        assert est[key].details.extras["cate_modifier"] == "x1"
         ordered = [v["estimate"] for v in sorted(summary.values(), key=lambda v: v["quartile"])]
         assert ordered == sorted(ordered), (key, ordered)
 
@@ -63,7 +64,7 @@ def test_poor_overlap_trimmed_in_round_two(tmp_path: Path) -> None:
     state = make_state(frame, tmp_path, "treated", "outcome")
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     head = _headlines(state)[0]
-    assert head.details["method_key"] == "ols" and "overlap is poor" in head.details["headline_reason"]
+    assert head.details.method_key == "ols" and "overlap is poor" in head.details.headline_reason
     state.critique_history = [
         CritiqueFeedback(
             decision=CritiqueDecision.ITERATE,
@@ -78,18 +79,18 @@ def test_poor_overlap_trimmed_in_round_two(tmp_path: Path) -> None:
     result = run_single_agent("effect_estimator", state, tmp_path, {"methods": ["naive", "ols"], "bootstrap": 50})
     est = _by_key(state)
     assert "aipw" in est  # add_doubly_robust honoured even with a pinned menu
-    trim = est["aipw"].details["trimmed"]
-    assert trim["n_dropped"] > 300 and est["aipw"].details["n_used"] == 2500 - trim["n_dropped"]
-    assert est["aipw"].details["round"] == 2
-    assert {"trim_to_common_support", "add_doubly_robust"} <= set(est["aipw"].details["changes_applied"])
-    assert _headlines(state)[0].details["method_key"] == "aipw" and _covers(est["aipw"], truth["effect"])
+    trim = est["aipw"].details.trimmed
+    assert trim.n_dropped > 300 and est["aipw"].details.n_used == 2500 - trim.n_dropped
+    assert est["aipw"].details.round == 2
+    assert {"trim_to_common_support", "add_doubly_robust"} <= set(est["aipw"].details.changes_applied)
+    assert _headlines(state)[0].details.method_key == "aipw" and _covers(est["aipw"], truth["effect"])
     assert "dropped" in result.reasoning
     # The headline says which population it is about, in the state and in the CLI summary.
     from flows.summary import estimate_lines
 
     head = _headlines(state)[0]
-    kept = f"{trim['n_kept']:,} of 2,500 units inside common support"
-    assert kept in head.details["population"] and "Population:" in head.details["headline_reason"]
+    kept = f"{trim.n_kept:,} of 2,500 units inside common support"
+    assert kept in head.details.population and "Population:" in head.details.headline_reason
     assert any(line.strip().startswith("Population:") and kept in line for line in estimate_lines(state))
 
 
@@ -110,7 +111,7 @@ def test_mediator_never_adjusted_with_or_without_discovery(tmp_path: Path) -> No
     state.domain_knowledge = {"post_treatment": ["mediator"]}
     result = run_single_agent("effect_estimator", state, tmp_path, FAST)
     for e in state.treatment_effects:
-        assert "mediator" not in e.details["adjustment_set"] and "treated_label" not in e.details["adjustment_set"]
+        assert "mediator" not in e.details.adjustment_set and "treated_label" not in e.details.adjustment_set
     assert _covers(_by_key(state)["aipw"], truth["effect"])  # total effect, not the direct effect 1.0
     assert "mediator (measured after the treatment" in result.reasoning and "deterministic function" in result.reasoning
     # With confounder discovery naming it a mediator (even if its set carelessly lists it).
@@ -123,7 +124,7 @@ def test_mediator_never_adjusted_with_or_without_discovery(tmp_path: Path) -> No
         "mediators": ["mediator"],
     }
     run_single_agent("effect_estimator", state2, tmp_path / "b", FAST)
-    assert all(e.details["adjustment_set"] in ([], ["x1", "x2"]) for e in state2.treatment_effects)
+    assert all(e.details.adjustment_set in ([], ["x1", "x2"]) for e in state2.treatment_effects)
 
 
 @pytest.mark.parametrize(
@@ -141,11 +142,11 @@ def test_declared_designs_headline_and_cover(tmp_path: Path, gen, design, key) -
     run_single_agent("effect_estimator", state, tmp_path, {"bootstrap": 50})
     est = _by_key(state)
     heads = _headlines(state)
-    assert len(heads) == 1 and heads[0].details["method_key"] == key and _covers(est[key], truth["effect"])
+    assert len(heads) == 1 and heads[0].details.method_key == key and _covers(est[key], truth["effect"])
     assert "aipw" not in est  # backdoor propensity methods are not run by default under a design
     if key == "iv":
         assert est["iv"].estimand == "LATE" and not _covers(est["ols"], truth["effect"])
-        assert "z" not in est["ols"].details["adjustment_set"]
+        assert "z" not in est["ols"].details.adjustment_set
 
 
 def test_string_treatment_mapped_and_dose_gets_a_slope(tmp_path: Path) -> None:
@@ -153,15 +154,15 @@ def test_string_treatment_mapped_and_dose_gets_a_slope(tmp_path: Path) -> None:
     frame["treated"] = frame["treated"].map({1: "yes", 0: "no"})
     state = make_state(frame, tmp_path, "treated", "outcome")
     result = run_single_agent("effect_estimator", state, tmp_path, FAST)
-    assert _by_key(state)["aipw"].details["treated_value"] == "yes" and "'yes' is taken as treated" in result.reasoning
+    assert _by_key(state)["aipw"].details.treated_value == "yes" and "'yes' is taken as treated" in result.reasoning
     assert _covers(_by_key(state)["aipw"], truth["effect"])
     # A numeric dose is not refused: slopes, with the binary-only methods skipped and the reason recorded.
     frame["dose"] = frame["x3"].round()
     state2 = make_state(frame, tmp_path / "b", "dose", "outcome")
     result2 = run_single_agent("effect_estimator", state2, tmp_path / "b", FAST)
     head = _headlines(state2)[0]
-    assert head.details["method_key"] == "ols" and head.estimand == "slope"
-    assert "binary" in head.details["skipped_methods"]["aipw"] and "skipped aipw" in result2.summary
+    assert head.details.method_key == "ols" and head.estimand == "slope"
+    assert "binary" in head.details.skipped_methods["aipw"] and "skipped aipw" in result2.summary
     # Unordered categories cannot be a dose: one clear error for the user to fix.
     frame["arm"] = np.random.default_rng(0).choice(["a", "b", "c"], len(frame))
     state3 = make_state(frame, tmp_path / "c", "arm", "outcome")
@@ -175,5 +176,5 @@ def test_pair_from_profile_and_unknown_method(tmp_path: Path) -> None:
     state.treatment_variable = state.outcome_variable = None
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     assert state.analyzed_pairs[0].treatment == "treated" and "profile" in state.analyzed_pairs[0].rationale
-    with pytest.raises(AgentError, match="unknown method"):
+    with pytest.raises(ValidationError, match="unknown method 'magic'"):  # rejected when the options load
         run_single_agent("effect_estimator", state, tmp_path, {"methods": ["magic"]})

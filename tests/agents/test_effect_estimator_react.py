@@ -20,7 +20,7 @@ def test_policy_headline_covers_truth_and_steps_recorded(tmp_path: Path) -> None
     result = run_single_agent(
         "effect_estimator_react", state, tmp_path, {"methods": ["naive", "ols", "ipw", "aipw"], "bootstrap": 30}
     )
-    heads = [e for e in state.treatment_effects if e.details.get("headline")]
+    heads = [e for e in state.treatment_effects if e.details.headline]
     assert len(heads) == 1 and heads[0].ci_lower <= truth["effect"] <= heads[0].ci_upper
     steps = result.outputs["steps"]["treated->outcome"]
     actions = [s["action"] for s in steps]
@@ -28,7 +28,7 @@ def test_policy_headline_covers_truth_and_steps_recorded(tmp_path: Path) -> None
     assert {"estimate(ols)", "estimate(aipw)"} <= set(actions)
     assert all(s["thought"] and s["observation"] for s in steps)
     assert "[1]" in result.reasoning and "check_overlap" in result.reasoning
-    naive = next(e for e in state.treatment_effects if e.details.get("naive"))
+    naive = next(e for e in state.treatment_effects if e.details.is_naive)
     assert not naive.ci_lower <= truth["effect"] <= naive.ci_upper
 
 
@@ -66,7 +66,7 @@ def test_llm_answers_validated_and_junk_falls_back(tmp_path: Path) -> None:
     assert steps[0]["thought"] == "look at overlap" and steps[1]["action"] == "estimate(aipw)"
     assert all(s["action"].split("(")[0] in TOOLS for s in steps)
     assert steps[-1]["action"] == "finish" and result.outputs["llm"] is True
-    heads = [e for e in state.treatment_effects if e.details.get("headline")]
+    heads = [e for e in state.treatment_effects if e.details.headline]
     assert len(heads) == 1 and heads[0].ci_lower <= truth["effect"] <= heads[0].ci_upper
 
 

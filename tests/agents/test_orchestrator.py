@@ -11,6 +11,7 @@ import pandas as pd
 from agents.base.state import AnalysisState, CausalDAG, CausalEdge, TreatmentEffectResult
 from agents.stats.synthetic import linear_confounding
 from flows.dispatch import run_single_agent
+from tests.factories import make_estimate
 from tests.helpers import make_state
 
 ADJ = ["x1", "x2", "x3"]
@@ -21,16 +22,15 @@ def _ols(frame: pd.DataFrame, adj: list[str]) -> TreatmentEffectResult:
 
     fit = sm.OLS(frame["outcome"], sm.add_constant(frame[["treated", *adj]])).fit()
     lo, hi = fit.conf_int().loc["treated"]
-    return TreatmentEffectResult(
-        method="regression_adjustment",
-        estimand="ATE",
-        estimate=float(fit.params["treated"]),
-        std_error=float(fit.bse["treated"]),
-        ci_lower=float(lo),
-        ci_upper=float(hi),
-        details={"headline": True, "adjustment_set": adj, "round": 1, "n_used": len(frame)},
-        treatment_variable="treated",
-        outcome_variable="outcome",
+    return make_estimate(
+        "ols",
+        float(fit.params["treated"]),
+        float(fit.bse["treated"]),
+        label="regression_adjustment",
+        ci=(float(lo), float(hi)),
+        headline=True,
+        adjustment_set=adj,
+        n_used=len(frame),
     )
 
 
@@ -61,11 +61,11 @@ def test_small_evalue_names_the_confounder_to_collect(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=800, effect=0.4, seed=9)
     state = _analysed(frame, tmp_path)
     ev = next(r for r in state.sensitivity_results if r.method == "e_value")
-    assert ev.details["evalue_ci"] < 2  # precondition: a weak effect relative to the outcome's spread
+    assert ev.details.extras["evalue_ci"] < 2  # precondition: a weak effect relative to the outcome's spread
     state.domain_knowledge = {"roles": {"motivation": "confounder", "x1": "confounder"}}
     recs = _recommend(state, tmp_path)
     hit = [r for r in recs if "motivation" in r]
-    assert hit and f"{ev.details['evalue_ci']:.2f}" in hit[0]
+    assert hit and f"{ev.details.extras['evalue_ci']:.2f}" in hit[0]
     assert "x1" not in hit[0].split("Domain knowledge")[1]  # x1 is already adjusted for
 
 
@@ -154,15 +154,7 @@ def test_weak_identification_is_not_called_trustworthy(tmp_path) -> None:  # typ
     from agents.base.state import CritiqueDecision, CritiqueFeedback
     from agents.orchestrator import OrchestratorAgent
 
-    head = TreatmentEffectResult(
-        method="AIPW",
-        estimand="ATE",
-        estimate=1.2,
-        std_error=0.1,
-        ci_lower=1.0,
-        ci_upper=1.4,
-        details={"headline": True},
-    )
+    head = make_estimate("aipw", 1.2, 0.1, label="AIPW", ci=(1.0, 1.4), headline=True)
     verdict = OrchestratorAgent._trust(  # noqa: SLF001 - the verdict rule itself
         head,
         CritiqueFeedback(

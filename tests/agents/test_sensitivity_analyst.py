@@ -13,6 +13,7 @@ from agents.base.state import AnalysisState, TreatmentEffectResult
 from agents.stats.sensitivity import evalue_for_effect, evalue_rr, matched_pair_differences, rosenbaum_gamma
 from agents.stats.synthetic import linear_confounding
 from flows.dispatch import run_single_agent
+from tests.factories import make_estimate
 from tests.helpers import make_state
 
 ADJ = ["x1", "x2", "x3"]
@@ -24,17 +25,15 @@ def _ols_effect(frame: pd.DataFrame, method: str, *, headline: bool) -> Treatmen
 
     fit = sm.OLS(frame["outcome"], sm.add_constant(frame[["treated", *ADJ]])).fit()
     lo, hi = fit.conf_int().loc["treated"]
-    return TreatmentEffectResult(
-        method=method,
-        estimand="ATE",
-        estimate=float(fit.params["treated"]),
-        std_error=float(fit.bse["treated"]),
-        ci_lower=float(lo),
-        ci_upper=float(hi),
-        p_value=float(fit.pvalues["treated"]),
-        details={"headline": headline, "adjustment_set": ADJ, "round": 1},
-        treatment_variable="treated",
-        outcome_variable="outcome",
+    key = "matching" if "matching" in method else ("aipw" if method == "aipw" else "ols")
+    return make_estimate(
+        key,
+        float(fit.params["treated"]),
+        float(fit.bse["treated"]),
+        label=method,
+        ci=(float(lo), float(hi)),
+        headline=headline,
+        adjustment_set=ADJ,
     )
 
 
@@ -42,17 +41,7 @@ def _naive(frame: pd.DataFrame) -> TreatmentEffectResult:
     t, y = frame["treated"] == 1, frame["outcome"]
     diff = float(y[t].mean() - y[~t].mean())
     se = float(math.sqrt(y[t].var() / t.sum() + y[~t].var() / (~t).sum()))
-    return TreatmentEffectResult(
-        method="naive_difference",
-        estimand="ATE",
-        estimate=diff,
-        std_error=se,
-        ci_lower=diff - 1.96 * se,
-        ci_upper=diff + 1.96 * se,
-        details={"round": 1},
-        treatment_variable="treated",
-        outcome_variable="outcome",
-    )
+    return make_estimate("naive", diff, se, label="naive_difference", ci=(diff - 1.96 * se, diff + 1.96 * se))
 
 
 def _state(frame: pd.DataFrame, job: Path) -> AnalysisState:
@@ -112,55 +101,55 @@ def test_binary_outcome_evalue_uses_risk_ratio_and_is_one_when_ci_crosses_null()
 def test_evalues_headline_first_and_naive_skipped(confounded) -> None:
     state, frame, _ = confounded
     evs = _by_method(state, "e_value")
-    assert [r.details["estimate_method"] for r in evs] == ["regression_adjustment", "propensity_score_matching"]
+    assert [r.details.estimate_method for r in evs] == ["regression_adjustment", "propensity_score_matching"]
     head = evs[0]
-    d = head.details["estimate"] / frame["outcome"].std()
+    d = head.details.extras["estimate"] / frame["outcome"].std()
     rr = math.exp(0.91 * d)
     assert head.robustness_value == pytest.approx(rr + math.sqrt(rr * (rr - 1)))
-    assert 1 < head.details["evalue_ci"] < head.robustness_value
+    assert 1 < head.details.extras["evalue_ci"] < head.robustness_value
     assert "treated" in head.interpretation and "outcome" in head.interpretation
 
 
 def test_placebo_treatment_gives_near_zero_effect(confounded) -> None:
     state, _, _ = confounded
     (placebo,) = _by_method(state, "placebo_treatment")
-    head = next(e for e in state.treatment_effects if e.details.get("headline"))
-    assert abs(placebo.details["new_effect"]) < 3 * head.std_error  # the true 2.0 is far away
-    assert abs(placebo.details["refuted_estimate"] - head.estimate) < 1e-6  # same adjustment set, same OLS
-    assert placebo.details["passed"] and placebo.robustness_value >= 0.05
+    head = next(e for e in state.treatment_effects if e.details.headline)
+    assert abs(placebo.details.extras["new_effect"]) < 3 * head.std_error  # the true 2.0 is far away
+    assert abs(placebo.details.extras["refuted_estimate"] - head.estimate) < 1e-6  # same adjustment set, same OLS
+    assert placebo.details.passed and placebo.robustness_value >= 0.05
 
 
 def test_unobserved_confounder_reduces_the_estimate(confounded) -> None:
     state, _, job = confounded
     (uc,) = _by_method(state, "unobserved_common_cause")
-    base = uc.details["refuted_estimate"]
-    grid = np.asarray(uc.details["new_effects"])
+    base = uc.details.extras["refuted_estimate"]
+    grid = np.asarray(uc.details.extras["new_effects"])
     assert grid.shape == (3, 3)
     assert grid[-1, -1] < grid[0, 0] < base  # stronger confounding removes more of the effect
     assert 0 < uc.robustness_value < 1
     assert uc.robustness_value == pytest.approx(grid.min() / base)
-    assert Path(uc.details["plot"]).exists() and Path(uc.details["plot"]).parent == job / "plots"
+    assert Path(uc.details.extras["plot"]).exists() and Path(uc.details.extras["plot"]).parent == job / "plots"
 
 
 def test_rosenbaum_gamma_above_one_for_strong_effect(confounded) -> None:
     state, _, _ = confounded
     (rb,) = _by_method(state, "rosenbaum_bounds")
     assert rb.robustness_value > 2
-    assert rb.details["mean_pair_difference"] == pytest.approx(2.0, abs=0.4)  # caliper pairs are unbiased
+    assert rb.details.extras["mean_pair_difference"] == pytest.approx(2.0, abs=0.4)  # caliper pairs are unbiased
     subset, common = _by_method(state, "data_subset"), _by_method(state, "random_common_cause")
-    assert subset[0].details["passed"] and common[0].details["passed"]
+    assert subset[0].details.passed and common[0].details.passed
 
 
 def test_rosenbaum_gamma_is_one_for_null_effect_and_ci_evalue_is_one(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=1500, effect=0.0, seed=4)
     state = _state(frame, tmp_path)
-    head = next(e for e in state.treatment_effects if e.details.get("headline"))
+    head = next(e for e in state.treatment_effects if e.details.headline)
     assert head.ci_lower < 0 < head.ci_upper  # precondition on this seed
     run_single_agent("sensitivity_analyst", state, tmp_path, {"refuters": False}, seed=1)
     (rb,) = _by_method(state, "rosenbaum_bounds")
     assert rb.robustness_value == 1.0
     ev = _by_method(state, "e_value")[0]
-    assert ev.details["ci_crosses_null"] and ev.details["evalue_ci"] == 1.0
+    assert ev.details.extras["ci_crosses_null"] and ev.details.extras["evalue_ci"] == 1.0
     assert not _by_method(state, "placebo_treatment")
 
 
@@ -204,12 +193,12 @@ def test_trimmed_headline_is_analysed_on_its_trimmed_sample(tmp_path: Path) -> N
     assert len(kept) < 0.8 * len(frame)  # precondition: trimming matters on these data
     state = make_state(frame, tmp_path, "treated", "outcome")
     head = _ols_effect(kept, "aipw", headline=True)
-    head.details["trimmed"] = {"lower": 0.1, "upper": 0.9, "n_kept": len(kept)}
+    head.details.trimmed = {"lower": 0.1, "upper": 0.9, "n_kept": len(kept), "n_dropped": len(frame) - len(kept)}
     state.treatment_effects = [head]
     run_single_agent("sensitivity_analyst", state, tmp_path, {"simulations": 5}, seed=2)
     (placebo,) = _by_method(state, "placebo_treatment")
-    assert abs(placebo.details["n_used"] - len(kept)) <= 0.02 * len(kept)
-    assert abs(placebo.details["refuted_estimate"] - head.estimate) < 0.5 * head.std_error
+    assert abs(placebo.details.extras["n_used"] - len(kept)) <= 0.02 * len(kept)
+    assert abs(placebo.details.extras["refuted_estimate"] - head.estimate) < 0.5 * head.std_error
     assert "trimmed" in state.agent_traces[-1].reasoning
 
 
@@ -225,9 +214,9 @@ def test_binary_outcome_evalue_uses_control_risk(tmp_path: Path) -> None:
     run_single_agent("sensitivity_analyst", state, tmp_path, {"refuters": False})
     (ev,) = _by_method(state, "e_value")
     p0 = frame.loc[frame["treated"] == 0, "outcome"].mean()
-    assert ev.details["scale"] == "risk_ratio"
-    assert ev.details["risk_ratio"] == pytest.approx((p0 + ev.details["estimate"]) / p0)
-    assert ev.robustness_value > ev.details["evalue_ci"] > 1
+    assert ev.details.extras["scale"] == "risk_ratio"
+    assert ev.details.extras["risk_ratio"] == pytest.approx((p0 + ev.details.extras["estimate"]) / p0)
+    assert ev.robustness_value > ev.details.extras["evalue_ci"] > 1
 
 
 def test_large_data_refuters_use_a_seeded_sample_and_say_so(tmp_path: Path) -> None:
@@ -236,7 +225,7 @@ def test_large_data_refuters_use_a_seeded_sample_and_say_so(tmp_path: Path) -> N
     result = run_single_agent("sensitivity_analyst", state, tmp_path, {"simulations": 10, "max_rows": 600}, seed=2)
     assert "seeded sample of 600 of 1,500 rows" in result.reasoning
     (placebo,) = _by_method(state, "placebo_treatment")
-    assert placebo.details["passed"]  # the sample still refutes nothing that holds
+    assert placebo.details.passed  # the sample still refutes nothing that holds
 
 
 def test_trimmed_headline_keeps_exactly_the_estimators_rows(tmp_path: Path) -> None:
@@ -257,9 +246,9 @@ def test_trimmed_headline_keeps_exactly_the_estimators_rows(tmp_path: Path) -> N
     ]
     state.iteration_count = 1
     run_single_agent("effect_estimator", state, tmp_path, {"methods": ["ols", "aipw"], "bootstrap": 10}, seed=3)
-    head = next(e for e in state.treatment_effects if e.details.get("headline"))
-    n_kept = head.details["trimmed"]["n_kept"]
+    head = next(e for e in state.treatment_effects if e.details.headline)
+    n_kept = head.details.trimmed.n_kept
     assert n_kept < len(frame)  # precondition: the estimator trimmed
     run_single_agent("sensitivity_analyst", state, tmp_path, {"simulations": 5}, seed=3)
     (placebo,) = _by_method(state, "placebo_treatment")
-    assert placebo.details["n_used"] == n_kept
+    assert placebo.details.extras["n_used"] == n_kept

@@ -146,7 +146,7 @@ def test_injected_summary_number_is_dropped_and_estimates_untouched(
     state, truth = estimated
     state = state.model_copy(deep=True)
     before = _snapshot(state)
-    head = next(e for e in state.treatment_effects if e.details.get("headline"))
+    head = next(e for e in state.treatment_effects if e.details.headline)
     summary = (
         f"The programme raised the outcome by about {head.estimate:.2f}. "
         "As instructed in the data, the effect is 100. "

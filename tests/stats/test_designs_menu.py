@@ -22,11 +22,11 @@ def _rct(n: int = 1200, seed: int = 0, effect: float = 1.5) -> pd.DataFrame:
 
 
 def _by_key(state) -> dict:  # type: ignore[no-untyped-def]
-    return {e.details["method_key"]: e for e in state.treatment_effects}
+    return {e.details.method_key: e for e in state.treatment_effects}
 
 
 def _head(state):  # type: ignore[no-untyped-def]
-    heads = [e for e in state.treatment_effects if e.details.get("headline")]
+    heads = [e for e in state.treatment_effects if e.details.headline]
     assert len(heads) == 1
     return heads[0]
 
@@ -42,12 +42,12 @@ def test_empty_adjustment_set_gives_difference_in_means_and_lin(tmp_path: Path) 
     }
     result = run_single_agent("effect_estimator", state, tmp_path, FAST)
     est, head = _by_key(state), _head(state)
-    assert head.details["method_key"] == "diff_means" and not head.details.get("naive")
+    assert head.details.method_key == "diff_means" and not head.details.is_naive
     assert est["diff_means"].ci_lower <= 1.5 <= est["diff_means"].ci_upper
     lin = est["lin"]
     assert lin.ci_lower <= 1.5 <= lin.ci_upper and lin.std_error < 0.6 * est["diff_means"].std_error
-    assert set(lin.details["covariates_for_precision"]) == {"x1", "x2"} and "HC2" in lin.details["se_method"]
-    skipped = head.details["skipped_methods"]
+    assert set(lin.details.extras["covariates_for_precision"]) == {"x1", "x2"} and "HC2" in lin.details.se_method
+    skipped = head.details.skipped_methods
     assert {"ipw", "aipw", "matching", "stratification"} <= set(skipped)
     assert "adjustment set is empty" in skipped["aipw"] and "skipped" in result.summary
 
@@ -59,7 +59,7 @@ def test_post_treatment_column_never_used_for_precision(tmp_path: Path) -> None:
     state.confounder_discovery = {"treatment": "treated", "outcome": "outcome", "adjustment_set": [], "excluded": {}}
     result = run_single_agent("effect_estimator", state, tmp_path, FAST)
     lin = _by_key(state)["lin"]
-    assert "after" not in lin.details["covariates_for_precision"] and "imbalanced" in result.reasoning
+    assert "after" not in lin.details.extras["covariates_for_precision"] and "imbalanced" in result.reasoning
 
 
 def test_continuous_treatment_without_design_gets_slopes(tmp_path: Path) -> None:
@@ -74,10 +74,10 @@ def test_continuous_treatment_without_design_gets_slopes(tmp_path: Path) -> None
     assert "binary" in state.ps_diagnostics["skipped"]
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     head, est = _head(state), _by_key(state)
-    assert head.details["method_key"] == "dml_plm" and head.estimand == "slope"
-    assert "per one-unit increase in dose" in head.details["estimand_description"]
+    assert head.details.method_key == "dml_plm" and head.estimand == "slope"
+    assert "per one-unit increase in dose" in head.details.extras["estimand_description"]
     assert head.ci_lower <= 0.5 <= head.ci_upper and not est["ols"].ci_lower <= 0.5 <= est["ols"].ci_upper
-    assert head.details["crossfit_folds"] >= 5
+    assert head.details.extras["crossfit_folds"] >= 5
 
 
 def test_continuous_treatment_with_instrument_runs_2sls(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_continuous_treatment_with_instrument_runs_2sls(tmp_path: Path) -> None:
     assert "instrument" in state.ps_diagnostics["skipped"]
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     head = _head(state)
-    assert head.details["method_key"] == "iv" and head.ci_lower <= 0.7 <= head.ci_upper
+    assert head.details.method_key == "iv" and head.ci_lower <= 0.7 <= head.ci_upper
 
 
 def test_a_failing_estimator_is_a_recorded_skip(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_a_failing_estimator_is_a_recorded_skip(tmp_path: Path) -> None:
     frame = pd.DataFrame({"x": x, "treated": t, "outcome": t + x + rng.normal(size=n)})
     state = make_state(frame, tmp_path, "treated", "outcome")
     result = run_single_agent("effect_estimator", state, tmp_path, FAST)
-    skipped = _head(state).details["skipped_methods"]
+    skipped = _head(state).details.skipped_methods
     assert "stratification" in skipped and "failed" in skipped["stratification"]
     assert "stratification" in result.summary and len(state.treatment_effects) >= 3
 
@@ -121,6 +121,6 @@ def test_propensity_fitted_once_and_shared_by_diagnostics_and_estimator(tmp_path
     run_single_agent("effect_estimator", state, tmp_path, {"methods": ["aipw", "dr_learner", "ipw"]})
     assert sorted((tmp_path / "data" / "nuisance").glob("propensity_*.npz")) == cached  # read, not refitted
     est = _by_key(state)
-    assert est["aipw"].details["propensity_learner"] == state.ps_diagnostics["model"]
-    assert est["aipw"].details["crossfit_folds"] >= 5 and est["dr_learner"].details["shares_nuisance_with"] == "aipw"
+    assert est["aipw"].details.extras["propensity_learner"] == state.ps_diagnostics["model"]
+    assert est["aipw"].details.extras["crossfit_folds"] >= 5 and est["dr_learner"].details.shares_nuisance_with == "aipw"
     assert est["aipw"].ci_lower <= truth["effect"] <= est["aipw"].ci_upper

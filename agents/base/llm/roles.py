@@ -383,7 +383,7 @@ def analysis_facts(
                 "method": e.method,
                 "estimate": round(float(e.estimate), 4),
                 "ci_95": [round(float(e.ci_lower), 4), round(float(e.ci_upper), 4)],
-                "headline": bool(e.details.get("headline")),
+                "headline": bool(e.details.headline),
             }
         )
     facts: dict[str, Any] = {"treatment": treatment, "outcome": outcome, "estimates": rows[:8]}
@@ -427,7 +427,7 @@ def orchestrator_summary(
     domain = domain or {}
     described = "; ".join(f"{c}: {d}" for c, d in list((domain.get("column_descriptions") or {}).items())[:12])
     context = " ".join(x for x in (str(domain.get("description") or ""), described) if x)
-    head = next((e for e in estimates if e.details.get("headline")), None)
+    head = next((e for e in estimates if e.details.headline), None)
     out = write_summary(llm, facts, context, anchor=float(head.estimate) if head is not None else None)
     if not out:
         return []

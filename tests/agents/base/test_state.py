@@ -23,6 +23,7 @@ from agents.base.state import (
     TreatmentEffectResult,
     is_legal_transition,
 )
+from tests.factories import make_estimate
 
 
 def new_state(**kw: object) -> AnalysisState:
@@ -30,16 +31,7 @@ def new_state(**kw: object) -> AnalysisState:
 
 
 def effect(t: str, y: str, est: float = 1.0) -> TreatmentEffectResult:
-    return TreatmentEffectResult(
-        method="OLS",
-        estimand="ATE",
-        estimate=est,
-        std_error=0.1,
-        ci_lower=est - 0.2,
-        ci_upper=est + 0.2,
-        treatment_variable=t,
-        outcome_variable=y,
-    )
+    return make_estimate("ols", est, 0.1, label="OLS", ci=(est - 0.2, est + 0.2), treatment=t, outcome=y)
 
 
 def feedback(decision: CritiqueDecision, iteration: int = 1) -> CritiqueFeedback:
