@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table, suggest
 from agents.base.errors import AgentError, DataError
@@ -17,7 +19,7 @@ from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.stats.profiling import name_tokens
 
-__all__ = ["DomainKnowledgeAgent", "metadata_columns"]
+__all__ = ["DomainKnowledgeAgent", "DomainKnowledgeParams", "metadata_columns"]
 
 _PRE = {"pre", "before", "baseline", "pre-treatment", "pretreatment"}
 _POST = {"post", "after", "followup", "follow-up", "post-treatment", "posttreatment"}
@@ -57,7 +59,18 @@ def metadata_columns(meta: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-class DomainKnowledgeAgent(Agent):
+class DomainKnowledgeParams(AgentParams):
+    """Options of the domain-knowledge step."""
+
+    name_heuristics: bool = Field(
+        True, description="use column-name cues (*_after, post_*, followup) for post-treatment columns"
+    )
+    llm: Literal["off", "suggest", "apply"] = Field(
+        "suggest", description="with a model: record its role suggestions (suggest) or fill unlabelled columns (apply)"
+    )
+
+
+class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
     """Turns the user's metadata and catalogue fields into the shared ``domain_knowledge`` dict."""
 
     NAME = "domain_knowledge"
@@ -68,17 +81,10 @@ class DomainKnowledgeAgent(Agent):
     JOB_STATUS = JobStatus.PROFILING
     PROGRESS_WEIGHT = 0.5
 
-    class Params(AgentParams):
-        """Options of the domain-knowledge step."""
+    Params = DomainKnowledgeParams
 
-        name_heuristics: bool = True
-        """Use column-name cues (``*_after``, ``post_*``, ``followup``) for post-treatment columns."""
-        llm: Literal["off", "suggest", "apply"] = "suggest"
-        """With a model switched on: record its role suggestions (suggest) or fill unlabelled columns (apply)."""
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: DomainKnowledgeParams, ctx: AgentContext) -> AgentResult:
         """Validate the metadata and build the domain-knowledge dict."""
-        assert isinstance(params, DomainKnowledgeAgent.Params)
         meta = view.raw_metadata or {}
         if not isinstance(meta, dict):
             raise AgentError("the metadata file must hold a mapping (description, columns, temporal_order...)")

@@ -23,7 +23,7 @@ from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.stats.report_context import build_context, recompute_kind
 
-__all__ = ["NotebookGeneratorAgent", "recompute_kind"]
+__all__ = ["NotebookGeneratorAgent", "NotebookGeneratorParams", "recompute_kind"]
 
 _READS: tuple[str, ...] = (
     "raw_metadata",
@@ -44,7 +44,18 @@ _READS: tuple[str, ...] = (
 )
 _SNAPSHOT_FIELDS = ("job_id", "dataset_info", "treatment_variable", "outcome_variable", "design", "iteration_count",
                     "max_iterations", "analyzed_pairs", "data_profile", *_READS)  # fmt: skip
-class NotebookGeneratorAgent(Agent):
+class NotebookGeneratorParams(AgentParams):
+    """Recipe options: template, whether to execute, time limit in seconds (whole notebook), HTML export."""
+
+    template: str | None = Field(None, description="template file name (None: report.ipynb.j2)")
+    template_dir: str | None = Field(None, description="folder searched for templates before the built-in ones")
+    execute: bool = Field(True, description="execute the notebook")
+    timeout: int = Field(default=300, ge=1, description="seconds the whole notebook may run")
+    html: bool = Field(True, description="export HTML")
+    title: str | None = Field(None, description="report title")
+
+
+class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
     """Writes ``report.ipynb`` (executed) and ``report.html`` into the job folder."""
 
     NAME = "notebook_generator"
@@ -56,21 +67,12 @@ class NotebookGeneratorAgent(Agent):
     PRELOAD_MODULES = ("jinja2", "nbformat", "nbclient", "nbconvert")
     PROGRESS_WEIGHT = 1.5
 
-    class Params(AgentParams):
-        """Recipe options: template, whether to execute, time limit in seconds (whole notebook), HTML export."""
+    Params = NotebookGeneratorParams
 
-        template: str | None = None
-        template_dir: str | None = None
-        execute: bool = True
-        timeout: int = Field(default=300, ge=1)
-        html: bool = True
-        title: str | None = None
-
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: NotebookGeneratorParams, ctx: AgentContext) -> AgentResult:
         """Render the notebook, write it, execute it, export HTML and report what happened."""
         from agents.stats import notebook as nbk
 
-        assert isinstance(params, NotebookGeneratorAgent.Params)
         job_dir = Path(ctx.job_dir).resolve()
         job_dir.mkdir(parents=True, exist_ok=True)
         snapshot = _snapshot(view)

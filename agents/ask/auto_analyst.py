@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from agents.ask._shared import first_frame
 from agents.ask.runtime import InvalidStateTransition, RuntimeState
 from agents.ask.toolbox import Toolbox
@@ -24,7 +26,7 @@ from agents.base.view import StateView
 from agents.tools import analysis as T
 from agents.tools.column_report import HEADERS, column_report, dataset_summary, report_table, session_title
 
-__all__ = ["AutoAnalystAgent"]
+__all__ = ["AutoAnalystAgent", "AutoAnalystParams"]
 
 _PROMPT = """You are a data analyst. The user just uploaded a dataset. Explore it with sql_query
 (sample values, null counts, distributions, unique counts, basic statistics of key columns; only
@@ -34,7 +36,12 @@ descriptive session_title. The per-column table is produced for you. Only number
 _TOOLS = {"sql_query": T.SqlQueryCall, "output_text": T.OutputTextArgs, "finalize": T.FinalizeArgs}
 
 
-class AutoAnalystAgent(Agent):
+class AutoAnalystParams(AgentParams):
+    max_iterations: int = Field(8, ge=1, description="model calls for the exploration")
+    """004 leaves it open; 002's complex budget is 10."""
+
+
+class AutoAnalystAgent(Agent[AutoAnalystParams]):
     """The first analysis of a dataset: the per-column table, a summary and a title."""
 
     NAME = "auto_analyst"
@@ -46,12 +53,9 @@ class AutoAnalystAgent(Agent):
     JOB_STATUS = JobStatus.PROFILING
     PROGRESS_WEIGHT = 2.0
 
-    class Params(AgentParams):
-        max_iterations: int = 8
-        """Model calls for the exploration (004 leaves it open; 002's complex budget is 10)."""
+    Params = AutoAnalystParams
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        assert isinstance(params, self.Params)
+    def run(self, view: StateView, params: AutoAnalystParams, ctx: AgentContext) -> AgentResult:
         frame = first_frame(view.datasets)
         first = next(iter(view.datasets.values()))
         name = Path(first.source).stem

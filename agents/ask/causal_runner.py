@@ -9,18 +9,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import Field
+
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.ask_state import AskState
 from agents.base.errors import AgentError
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 
-__all__ = ["CausalRunnerAgent"]
+__all__ = ["CausalRunnerAgent", "CausalRunnerParams"]
 
 _DEFAULT = Path(__file__).resolve().parents[2] / "pipelines" / "causal_analysis.yaml"
 
 
-class CausalRunnerAgent(Agent):
+class CausalRunnerParams(AgentParams):
+    recipe: str | None = Field(None, description="recipe answering causal questions (None: causal_analysis.yaml)")
+
+
+class CausalRunnerAgent(Agent[CausalRunnerParams]):
     """Runs the causal recipe on the question's treatment and outcome."""
 
     NAME = "causal_runner"
@@ -31,11 +37,9 @@ class CausalRunnerAgent(Agent):
     JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
     PROGRESS_WEIGHT = 5.0
 
-    class Params(AgentParams):
-        recipe: str | None = None
+    Params = CausalRunnerParams
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        assert isinstance(params, self.Params)
+    def run(self, view: StateView, params: CausalRunnerParams, ctx: AgentContext) -> AgentResult:
         if ctx.run_recipe is None:
             raise AgentError("this runner cannot start a nested recipe run")
         plan = view.plan

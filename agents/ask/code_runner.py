@@ -11,16 +11,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.ask_state import AskState, FailedAttempt
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.tools.analysis import execution_record
 
-__all__ = ["CodeRunnerAgent"]
+__all__ = ["CodeRunnerAgent", "CodeRunnerParams"]
 
 
-class CodeRunnerAgent(Agent):
+class CodeRunnerParams(AgentParams):
+    wall_seconds: float = Field(30.0, gt=0, description="seconds one sandboxed run may take")
+    memory_mb: int = Field(2048, ge=256, description="memory of one sandboxed run, in MiB")
+
+
+class CodeRunnerAgent(Agent[CodeRunnerParams]):
     """Runs the code in the sandbox; records the result or the failure."""
 
     NAME = "code_runner"
@@ -32,12 +39,9 @@ class CodeRunnerAgent(Agent):
     JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
     PROGRESS_WEIGHT = 2.0
 
-    class Params(AgentParams):
-        wall_seconds: float = 30.0
-        memory_mb: int = 2048
+    Params = CodeRunnerParams
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        assert isinstance(params, self.Params)
+    def run(self, view: StateView, params: CodeRunnerParams, ctx: AgentContext) -> AgentResult:
         from agents.base.sandbox import Limits, run_code
 
         inputs = {name: Path(ds.local_path) for name, ds in view.datasets.items()}

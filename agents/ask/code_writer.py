@@ -33,7 +33,7 @@ before it is defined, a wrong method or type) and return corrected code that kee
 Do not repeat an approach that already failed."""
 
 
-class CodeWriterAgent(Agent):
+class CodeWriterAgent(Agent[AgentParams]):
     """Writes the round's code: the filled example, or the model's (fixed) code."""
 
     NAME = "code_writer"

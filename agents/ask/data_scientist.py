@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from agents.ask._shared import filled_plan, first_frame
 from agents.ask.answering import cannot_answer, causal_answer, computed_answer, error_answer
 from agents.ask.planning import attempt_code, plan_question
@@ -26,7 +28,7 @@ from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.tools import analysis as T
 
-__all__ = ["DataScientistAgent", "estimate_complexity", "BUDGETS", "deterministic_turn"]
+__all__ = ["DataScientistAgent", "DataScientistParams", "estimate_complexity", "BUDGETS", "deterministic_turn"]
 
 _RERUN = re.compile(r"\b(re-?run|run (?:it|this|that) again|recompute|from scratch)\b", re.I)
 BUDGETS = {"simple": 5, "standard": 8, "complex": 10}
@@ -143,7 +145,17 @@ def _earlier_artifacts(messages: Any) -> list[ArtifactRecord]:
     return found
 
 
-class DataScientistAgent(Agent):
+class DataScientistParams(AgentParams):
+    max_code_retries: int = Field(3, ge=1, description="failed code runs before the answer degrades")
+    max_validation_failures: int = Field(2, ge=1, description="failed validations before the answer degrades")
+    max_iterations: int | None = Field(
+        None, ge=1, description="model calls at most (None: 5 / 8 / 10 by the question's complexity)"
+    )
+    wall_seconds: float = Field(30.0, gt=0, description="seconds one sandboxed run may take")
+    memory_mb: int = Field(2048, ge=256, description="memory of one sandboxed run, in MiB")
+
+
+class DataScientistAgent(Agent[DataScientistParams]):
     """002's data scientist: a ReAct loop over ten tools, or the deterministic path without a model."""
 
     NAME = "data_scientist"
@@ -158,16 +170,9 @@ class DataScientistAgent(Agent):
     JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
     PROGRESS_WEIGHT = 4.0
 
-    class Params(AgentParams):
-        max_code_retries: int = 3
-        max_validation_failures: int = 2
-        max_iterations: int | None = None
-        """Override 002's budget by complexity (5 / 8 / 10 model calls)."""
-        wall_seconds: float = 30.0
-        memory_mb: int = 2048
+    Params = DataScientistParams
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        assert isinstance(params, self.Params)
+    def run(self, view: StateView, params: DataScientistParams, ctx: AgentContext) -> AgentResult:
         frame = first_frame(view.datasets)
         plan, nearest = plan_question(view.question, list(view.messages), frame)
         question = str(plan.parameters.get("question") or view.question)

@@ -11,7 +11,7 @@ from agents.base.view import StateView
 __all__ = ["ErrorReporterAgent"]
 
 
-class ErrorReporterAgent(Agent):
+class ErrorReporterAgent(Agent[AgentParams]):
     """Writes the error answer after the code loop is exhausted (no model needed)."""
 
     NAME = "error_reporter"

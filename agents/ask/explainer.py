@@ -23,7 +23,7 @@ _PROMPT = """You explain data-analysis findings to a non-technical reader. Answe
 plain language from the result and evaluation given; use only numbers that appear there; be brief."""
 
 
-class ExplainerAgent(Agent):
+class ExplainerAgent(Agent[AgentParams]):
     """Writes the explanation and the final answer package."""
 
     NAME = "explainer"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agents.ask._shared import first_frame, llm_json
 from agents.ask.planning import plan_question
@@ -20,7 +20,7 @@ from agents.base.ask_state import AskPlan, AskState
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 
-__all__ = ["QuestionPlannerAgent"]
+__all__ = ["QuestionPlannerAgent", "QuestionPlannerParams"]
 
 _PLAN_PROMPT = """You plan how to answer a question about a dataset.
 Steps: CODE (write Python that computes the answer from the data), EVALUATION (interpret the
@@ -39,7 +39,13 @@ class PlanReply(BaseModel):
     reasoning: str = ""
 
 
-class QuestionPlannerAgent(Agent):
+class QuestionPlannerParams(AgentParams):
+    min_score: float = Field(
+        0.0, ge=0, le=1, description="similarity floor for a worked example, on top of the library's (0: the library's)"
+    )
+
+
+class QuestionPlannerAgent(Agent[QuestionPlannerParams]):
     """Turns the question into a plan: a filled worked example, a causal run, or a model's plan."""
 
     NAME = "question_planner"
@@ -51,12 +57,9 @@ class QuestionPlannerAgent(Agent):
     JOB_STATUS = JobStatus.PROFILING
     PROGRESS_WEIGHT = 1.0
 
-    class Params(AgentParams):
-        min_score: float = 0.0
-        """Extra similarity floor on top of the library's own (0 keeps the library's)."""
+    Params = QuestionPlannerParams
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        assert isinstance(params, self.Params)
+    def run(self, view: StateView, params: QuestionPlannerParams, ctx: AgentContext) -> AgentResult:
         frame = first_frame(view.datasets)
         plan, nearest = plan_question(view.question, list(view.messages), frame, params.min_score)
         if plan.route == "causal":

@@ -21,7 +21,7 @@ Only discuss what the output shows; never invent data. Be specific with numbers 
 name trends, outliers or problems (small groups, truncated output). Keep it short and factual."""
 
 
-class ResultEvaluatorAgent(Agent):
+class ResultEvaluatorAgent(Agent[AgentParams]):
     """Critically evaluates the result (001's evaluation)."""
 
     NAME = "result_evaluator"

@@ -7,17 +7,23 @@ WRITES_STATE_FIELDS. The runner checks, applies and persists the update.
 
 Example::
 
-    class MyAgent(Agent):
+    class MyParams(AgentParams):
+        limit: int = Field(3, ge=1, description="recommendations at most")
+
+    class MyAgent(Agent[MyParams]):
         NAME = "my_agent"
         REQUIRED_STATE_FIELDS = ("data_profile",)
         WRITES_STATE_FIELDS = ("recommendations",)
         JOB_STATUS = JobStatus.CRITIQUE_REVIEW
+        Params = MyParams
 
-        class Params(AgentParams):
-            limit: int = 3
-
-        def run(self, view, params, ctx):
+        def run(self, view: StateView, params: MyParams, ctx: AgentContext) -> AgentResult:
             return AgentResult(updates={"recommendations": ["..."]}, summary="1 recommendation")
+
+``Agent`` is generic over its parameters, so ``run`` sees the agent's own model (no casts); the
+runner validates the step's ``with:`` against ``Params`` when the recipe loads. Every numeric
+option carries a bound (``Field(ge=..., le=...)``) so a nonsensical value is a load-time error.
+A plug-in may subclass plain ``Agent`` (its ``run`` then takes any ``AgentParams``).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
@@ -43,6 +49,7 @@ __all__ = [
     "STATE_FIELDS",
     "always_readable_of",
     "input_fields_of",
+    "params_model_of",
     "runner_fields_of",
     "state_fields_of",
 ]
@@ -137,8 +144,15 @@ class AgentResult:
     token_usage: dict[str, int] = field(default_factory=dict)
 
 
-class Agent:
-    """Base class of every agent; subclasses declare their contract as class attributes."""
+P = TypeVar("P", bound=AgentParams)
+"""An agent's parameter model: ``class MyAgent(Agent[MyParams])`` types ``run``'s ``params``."""
+
+
+class Agent(Generic[P]):
+    """Base class of every agent; subclasses declare their contract as class attributes.
+
+    ``Params`` is the model the step's ``with:`` is validated against (the same class as ``P``).
+    """
 
     NAME: ClassVar[str] = ""
     DESCRIPTION: ClassVar[str] = ""
@@ -161,12 +175,22 @@ class Agent:
         always = always_readable_of(cls.STATE_MODEL)
         return frozenset(cls.REQUIRED_STATE_FIELDS) | frozenset(cls.OPTIONAL_STATE_FIELDS) | always
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: StateView, params: P, ctx: AgentContext) -> AgentResult:
         """Do the agent's work and return the update; never mutate ``view``."""
         raise NotImplementedError
 
 
-def check_contract(cls: type[Agent]) -> None:
+def params_model_of(cls: type[Agent[Any]]) -> type[AgentParams] | None:
+    """The model an agent class is generic over (``Agent[P]``), or None for a plain ``Agent``."""
+    for klass in cls.__mro__:
+        for base in getattr(klass, "__orig_bases__", ()):
+            if get_origin(base) is Agent:
+                arg = get_args(base)[0]
+                return arg if isinstance(arg, type) and issubclass(arg, AgentParams) else None
+    return None
+
+
+def check_contract(cls: type[Agent[Any]]) -> None:
     """Raise :class:`AgentRegistrationError` listing every problem in an agent's declaration."""
     problems: list[str] = []
     name = getattr(cls, "NAME", "") or cls.__name__
@@ -209,5 +233,9 @@ def check_contract(cls: type[Agent]) -> None:
         problems.append("PRELOAD_MODULES must be a tuple of module names")
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, AgentParams)):
         problems.append("Params must subclass agents.base.AgentParams")
+    elif (generic := params_model_of(cls)) is not None and not issubclass(cls.Params, generic):
+        problems.append(
+            f"Params is {cls.Params.__name__} but the class is Agent[{generic.__name__}]: set Params = {generic.__name__}"
+        )
     if problems:
         raise AgentRegistrationError(f"agent '{name}' ({cls.__module__}.{cls.__qualname__}): " + "; ".join(problems))

@@ -5,13 +5,20 @@ Registered in a registry of the test's own (:func:`registry`), not as plug-ins.
 
 from __future__ import annotations
 
-from agents.base.agent import Agent, AgentParams, AgentResult
+from pydantic import Field
+
+from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.ask_state import AskPlan, AskState, FinalOutput
 from agents.base.registry import Registry
 from agents.base.state import JobStatus
+from agents.base.view import StateView
 
 
-class ToyAskPlanner(Agent):
+class ToyAskPlannerParams(AgentParams):
+    needs_code: bool = Field(True, description="whether the plan needs code")
+
+
+class ToyAskPlanner(Agent[ToyAskPlannerParams]):
     """Writes a plan whose flags come from the step's parameters."""
 
     NAME = "toy_ask_planner"
@@ -20,10 +27,9 @@ class ToyAskPlanner(Agent):
     WRITES_STATE_FIELDS = ("plan",)
     JOB_STATUS = JobStatus.PROFILING
 
-    class Params(AgentParams):
-        needs_code: bool = True
+    Params = ToyAskPlannerParams
 
-    def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
+    def run(self, view: StateView, params: ToyAskPlannerParams, ctx: AgentContext) -> AgentResult:
         return AgentResult(updates={"plan": AskPlan(needs_code=params.needs_code)})
 
 
@@ -38,7 +44,7 @@ class ToyFlakyRunner(Agent):
     JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
 
     class Params(AgentParams):
-        succeed_at: int = 2
+        succeed_at: int = Field(2, ge=0, description="the attempt that succeeds (0: never)")
 
     def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
         attempt = view.attempts + 1
