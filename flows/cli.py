@@ -30,9 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs-dir", default=None, help="where job folders live (default ./runs or $WHYFLOW_RUNS_DIR)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("validate", help="check recipes statically, before anything runs")
-    p.add_argument("recipes", nargs="+", metavar="RECIPE")
+    p = sub.add_parser("validate", help="check recipes (and a metadata file) statically, before anything runs")
+    p.add_argument("recipes", nargs="*", metavar="RECIPE")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting or STEP.PARAM")
+    p.add_argument("--metadata", metavar="FILE", help="also check this --metadata file (YAML/JSON) against its spec")
 
     p = sub.add_parser("run", help="run a recipe on a dataset")
     p.add_argument("recipe", metavar="RECIPE")
@@ -96,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `whyflow` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "validate" and not args.recipes and not args.metadata:
+        parser.error("validate needs a RECIPE, a --metadata FILE, or both")
     from flows import commands
 
     handlers = {

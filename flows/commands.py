@@ -8,7 +8,8 @@ from pathlib import Path
 
 from agents.base.state import AnalysisState, JobStatus
 from flows.args import design_from_args, overrides_from_args, resolve_path
-from flows.errors import RecipeSyntaxError, RecipeValidationError
+from flows.errors import MetadataError, RecipeSyntaxError, RecipeValidationError
+from flows.metadata import read_metadata
 from flows.plan import Plan, load_plan
 from flows.store import JobFolder, JobStore
 
@@ -18,8 +19,8 @@ _EXIT = {JobStatus.COMPLETED: 0, JobStatus.FAILED: 1, JobStatus.CANCELLED: 130}
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Validate each recipe; report every problem; exit 1 if any recipe is invalid."""
-    failed = 0
+    """Validate each recipe and the metadata file; report every problem; exit 1 if any is invalid."""
+    failed = 0 if args.metadata is None else _validate_metadata(args.metadata)
     for recipe in args.recipes:
         try:
             plan = load_plan(recipe, overrides_from_args(args.set))
@@ -30,6 +31,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
         names = [n.key for n in plan.agent_nodes()]
         print(f"✓ {recipe}: recipe '{plan.name}' is valid — {len(names)} agents: {', '.join(names)}")
     return 1 if failed else 0
+
+
+def _validate_metadata(path: str) -> int:
+    """Check a ``--metadata`` file against its spec; 1 if it is invalid, as for a recipe."""
+    try:
+        spec, _ = read_metadata(path)
+    except MetadataError as exc:
+        print(f"✗ {exc}", file=sys.stderr)
+        return 1
+    counts = [
+        (len(spec.columns or {}), "column described", "columns described"),
+        (len(spec.temporal_order or ()), "time tier", "time tiers"),
+        (len(spec.forbidden_edges or ()), "forbidden edge", "forbidden edges"),
+        (len(spec.required_edges or ()), "required edge", "required edges"),
+    ]
+    said = ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in counts)
+    print(f"✓ {path}: metadata is valid — {said}")
+    return 0
 
 
 def _execute(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.base.errors import WhyflowError
+from agents.base.errors import DataError, WhyflowError
 
 __all__ = [
     "RecipeIssue",
     "RecipeSyntaxError",
     "RecipeValidationError",
+    "MetadataError",
     "JobNotFound",
     "DamagedJob",
     "OutputNotWritable",
@@ -60,6 +61,37 @@ class RecipeValidationError(WhyflowError):
         self.issues = list(issues)
         head = f"{len(self.issues)} error{'s' if len(self.issues) != 1 else ''} in {path}:"
         super().__init__("\n".join([head, *(f"  {issue}" for issue in self.issues)]))
+
+
+class MetadataError(DataError):
+    """The ``--metadata`` file is missing, is not YAML/JSON, or breaks the metadata spec (bad input: exit 2).
+
+    One problem is one line, ``meta.yaml:12 → forbiden_edges: ...``; further problems found in the
+    same file (``more``, each a line of that form) are listed under a count, as for a recipe.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        line: int | None,
+        message: str,
+        column: int | None = None,
+        key: str | None = None,
+        more: tuple[str, ...] = (),
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.column = column
+        self.key = key
+        self.problem = message
+        self.more = more
+        loc = path + (f":{line}" if line else "") + (f":{column}" if line and column else "")
+        first = f"{loc} → {message}"
+        if not more:
+            super().__init__(first)
+        else:
+            lines = [first, *more]
+            super().__init__("\n".join([f"{len(lines)} problems in {path}:", *(f"  {x}" for x in lines)]))
 
 
 class JobNotFound(WhyflowError):

@@ -8,7 +8,6 @@ any agent starts. The user's file is only read.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import urllib.parse
 import urllib.request
@@ -19,6 +18,7 @@ from typing import Any
 from agents.base.data import check_columns, describe_read, read_table
 from agents.base.errors import DataError
 from agents.base.state import AnalysisState, DatasetInfo, StudyDesign, utcnow
+from flows.metadata import load_metadata
 from flows.plan import Plan
 from flows.store import JobFolder, JobStore, new_job_id
 
@@ -64,32 +64,6 @@ def _download(url: str, folder: Path) -> Path:
     except OSError as exc:
         raise DataError(f"cannot download {url}: {exc}") from exc
     return target
-
-
-def _load_metadata(path: str) -> dict[str, Any]:
-    import yaml
-
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"metadata file not found: {p}")
-    if p.is_dir():
-        raise DataError(f"metadata path is a folder, not a file: {p}")
-    kind = "JSON" if p.suffix.lower() == ".json" else "YAML"
-    try:
-        text = p.read_text(encoding="utf-8")
-        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{p}:{exc.lineno}:{exc.colno} → metadata is not valid JSON: {exc.msg}") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
-        problem = " ".join(str(exc.problem or exc.context or "syntax error").split())
-        raise DataError(f"{where} → metadata is not valid YAML: {problem}") from None
-    except (ValueError, yaml.YAMLError) as exc:
-        raise DataError(f"{p} → metadata is not valid {kind}: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise DataError(f"metadata file {p} must hold a mapping (description, columns, temporal_order, ...)")
-    return data
 
 
 def fingerprint(path: Path, frame: Any) -> dict[str, Any]:
@@ -198,7 +172,7 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
     store = JobStore(request.runs_dir)
     job_id = request.job_id or new_job_id()
     local: Path | None = None if is_url(request.data) else Path(request.data)
-    metadata = _load_metadata(request.metadata) if request.metadata else None
+    metadata = load_metadata(request.metadata) if request.metadata else None
     if local is not None:
         frame = read_table(local)  # raises DataError before any folder is made
         _check_question(frame, request)
