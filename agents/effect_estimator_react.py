@@ -21,14 +21,16 @@ from agents.base.errors import AgentError
 from agents.base.llm.roles import annotated, choose_step
 from agents.base.state import JobStatus, TreatmentEffectResult
 from agents.base.view import StateView
-from agents.effect_estimator import (
-    EffectEstimatorAgent,
+from agents.stats.adjustment import critique_codes
+from agents.stats.estimation import (
+    ESTIMATOR_OPTIONAL,
+    ESTIMATOR_REQUIRED,
+    ESTIMATOR_WRITES,
     EffectEstimatorParams,
     finish_pair,
     resolve_pairs,
     setup_for_pair,
 )
-from agents.stats.adjustment import critique_codes
 from agents.stats.propensity import SMD_OK
 
 __all__ = ["EffectEstimatorReActAgent", "EffectEstimatorReActParams", "TOOLS", "policy", "llm_choose", "valid_tools"]
@@ -47,9 +49,9 @@ class EffectEstimatorReActAgent(Agent[EffectEstimatorReActParams]):
 
     NAME = "effect_estimator_react"
     DESCRIPTION = "Treatment effects chosen step by step (overlap, balance, estimate, compare)"
-    REQUIRED_STATE_FIELDS = EffectEstimatorAgent.REQUIRED_STATE_FIELDS
-    OPTIONAL_STATE_FIELDS = EffectEstimatorAgent.OPTIONAL_STATE_FIELDS
-    WRITES_STATE_FIELDS = EffectEstimatorAgent.WRITES_STATE_FIELDS
+    REQUIRED_STATE_FIELDS = ESTIMATOR_REQUIRED
+    OPTIONAL_STATE_FIELDS = ESTIMATOR_OPTIONAL
+    WRITES_STATE_FIELDS = ESTIMATOR_WRITES
     JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
     PROGRESS_WEIGHT = 3
 

@@ -72,7 +72,7 @@ def test_llm_answers_validated_and_junk_falls_back(tmp_path: Path) -> None:
 
 def test_policy_refits_propensity_when_balance_is_poor(tmp_path: Path) -> None:
     from agents.base.view import StateView
-    from agents.effect_estimator import setup_for_pair
+    from agents.stats.estimation import setup_for_pair
 
     frame, _ = S.nonlinear_heterogeneous(n=1500, seed=3)
     frame["x2sq"] = 0.0  # harmless constant column (excluded as constant)
