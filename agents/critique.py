@@ -29,7 +29,10 @@ recommended again.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
+
+from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.improvements import codes_in
@@ -38,6 +41,7 @@ from agents.base.state import CritiqueDecision, CritiqueFeedback, JobStatus
 from agents.stats.review import (
     BALANCE_SMD,
     OVERLAP_POOR_SHARE,
+    Policy,
     Review,
     ReviewInputs,
     is_naive,
@@ -64,7 +68,28 @@ __all__ = [
 
 
 class CritiqueParams(AgentParams):
-    """The critique has no options yet (an LLM mode comes later)."""
+    """The critique's policy (see :class:`agents.stats.review.Policy`); each threshold is printed where it applies."""
+
+    overlap_poor_share: float = Field(
+        OVERLAP_POOR_SHARE, gt=0, lt=1, description="share outside common support above which overlap is poor"
+    )
+    balance_smd: float = Field(BALANCE_SMD, gt=0, le=1, description="largest acceptable |SMD| after weighting")
+    disagree_z: float = Field(
+        Policy.disagree_z, gt=0, le=10, description="combined SEs beyond which a credible estimator disagrees"
+    )
+    weak_evalue: float = Field(
+        Policy.weak_evalue, ge=1, le=10, description="E-value of the CI limit below which confounding is 'weak'"
+    )
+    fragile_gamma: float = Field(
+        Policy.fragile_gamma, ge=1, le=10, description="Rosenbaum Gamma below which a matched effect is fragile"
+    )
+    max_rows_lost: float = Field(
+        Policy.max_rows_lost, ge=0, le=1, description="share of input rows repair may drop before quality loses a point"
+    )
+
+    def policy(self) -> Policy:
+        """These options as the rule engine's :class:`Policy`."""
+        return Policy(**self.model_dump())
 
 
 class CritiqueAgent(Agent[CritiqueParams]):
@@ -93,7 +118,7 @@ class CritiqueAgent(Agent[CritiqueParams]):
 
     def run(self, view: StateView, params: CritiqueParams, ctx: AgentContext) -> AgentResult:
         """Gather the inputs, run the rules, append the feedback and the debate entry."""
-        inp = self._inputs(view)
+        inp = dataclasses.replace(self._inputs(view), policy=params.policy())
         rv = review(inp)
         feedback = CritiqueFeedback(
             decision=rv.decision,

@@ -29,7 +29,7 @@ from agents.base.state import (
     TreatmentEffectResult,
 )
 from agents.stats.propensity import OVERLAP_POOR_SHARE, SMD_OK
-from agents.stats.verdict import agreement, degenerate_interval, unrepaired_in_set
+from agents.stats.verdict import Z95, agreement, degenerate_interval, unrepaired_in_set
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BALANCE_SMD",
     "OVERLAP_POOR_SHARE",
+    "Policy",
     "ReviewInputs",
     "Review",
     "review",
@@ -48,6 +49,27 @@ __all__ = [
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 
 BALANCE_SMD = SMD_OK
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The critique's thresholds (the options of ``critique`` in a recipe; defaults shown).
+
+    ``overlap_poor_share``: share of units outside common support above which overlap is poor
+    and an untrimmed estimate is never approved; ``balance_smd``: largest acceptable |SMD| after
+    weighting; ``disagree_z``: combined standard errors beyond which a credible estimator
+    disagrees with the headline; ``weak_evalue``: E-value of the confidence limit below which
+    unmeasured confounding is called weak; ``fragile_gamma``: Rosenbaum Gamma below which a
+    matched effect is fragile; ``max_rows_lost``: share of input rows data repair may drop
+    before data quality loses a point.
+    """
+
+    overlap_poor_share: float = OVERLAP_POOR_SHARE
+    balance_smd: float = SMD_OK
+    disagree_z: float = Z95
+    weak_evalue: float = 1.5
+    fragile_gamma: float = 1.2
+    max_rows_lost: float = 0.2
 """Largest acceptable absolute standardized mean difference after weighting/matching."""
 
 
@@ -85,6 +107,7 @@ class ReviewInputs:
     earlier_applied: list[str] = field(default_factory=list)
     instrument: str | None = None
     n_input_rows: int | None = None
+    policy: Policy = field(default_factory=Policy)
 
 
 @dataclass
@@ -246,14 +269,19 @@ def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
             "the covariates, so no treated unit has comparable controls"
         )
         return 1
-    score = 5 - (outside > 0.02) - (outside > 0.05) - (outside > OVERLAP_POOR_SHARE) - (outside > 0.2)
-    poor = ps.get("overlap_ok") is False or outside > OVERLAP_POOR_SHARE
+    share = inp.policy.overlap_poor_share
+    score = 5 - (outside > 0.02) - (outside > 0.05) - (outside > share) - (outside > 0.2)
+    extreme = ps.get("extreme_share")
+    if extreme is None:  # diagnostics without the share of extreme scores: their own verdict stands
+        poor = ps.get("overlap_ok") is False or outside > share
+    else:
+        poor = outside > share or float(extreme) > share or support[0] >= support[1]
     trimmed = bool(ps.get("trimmed")) or "trim_to_common_support" in applied
     if poor:
         score = min(score, 2)
         acc.issues.append(
             f"Poor overlap: {outside:.1%} of units lie outside the common support "
-            f"[{support[0]:.3f}, {support[1]:.3f}] of the propensity score (AUC {auc:.2f})."
+            f"[{support[0]:.3f}, {support[1]:.3f}] of the propensity score (AUC {auc:.2f}; poor above {share:.0%})."
         )
         if not trimmed:
             acc.must_trim = True
@@ -277,16 +305,17 @@ def _balance(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
     if not ps or ps.get("max_smd_after") is None:
         return 3
     smd = abs(float(ps["max_smd_after"]))
-    score = 5 - (smd > 0.05) - (smd > BALANCE_SMD) - (smd > 0.15) - (smd > 0.25)
-    if smd > BALANCE_SMD or ps.get("balance_ok") is False:
+    limit = inp.policy.balance_smd
+    score = 5 - (smd > limit / 2) - (smd > limit) - (smd > 1.5 * limit) - (smd > 2.5 * limit)
+    if smd > limit or ps.get("balance_ok") is False:
         worst = max(
             (ps.get("balance") or {"?": {"smd_after": smd}}).items(), key=lambda kv: abs(kv[1].get("smd_after", 0))
         )
-        acc.issues.append(f"Imbalance after weighting: max |SMD| {smd:.2f} (worst: {worst[0]}), above {BALANCE_SMD}.")
+        acc.issues.append(f"Imbalance after weighting: max |SMD| {smd:.2f} (worst: {worst[0]}), above {limit}.")
         if ps.get("model", "logistic") == "logistic" and "switch_propensity_model" not in applied:
             acc.improvements["switch_propensity_model"] = (
                 f"switch_propensity_model: replace the logistic propensity model by gradient boosting (or add "
-                f"interactions/splines for {worst[0]}) to bring max |SMD| below {BALANCE_SMD}."
+                f"interactions/splines for {worst[0]}) to bring max |SMD| below {limit}."
             )
     return _clip(score)
 
@@ -296,7 +325,7 @@ def _agreement(inp: ReviewInputs, acc: _Acc) -> int:
     head = _headline(inp.estimates)
     if head is None:
         return 3
-    verdict = agreement(inp.estimates, head)
+    verdict = agreement(inp.estimates, head, inp.policy.disagree_z)
     acc.issues.extend(verdict.issues)
     acc.reasons.extend(verdict.reasons)
     acc.disagree = verdict.disagree
@@ -316,18 +345,22 @@ def _robustness(inp: ReviewInputs, acc: _Acc) -> int:
     ev = headline_evalue(inp.sensitivity)
     if ev is not None:
         e_ci = float(ev.details.extras.get("evalue_ci", ev.robustness_value))
-        score -= 2 if e_ci < 1.25 else (1 if e_ci < 1.5 else 0)
+        weak = inp.policy.weak_evalue
+        score -= 2 if e_ci < 1 + (weak - 1) / 2 else (1 if e_ci < weak else 0)
         if ev.details.extras.get("ci_crosses_null"):
             acc.issues.append("The headline's confidence interval includes no effect (E-value of the limit 1).")
-        elif e_ci < 1.5:
+        elif e_ci < weak:
             acc.issues.append(
-                f"Small E-value for the confidence limit ({e_ci:.2f}): weak unmeasured confounding could explain "
-                "the effect away."
+                f"Small E-value for the confidence limit ({e_ci:.2f}, below {weak:g}): weak unmeasured confounding "
+                "could explain the effect away."
             )
     rb = next((r for r in inp.sensitivity if r.method == "rosenbaum_bounds"), None)
-    if rb is not None and rb.robustness_value < 1.2:
+    if rb is not None and rb.robustness_value < inp.policy.fragile_gamma:
         score -= 1
-        acc.issues.append(f"Rosenbaum Gamma {rb.robustness_value:.2f}: the matched effect is fragile to hidden bias.")
+        acc.issues.append(
+            f"Rosenbaum Gamma {rb.robustness_value:.2f} (below {inp.policy.fragile_gamma:g}): the matched effect is "
+            "fragile to hidden bias."
+        )
     uc = next((r for r in inp.sensitivity if r.method == "unobserved_common_cause"), None)
     if uc is not None and uc.robustness_value <= 0:
         score -= 1
@@ -348,10 +381,11 @@ def _data_quality(inp: ReviewInputs, acc: _Acc) -> int:
     lost = 0.0
     if inp.n_input_rows and inp.profile is not None:
         lost = max(0.0, 1 - inp.profile.n_samples / inp.n_input_rows)
-    if lost > 0.2:
+    if lost > inp.policy.max_rows_lost:
         score -= 1
         acc.issues.append(
-            f"Data repair dropped {lost:.0%} of the rows: the analysed sample may not represent the input."
+            f"Data repair dropped {lost:.0%} of the rows (more than {inp.policy.max_rows_lost:.0%}): the analysed "
+            "sample may not represent the input."
         )
     # Each failed expectation says whether the re-check after repair passed; kept outliers are not errors.
     # (States written before data repair recorded ``repaired`` fall back to a repair on the column.)

@@ -65,8 +65,8 @@ class Agreement:
     reasons: list[str] = field(default_factory=list)
 
 
-def agreement(estimates: list[Any], head: Any) -> Agreement:
-    """Score how well the credible estimators agree with the headline."""
+def agreement(estimates: list[Any], head: Any, disagree_z: float = Z95) -> Agreement:
+    """Score how well the credible estimators agree with the headline (a gap above ``disagree_z`` combined SEs disagrees)."""
     others, left = credible_others(estimates, head)
     reasons = [f"Not counted for agreement: {'; '.join(left)}."] if left else []
     if not others:
@@ -74,7 +74,7 @@ def agreement(estimates: list[Any], head: Any) -> Agreement:
     se_h = max(head.std_error, 0.0)
     gaps = {e.method: abs(e.estimate - head.estimate) / (math.hypot(max(e.std_error, 0.0), se_h) or 1e-12) for e in others}
     worst = max(gaps.values())
-    outside = [m for m, z in gaps.items() if z > Z95]
+    outside = [m for m, z in gaps.items() if z > disagree_z]
     disjoint = [e.method for e in others if e.ci_upper < head.ci_lower or e.ci_lower > head.ci_upper]
     score = 5 - (worst > 1) - (worst > 2) - (worst > 3) - (worst > 4)
     issues: list[str] = []
@@ -85,7 +85,7 @@ def agreement(estimates: list[Any], head: Any) -> Agreement:
         score = min(score, 2)
         issues.append(
             f"{len(outside)} of {len(others)} credible estimates ({', '.join(outside)}) differ from the headline "
-            f"{head.method} [{head.ci_lower:.4g}, {head.ci_upper:.4g}] by more than 1.96 combined standard errors."
+            f"{head.method} [{head.ci_lower:.4g}, {head.ci_upper:.4g}] by more than {disagree_z:.2f} combined standard errors."
         )
     null_in = [e.method for e in others if e.ci_lower <= 0 <= e.ci_upper]
     if not head.ci_lower <= 0 <= head.ci_upper and len(null_in) * 2 > len(others):

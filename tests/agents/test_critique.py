@@ -92,6 +92,7 @@ def _ps_diag(frame: pd.DataFrame, e: np.ndarray, covs: list[str], *, trimmed: bo
             "overall": float(out.mean()),
         },
         "overlap_ok": bool(out.mean() <= 0.05),
+        "extreme_share": float(np.mean((e < 0.02) | (e > 0.98))),
         "trim_suggestion": {
             "lower": 0.05,
             "upper": 0.95,
@@ -159,6 +160,20 @@ def test_poor_overlap_is_not_approved_and_asks_for_trimming(tmp_path: Path) -> N
     assert "trim_to_common_support" in codes_in(fb.improvements)
     assert fb.scores["overlap"] <= 2
     assert any("overlap" in i.lower() for i in fb.issues)
+
+
+def test_the_policy_is_the_recipe_s_options_and_printed_where_it_applies(tmp_path: Path) -> None:
+    frame, _ = linear_confounding(n=2000, seed=2, strength=3.0)
+    outside = _analysis(frame, tmp_path).ps_diagnostics["outside_support"]["overall"]
+    assert 0.1 < outside < 0.9  # precondition: poor overlap by the default threshold
+    strict = _analysis(frame, tmp_path / "default")
+    run_single_agent("critique", strict, tmp_path / "default", {})
+    assert any("poor above 10%" in i for i in strict.critique_history[-1].issues)
+    lenient = _analysis(frame, tmp_path / "lenient")
+    run_single_agent("critique", lenient, tmp_path / "lenient", {"overlap_poor_share": 0.95})
+    fb = lenient.critique_history[-1]
+    assert "trim_to_common_support" not in codes_in(fb.improvements) and fb.scores["overlap"] >= 2
+    assert not any("Poor overlap" in i for i in fb.issues)
 
 
 def test_poor_overlap_at_budget_limit_is_still_not_approved(tmp_path: Path) -> None:
