@@ -232,6 +232,14 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _where(error: dict[str, Any], field: str) -> str:
+    """The field, with the list position when the error is about one item (``flip_probabilities[1]``)."""
+    loc = _clean_loc(tuple(error["loc"]))
+    if loc and isinstance(loc[-1], int) and field:
+        return f"{field}[{loc[-1]}]"
+    return field
+
+
 def _message(error: dict[str, Any], model_fields: list[str]) -> str:
     kind, ctx = error["type"], error.get("ctx") or {}
     field = next((str(p) for p in reversed(_clean_loc(tuple(error["loc"]))) if isinstance(p, str)), "")
@@ -240,8 +248,10 @@ def _message(error: dict[str, Any], model_fields: list[str]) -> str:
         return f"{field}: unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
     if kind == "missing":
         return f"{field}: required key is missing"
-    if kind == "greater_than_equal":
-        return f"{field}: must be ≥ {ctx.get('ge')} (got {error.get('input')!r})"
+    bounds = {"greater_than_equal": ("≥", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("≤", "le"), "less_than": ("<", "lt")}
+    if kind in bounds:
+        sign, key = bounds[kind]
+        return f"{_where(error, field)}: must be {sign} {ctx.get(key)} (got {error.get('input')!r})"
     if kind == "too_short":
         return f"{field}: needs at least {ctx.get('min_length')} item(s)"
     if kind == "literal_error":

@@ -148,6 +148,9 @@ def test_validate_command_prints_one_line_per_bad_option(capsys: pytest.CaptureF
         assert text.startswith(f"{BAD}:{line}:") and option in text
     assert "step 'causal_discovery' → with.alpha" in err
     assert "step 'effect_estimator' → with.methods: unknown method 'aipww' (did you mean 'aipw'?)" in err
+    # Every bound in the user's terms, the list position of a bad item named.
+    assert "with.alpha: must be < 1.0 (got 3)" in err and "with.gamma_max: must be > 1.0 (got 1)" in err
+    assert "with.flip_probabilities[1]: must be ≤ 1.0 (got 1.5)" in err
 
 
 @pytest.mark.parametrize("recipe", sorted((ROOT / "pipelines").glob("*.yaml")), ids=lambda p: p.name)
