@@ -123,7 +123,7 @@ EXPECTED = [  # line, option, the bound as pydantic or the recipe loader words i
     (8, "with.bootstrap", r"(≥|greater than or equal to) 0\b"),
     (12, "with.methods", r"unknown method 'aipww' \(did you mean 'aipw'\?\)"),
     (13, "with.bootstrap", r"(≥|greater than or equal to) 10\b"),
-    (16, "with.flip_probabilities", r"(≤|less than or equal to) 1\b"),
+    (16, "with.flip_probabilities[1]", r"(≤|less than or equal to) 1\b"),
     (17, "with.gamma_max", r"(>|greater than) 1\b"),
 ]
 
