@@ -16,7 +16,7 @@ from pydantic_core import PydanticCustomError
 from agents.base.agent import AgentParams
 from agents.base.data import check_columns
 from agents.base.state import TreatmentEffectResult
-from agents.stats.registry import METHOD_KEYS
+from agents.stats.registry import METHOD_KEYS, REGISTRY
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
@@ -47,13 +47,13 @@ ESTIMATOR_WRITES = ("treatment_effects", "analyzed_pairs")
 
 def known_method(key: str) -> str:
     """A ``methods:`` entry must be a key of the estimator registry (:data:`agents.stats.registry.METHOD_KEYS`)."""
-    if key in METHOD_KEYS:
+    if key in REGISTRY:  # the live registry, so an added entry validates at once
         return key
-    close = difflib.get_close_matches(key, list(METHOD_KEYS), n=1)
+    close = difflib.get_close_matches(key, list(REGISTRY), n=1)
     raise PydanticCustomError(
         "unknown_method",
         "unknown method '{method}'{hint}; choose from {keys}",
-        {"method": key, "hint": f" (did you mean '{close[0]}'?)" if close else "", "keys": ", ".join(METHOD_KEYS)},
+        {"method": key, "hint": f" (did you mean '{close[0]}'?)" if close else "", "keys": ", ".join(REGISTRY)},
     )
 
 
