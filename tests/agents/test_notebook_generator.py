@@ -1,8 +1,9 @@
 """The report notebook: rendered from templates, executed, reproducing the run's headline.
 
 Two notebook executions in all: a real analysis of the job-training data (OLS fitted here with
-statsmodels, marked headline) with a user section override, and a minimal state with a
-planted failing cell, run in a worker thread as a threaded Prefect runner would.
+statsmodels, marked headline, then the sensitivity analyst's refuters) with a user section
+override, and a minimal state with a planted failing cell, run in a worker thread as a threaded
+Prefect runner would.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def analysis(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     state.confounder_discovery = {"treatment": "training", "outcome": "earnings", "adjustment_set": CONFOUNDERS,
                                   "mediators": ["skills_score"], "excluded": {"skills_score": "mediator"}}  # fmt: skip
+    run_single_agent("sensitivity_analyst", state, job, {"simulations": 20}, seed=3)  # the refuters the notebook shows
     (job / "state.json").write_text(state.to_json())  # what the runner persists before this step
     user = job / "my_templates" / "sections"
     user.mkdir(parents=True)
@@ -143,10 +145,32 @@ def test_every_applicable_figure_is_drawn(analysis: dict[str, Any]) -> None:
         assert cells, f"no cell tagged {tag}"
         pngs = [o for c in cells for o in c.outputs if "image/png" in o.get("data", {})]
         assert pngs, f"cell {tag} drew no figure"
-    # The DoWhy placebo refuter moves the effect towards zero; the random common cause does not move it.
     (refuters,) = _tagged(nb, "refuters")
     html = next(o.data["text/html"] for o in refuters.outputs if "text/html" in o.get("data", {}))
     assert "placebo treatment" in html
+
+
+def test_refuter_table_shows_the_runs_numbers_without_refitting(analysis: dict[str, Any]) -> None:
+    """The refuters cell embeds the state's results; one labelled cell re-checks with one OLS pair."""
+    state, nb = analysis["state"], analysis["nb"]
+    (refuters,) = _tagged(nb, "refuters")
+    assert "refute_estimate" not in refuters.source and "dowhy" not in refuters.source.lower()
+    flat = {r.method: {**r.details.extras, "passed": r.details.passed} for r in state.sensitivity_results}
+    for method in ("placebo_treatment", "random_common_cause", "data_subset"):
+        assert repr(flat[method]["new_effect"]) in refuters.source, method  # the run's number, as a literal
+        assert repr(flat[method]["p_value"]) in refuters.source, method
+    assert repr(flat["unobserved_common_cause"]["new_effects"][-1][-1]) in refuters.source
+    grid_table = [o.data["text/html"] for o in refuters.outputs if "text/html" in o.get("data", {})][-1]
+    assert "share of training flipped" in grid_table
+    (recheck,) = _tagged(nb, "refuter-recheck")
+    match = re.search(
+        r"Linear regression on ([\d,]+) rows: (\S+) \(the run's: (\S+) on ([\d,]+) rows\)", _stream(recheck)
+    )
+    assert match, _stream(recheck)
+    assert float(match.group(2)) == pytest.approx(float(match.group(3)), rel=1e-5)  # same rows: the same regression
+    assert "permuted once" in _stream(recheck)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert not any("refute_estimate" in c.source for c in cells)  # no cell reruns DoWhy's refuters
 
 
 def test_html_contains_the_headline(analysis: dict[str, Any]) -> None:
