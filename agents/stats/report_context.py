@@ -328,7 +328,9 @@ def _refute(snap: dict[str, Any], recompute: dict[str, Any] | None, confounders:
     The notebook shows these numbers instead of rerunning the refuters (hundreds of refits);
     ``recheck_adjustment`` feeds one cheap labelled re-check cell when the data are at hand.
     """
-    rows, grid, common = [], None, {}
+    rows: list[dict[str, Any]] = []
+    grid: dict[str, Any] | None = None
+    common: dict[str, Any] = {}
     for r in snap.get("sensitivity_results", []):
         d = _flat_details(r.get("details"))
         if r.get("method") in _REFUTERS:
