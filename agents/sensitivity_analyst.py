@@ -75,7 +75,7 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
     OPTIONAL_STATE_FIELDS = ("confounder_discovery", "data_profile", "ps_diagnostics")
     WRITES_STATE_FIELDS = ("sensitivity_results",)
     JOB_STATUS = JobStatus.SENSITIVITY_ANALYSIS
-    PRELOAD_MODULES = ("dowhy",)
+    PRELOAD_MODULES = ("scipy.stats",)
     PROGRESS_WEIGHT = 1.5
 
     Params = SensitivityAnalystParams
@@ -115,14 +115,14 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
         except Exception as exc:  # noqa: BLE001 - a failed analysis is a recorded skip, the run goes on
             notes.append(f"Skipped the Rosenbaum bounds: {failure_reason(exc)}.")
         if params.refuters:
-            ctx.progress(f"DoWhy refuters ({params.simulations} simulations each, {len(sample):,} rows)")
+            ctx.progress(f"refuters ({params.simulations} simulations each, {len(sample):,} rows)")
             results += self._refuters(estimates[0], sample, treatment, outcome, adjustment, params, ctx, notes)
         return AgentResult(
             updates={"sensitivity_results": results},
             summary=self._summary(results, notes),
             reasoning=" ".join(notes),
             outputs=self._outputs(results, len(frame)),
-            tools_called=["dowhy.CausalModel.refute_estimate"] if params.refuters else [],
+            tools_called=["agents.stats.sensitivity.run_refuters"] if params.refuters else [],
         )
 
     # ---- inputs --------------------------------------------------------------------------
@@ -314,7 +314,7 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
             notes.append(f"Skipped the {name.replace('_', ' ')}: {why}.")
         base = raw["estimate"]
         notes.append(
-            f"Refuters re-estimate the effect by DoWhy backdoor linear regression on the adjustment set "
+            f"Refuters (DoWhy's procedures, by least squares) re-estimate the effect by backdoor linear regression on the adjustment set "
             f"({fmt_number(base)}; headline {headline.method}: {fmt_number(headline.estimate)}), "
             f"{params.simulations} simulations each."
         )

@@ -18,8 +18,11 @@
   of strengths. The procedures are DoWhy 0.14's, with the same random draws in the same order
   (``RandomState(seed)`` per refuter; the grid as under ``np.random.seed(seed)``), so on the same
   data the numbers equal DoWhy's to rounding (``tests/stats/test_refuters.py`` checks it against
-  DoWhy itself), including a quirk of DoWhy's grid: each cell's simulated confounder is added to
-  the data the previous cells already changed, so the effects accumulate along the grid. The
+  DoWhy itself) — with one deliberate difference in the grid: DoWhy adds each cell's simulated
+  confounder to the data the previous cells already changed, so its strongest cell carries nine
+  stacked confounders (on the demo the estimate falls to 159 of 1,354); here every cell starts
+  from the original data, so a cell is what one confounder of its strengths does, as the report
+  says. The
   design is reduced once to an orthonormal basis (Frisch-Waugh-Lovell), so a new treatment column
   costs O(rows x rank) and a data subset a rank x rank Gram matrix: cheap at any width.
 """
@@ -377,16 +380,17 @@ def _unobserved_grid(
     As DoWhy (0.14) does with numpy's global generator seeded: first a len(kappa_t) x
     len(kappa_y) uniform matrix is drawn, then one N(0, 1) confounder u per cell (row-major)
     flips the treatment where u >= Phi^-1(1 - kappa_t) (or adds kappa_t * u to a continuous
-    one) and subtracts kappa_y * u from the outcome. DoWhy applies each cell to the data the
-    previous cells already changed (its grid loop reuses one copy), so the effects accumulate
-    along the grid; this reproduces that.
+    one) and subtracts kappa_y * u from the outcome. Unlike DoWhy, whose grid loop applies each
+    cell to the data the previous cells already changed (so the confounders stack), every cell
+    starts from the original data: the cell is the effect left under one confounder of those
+    strengths. The first cell equals DoWhy's.
     """
     rs = np.random.RandomState(seed)
     rs.random_sample((len(kappa_t), len(kappa_y)))
-    t, y = fit.t.copy(), fit.y.copy()
     grid = np.empty((len(kappa_t), len(kappa_y)))
     for i, strength_t in enumerate(kappa_t):
         for j, strength_y in enumerate(kappa_y):
+            t, y = fit.t.copy(), fit.y.copy()
             u = rs.standard_normal(fit.n)
             if binary_t:
                 flip = _flip_threshold(strength_t) <= u
