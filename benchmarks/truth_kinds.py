@@ -24,7 +24,7 @@ import pandas as pd
 from agents.stats.synthetic import linear_confounding
 from agents.stats.synthetic_effects import panel_did, poor_overlap, sharp_rdd
 
-__all__ = ["Case", "KINDS", "DEFAULT_N", "make"]
+__all__ = ["Case", "KINDS", "DEFAULT_N", "make", "messy_clean"]
 
 
 class Case(NamedTuple):
@@ -108,9 +108,11 @@ def nonlinear_confounding(n: int, seed: int) -> Case:
     return Case(frame, 2.5, _args())
 
 
-def messy(n: int, seed: int) -> Case:
-    """Linear confounding (effect 3) written badly: x1 with decimal commas, x2 with ×100 recording
-    errors in 2% of rows, 3% duplicated rows and a constant column."""
+def messy_clean(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """The clean values behind :func:`messy` (before any messing) and its ×100 rows (a mask).
+
+    The benchmark's oracle estimates on these; :func:`messy` writes them badly.
+    """
     rng = np.random.default_rng(seed)
     x1 = rng.normal(5, 1, size=n)
     x2 = rng.normal(20, 3, size=n)
@@ -118,15 +120,22 @@ def messy(n: int, seed: int) -> Case:
     t = rng.binomial(1, _sigmoid(0.8 * (x1 - 5) + 0.25 * (x2 - 20)))
     y = 3.0 * t + 1.5 * (x1 - 5) + 0.4 * (x2 - 20) + 0.5 * x3 + rng.normal(size=n)
     bad = rng.random(n) < 0.02
-    x2_recorded = np.where(bad, x2 * 100, x2)
+    return pd.DataFrame({"x1": x1, "x2": x2, "x3": x3, "treated": t, "outcome": y}), bad
+
+
+def messy(n: int, seed: int) -> Case:
+    """Linear confounding (effect 3) written badly: x1 with decimal commas, x2 with ×100 recording
+    errors in 2% of rows, 3% duplicated rows and a constant column."""
+    clean, bad = messy_clean(n, seed)
+    x2_recorded = np.where(bad, clean["x2"] * 100, clean["x2"])
     frame = pd.DataFrame(
         {
-            "x1": [f"{v:.3f}".replace(".", ",") for v in x1],
+            "x1": [f"{v:.3f}".replace(".", ",") for v in clean["x1"]],
             "x2": x2_recorded.round(2),
-            "x3": x3,
+            "x3": clean["x3"],
             "site_code": 7,
-            "treated": t,
-            "outcome": y,
+            "treated": clean["treated"],
+            "outcome": clean["outcome"],
         }
     )
     dup = frame.sample(frac=0.03, random_state=seed)
