@@ -13,11 +13,19 @@ and crashes. Targets (issue 9): coverage ≥ 90% overall and ≥ 80% per kind, w
     python benchmarks/bench_truth.py --out runs.jsonl --budget-min 50   # then, to finish:
     python benchmarks/bench_truth.py --out runs.jsonl --first-seed 8; python benchmarks/bench_truth.py --from-log runs.jsonl
     python benchmarks/bench_truth.py --seeds 2 --llm-local   # each run also with the real local model
+    python benchmarks/bench_truth.py --from-log runs.jsonl --oracle --oracle-seeds 200   # against the oracle
 
 ``--llm-local`` starts the SmolLM2-135M server of ``agents.base.llm.local`` in this process and
 runs every (kind, seed) twice, with the model off and on (``WHYFLOW_LLM``), then prints per kind
 whether the headline is the same and the largest difference: the model must never change a
 number (a 135M model tests the plumbing and the checks, not judgement).
+
+``--oracle`` runs no recipe: it fits, on every (kind, seed), the correctly specified estimator of
+``benchmarks/truth_oracles.py`` (the true adjustment set and functional form; seconds for all).
+With ``--from-log`` it adds to the recipe's table the oracle's coverage on the SAME seeds and how
+many of the recipe's misses (and wrong-and-approved runs) the oracle misses too: a miss the
+oracle shares is the sample's, not the recipe's. ``--oracle-seeds N`` adds the oracle's coverage
+over seeds 0..N-1, the nominal rate a 20-seed figure scatters around (±5 points for one kind).
 """
 
 from __future__ import annotations
@@ -165,6 +173,80 @@ def table(rows: list[dict[str, Any]], kinds: Iterable[str]) -> str:
     return "\n".join(lines)
 
 
+def oracle_rows(kinds: Iterable[str], seeds: Iterable[int], n: int | None = None) -> list[dict[str, Any]]:
+    """The oracle's interval on every (kind, seed), as rows shaped like the recipe's (no decision)."""
+    from benchmarks.truth_oracles import oracle
+
+    seeds = list(seeds)
+    rows: list[dict[str, Any]] = []
+    for kind in kinds:
+        for seed in seeds:
+            row: dict[str, Any] = {"kind": kind, "seed": seed, "truth": make(kind, seed, n).effect, "error": None}
+            try:
+                est, lo, hi = oracle(kind, seed, n)
+                row.update(estimate=est, lo=lo, hi=hi)
+            except Exception as exc:  # noqa: BLE001 - reported as a crash, like the recipe's
+                row.update(estimate=None, error=f"{type(exc).__name__}: {exc}"[:200])
+            rows.append(row)
+    return rows
+
+
+def oracle_table(
+    rows: list[dict[str, Any]],
+    kinds: Iterable[str],
+    oracle: list[dict[str, Any]],
+    nominal: list[dict[str, Any]] | None = None,
+) -> str:
+    """The recipe against the oracle on the same (kind, seed)s, and the oracle's rate over many seeds.
+
+    Columns: the recipe's coverage, the oracle's on the same seeds, the recipe's misses the
+    oracle misses too, the recipe's wrong-and-approved runs the oracle misses too, and (with
+    ``nominal``) the oracle's coverage over all of its seeds.
+    """
+    by_key = {(r["kind"], r["seed"]): r for r in oracle}
+    many = f" | oracle cov. ({len({r['seed'] for r in nominal})} seeds)" if nominal else ""
+    head = f"| kind | runs | recipe cov. | oracle cov. (same seeds) | recipe misses shared | wrong & approved shared{many} |"
+    lines = [head, "|---|---:|---:|---:|---:|---:|" + ("---:|" if nominal else "")]
+
+    def line(name: str, sub: list[dict[str, Any]], wide: list[dict[str, Any]]) -> str:
+        pairs = [(r, by_key[(r["kind"], r["seed"])]) for r in sub if (r["kind"], r["seed"]) in by_key]
+        n = len(pairs)
+        recipe_cov = sum(covered(r) for r, _ in pairs) / n if n else float("nan")
+        oracle_cov = sum(covered(o) for _, o in pairs) / n if n else float("nan")
+        misses = [(r, o) for r, o in pairs if not covered(r)]
+        wrong = [(r, o) for r, o in misses if r.get("decision") == "APPROVE"]
+        shared = sum(1 for _, o in misses if not covered(o))
+        shared_wrong = sum(1 for _, o in wrong if not covered(o))
+        cell = f"{recipe_cov:.0%} | {oracle_cov:.0%} | {shared}/{len(misses)} | {shared_wrong}/{len(wrong)}"
+        tail = f" | {sum(map(covered, wide)) / len(wide):.1%}" if nominal and wide else (" | n/a" if nominal else "")
+        return f"| {name} | {n} | {cell}{tail} |"
+
+    for kind in kinds:
+        sub = [r for r in rows if r["kind"] == kind]
+        if sub:
+            lines.append(line(kind, sub, [r for r in nominal or [] if r["kind"] == kind]))
+    lines.append(line("**overall**", rows, nominal or []))
+    return "\n".join(lines)
+
+
+def oracle_summary(oracle: list[dict[str, Any]], kinds: Iterable[str]) -> str:
+    """The oracle alone: coverage, bias, mean interval width, crashes per kind."""
+    lines = ["| kind | seeds | oracle coverage | bias | mean CI width | crashes |", "|---|---:|---:|---:|---:|---:|"]
+
+    def line(name: str, sub: list[dict[str, Any]]) -> str:
+        s = summarise(sub)
+        ok = [r for r in sub if r.get("estimate") is not None]
+        width = sum(r["hi"] - r["lo"] for r in ok) / len(ok) if ok else float("nan")
+        return f"| {name} | {len(sub)} | {s['coverage']:.1%} | {s['bias']:+.4f} | {width:.4g} | {s['crashes']:.0f} |"
+
+    for kind in kinds:
+        sub = [r for r in oracle if r["kind"] == kind]
+        if sub:
+            lines.append(line(kind, sub))
+    lines.append(line("**overall**", oracle))
+    return "\n".join(lines)
+
+
 def same_headline(off: dict[str, Any], on: dict[str, Any]) -> bool:
     """Whether two runs of one (kind, seed) gave the same headline: method, estimate and interval."""
     keys = ("method", "estimate", "lo", "hi")
@@ -225,6 +307,30 @@ def _print_run(r: dict[str, Any]) -> None:
     )
 
 
+def _print_oracle(kinds: list[str], args: argparse.Namespace, logged: list[dict[str, Any]] | None) -> None:
+    """The oracle's tables: against the logged runs (same seeds) and/or over ``--oracle-seeds``."""
+    from benchmarks.truth_oracles import ORACLE_NOTES
+
+    started = time.perf_counter()
+    nominal = oracle_rows(kinds, range(args.oracle_seeds), args.n) if args.oracle_seeds else None
+    seeds = sorted({r["seed"] for r in logged}) if logged is not None else range(args.first_seed, args.seeds)
+    same = oracle_rows(kinds, seeds, args.n)
+    print("\nOracles (the correctly specified estimator on the same data):")
+    for kind in kinds:
+        print(f"  {kind}: {ORACLE_NOTES[kind]}")
+    if logged is not None:
+        print("\nRecipe against the oracle on the same seeds (a shared miss is the sample's, not the recipe's):")
+        print(oracle_table(logged, kinds, same, nominal))
+    else:
+        print(f"\nOracle on seeds {args.first_seed}..{args.seeds - 1}:")
+        print(oracle_summary(same, kinds))
+    if nominal is not None:
+        print(f"\nOracle over seeds 0..{args.oracle_seeds - 1} (the nominal rate; one kind's 20-seed figure "
+              "scatters by about ±5 points around it):")  # fmt: skip
+        print(oracle_summary(nominal, kinds))
+    print(f"\noracle wall time {time.perf_counter() - started:.0f} s")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=20, help="seeds per kind (default 20)")
@@ -238,7 +344,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget-min", type=float, default=0, help="start no new run after this many minutes")
     parser.add_argument("--llm-local", action="store_true",
                         help="run each (kind, seed) with the model off and on (the local SmolLM2 server); compare")  # fmt: skip
+    parser.add_argument("--oracle", action="store_true",
+                        help="fit the correctly specified oracle on every (kind, seed), run no recipe; "
+                             "with --from-log, compare it with the logged runs on the same seeds")  # fmt: skip
+    parser.add_argument("--oracle-seeds", type=int, default=0,
+                        help="also the oracle's coverage over seeds 0..N-1 (e.g. 200; implies --oracle)")  # fmt: skip
     args = parser.parse_args(argv)
+    args.oracle = args.oracle or args.oracle_seeds > 0
     kinds = [k for k in args.kinds.split(",") if k] or list(KINDS)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
@@ -248,6 +360,11 @@ def main(argv: list[str] | None = None) -> None:
         logged = [r for r in logged if r["kind"] in kinds and args.first_seed <= r["seed"] < args.seeds]
         print(f"{len(logged)} runs from {args.from_log}")
         print(table(logged, kinds))
+        if args.oracle:
+            _print_oracle(kinds, args, logged)
+        return
+    if args.oracle:
+        _print_oracle(kinds, args, None)
         return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MPLBACKEND", "Agg")
