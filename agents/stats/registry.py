@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from agents.base.estimates import Family
 
@@ -51,6 +51,8 @@ class EstimatorSpec:
     needs_covariates: bool = False
     headline_rank: int = 100
     """Lower is more credible when the headline rule falls back on rank (rules 1-5 come first)."""
+    recompute: Literal["ols", "ipw", "aipw"] | None = None
+    """How the notebook reproduces the estimate in a short cell (None: shown from the state only)."""
 
     @property
     def is_design(self) -> bool:
@@ -161,12 +163,22 @@ def _rdd(s: PairSetup) -> Estimate:
     return rdd_local_linear(x, s.prep.y, s.prep.t, d["cutoff"], d["running_variable"])
 
 
-_PS = {"needs_binary": True, "needs_covariates": True}
+class _Needs(TypedDict):
+    needs_binary: bool
+    needs_covariates: bool
+
+
+_PS: _Needs = {"needs_binary": True, "needs_covariates": True}
+"""What the propensity-score methods need: a binary treatment and covariates."""
 _SPECS: tuple[EstimatorSpec, ...] = (
     EstimatorSpec("naive", "Naive difference", "naive", _naive, "contrast", headline_rank=200),
-    EstimatorSpec("ols", "Regression adjustment (OLS)", "regression", _ols, "contrast", headline_rank=10),
-    EstimatorSpec("ipw", "Inverse probability weighting", "weighting", _ipw, "backdoor", **_PS, headline_rank=20),
-    EstimatorSpec("aipw", "AIPW (doubly robust)", "doubly_robust", _aipw, "backdoor", **_PS, headline_rank=30),
+    EstimatorSpec("ols", "Regression adjustment (OLS)", "regression", _ols, "contrast", headline_rank=10, recompute="ols"),
+    EstimatorSpec(
+        "ipw", "Inverse probability weighting", "weighting", _ipw, "backdoor", **_PS, headline_rank=20, recompute="ipw"
+    ),
+    EstimatorSpec(
+        "aipw", "AIPW (doubly robust)", "doubly_robust", _aipw, "backdoor", **_PS, headline_rank=30, recompute="aipw"
+    ),
     EstimatorSpec("matching", "Propensity score matching", "matching", _matching, "backdoor", **_PS, headline_rank=40),
     EstimatorSpec(
         "stratification",

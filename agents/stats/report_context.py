@@ -9,12 +9,12 @@ The agent in :mod:`agents.notebook_generator` renders, writes and executes the n
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.base.llm.roles import MODEL_MARK
+from agents.stats.report_refuters import flat_details, refuter_context
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
@@ -81,7 +81,7 @@ def build_context(view: StateView, snap: dict[str, Any], job_dir: Path, seed: in
         "effects": effects, "headline": headline, "other_pairs": _other_pairs(snap, treatment, outcome),
         "recompute": recompute, "agreement": agreement,
         "propensity": _propensity(confounders, ps, headline, has_data, binary),
-        "refute": _refute(snap, recompute, confounders, has_data),
+        "refute": refuter_context(snap, recompute, confounders, has_data),
         "assumptions": _assumptions(snap, headline, agreement),
         "sensitivity": snap.get("sensitivity_results", []),
         "critique": _critique(snap), "recommendations": _recommendations(snap),
@@ -147,6 +147,14 @@ def _dag(dag: dict[str, Any] | None, treatment: str | None, outcome: str | None)
     return {"dag_counts": counts, "dag_focus": focus[:25]}
 
 
+def _kind(e: dict[str, Any]) -> str | None:
+    """How the notebook reproduces ``e``: the registry entry's ``recompute`` (labels only for old states)."""
+    from agents.stats.registry import REGISTRY
+
+    spec = REGISTRY.get(str(e["details"].get("method_key")))
+    return spec.recompute if spec is not None else recompute_kind(str(e["method"]))
+
+
 def _effects(snap: dict[str, Any], treatment: str | None, outcome: str | None) -> list[dict[str, Any]]:
     """The pair's estimates (with their index in the state's list), flattened for tables."""
     out = []
@@ -154,7 +162,7 @@ def _effects(snap: dict[str, Any], treatment: str | None, outcome: str | None) -
         tv, ov = e.get("treatment_variable"), e.get("outcome_variable")
         if (tv or treatment) != treatment or (ov or outcome) != outcome:
             continue
-        d = e.get("details") or {}
+        d = flat_details(e.get("details"))
         out.append({**e, "index": index, "details": d, "headline": bool(d.get("headline")),
                     "round": d.get("round"), "n_used": d.get("n_used")})  # fmt: skip
     return out
@@ -187,9 +195,11 @@ def _sentence(e: dict[str, Any], treatment: str | None, outcome: str | None, bin
 
 
 def _is_baseline(e: dict[str, Any]) -> bool:
-    """An unadjusted comparison reported for contrast, not as an estimate of the effect."""
-    method = str(e["method"]).lower()
-    return bool(e["details"].get("baseline")) or "naive" in method or "unadjusted" in method
+    """An unadjusted comparison reported for contrast, not as an estimate of the effect (family ``naive``)."""
+    if "family" in e["details"]:
+        return bool(e["details"]["family"] == "naive")
+    method = str(e["method"]).lower()  # a state written before estimates carried their family
+    return "naive" in method or "unadjusted" in method
 
 
 def _agreement(effects: list[dict[str, Any]], headline: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -219,10 +229,6 @@ def _agreement(effects: list[dict[str, Any]], headline: dict[str, Any] | None) -
     return {"text": text, "spread_se": spread, "same_sign": same_sign, "covering": covering, "n": n}
 
 
-def _first(d: dict[str, Any], *keys: str) -> Any:
-    return next((d[k] for k in keys if d.get(k) is not None), None)
-
-
 def _bounds(value: Any) -> list[float] | None:
     if isinstance(value, dict) and value.get("lower") is not None:
         return [float(value["lower"]), float(value["upper"])]
@@ -238,7 +244,7 @@ def _recompute(effects: list[dict[str, Any]], headline: dict[str, Any] | None, c
         return None
 
     def ok(e: dict[str, Any]) -> str | None:
-        kind = recompute_kind(str(e["method"]))
+        kind = _kind(e)
         return kind if kind in ("ols", "dowhy") or (kind and binary) else None
 
     exact = [e for e in reversed(effects) if ok(e) in ("ols", "dowhy") and not _is_baseline(e)]
@@ -255,21 +261,21 @@ def _recompute(effects: list[dict[str, Any]], headline: dict[str, Any] | None, c
     if adjustment is None:
         adjustment = list((confounders or {}).get("adjustment_set", []))
         notes.append("The estimate did not record its adjustment set; the confounder analysis's set is used.")
-    cov_type = _first(d, "cov_type", "se_type")
+    cov_type = d.get("cov_type")  # hand-made states; estimators name it in se_method
     if cov_type is None and re.search(r"\bHC[0-3]\b", str(d.get("se_method", ""))):
         cov_type = re.search(r"\bHC[0-3]\b", str(d["se_method"])).group(0)  # type: ignore[union-attr]
     if kind == "ols" and not isinstance(cov_type, str):
         cov_type = "HC1"
         notes.append("The run did not record its standard-error type; HC1 is assumed (only the estimate is checked).")
-    trim = _bounds(_first(d, "trim", "trimming", "trim_bounds", "propensity_trim", "trimmed"))
+    trim = _bounds(d.get("trimmed"))
     if trim is None and d.get("trimmed") and ps and ps.get("trim_suggestion"):
         trim = _bounds(ps["trim_suggestion"])
     exact_fit = kind == "ols" or (kind == "dowhy" and "linear_regression" in str(target["method"]))
-    ps_model = _first(d, "propensity_model", "ps_model") or (ps or {}).get("model") or "logistic"
+    ps_model = d.get("propensity_model") or (ps or {}).get("model") or "logistic"
     return {
         "index": target["index"], "kind": kind, "method": target["method"], "is_headline": target is headline,
         "adjustment_set": list(adjustment), "cov_type": cov_type if kind == "ols" else None, "trim": trim,
-        "ps_model": ps_model, "clip": _bounds(_first(d, "clip", "propensity_clip")) or [1e-6, 1 - 1e-6],
+        "ps_model": ps_model, "clip": _bounds(d.get("clip")) or [1e-6, 1 - 1e-6],
         "estimand": target.get("estimand", "ATE"),
         "target_units": d.get("target_units") or str(target.get("estimand", "ATE")).lower(),
         "method_params": d.get("method_params") or {},
@@ -299,61 +305,6 @@ def _propensity(confounders: dict[str, Any] | None, ps: dict[str, Any] | None, h
         return None
     trim = _bounds((ps or {}).get("trim_suggestion")) if (ps or {}).get("trimmed") else None
     return {"covariates": list(covs), "model": (ps or {}).get("model") or "logistic", "trim": trim}
-
-
-_REFUTERS = {"placebo_treatment": "placebo treatment", "random_common_cause": "random common cause",
-             "data_subset": "data subset"}  # fmt: skip
-"""The p-value refuters the sensitivity analyst records, by ``SensitivityResult.method``."""
-
-
-def _flat_details(details: Any) -> dict[str, Any]:
-    """A sensitivity result's details as one dict (typed details keep everything else in ``extras``)."""
-    d = dict(details or {})
-    return {**(d.pop("extras", None) or {}), **d}
-
-
-def _finite(value: Any) -> float | None:
-    """A number as a float literal the notebook can embed, None when missing or not finite."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
-def _refute(snap: dict[str, Any], recompute: dict[str, Any] | None, confounders: dict[str, Any] | None,
-            has_data: bool) -> dict[str, Any] | None:  # fmt: skip
-    """The run's refuter results (``sensitivity_results``) as literals for the notebook's table.
-
-    The notebook shows these numbers instead of rerunning the refuters (hundreds of refits);
-    ``recheck_adjustment`` feeds one cheap labelled re-check cell when the data are at hand.
-    """
-    rows: list[dict[str, Any]] = []
-    grid: dict[str, Any] | None = None
-    common: dict[str, Any] = {}
-    for r in snap.get("sensitivity_results", []):
-        d = _flat_details(r.get("details"))
-        if r.get("method") in _REFUTERS:
-            common, p = common or d, _finite(d.get("p_value"))
-            passed = d.get("passed") if d.get("passed") is not None else p is None or p >= 0.05
-            rows.append({"refuter": _REFUTERS[r["method"]], "new effect": _finite(d.get("new_effect")), "p-value": p,
-                         "verdict": "passed" if passed else "failed"})  # fmt: skip
-        elif r.get("method") == "unobserved_common_cause" and d.get("new_effects"):
-            common = common or d
-            grid = {"effects": [[_finite(v) for v in row] for row in d["new_effects"]],
-                    "strengths_treatment": list(d.get("strengths_treatment") or []),
-                    "strengths_outcome_sd": list(d.get("strengths_outcome_sd") or []),
-                    "flip": d.get("effect_on_treatment") == "binary_flip", "meaningful": d.get("meaningful", True)}  # fmt: skip
-    if not rows and grid is None:
-        return None
-    out = {"rows": rows, "grid": grid, "estimate": _finite(common.get("refuted_estimate")),
-           "n_used": common.get("n_used"), "simulations": common.get("simulations"),
-           "subset_fraction": _finite(common.get("subset_fraction")),
-           "placebo": next((row["new effect"] for row in rows if row["refuter"] == "placebo treatment"), None)}  # fmt: skip
-    adjustment = (recompute or {}).get("adjustment_set") or (confounders or {}).get("adjustment_set")
-    known = None not in [out[k] for k in ("estimate", "n_used", "simulations", "placebo")]
-    out["recheck_adjustment"] = list(adjustment) if has_data and adjustment is not None and known else None
-    return out
 
 
 def _assumptions(

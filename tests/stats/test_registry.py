@@ -63,3 +63,15 @@ def test_adding_an_estimator_is_a_function_and_one_entry(tmp_path: Path, monkeyp
     run_single_agent("critique", pinned, tmp_path / "pinned")
     fb = pinned.critique_history[-1]
     assert "Only one credible adjusted estimator" not in fb.reasoning and fb.scores["agreement"] >= 4
+
+
+def test_the_notebook_refits_what_the_registry_says_not_what_the_label_suggests(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.stats.report_context import _kind, recompute_kind
+
+    spec = EstimatorSpec("overlap", "Overlap weighting (ATO)", "weighting", _overlap_weighting, "backdoor")
+    monkeypatch.setitem(registry.REGISTRY, "overlap", spec)
+    overlap = {"method": "Overlap weighting (ATO)", "details": {"method_key": "overlap", "family": "weighting"}}
+    assert recompute_kind(overlap["method"]) == "ipw"  # the label alone would refit it as IPW (a different estimand)
+    assert _kind(overlap) is None  # its entry names no cheap refit: shown from the state
+    assert _kind({"method": "anything", "details": {"method_key": "ols"}}) == "ols"
+    assert _kind({"method": "Inverse probability weighting", "details": {}}) == "ipw"  # an old state: by label
