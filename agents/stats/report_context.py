@@ -46,19 +46,16 @@ def build_context(view: StateView, snap: dict[str, Any], job_dir: Path, seed: in
     """Everything the templates use, from the state only (numbers are never invented here)."""
     decisions: list[str] = []
     profile = snap["data_profile"]
-    treatment, outcome = view.get_primary_pair()
-    pair_note = ""
-    if treatment is None or outcome is None:
-        treatment = next(iter(profile.get("treatment_candidates") or []), None)
-        outcome = next(iter(profile.get("outcome_candidates") or []), None)
-        if treatment and outcome:
-            pair_note = "No treatment and outcome were given, so the profile's first candidates are used."
-            decisions.append(pair_note)
+    found = view.maybe_pair()
+    treatment, outcome = (found.treatment, found.outcome) if found else (None, None)
+    pair_note = f"{found.note[0].upper()}{found.note[1:]}." if found and found.note else ""
+    if pair_note:
+        decisions.append(pair_note)
     binary = profile.get("feature_types", {}).get(treatment) == "binary"
     run_info = _read_json(job_dir / "run.json")
     has_data = bool(snap.get("dataframe_path")) and Path(snap["dataframe_path"]).exists()
     effects = _effects(snap, treatment, outcome)
-    headline = next((e for e in reversed(effects) if e["headline"]), None)
+    headline = next((e for e in effects if e["headline"]), None)  # as agents.base.queries.headline_of
     if headline:
         headline["sentence"] = _sentence(headline, treatment, outcome, binary)
         headline["reason"] = headline["details"].get("headline_reason", "")
