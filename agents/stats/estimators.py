@@ -104,6 +104,8 @@ class DowhyBackdoor:
         self.data["_ps"] = np.clip(ps, CLIP, 1 - CLIP)
         self.covariates = list(X.columns)
         self.strata = int(np.clip(len(y) // 200, 5, 20))
+        self.clipping_threshold = 5
+        self.arrays = (t.astype(int), np.asarray(y, dtype=float), self.data["_ps"].to_numpy(dtype=float))
         dowhy_log = logging.getLogger("dowhy")
         if dowhy_log.getEffectiveLevel() < logging.WARNING:  # quieten DoWhy's INFO chatter, never louden it
             dowhy_log.setLevel(logging.WARNING)
@@ -128,7 +130,10 @@ class DowhyBackdoor:
             est = PropensityScoreMatchingEstimator(self.estimand, propensity_score_column="_ps")
         else:
             est = PropensityScoreStratificationEstimator(
-                self.estimand, propensity_score_column="_ps", num_strata=self.strata, clipping_threshold=5
+                self.estimand,
+                propensity_score_column="_ps",
+                num_strata=self.strata,
+                clipping_threshold=self.clipping_threshold,
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=FutureWarning)
@@ -282,27 +287,15 @@ def lin_adjusted(y: np.ndarray, t: np.ndarray, X: pd.DataFrame) -> Estimate:
     )
 
 
-def _bootstrap_se(fn: Any, data: pd.DataFrame, reps: int, seed: int) -> tuple[float, int]:
-    """Bootstrap SE of ``fn(resample)``; m-out-of-n with sqrt(m/n) rescaling above BOOTSTRAP_CAP."""
-    rng = np.random.default_rng(seed)
-    n = len(data)
-    m = min(n, BOOTSTRAP_CAP)
-    draws = []
-    t = data["_treatment"].to_numpy()
-    for _ in range(reps):
-        idx = rng.integers(0, n, size=m)
-        if t[idx].min() == t[idx].max():
-            continue
-        try:
-            draws.append(float(fn(data.iloc[idx].reset_index(drop=True))))
-        except Exception:  # noqa: BLE001 - a degenerate resample is skipped, counted below
-            continue
-    if len(draws) < max(10, reps // 2):
-        return float("nan"), len(draws)
-    return float(np.std(draws, ddof=1) * np.sqrt(m / n)), len(draws)
-
-
 def _dowhy_ps(dw: DowhyBackdoor, kind: str, estimand: str, reps: int, seed: int) -> tuple[float, float, int]:
+    """DoWhy's estimate on the sample and its bootstrap SE.
+
+    The replicates are DoWhy's own algorithm re-implemented with numpy over all resamples at once
+    (:mod:`agents.stats.ps_replicates`, equal to DoWhy's to rounding); the few matching resamples
+    whose nearest neighbour is a tie between units of different outcome are computed by DoWhy.
+    """
+    from agents.stats import ps_replicates as R
+
     est = dw.estimator(kind)
     units = "att" if estimand == "ATT" else "ate"
 
@@ -311,9 +304,30 @@ def _dowhy_ps(dw: DowhyBackdoor, kind: str, estimand: str, reps: int, seed: int)
             warnings.simplefilter("ignore")
             return float(est.estimate_effect(frame, target_units=units).value)
 
+    t, y, ps = dw.arrays
     point = value(dw.data)
-    se, used = _bootstrap_se(value, dw.data, reps, seed)
+    idx = R.bootstrap_indices(t, reps, seed, BOOTSTRAP_CAP)
+    if kind == "matching":
+        draws, ambiguous = R.matching_replicates(ps, t, y, idx, units)
+        for i in np.flatnonzero(ambiguous):
+            try:
+                draws[i] = value(dw.data.iloc[idx[i]].reset_index(drop=True))
+            except Exception:  # noqa: BLE001 - a degenerate resample is skipped, counted by bootstrap_se
+                draws[i] = np.nan
+    else:
+        draws = R.stratification_replicates(ps, t, y, idx, dw.strata, dw.clipping_threshold, units)
+    se, used = R.bootstrap_se(draws, reps, idx.shape[1], len(t))
     return point, se, used
+
+
+def _se_text(dw: DowhyBackdoor, used: int, extra: str = "") -> str:
+    n = len(dw.data)
+    m = min(n, BOOTSTRAP_CAP)
+    sub = f", m-out-of-n with m={m:,} rescaled by sqrt(m/n)" if m < n else ""
+    return (
+        f"bootstrap ({used} resamples{sub}; propensity score held at the full-sample fit, not refitted per "
+        f"resample{extra})"
+    )
 
 
 def ps_matching(dw: DowhyBackdoor, estimand: str = "ATE", reps: int = 200, seed: int = 0) -> Estimate:
@@ -326,7 +340,7 @@ def ps_matching(dw: DowhyBackdoor, estimand: str = "ATE", reps: int = 200, seed:
         se,
         [UNCONFOUNDED, POSITIVITY, "good matches exist for every unit"],
         library="dowhy backdoor.propensity_score_matching",
-        se_method=f"bootstrap ({used} resamples; approximate for matching, Abadie & Imbens 2008)",
+        se_method=_se_text(dw, used, "; approximate for matching, Abadie & Imbens 2008"),
     )
 
 
@@ -345,5 +359,5 @@ def ps_stratification(dw: DowhyBackdoor, estimand: str = "ATE", reps: int = 200,
         [UNCONFOUNDED, POSITIVITY, "covariates balanced within propensity strata"],
         library="dowhy backdoor.propensity_score_stratification",
         strata=dw.strata,
-        se_method=f"bootstrap ({used} resamples)",
+        se_method=_se_text(dw, used),
     )

@@ -1,0 +1,128 @@
+"""The vectorised bootstrap replicates equal DoWhy's matching and stratification estimates, resample by resample."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.stats import estimators as E
+from agents.stats import ps_replicates as R
+
+
+def _dowhy_model(n: int, seed: int, ties: bool = False) -> E.DowhyBackdoor:
+    """Confounded data with a propensity score that DoWhy will use as given (``_ps``)."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n)})
+    ps = 1 / (1 + np.exp(-(0.8 * X["x1"] - 0.5 * X["x2"]).to_numpy()))
+    if ties:  # a coarse score: many units of different outcome share one value
+        ps = np.round(ps, 2)
+    t = rng.binomial(1, ps)
+    y = 2.0 * t + X["x1"].to_numpy() + X["x2"].to_numpy() + rng.normal(size=n)
+    return E.DowhyBackdoor(X, t, y, ps)
+
+
+def _dowhy_value(dw: E.DowhyBackdoor, kind: str, units: str, rows: np.ndarray) -> float:
+    est = dw.estimator(kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return float(est.estimate_effect(dw.data.iloc[rows].reset_index(drop=True), target_units=units).value)
+        except ValueError:  # DoWhy: no stratum with enough treated and control rows
+            return float("nan")
+
+
+def _replicates(dw: E.DowhyBackdoor, kind: str, units: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    t, y, ps = dw.arrays
+    if kind == "matching":
+        return R.matching_replicates(ps, t, y, idx, units)
+    vals = R.stratification_replicates(ps, t, y, idx, dw.strata, dw.clipping_threshold, units)
+    return vals, np.zeros(len(vals), dtype=bool)
+
+
+@pytest.mark.parametrize("kind", ["matching", "stratification"])
+@pytest.mark.parametrize("units", ["ate", "att", "atc"])
+def test_replicates_equal_dowhy_on_seeded_resamples(kind: str, units: str) -> None:
+    dw = _dowhy_model(1200, seed=3)
+    idx = R.bootstrap_indices(dw.arrays[0], 8, seed=7, cap=E.BOOTSTRAP_CAP)
+    vals, ambiguous = _replicates(dw, kind, units, idx)
+    assert not ambiguous.any()  # continuous scores: every nearest neighbour is unique
+    ref = np.array([_dowhy_value(dw, kind, units, rows) for rows in idx])
+    np.testing.assert_allclose(vals, ref, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["matching", "stratification"])
+def test_m_out_of_n_resamples_equal_dowhy(kind: str) -> None:
+    dw = _dowhy_model(900, seed=4)
+    idx = R.bootstrap_indices(dw.arrays[0], 6, seed=1, cap=400)
+    assert idx.shape == (6, 400)
+    vals, _ = _replicates(dw, kind, "ate", idx)
+    ref = np.array([_dowhy_value(dw, kind, "ate", rows) for rows in idx])
+    np.testing.assert_allclose(vals, ref, rtol=0, atol=1e-9)
+
+
+def test_tied_scores_strata_exact_and_matching_ties_flagged() -> None:
+    """Shared scores: average ranks split strata as DoWhy's; matches among tied units are flagged."""
+    dw = _dowhy_model(800, seed=5, ties=True)
+    idx = R.bootstrap_indices(dw.arrays[0], 6, seed=2, cap=E.BOOTSTRAP_CAP)
+    vals, _ = _replicates(dw, "stratification", "ate", idx)
+    ref = np.array([_dowhy_value(dw, "stratification", "ate", rows) for rows in idx])
+    np.testing.assert_allclose(vals, ref, rtol=0, atol=1e-9)
+    vals, ambiguous = _replicates(dw, "matching", "ate", idx)
+    assert ambiguous.all()  # which tied unit the ball tree returns is not reproduced: DoWhy recomputes these
+    t, y, ps = dw.arrays
+    assert R.tied_units(ps, t, y).mean() > 0.9
+
+
+def test_stratification_nan_where_dowhy_raises() -> None:
+    """Tiny resamples: DoWhy raises when no stratum has more than 5 treated and 5 control rows."""
+    dw = _dowhy_model(400, seed=6)
+    idx = R.bootstrap_indices(dw.arrays[0], 30, seed=3, cap=60)
+    vals, _ = _replicates(dw, "stratification", "ate", idx)
+    ref = np.array([_dowhy_value(dw, "stratification", "ate", rows) for rows in idx])
+    assert np.isnan(ref).any() and not np.isnan(ref).all()
+    np.testing.assert_array_equal(np.isnan(vals), np.isnan(ref))
+    np.testing.assert_allclose(vals[~np.isnan(ref)], ref[~np.isnan(ref)], rtol=0, atol=1e-9)
+
+
+def _loop_se(dw: E.DowhyBackdoor, kind: str, units: str, reps: int, seed: int) -> tuple[float, int]:
+    """The bootstrap as it was: one DoWhy estimate per resample, skipping one-arm and failing resamples."""
+    rng = np.random.default_rng(seed)
+    n = len(dw.data)
+    m = min(n, E.BOOTSTRAP_CAP)
+    t = dw.data["_treatment"].to_numpy()
+    draws = []
+    for _ in range(reps):
+        rows = rng.integers(0, n, size=m)
+        if t[rows].min() == t[rows].max():
+            continue
+        v = _dowhy_value(dw, kind, units, rows)
+        if np.isfinite(v):
+            draws.append(v)
+    if len(draws) < max(10, reps // 2):
+        return float("nan"), len(draws)
+    return float(np.std(draws, ddof=1) * np.sqrt(m / n)), len(draws)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_standard_errors_equal_the_dowhy_loop(ties: bool) -> None:
+    """End to end, tied scores included (those matching resamples go to DoWhy): same SE, same count."""
+    dw = _dowhy_model(600, seed=8, ties=ties)
+    for fn, kind in ((E.ps_matching, "matching"), (E.ps_stratification, "stratification")):
+        for estimand in ("ATE", "ATT"):
+            got = fn(dw, estimand, reps=20, seed=11)
+            se, used = _loop_se(dw, kind, estimand.lower(), 20, 11)
+            assert got.std_error == pytest.approx(se, rel=1e-9, abs=1e-12)
+            assert f"bootstrap ({used} resamples;" in got.details["se_method"]
+            assert "not refitted" in got.details["se_method"]
+
+
+def test_m_out_of_n_standard_error_and_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    dw = _dowhy_model(700, seed=9)
+    monkeypatch.setattr(E, "BOOTSTRAP_CAP", 300)
+    got = E.ps_stratification(dw, "ATE", reps=20, seed=0)
+    se, used = _loop_se(dw, "stratification", "ate", 20, 0)
+    assert got.std_error == pytest.approx(se, rel=1e-9)
+    assert "m-out-of-n with m=300" in got.details["se_method"] and f"({used} resamples" in got.details["se_method"]
