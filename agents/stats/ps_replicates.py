@@ -68,6 +68,14 @@ def _blocks(idx: np.ndarray) -> list[np.ndarray]:
     return [idx[i : i + per] for i in range(0, len(idx), per)]
 
 
+def _sorted_rows(ps: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Each resample's rows ordered by score: one sort of the sample, then an integer sort per resample."""
+    order = np.argsort(ps, kind="stable")
+    position = np.empty(len(ps), dtype=np.intp)
+    position[order] = np.arange(len(ps))
+    return order[np.sort(position[idx], axis=1)]
+
+
 def _average_ranks(s: np.ndarray) -> np.ndarray:
     """Average ranks (1-based) of rows already sorted ascending, as pandas ``rank()`` gives them."""
     r, m = s.shape
@@ -99,10 +107,8 @@ def _strat_block(
     ps: np.ndarray, t: np.ndarray, y: np.ndarray, idx: np.ndarray, k: int, clip: int, units: str
 ) -> np.ndarray:
     r, m = idx.shape
-    p = ps[idx]
-    order = np.argsort(p, axis=1, kind="stable")
-    rows = idx[np.arange(r)[:, None], order]
-    rank = _average_ranks(np.take_along_axis(p, order, axis=1))
+    rows = _sorted_rows(ps, idx)
+    rank = _average_ranks(ps[rows])
     strata = np.round(rank / m * k).astype(np.intp)  # DoWhy: (rank / num_rows * num_strata).round(0)
     width = int(strata.max()) + 1
     flat = (np.arange(r)[:, None] * width + strata).ravel()
@@ -194,11 +200,8 @@ def _nearest(
 def _match_block(
     ps: np.ndarray, t: np.ndarray, y: np.ndarray, tied: np.ndarray, idx: np.ndarray, units: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    r, _ = idx.shape
-    p = ps[idx]
-    order = np.argsort(p, axis=1, kind="stable")
-    rows = idx[np.arange(r)[:, None], order]
-    s = np.take_along_axis(p, order, axis=1)
+    rows = _sorted_rows(ps, idx)
+    s = ps[rows]
     treated = t[rows] == 1
     control = t[rows] == 0
     yy = y[rows].astype(float)
