@@ -81,7 +81,8 @@ def learn_pc(
     ).reshape(p, p)  # fmt: skip
     with np.errstate(divide="ignore", invalid="ignore"):
         corr = np.corrcoef(x, rowvar=False)
-    skel = pc_skeleton(corr, len(x), alpha, banned, max_depth, deadline)
+    sinks = np.array([knowledge.is_sink(name) for name in names], dtype=bool)
+    skel = pc_skeleton(corr, len(x), alpha, banned, max_depth, deadline, sinks)
     return _decode(orient(skel, names, knowledge.causallearn(names)), names), skel
 
 

@@ -52,6 +52,13 @@ class Knowledge:
     forbidden: frozenset[tuple[str, str]] = frozenset()
     required: frozenset[tuple[str, str]] = frozenset()
 
+    def is_sink(self, name: str) -> bool:
+        """Whether knowledge says ``name`` causes nothing: the outcome, unless a tier comes after it."""
+        if name != self.outcome:
+            return False
+        tier = self.tiers.get(name)
+        return tier is None or not any(t > tier for t in self.tiers.values())
+
     @classmethod
     def from_domain(
         cls, domain: dict[str, Any] | None, treatment: str | None, outcome: str | None, nodes: Iterable[str] = ()

@@ -78,17 +78,23 @@ def pc_skeleton(
     banned: np.ndarray | None = None,
     max_depth: int | None = None,
     deadline: float | None = None,
+    sinks: np.ndarray | None = None,
 ) -> Skeleton:
     """PC-stable adjacency search on a correlation matrix (``n`` rows), level by level.
 
     ``banned[i, j]`` marks pairs that knowledge forbids in both directions (removed, as causal-learn
-    does). Stops before level ``max_depth + 1`` or when ``time.perf_counter()`` passes ``deadline``;
+    does). ``sinks[k]`` marks variables knowledge says cause nothing (the outcome): they never
+    enter the conditioning set of a test between two other variables. A sink on a path is always
+    a collider, so dropping it from a separating set loses no true separation, while conditioning
+    on it can cancel a real dependence (a confounder's direct effect on the treatment offset by
+    the explaining-away through the outcome) and remove a true edge — the tiered-PC rule. Stops before level ``max_depth + 1`` or when ``time.perf_counter()`` passes ``deadline``;
     an unfinished level is discarded entirely, so the result is the complete search to ``depth_done``.
     Level 0 ignores the deadline (it is one vectorised step), so ``depth_done >= 0`` whenever ``p > 1``.
     """
     p = len(corr)
     adj = ~np.eye(p, dtype=bool)
     banned = np.zeros((p, p), dtype=bool) if banned is None else banned
+    sinks = np.zeros(p, dtype=bool) if sinks is None else np.asarray(sinks, dtype=bool)
     sepsets: dict[tuple[int, int], list[tuple[int, ...]]] = {}
     out = Skeleton(adj, sepsets, depth_done=-1)
     depth = -1
@@ -97,7 +103,7 @@ def pc_skeleton(
             out.stopped = "depth cap"
             break
         # Level 0 (marginal tests, one vectorised step) always runs, so there is always a graph.
-        level = _level(corr, n, alpha, adj, banned, depth + 1, deadline if depth >= 0 else None, out)
+        level = _level(corr, n, alpha, adj, banned, depth + 1, deadline if depth >= 0 else None, out, sinks)
         if level is None:
             out.stopped = "time budget"
             break
@@ -120,6 +126,7 @@ def _level(
     depth: int,
     deadline: float | None,
     out: Skeleton,
+    sinks: np.ndarray,
 ) -> tuple[set[tuple[int, int]], dict[tuple[int, int], list[tuple[int, ...]]]] | None:
     """One PC-stable level (causal-learn's loop order and sepset bookkeeping); None past the deadline."""
     removal: set[tuple[int, int]] = set()
@@ -139,7 +146,7 @@ def _level(
                 if pv[x, y] > alpha:
                     removal.update({(x, y), (y, x)})
             else:
-                others = neigh[x][neigh[x] != y]
+                others = neigh[x][(neigh[x] != y) & ~sinks[neigh[x]]]
                 if len(others) >= depth:
                     found, indep = _test_sets(corr, n, alpha, x, y, others, depth, deadline, out)
                     if indep is None:

@@ -99,11 +99,33 @@ def test_batched_pc_returns_causal_learns_graph(seed: int) -> None:
     assert (orient(skel, names) == expected).all()
     frame, _ = wide_linear(2000, 16, seed)
     names, x = list(frame.columns), frame.to_numpy(dtype=float)
-    knowledge = Knowledge.from_domain({"temporal_order": [["x01", "x02"], ["treated"]]}, "treated", "outcome", names)
+    # The outcome after a later tier is no sink, so every test is causal-learn's (its one rule of ours).
+    tiers = {"temporal_order": [["x01", "x02"], ["treated"], ["outcome"], ["x03"]]}
+    knowledge = Knowledge.from_domain(tiers, "treated", "outcome", names)
+    assert not knowledge.is_sink("outcome")
     bk = knowledge.causallearn(names)
     expected = pc(x, 0.05, "fisherz", background_knowledge=bk, show_progress=False, node_names=names).G.graph
     _, skel = learn_pc(x, names, 0.05, knowledge)
     assert (orient(skel, names, bk) == expected).all()
+
+
+def test_the_outcome_never_separates_two_other_variables() -> None:
+    """A confounder's effect on the treatment can cancel, given the outcome, the explaining-away the
+    outcome adds (weight0 -> treated, both -> gain): conditioning on the outcome removed that true
+    edge and made a mediator of the confounder age. The outcome causes nothing, so it is never in a
+    separating set of two other variables (tiered PC); the edge stays and age is not a mediator."""
+    from agents.causal_discovery import learn_pc
+    from agents.stats.graphs import Knowledge
+    from benchmarks.truth_kinds import make
+
+    frame = make("change_score", 16).frame[["treated", "gain", "age", "weight0"]]
+    names, x = list(frame.columns), frame.to_numpy(dtype=float)
+    edges, skel = learn_pc(x, names, 0.05, Knowledge(treatment="treated", outcome="gain"))
+    assert skel.adjacent[0, 3], "treated - weight0 (a true edge) was removed"
+    assert not any(s == "treated" and t == "age" and kind == "directed" for s, t, kind, _ in edges)
+    assert all(names.index("gain") not in sep for seps in skel.sepsets.values() for sep in seps)
+    _, naive = learn_pc(x, names, 0.05, Knowledge())  # without the knowledge: the edge is lost (the old failure)
+    assert not naive.adjacent[0, 3]
 
 
 def test_wide_data_is_screened_capped_and_says_what_it_cut(tmp_path: Path) -> None:
