@@ -65,11 +65,12 @@ def _execute(
         with interrupt_guard(give_up):  # Ctrl-C during the imports below cancels the job too
             from flows.compile import build_flow, set_console_reporter
             from flows.progress import ConsoleReporter, quiet_prefect_console
+            from flows.runner import preload
 
             if not verbose:
                 quiet_prefect_console()
             state = folder.load()
-            shield_ephemeral_server()
+            shield_ephemeral_server(while_booting=lambda: preload(plan.agent_nodes()))
             set_console_reporter(ConsoleReporter())
             reporter_set = True
             flow = build_flow(plan, run_name=f"{plan.name}-{state.job_id}")

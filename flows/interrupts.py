@@ -29,10 +29,13 @@ GRACE_SECONDS = 10.0
 """How long after Ctrl-C the process may take to finish on its own."""
 
 
-def shield_ephemeral_server() -> None:
+def shield_ephemeral_server(while_booting: Callable[[], None] | None = None) -> None:
     """Start Prefect's temporary API server now, immune to the terminal's Ctrl-C.
 
-    Does nothing when ``PREFECT_API_URL`` names a server (that one is not in our group).
+    ``while_booting`` runs in this process while the server's own process boots (about 4 s of a
+    cold run), before the health check waits for it: the run's heavy imports overlap the boot
+    instead of following it. Does nothing when ``PREFECT_API_URL`` names a server (that one is
+    not in our group); ``while_booting`` then runs as the first agent would have.
     """
     if threading.current_thread() is not threading.main_thread():
         return
@@ -48,13 +51,17 @@ def shield_ephemeral_server() -> None:
     spawn = getattr(server, "_run_uvicorn_command", None)
     if spawn is None:  # pragma: no cover - a Prefect without it starts the server itself
         return
+    pending = [while_booting] if while_booting is not None else []
 
     def spawn_shielded() -> Any:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            return spawn()
+            process = spawn()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        while pending:  # once, even if the port was taken and the server is spawned again
+            pending.pop()()
+        return process
 
     server._run_uvicorn_command = spawn_shielded  # type: ignore[method-assign]
     server.start()

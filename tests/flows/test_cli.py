@@ -262,3 +262,31 @@ def test_http_url_input_is_downloaded_into_the_job_folder(data: Path, tmp_path: 
     assert state["dataset_info"]["url"] == url
     assert Path(state["dataset_info"]["local_path"]).parent == out / "data"
     assert missing == 2
+
+
+def test_heavy_imports_overlap_the_ephemeral_server_boot(tmp_path: Path) -> None:
+    """In ephemeral mode the run's imports happen while Prefect's server process boots, once, and
+    the server is healthy afterwards (a real server in a child process; no harness)."""
+    script = (
+        "import sys, time, httpx\n"
+        "from prefect.server.api.server import SubprocessASGIServer\n"
+        "from flows.interrupts import shield_ephemeral_server\n"
+        "calls = []\n"
+        "def warm():\n"
+        "    server = SubprocessASGIServer()\n"
+        "    try:\n"
+        "        up = httpx.get(f'{server.api_url}/health').status_code == 200\n"
+        "    except httpx.ConnectError:\n"
+        "        up = False\n"
+        "    calls.append(server.running and not up)  # spawned, not yet answering\n"
+        "    import statsmodels.api  # noqa: F401\n"
+        "shield_ephemeral_server(while_booting=warm)\n"
+        "server = SubprocessASGIServer()\n"
+        "ok = httpx.get(f'{server.api_url}/health').status_code == 200\n"
+        "print(calls, ok, 'statsmodels.api' in sys.modules)\n"
+        "server.stop()\n"
+    )
+    env = {k: v for k, v in subprocess_env(PREFECT_HOME=str(tmp_path / "prefect")).items() if k != "PREFECT_API_URL"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[True] True True"  # ran once, while the server booted
