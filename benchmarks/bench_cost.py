@@ -48,8 +48,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.stats.synthetic import linear_confounding  # noqa: E402
-from agents.stats.synthetic_graphs import wide_linear  # noqa: E402
+from benchmarks.synthetic import linear_confounding  # noqa: E402
+from benchmarks.synthetic_graphs import wide_linear  # noqa: E402
 
 try:
     import psutil

@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:
 from agents.base.state import CausalEdge  # noqa: E402
 from agents.causal_discovery import learn_edges  # noqa: E402
 from agents.stats.graphs import Knowledge, oriented, precision_recall, skeleton  # noqa: E402
-from agents.stats.synthetic_graphs import SEVEN_NODE_GRAPH, linear_sem, random_dag  # noqa: E402
+from benchmarks.synthetic_graphs import SEVEN_NODE_GRAPH, linear_sem, random_dag  # noqa: E402
 
 
 def accuracy(seeds: int, n: int) -> None:
@@ -103,7 +103,7 @@ def _child(parquet: str, rows: int) -> None:
 
 def scale(rows_list: list[int]) -> None:
     """Time and memory of the agents at each size, each in a fresh process."""
-    from agents.stats.synthetic_graphs import wide_confounded
+    from benchmarks.synthetic_graphs import wide_confounded
 
     print("\n## Scale (20 columns; default params: PC, bootstrap 20, max_rows 20,000)\n")
     print("| rows | agent | seconds | peak RSS so far (MB) | summary |")

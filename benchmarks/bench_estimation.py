@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agents.base.state import StudyDesign  # noqa: E402
-from agents.stats import synthetic_effects as S  # noqa: E402
+from benchmarks import synthetic_effects as S  # noqa: E402
 from flows.dispatch import run_single_agent  # noqa: E402
 from tests.helpers import make_state  # noqa: E402
 

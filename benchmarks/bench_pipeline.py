@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.stats.synthetic import job_training  # noqa: E402
+from benchmarks.synthetic import job_training  # noqa: E402
 
 
 def run_once(rows: int, recipe: Path, workdir: Path, execute_notebook: bool) -> dict[str, object]:

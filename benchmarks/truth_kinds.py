@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from agents.stats.synthetic import linear_confounding
-from agents.stats.synthetic_effects import panel_did, poor_overlap, sharp_rdd
+from benchmarks.synthetic import linear_confounding
+from benchmarks.synthetic_effects import panel_did, poor_overlap, sharp_rdd
 
 __all__ = ["Case", "KINDS", "DEFAULT_N", "make", "messy_clean"]
 

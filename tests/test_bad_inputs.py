@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.cli import main
 from tests.conftest import subprocess_env
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.base.state import CritiqueDecision
-from agents.stats.synthetic_effects import poor_overlap
+from benchmarks.synthetic_effects import poor_overlap
 from flows.jobs import RunRequest, prepare_job
 from flows.plan import load_plan
 from flows.progress import Reporter

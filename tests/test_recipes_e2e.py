@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.stats.synthetic import job_training, linear_confounding
+from benchmarks.synthetic import job_training, linear_confounding
 from flows.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +118,7 @@ DESIGNS = [
 
 @pytest.mark.parametrize(("generator", "flags", "method"), DESIGNS, ids=[d[0] for d in DESIGNS])
 def test_causal_analysis_with_a_declared_design(generator: str, flags: list[str], method: str, tmp_path: Path) -> None:
-    from agents.stats import synthetic_effects
+    from benchmarks import synthetic_effects
 
     frame, truth = getattr(synthetic_effects, generator)()
     data = tmp_path / f"{generator}.csv"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from agents.stats.graphs import oriented, precision_recall, skeleton
-from agents.stats.synthetic import linear_confounding
-from agents.stats.synthetic_graphs import SEVEN_NODE_GRAPH, linear_sem
+from benchmarks.synthetic import linear_confounding
+from benchmarks.synthetic_graphs import SEVEN_NODE_GRAPH, linear_sem
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 
@@ -90,7 +90,7 @@ def test_batched_pc_returns_causal_learns_graph(seed: int) -> None:
     from agents.causal_discovery import learn_pc
     from agents.stats.graphs import Knowledge
     from agents.stats.pc_search import orient
-    from agents.stats.synthetic_graphs import random_dag, wide_linear
+    from benchmarks.synthetic_graphs import random_dag, wide_linear
 
     frame, _ = linear_sem(random_dag(12, 3.0, seed), n=1500, seed=seed)
     names, x = list(frame.columns), frame.to_numpy()
@@ -129,7 +129,7 @@ def test_the_outcome_never_separates_two_other_variables() -> None:
 
 
 def test_wide_data_is_screened_capped_and_says_what_it_cut(tmp_path: Path) -> None:
-    from agents.stats.synthetic_graphs import wide_linear
+    from benchmarks.synthetic_graphs import wide_linear
 
     frame, truth = wide_linear(1000, 120, seed=3)
     params = {"bootstrap": 2, "max_variables": 25, "max_depth": 2}
@@ -145,7 +145,7 @@ def test_wide_data_is_screened_capped_and_says_what_it_cut(tmp_path: Path) -> No
 
 
 def test_time_budget_degrades_to_a_stated_shallow_graph(tmp_path: Path) -> None:
-    from agents.stats.synthetic_graphs import wide_linear
+    from benchmarks.synthetic_graphs import wide_linear
 
     frame, _ = wide_linear(3000, 30, seed=4)
     dag, result = _run(frame, tmp_path, {"bootstrap": 50, "max_seconds": 0.01}, "treated", "outcome")

@@ -15,8 +15,8 @@ import yaml
 
 from agents.base.state import CausalDAG, CausalEdge
 from agents.stats.adjustment_rules import data_checks
-from agents.stats.synthetic import TRUE_GRAPH_LINEAR, linear_confounding
-from agents.stats.synthetic_graphs import wide_confounded
+from benchmarks.synthetic import TRUE_GRAPH_LINEAR, linear_confounding
+from benchmarks.synthetic_graphs import wide_confounded
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 
@@ -252,7 +252,7 @@ def test_strongly_supported_edge_from_the_treatment_excludes(tmp_path: Path) -> 
 
 
 def test_declared_instrument_is_never_adjusted_for(tmp_path: Path) -> None:
-    from agents.stats.synthetic_effects import instrument_confounded
+    from benchmarks.synthetic_effects import instrument_confounded
 
     frame, truth = instrument_confounded(n=2000)
     state = make_state(frame, tmp_path, "treated", "outcome")

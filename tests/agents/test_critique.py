@@ -11,7 +11,7 @@ import pandas as pd
 
 from agents.base.state import AnalysisState, CritiqueDecision, TreatmentEffectResult
 from agents.critique import codes_in
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.dispatch import run_single_agent
 from tests.factories import make_estimate
 from tests.helpers import make_state

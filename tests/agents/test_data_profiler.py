@@ -11,7 +11,7 @@ import pytest
 
 from agents.base.errors import DataError
 from agents.stats.profiling import build_profile, parse_numeric_text
-from agents.stats.synthetic import job_training, linear_confounding
+from benchmarks.synthetic import job_training, linear_confounding
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 

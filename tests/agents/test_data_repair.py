@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from agents.base.errors import AgentError
-from agents.stats.synthetic import job_training, linear_confounding
+from benchmarks.synthetic import job_training, linear_confounding
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 

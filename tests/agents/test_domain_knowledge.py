@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agents.base.errors import AgentError
-from agents.stats.synthetic import job_training
+from benchmarks.synthetic import job_training
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 

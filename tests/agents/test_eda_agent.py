@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.dispatch import run_single_agent
 from tests.agents.test_data_repair import N_DUP, N_EDU_MISSING, N_OUTLIERS, messy_copy
 from tests.helpers import make_state

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from agents.base.errors import AgentError
 from agents.base.state import CritiqueDecision, CritiqueFeedback, StudyDesign
-from agents.stats import synthetic_effects as S
+from benchmarks import synthetic_effects as S
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from agents.base.agent import AgentContext
 from agents.effect_estimator_react import TOOLS, EffectEstimatorReActAgent, _Loop, llm_choose, policy
-from agents.stats import synthetic_effects as S
 from agents.stats.pair_analysis import run_method
+from benchmarks import synthetic_effects as S
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 

@@ -21,7 +21,7 @@ from agents.base.errors import AgentError
 from agents.base.state import AnalysisState, CausalDAG, CausalEdge, DatasetInfo, TreatmentEffectResult
 from agents.notebook_generator import recompute_kind
 from agents.stats.notebook import fmt_num, split_cells
-from agents.stats.synthetic import job_training
+from benchmarks.synthetic import job_training
 from flows.dispatch import run_single_agent
 from tests.helpers import basic_profile, make_state
 

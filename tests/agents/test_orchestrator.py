@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from agents.base.state import AnalysisState, CausalDAG, CausalEdge, TreatmentEffectResult
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.dispatch import run_single_agent
 from tests.factories import make_estimate
 from tests.helpers import make_state
@@ -135,7 +135,7 @@ def test_clean_approved_analysis_is_trusted(tmp_path: Path) -> None:
 
 
 def test_data_driven_adjustment_set_asks_to_confirm_timing(tmp_path: Path) -> None:
-    from agents.stats.synthetic import job_training
+    from benchmarks.synthetic import job_training
 
     frame, _ = job_training(n=600, seed=3)
     frame = frame.rename(columns={"training": "treated", "earnings": "outcome"})

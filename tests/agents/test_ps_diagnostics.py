@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.base.state import CritiqueDecision, CritiqueFeedback
-from agents.stats import synthetic_effects as S
+from benchmarks import synthetic_effects as S
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 

@@ -11,7 +11,7 @@ import pytest
 
 from agents.base.state import AnalysisState, TreatmentEffectResult
 from agents.stats.sensitivity import evalue_for_effect, evalue_rr, matched_pair_differences, rosenbaum_gamma
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.dispatch import run_single_agent
 from tests.factories import make_estimate
 from tests.helpers import make_state
@@ -230,7 +230,7 @@ def test_large_data_refuters_use_a_seeded_sample_and_say_so(tmp_path: Path) -> N
 
 def test_trimmed_headline_keeps_exactly_the_estimators_rows(tmp_path: Path) -> None:
     from agents.base.state import CritiqueDecision, CritiqueFeedback
-    from agents.stats.synthetic_effects import poor_overlap
+    from benchmarks.synthetic_effects import poor_overlap
 
     frame, _ = poor_overlap(n=2000, seed=1)
     state = make_state(frame, tmp_path, "treated", "outcome")

@@ -128,7 +128,7 @@ def test_failing_code_is_recorded_with_its_traceback_for_the_next_attempt(tmp_pa
 
 @pytest.mark.slow
 def test_a_causal_question_runs_the_causal_recipe(tmp_path: Path) -> None:
-    from agents.stats.synthetic import linear_confounding
+    from benchmarks.synthetic import linear_confounding
 
     frame, _ = linear_confounding(600, effect=2.0, seed=5)
     data = tmp_path / "trial.csv"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.cli import main
 from tests.conftest import subprocess_env
 

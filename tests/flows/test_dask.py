@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from tests.conftest import PLUGIN_DIR, ROOT, subprocess_env
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

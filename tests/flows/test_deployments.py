@@ -23,7 +23,7 @@ from uuid import UUID
 
 import pytest
 
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from tests.conftest import ROOT, subprocess_env
 
 pytestmark = pytest.mark.slow

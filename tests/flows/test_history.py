@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.cli import main
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

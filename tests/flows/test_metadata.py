@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.base.state import StudyDesign
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.cli import main
 from flows.errors import MetadataError
 from flows.jobs import RunRequest, prepare_job

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agents.base.state import AnalysisState, CritiqueDecision, JobStatus
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.errors import RunCancelled, RunFailed
 from flows.jobs import RunRequest, prepare_job
 from flows.plan import Plan, load_plan

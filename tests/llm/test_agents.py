@@ -12,7 +12,7 @@ from agents.base.agent import Agent, AgentContext, AgentResult
 from agents.base.llm import client_for
 from agents.base.llm.roles import MODEL_MARK
 from agents.base.state import AnalysisState, CausalDAG, CausalEdge
-from agents.stats import synthetic_effects as S
+from benchmarks import synthetic_effects as S
 from flows.dispatch import apply_result, dispatch, run_single_agent
 from tests.helpers import make_state
 from tests.llm.scripted import Scripted, ScriptedLLM

@@ -19,7 +19,7 @@ from agents.base.llm.client import LLMClient, ToolCall
 from agents.base.llm.local import available
 from agents.base.llm.roles import MODEL_MARK
 from agents.base.llm.validate import check_numbers, numbers_of
-from agents.stats import synthetic_effects as S
+from benchmarks import synthetic_effects as S
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 from tests.llm.test_agents import run_with

@@ -20,7 +20,7 @@ import pytest
 
 from agents.base.llm.local import available
 from agents.base.llm.roles import MODEL_MARK
-from agents.stats import synthetic_effects as S
+from benchmarks import synthetic_effects as S
 from flows.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

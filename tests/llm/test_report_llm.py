@@ -9,7 +9,7 @@ import nbformat
 
 from agents.base.llm.roles import MODEL_MARK
 from agents.base.state import AgentTrace, AnalysisState, DatasetInfo
-from agents.stats import synthetic_effects as S
+from benchmarks import synthetic_effects as S
 from flows.dispatch import run_single_agent
 from flows.summary import job_summary, model_usage
 from tests.helpers import make_state

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agents.stats import synthetic_effects as S
+from benchmarks import synthetic_effects as S
 from flows.cli import main
 from flows.jobs import RunRequest, prepare_job
 from flows.plan import load_plan

@@ -111,7 +111,7 @@ def test_a_failing_estimator_is_a_recorded_skip(tmp_path: Path) -> None:
 
 
 def test_propensity_fitted_once_and_shared_by_diagnostics_and_estimator(tmp_path: Path) -> None:
-    from agents.stats import synthetic_effects as S
+    from benchmarks import synthetic_effects as S
 
     frame, truth = S.linear_confounding(n=1500, seed=7)
     state = make_state(frame, tmp_path, "treated", "outcome")

@@ -8,9 +8,9 @@ import pytest
 from agents.stats import designs as D
 from agents.stats import estimators as E
 from agents.stats import propensity as P
-from agents.stats import synthetic_effects as S
 from agents.stats.adjustment import derived_from_treatment, encode_treatment, prepare
 from agents.stats.meta_learners import meta_learner
+from benchmarks import synthetic_effects as S
 
 
 def _prep(gen, covs, **kw):

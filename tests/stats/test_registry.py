@@ -11,7 +11,7 @@ from agents.base.estimates import FAMILIES
 from agents.stats import menu, registry
 from agents.stats.estimators import Estimate, normal_ci
 from agents.stats.registry import REGISTRY, EstimatorSpec
-from agents.stats.synthetic_effects import linear_confounding
+from benchmarks.synthetic_effects import linear_confounding
 from flows.dispatch import run_single_agent
 from tests.helpers import make_state
 

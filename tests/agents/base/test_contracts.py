@@ -11,7 +11,7 @@ from agents.base.errors import AgentRegistrationError, ContractViolation, Missin
 from agents.base.registry import Registry, UnknownAgent, default_registry
 from agents.base.state import JobStatus
 from agents.base.view import StateView
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 from flows.dispatch import apply_result, run_single_agent
 from tests.helpers import make_state
 

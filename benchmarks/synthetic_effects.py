@@ -1,6 +1,6 @@
 """Synthetic datasets with a known effect for the estimation agents' tests and benchmark.
 
-Each generator returns ``(frame, truth)`` like :mod:`agents.stats.synthetic`: ``truth`` holds
+Each generator returns ``(frame, truth)`` like :mod:`benchmarks.synthetic`: ``truth`` holds
 ``effect`` (the true average effect the scenario's estimand targets), the column roles and
 anything a test needs to check (true subgroup effects, the design facts to declare).
 """
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.stats.synthetic import linear_confounding
+from benchmarks.synthetic import linear_confounding
 
 __all__ = [
     "linear_confounding",
