@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.base.llm.roles import MODEL_MARK
+from agents.base.queries import post_treatment_set
 from agents.stats.report_refuters import flat_details, refuter_context
 
 if TYPE_CHECKING:
@@ -316,10 +317,7 @@ def _assumptions(
     if ident:
         rows.append({"name": "Identification", "status": "holds" if ident.get("identified") else "doubtful",
                      "evidence": f"{ident.get('method', '')}: {ident.get('estimand', '')}".strip(": ")})  # fmt: skip
-    post = set(cd.get("mediators", [])) | set(cd.get("colliders", [])) | set(cd.get("descendants", []))
-    post |= set(cd.get("derived_from_treatment", [])) | set(
-        (snap.get("domain_knowledge") or {}).get("post_treatment", [])
-    )
+    post = post_treatment_set(cd, snap.get("domain_knowledge"))
     if headline is not None and headline["details"].get("adjustment_set") is not None:
         bad = sorted(post & set(headline["details"]["adjustment_set"]))
         rows.append({"name": "No post-treatment variable adjusted for", "status": "doubtful" if bad else "holds",

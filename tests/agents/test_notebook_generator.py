@@ -23,6 +23,7 @@ from agents.notebook_generator import recompute_kind
 from agents.stats.notebook import fmt_num, split_cells
 from benchmarks.synthetic import job_training
 from flows.dispatch import run_single_agent
+from tests.factories import make_estimate
 from tests.helpers import basic_profile, make_state
 
 CONFOUNDERS = ["age", "education_years", "prior_earnings", "married", "region"]
@@ -53,18 +54,21 @@ def _ols(frame: pd.DataFrame, adjust: list[str]) -> Any:
 
 
 def _effect(fit: Any, method: str, adjust: list[str], n: int, **details: Any) -> TreatmentEffectResult:
+    """An OLS fit as the estimator reports it (through the one test factory)."""
     lo, hi = fit.conf_int().loc["training"]
-    return TreatmentEffectResult(
-        method=method,
-        estimand="ATE",
-        estimate=float(fit.params["training"]),
-        std_error=float(fit.bse["training"]),
-        ci_lower=float(lo),
-        ci_upper=float(hi),
-        p_value=float(fit.pvalues["training"]),
-        treatment_variable="training",
-        outcome_variable="earnings",
-        details={"adjustment_set": adjust, "n_used": n, "cov_type": "HC1", **details},
+    key = "naive" if "naive" in method else "ols"
+    return make_estimate(
+        key,
+        float(fit.params["training"]),
+        float(fit.bse["training"]),
+        label=method,
+        ci=(float(lo), float(hi)),
+        treatment="training",
+        outcome="earnings",
+        adjustment_set=adjust,
+        n_used=n,
+        se_method="HC1 robust (statsmodels)" if key == "ols" else "Welch",
+        **details,
     )
 
 
