@@ -64,7 +64,7 @@ class ConfounderDiscoveryParams(AgentParams):
         0.7, ge=0, le=1, description="bootstrap confidence below which an edge into the treatment is uncertain"
     )
     strong_support: float = Field(
-        0.8, ge=0, le=1, description="support every edge of a path from the treatment needs to exclude a variable"
+        0.95, ge=0, le=1, description="support every edge of a path from the treatment needs to exclude a variable"
     )
     drop_instruments: bool = Field(False, description="leave instrument-like variables out (off: kept and flagged)")
     max_sensitivity: int = Field(12, ge=0, description="doubtful variables that get a with/without estimate")
