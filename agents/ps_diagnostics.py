@@ -77,10 +77,13 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
         why.append(f"Covariates from the {adj.source}: {', '.join(adj.covariates) or 'none'}.")
         if adj.excluded:
             why.append("Excluded: " + "; ".join(f"{c} ({r})" for c, r in adj.excluded.items()) + ".")
+        decision = _decision(adj, "widen_adjustment_set" in codes)
         prep = prepare(frame, treatment, outcome, adj.covariates)
         why.extend(prep.notes)
         if prep.X.shape[1] == 0:
-            return _no_covariates(treatment, outcome, model, prep.t, adj.excluded, changes, why)
+            trivial = _no_covariates(treatment, outcome, model, prep.t, adj.excluded, changes, why)
+            trivial.updates["ps_diagnostics"]["adjustment"] = decision
+            return trivial
         model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, model, ctx.data_dir)
         if "switch_propensity_model" in codes:
             before = model
@@ -116,6 +119,7 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
             else "chosen by cross-validated log loss (logistic vs gradient boosting)",
             "covariates": list(X.columns),
             "excluded": adj.excluded,
+            "adjustment": decision,
             **diag,
             "trimmed": trimmed,
             "trim_applied": trim_applied,
@@ -163,6 +167,18 @@ def _skip_reason(frame: Any, treatment: str, design: Any) -> str:
             "treatment; the effect is estimated as a slope instead"
         )
     return ""
+
+
+def _decision(adj: Any, widened: bool) -> dict[str, Any]:
+    """The adjustment decision as the state records it: the estimator adopts it for the same pair."""
+    return {
+        "covariates": list(adj.covariates),
+        "excluded": dict(adj.excluded),
+        "source": adj.source,
+        "added": list(adj.added),
+        "caveat": adj.caveat,
+        "widened": widened,
+    }
 
 
 def _skipped(treatment: str, outcome: str, reason: str, why: list[str]) -> AgentResult:

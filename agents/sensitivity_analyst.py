@@ -18,8 +18,10 @@ analysis. ``robustness_value`` means, per ``method``:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+import numpy as np
 import pandas as pd
 from pydantic import Field
 
@@ -143,15 +145,26 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
     def _analysis_sample(
         frame: pd.DataFrame, headline: TreatmentEffectResult, treatment: str, outcome: str, seed: int, notes: list[str]
     ) -> pd.DataFrame:
-        """The rows the headline describes: re-apply its trim to common support, if it was trimmed.
+        """The rows the headline describes: the estimator's recorded sample (``details.sample_rows``).
 
-        The estimator's own preparation and cross-fitted propensity model (same covariates, model
-        and seed) score the rows, so the same bounds keep the same units.
+        An estimate from an older state has no record: its trim to common support is re-applied
+        with the estimator's own preparation and propensity model (same covariates, model, seed).
         """
         from agents.stats import propensity as P
         from agents.stats.adjustment import prepare
         from agents.stats.sensitivity import is_binary
 
+        recorded = headline.details.sample_rows
+        if recorded and Path(recorded).exists():
+            rows = np.load(recorded)
+            if len(rows) < len(frame):
+                trimmed = headline.details.trimmed
+                why = "trimmed to common support and " if trimmed is not None else ""
+                notes.append(
+                    f"Every analysis below runs on the {len(rows):,} rows the headline was estimated on ({why}"
+                    f"complete in its adjustment set), of {len(frame):,}."
+                )
+            return frame.loc[rows].reset_index(drop=True)
         trim = headline.details.trimmed
         if trim is None or not is_binary(frame[treatment]):
             return frame
@@ -160,7 +173,7 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
         prep = prepare(frame, treatment, outcome, covariates)
         ps = P.fit_propensity(prep.X, prep.t, model, seed)
         keep = (ps >= trim.lower) & (ps <= trim.upper)
-        kept = frame.loc[prep.X.index[keep]].reset_index(drop=True)
+        kept = frame.loc[prep.rows[keep] if prep.rows is not None else prep.X.index[keep]].reset_index(drop=True)
         notes.append(
             f"The headline was estimated on a sample trimmed to propensity [{trim.lower}, {trim.upper}] "
             f"({trim.n_kept} units); refitting its {model} propensity on its adjustment set keeps "

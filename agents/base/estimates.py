@@ -92,6 +92,9 @@ class EstimateDetails(BaseModel):
     shares_nuisance_with: str | None = None
     skipped_methods: dict[str, str] = {}
     unverified_assumption: str | None = None
+    sample_rows: str | None = None
+    """The analysed sample: a ``.npy`` file (in the run's data folder) of the data's row labels the
+    estimate used, after dropping incomplete rows and any trimming; sensitivity analysis reads it."""
     extras: dict[str, Any] = {}
 
     @property

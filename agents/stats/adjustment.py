@@ -56,6 +56,8 @@ class Prepared:
     treated_label: str
     n_missing_dropped: int
     notes: list[str] = field(default_factory=list)
+    rows: np.ndarray | None = None
+    """The analysed rows as the data's own row labels (the frame, t, y and X are renumbered 0..n-1)."""
 
 
 def critique_codes(critique_history: list[Any] | None) -> list[str]:
@@ -258,4 +260,5 @@ def prepare(
         treated_label=label,
         n_missing_dropped=n_missing,
         notes=notes,
+        rows=sub.index.to_numpy(),
     )

@@ -8,6 +8,7 @@ identical choices give identical estimates and neither agent imports the other.
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
@@ -128,7 +129,21 @@ def setup_for_pair(
         seed=seed,
         bootstrap=bootstrap,
         cache_dir=cache_dir,
+        ps_diagnostics=view.ps_diagnostics,
     )
+
+
+def _save_rows(setup: Any, round_no: int) -> str | None:
+    """Write the pair's analysed rows to the run's data folder; the path, or None without one."""
+    import numpy as np
+
+    from agents.stats.adjustment import safe_name
+
+    if setup.cache_dir is None or setup.prep.rows is None:
+        return None
+    path = Path(setup.cache_dir) / f"sample_{safe_name(setup.treatment)}__{safe_name(setup.outcome)}_r{round_no}.npy"
+    np.save(path, np.asarray(setup.prep.rows))
+    return str(path)
 
 
 def finish_pair(
@@ -139,9 +154,12 @@ def finish_pair(
 
     mark_credibility(setup, estimates)
     head, reason = choose_headline(setup, estimates, view.ps_diagnostics)
+    sample = _save_rows(setup, round_no)
     rows = []
     for key, est in estimates.items():
         row = to_result(setup, key, est, round_no, setup.changes)
+        if sample and not REGISTRY[key].is_design:  # design estimators read their own rows
+            row.details.sample_rows = sample
         if key == head:
             population = row.details.population
             if population:

@@ -129,11 +129,17 @@ def setup_pair(
     seed: int,
     bootstrap: int,
     cache_dir: Any = None,
+    ps_diagnostics: dict[str, Any] | None = None,
 ) -> PairSetup:
-    """Choose the adjustment set, prepare the data, fit propensities and act on trim codes."""
+    """Adopt (or choose) the adjustment set, prepare the data, fit propensities and act on trim codes.
+
+    When propensity diagnostics recorded their adjustment decision for this pair in this round,
+    the estimator adopts it: one decision, made once (``choose_adjustment`` on the same inputs
+    otherwise, e.g. when diagnostics were skipped for a declared design or a continuous treatment).
+    """
     design = _design(view_design, frame, profile, domain_knowledge)
     reserved = (view_design.instrument, view_design.running_variable, view_design.unit_column, view_design.time_column)
-    adj = choose_adjustment(
+    adj = shared_adjustment(ps_diagnostics, treatment, outcome, "widen_adjustment_set" in codes) or choose_adjustment(
         frame,
         treatment,
         outcome,
@@ -223,6 +229,22 @@ def _restore_dose_covariates(frame: pd.DataFrame, treatment: str, adj: Adjustmen
         adj.covariates.append(col)
 
 
+def shared_adjustment(ps: dict[str, Any] | None, treatment: str, outcome: str, widen: bool) -> Adjustment | None:
+    """Propensity diagnostics' adjustment decision for this pair and this round's codes, if recorded."""
+    decision = (ps or {}).get("adjustment")
+    if not decision or (ps or {}).get("treatment") != treatment or (ps or {}).get("outcome") != outcome:
+        return None
+    if bool(decision.get("widened")) != widen:
+        return None
+    return Adjustment(
+        covariates=list(decision["covariates"]),
+        excluded=dict(decision.get("excluded") or {}),
+        source=str(decision.get("source") or ""),
+        added=list(decision.get("added") or []),
+        caveat=str(decision.get("caveat") or ""),
+    )
+
+
 def _covariates(setup: PairSetup) -> pd.DataFrame:
     """The adjustment covariates (design columns such as the instrument left out)."""
     drop = setup.design.get("_design_cols", [])
@@ -280,6 +302,7 @@ def _trim(setup: PairSetup) -> None:
         p.treated_label,
         p.n_missing_dropped,
         p.notes,
+        None if p.rows is None else p.rows[keep],
     )
     setup.trim = {"lower": round(lo, 4), "upper": round(hi, 4), "n_dropped": n_drop, "n_kept": int(keep.sum())}
     refit_propensity(setup, setup.ps_model)

@@ -314,3 +314,18 @@ def test_site_dummies_keep_all_but_a_reference(tmp_path: Path) -> None:
     covariates = [c for c in case.frame.columns if c not in ("treated", "outcome")]
     assert set(out["adjustment_set"]) == set(covariates) - {"site_a"}
     assert "reference level of the one-hot group" in out["excluded"]["site_a"]
+
+
+def test_the_graph_alone_excludes_only_on_near_unanimous_support(tmp_path: Path) -> None:
+    """An edge treated -> x1 in 9 of 10 resamples is not enough to call the confounder x1 a mediator
+    (a chance adjacency produced exactly that in the truth benchmark); 10 of 10 is."""
+    frame, _ = _data(seed=4)
+    kept, dropped = [], []
+    for support in (0.9, 1.0):
+        state = make_state(frame, tmp_path / str(support), "treated", "outcome")
+        dag = _dag([("x1", "outcome"), ("x2", "treated"), ("x2", "outcome"), ("treated", "outcome")])
+        dag.edges.append(CausalEdge(source="treated", target="x1", confidence=support))
+        state.proposed_dag = dag
+        run_single_agent("confounder_discovery", state, tmp_path / str(support))
+        (kept if "x1" in state.confounder_discovery["adjustment_set"] else dropped).append(support)
+    assert kept == [0.9] and dropped == [1.0]

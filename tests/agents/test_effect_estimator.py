@@ -178,3 +178,23 @@ def test_pair_from_profile_and_unknown_method(tmp_path: Path) -> None:
     assert state.analyzed_pairs[0].treatment == "treated" and "profile" in state.analyzed_pairs[0].rationale
     with pytest.raises(ValidationError, match="unknown method 'magic'"):  # rejected when the options load
         run_single_agent("effect_estimator", state, tmp_path, {"methods": ["magic"]})
+
+
+def test_the_estimator_adopts_the_adjustment_decision_diagnostics_recorded(tmp_path: Path) -> None:
+    """One adjustment decision per pair and round: ps_diagnostics records it and the estimator uses
+    that record (here edited, to show it is read, not recomputed); another pair decides afresh."""
+    frame, _ = S.linear_confounding(n=1500, seed=4)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    run_single_agent("ps_diagnostics", state, tmp_path)
+    decision = state.ps_diagnostics["adjustment"]
+    assert decision["covariates"] == ["x1", "x2", "x3"] and decision["widened"] is False
+    edited = dict(state.ps_diagnostics)
+    edited["adjustment"] = {**decision, "covariates": ["x1", "x2"], "excluded": {"x3": "left out in this test"}}
+    state.ps_diagnostics = edited
+    run_single_agent("effect_estimator", state, tmp_path, FAST)
+    for e in state.treatment_effects:
+        if e.details.method_key != "naive":
+            assert e.details.adjustment_set == ["x1", "x2"] and e.details.excluded_covariates == {"x3": "left out in this test"}
+    state.ps_diagnostics = {**edited, "treatment": "other"}  # a record for another pair is not this pair's decision
+    run_single_agent("effect_estimator", state, tmp_path, FAST)
+    assert _by_key(state)["ols"].details.adjustment_set == ["x1", "x2", "x3"]

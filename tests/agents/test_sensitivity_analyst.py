@@ -252,3 +252,31 @@ def test_trimmed_headline_keeps_exactly_the_estimators_rows(tmp_path: Path) -> N
     run_single_agent("sensitivity_analyst", state, tmp_path, {"simulations": 5}, seed=3)
     (placebo,) = _by_method(state, "placebo_treatment")
     assert placebo.details.extras["n_used"] == n_kept
+
+
+def test_the_estimators_sample_is_the_one_analysed_even_with_missing_values(tmp_path: Path) -> None:
+    """One analysed sample: trimmed and with incomplete rows, the sensitivity analysis runs on exactly
+    the rows the estimator recorded (row labels of the data, not positions among complete rows)."""
+    from agents.base.state import CritiqueDecision, CritiqueFeedback
+    from benchmarks.synthetic_effects import poor_overlap
+
+    frame, _ = poor_overlap(n=2000, seed=1)
+    frame.loc[frame.index[:300:3], "x2"] = np.nan  # 100 incomplete rows, all early in the file
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    state.critique_history = [
+        CritiqueFeedback(
+            decision=CritiqueDecision.ITERATE, iteration=1, scores={"overlap": 2}, issues=[],
+            improvements=["trim_to_common_support: trim"], reasoning="",
+        )
+    ]
+    state.iteration_count = 1
+    run_single_agent("effect_estimator", state, tmp_path, {"methods": ["ols", "aipw"], "bootstrap": 10}, seed=3)
+    head = next(e for e in state.treatment_effects if e.details.headline)
+    rows = np.load(head.details.sample_rows)
+    assert len(rows) == head.details.n_used == head.details.trimmed.n_kept and len(rows) < 1900
+    assert frame.loc[rows, "x2"].notna().all()  # labels of complete rows, not positions
+    run_single_agent("sensitivity_analyst", state, tmp_path, {"simulations": 5}, seed=3)
+    (placebo,) = _by_method(state, "placebo_treatment")
+    assert placebo.details.extras["n_used"] == len(rows)
+    ols = next(e for e in state.treatment_effects if e.details.method_key == "ols")
+    assert placebo.details.extras["refuted_estimate"] == pytest.approx(ols.estimate, rel=1e-9)  # the same OLS
