@@ -47,6 +47,11 @@ MIN_FLEXIBLE = 100
 PS_LEARNERS = ("logistic", "logistic-quadratic", "gbm")
 OUTCOME_LEARNERS = ("linear", "quadratic", "linear+boosting")
 MAX_BASIS = 300
+SELECT_ROWS = 20_000
+"""Above this many rows each learner is chosen by its held-out loss on a seeded sample of this
+size, and only the chosen one is cross-fitted on every row: the choice costs what it costs at
+20,000 rows, and the predictions are the full-data ones (identical to choosing on all rows
+whenever the sample picks the same learner)."""
 """Largest quadratic basis (columns) tried; it must also stay under a tenth of the training rows."""
 
 
@@ -68,6 +73,8 @@ class Nuisance:
     m_y: np.ndarray | None = None
     choice: dict[str, str] = field(default_factory=dict)
     cv_loss: dict[str, dict[str, float]] = field(default_factory=dict)
+    selected_on: int | None = None
+    """Rows of the seeded sample the learners were chosen on (None: every row)."""
 
     def describe(self) -> str:
         """One sentence naming the chosen learners, their losses and the folds."""
@@ -75,8 +82,10 @@ class Nuisance:
         for name, chosen in self.choice.items():
             losses = ", ".join(f"{k} {v:.4g}" for k, v in self.cv_loss.get(name, {}).items())
             parts.append(f"{name}: {chosen} (held-out loss {losses})")
-        return f"Nuisance models chosen by {self.folds}-fold cross-validated loss, fitted once per fold: " + "; ".join(
-            parts
+        where = f" on a seeded sample of {self.selected_on:,} rows" if self.selected_on else ""
+        return (
+            f"Nuisance models chosen by {self.folds}-fold cross-validated loss{where}, fitted once per fold on "
+            "every row: " + "; ".join(parts)
         )
 
     def outcome_excess(self) -> float:
@@ -193,6 +202,13 @@ def _splits(n: int, folds: int, seed: int, strata: np.ndarray | None) -> list[tu
     return list(KFold(max(2, min(folds, n)), shuffle=True, random_state=seed).split(idx))
 
 
+def selection_rows(n: int, seed: int) -> np.ndarray | None:
+    """The seeded sample learners are chosen on when ``n`` exceeds :data:`SELECT_ROWS` (else None)."""
+    if n <= SELECT_ROWS:
+        return None
+    return np.sort(np.random.default_rng(seed + 104729).choice(n, size=SELECT_ROWS, replace=False))
+
+
 def _matrix(X: pd.DataFrame, n: int) -> np.ndarray:
     return X.to_numpy(dtype=float) if X.shape[1] else np.zeros((n, 1))
 
@@ -200,6 +216,12 @@ def _matrix(X: pd.DataFrame, n: int) -> np.ndarray:
 def _propensity(
     Xv: np.ndarray, t: np.ndarray, splits: list[Any], seed: int, candidates: tuple[str, ...]
 ) -> tuple[str, np.ndarray, dict[str, float]]:
+    sample = selection_rows(len(t), seed) if len(candidates) > 1 else None
+    if sample is not None:  # choose on the sample, then cross-fit only the chosen learner on every row
+        sub_splits = _splits(len(sample), len(splits), seed, t[sample])
+        best, _, loss = _propensity(Xv[sample], t[sample], sub_splits, seed, candidates)
+        _, e, _ = _propensity(Xv, t, splits, seed, (best,))
+        return best, e, loss
     preds: dict[str, np.ndarray] = {}
     for name in candidates:
         p = np.empty(len(t))
@@ -275,12 +297,11 @@ def fit_binary(
     ps_name, e, ps_loss = fit_propensity(X, t, seed, folds, ps_model, cache_dir)
     candidates = _outcome_candidates(int(smaller * (k - 1) / k), flexible, X.shape[1])
     treated = t == 1
-    fit1 = _regress(Xv, y, splits, seed, treated, candidates)
-    fit0 = _regress(Xv, y, splits, seed, ~treated, candidates)
-    loss = {
-        name: float(np.mean(np.where(treated, (y - fit1[name]) ** 2, (y - fit0[name]) ** 2))) for name in candidates
-    }
-    best = min(loss, key=lambda k2: loss[k2])
+    sample = selection_rows(n, seed) if len(candidates) > 1 else None
+    best, loss, fit1, fit0 = _arm_choice(Xv, y, t, splits, seed, candidates, sample)
+    if sample is not None:  # chosen on the sample: cross-fit only the chosen learner on every row
+        fit1 = _regress(Xv, y, splits, seed, treated, (best,))
+        fit0 = _regress(Xv, y, splits, seed, ~treated, (best,))
     return Nuisance(
         k,
         e=e,
@@ -288,7 +309,31 @@ def fit_binary(
         mu0=fit0[best],
         choice={"propensity": ps_name, "outcome": best},
         cv_loss={"propensity": ps_loss, "outcome": loss},
+        selected_on=None if sample is None else len(sample),
     )
+
+
+def _arm_choice(
+    Xv: np.ndarray,
+    y: np.ndarray,
+    t: np.ndarray,
+    splits: list[Any],
+    seed: int,
+    candidates: tuple[str, ...],
+    sample: np.ndarray | None,
+) -> tuple[str, dict[str, float], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The arm-wise outcome learner with the least held-out squared error (on ``sample`` when given),
+    its losses and every candidate's cross-fitted predictions (of the sample's rows when sampled)."""
+    if sample is not None:
+        Xv, y, t = Xv[sample], y[sample], t[sample]
+        splits = _splits(len(sample), len(splits), seed, t)
+    treated = t == 1
+    fit1 = _regress(Xv, y, splits, seed, treated, candidates)
+    fit0 = _regress(Xv, y, splits, seed, ~treated, candidates)
+    loss = {
+        name: float(np.mean(np.where(treated, (y - fit1[name]) ** 2, (y - fit0[name]) ** 2))) for name in candidates
+    }
+    return min(loss, key=lambda k2: loss[k2]), loss, fit1, fit0
 
 
 def fit_propensity(
@@ -360,12 +405,27 @@ def fit_continuous(
     choice: dict[str, str] = {}
     losses: dict[str, dict[str, float]] = {}
     fitted: dict[str, np.ndarray] = {}
+    sample = selection_rows(n, seed) if len(candidates) > 1 else None
     for label, target in (("treatment", t.astype(float)), ("outcome", y)):
-        preds = _regress(Xv, target, splits, seed, None, candidates)
-        loss = {name: float(np.mean((target - p) ** 2)) for name, p in preds.items()}
+        if sample is None:
+            preds = _regress(Xv, target, splits, seed, None, candidates)
+        else:  # choose on the sample, cross-fit only the chosen learner on every row
+            sub = _splits(len(sample), len(splits), seed, None)
+            preds = _regress(Xv[sample], target[sample], sub, seed, None, candidates)
+        held = target if sample is None else target[sample]
+        loss = {name: float(np.mean((held - p) ** 2)) for name, p in preds.items()}
         best = min(loss, key=lambda k2: loss[k2])
+        if sample is not None:
+            preds = _regress(Xv, target, splits, seed, None, (best,))
         choice[label], losses[label], fitted[label] = best, loss, preds[best]
-    return Nuisance(k, m_t=fitted["treatment"], m_y=fitted["outcome"], choice=choice, cv_loss=losses)
+    return Nuisance(
+        k,
+        m_t=fitted["treatment"],
+        m_y=fitted["outcome"],
+        choice=choice,
+        cv_loss=losses,
+        selected_on=None if sample is None else len(sample),
+    )
 
 
 def aipw_scores(nu: Nuisance, y: np.ndarray, t: np.ndarray, e: np.ndarray) -> np.ndarray:

@@ -1,0 +1,40 @@
+"""Above SELECT_ROWS rows the nuisance learners are chosen on a seeded sample, then only the chosen
+one is cross-fitted on every row: the predictions are exactly that learner's full-data ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from agents.stats import nuisance as N
+
+
+def _data(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 2))
+    t = rng.binomial(1, 1 / (1 + np.exp(-(0.8 * x[:, 0] - 0.5 * x[:, 1])))).astype(float)
+    y = 1.5 * t + x[:, 0] + np.sin(2 * x[:, 1]) + rng.normal(size=n)
+    return pd.DataFrame(x, columns=["x1", "x2"]), t, y
+
+
+def test_large_data_chooses_on_a_sample_and_fits_the_choice_on_every_row(monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(N, "SELECT_ROWS", 3000)  # the rule at a test's size; the shipped value is 20,000
+    X, t, y = _data(8000)
+    nu = N.fit_binary(X, t, y, seed=1)
+    assert nu.selected_on == 3000 and "seeded sample of 3,000 rows" in nu.describe()
+    assert len(nu.cv_loss["outcome"]) > 1 and len(nu.cv_loss["propensity"]) > 1  # every candidate was scored
+    splits = N._splits(len(y), nu.folds, 1, t)
+    best = nu.choice["outcome"]
+    full = N._regress(N._matrix(X, len(y)), y, splits, 1, t == 1, (best,))[best]
+    np.testing.assert_array_equal(nu.mu1, full)  # the chosen learner's own full-data cross-fit
+    ps_name, e, _ = N.fit_propensity(X, t, seed=1)
+    np.testing.assert_array_equal(nu.e, e)
+    assert ps_name == nu.choice["propensity"]
+
+
+def test_small_data_chooses_on_every_row(monkeypatch) -> None:  # noqa: ANN001
+    X, t, y = _data(2000)
+    nu = N.fit_binary(X, t, y, seed=1)
+    assert nu.selected_on is None and "seeded sample" not in nu.describe()
+    loss = nu.cv_loss["outcome"]
+    assert nu.choice["outcome"] == min(loss, key=loss.get)
