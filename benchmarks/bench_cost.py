@@ -353,7 +353,7 @@ def print_curve(title: str, axis: str, runs: list[Run], limit: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default=",".join(FULL), help=f"comma-separated, of {', '.join(FULL)}")
+    parser.add_argument("--sizes", default=",".join(FULL), help=f"comma-separated, of {', '.join(FULL)}; or none")
     parser.add_argument("--curves", default="rows,cols", help="rows, cols, both (rows,cols) or none")
     parser.add_argument("--quick", action="store_true", help="small stand-in shapes: a smoke check in minutes")
     parser.add_argument("--seed", type=int, default=0)
@@ -362,7 +362,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     args = parser.parse_args()
     table = QUICK if args.quick else FULL
-    keys = [k.strip() for k in args.sizes.split(",") if k.strip()]
+    keys = [k.strip() for k in args.sizes.split(",") if k.strip() and k.strip() != "none"]
     unknown = [k for k in keys if k not in table]
     if unknown:
         parser.error(f"unknown size(s) {unknown}; choose from {list(table)}")
