@@ -28,8 +28,8 @@ from agents.base.state import (
     SensitivityResult,
     TreatmentEffectResult,
 )
-from agents.stats.propensity import OVERLAP_POOR_SHARE, SMD_OK
-from agents.stats.verdict import Z95, agreement, degenerate_interval, unrepaired_in_set
+from agents.stats.review_policy import BALANCE_SMD, OVERLAP_POOR_SHARE, Policy
+from agents.stats.verdict import agreement, degenerate_interval, unrepaired_in_set
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
@@ -47,31 +47,6 @@ __all__ = [
 ]
 
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
-
-BALANCE_SMD = SMD_OK
-
-
-@dataclass(frozen=True)
-class Policy:
-    """The critique's thresholds (the options of ``critique`` in a recipe; defaults shown).
-
-    ``overlap_poor_share``: share of units outside common support above which overlap is poor
-    and an untrimmed estimate is never approved; ``balance_smd``: largest acceptable |SMD| after
-    weighting; ``disagree_z``: combined standard errors beyond which a credible estimator
-    disagrees with the headline; ``weak_evalue``: E-value of the confidence limit below which
-    unmeasured confounding is called weak; ``fragile_gamma``: Rosenbaum Gamma below which a
-    matched effect is fragile; ``max_rows_lost``: share of input rows data repair may drop
-    before data quality loses a point.
-    """
-
-    overlap_poor_share: float = OVERLAP_POOR_SHARE
-    balance_smd: float = SMD_OK
-    disagree_z: float = Z95
-    weak_evalue: float = 1.5
-    fragile_gamma: float = 1.2
-    max_rows_lost: float = 0.2
-"""Largest acceptable absolute standardized mean difference after weighting/matching."""
-
 
 def is_naive(e: TreatmentEffectResult) -> bool:
     """Whether an estimate is an unadjusted comparison (its family is ``naive``)."""
