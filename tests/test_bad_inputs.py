@@ -217,7 +217,7 @@ def test_a_continuous_treatment_gets_a_slope_through_the_cli(tmp_path: Path) -> 
     assert code == 0 and state["status"] == "completed", state.get("error_message")
     head = _headline(state)
     assert head["estimand"] == "slope" and head["treatment_variable"] == "hours"
-    assert "per one-unit increase in hours" in head["details"]["estimand_description"]
+    assert "per one-unit increase in hours" in head["details"]["extras"]["estimand_description"]
     assert head["ci_lower"] <= 0.5 <= head["ci_upper"], head
 
 

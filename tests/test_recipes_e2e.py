@@ -52,7 +52,7 @@ def test_quick_estimate_recipe_covers_the_truth(tmp_path: Path, capsys: pytest.C
     assert best["ci_lower"] <= truth["effect"] <= best["ci_upper"]
     assert "bonus_paid" not in best["details"]["adjustment_set"]
     assert {"x1", "x2"} <= set(best["details"]["adjustment_set"])
-    naive = next(e for e in state["treatment_effects"] if e["details"].get("naive"))
+    naive = next(e for e in state["treatment_effects"] if e["details"]["family"] == "naive")
     assert not naive["ci_lower"] <= truth["effect"] <= naive["ci_upper"]
     # Without a graph or timing metadata the run says what it had to assume.
     assert "Caution: Unverified" in printed
