@@ -148,10 +148,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         runs_dir=args.runs_dir,
     )
     folder = prepare_job(request, plan)
-    print(f"whyflow: job folder {folder.path}")
-    if folder.read_run().get("read_note"):
-        print(f"whyflow: read {args.data}: {folder.read_run()['read_note']}")
-    return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
+    try:
+        print(f"whyflow: job folder {folder.path}")
+        if folder.read_run().get("read_note"):
+            print(f"whyflow: read {args.data}: {folder.read_run()['read_note']}")
+        return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
+    except KeyboardInterrupt:  # before _execute's own guard: the job exists, so it is cancelled, not left pending
+        _cancel_interrupted(folder)
+        print(f"whyflow: job cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
+        return 130
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
