@@ -113,11 +113,8 @@ class EstimateDetails(BaseModel):
         """Read a plain dict from an older state: unknown keys into ``extras``, family derived."""
         if not isinstance(data, dict):
             return data
-        known = set(cls.model_fields)
-        out = {k: v for k, v in data.items() if k in known}
-        extras = dict(out.get("extras") or {})
-        extras.update({k: v for k, v in data.items() if k not in known})
-        out["extras"] = extras
+        out = _known_and_extras(data, set(cls.model_fields))
+        extras = out["extras"]
         if "method_key" not in out:
             out["method_key"] = str(extras.get("method") or "unknown")
         if "family" not in out:
@@ -126,6 +123,13 @@ class EstimateDetails(BaseModel):
         else:
             extras.pop("naive", None)
         return out
+
+
+def _known_and_extras(data: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    """A details dict split into the model's fields and ``extras`` (every other key, merged in)."""
+    out = {k: v for k, v in data.items() if k in known}
+    out["extras"] = {**(out.get("extras") or {}), **{k: v for k, v in data.items() if k not in known}}
+    return out
 
 
 def family_of_legacy(name: str) -> str:
@@ -176,11 +180,7 @@ class SensitivityDetails(BaseModel):
     def _legacy(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        known = set(cls.model_fields)
-        out = {k: v for k, v in data.items() if k in known}
-        extras = dict(out.get("extras") or {})
-        extras.update({k: v for k, v in data.items() if k not in known})
-        out["extras"] = extras
+        out = _known_and_extras(data, set(cls.model_fields))
         if out.get("kind") not in SensitivityKind.__args__:  # type: ignore[attr-defined]
             out["kind"] = "unobserved" if out.get("kind") == "unobserved_common_cause" else "other"
         return out
