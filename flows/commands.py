@@ -54,29 +54,37 @@ def _validate_metadata(path: str) -> int:
 def _execute(
     plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dict[str, str], verbose: bool = False
 ) -> int:
-    from flows.interrupts import interrupt_guard, shield_ephemeral_server
+    from flows.interrupts import interrupt_guard
 
     def give_up() -> None:
         _cancel_interrupted(folder)
         print(f"whyflow: job cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
 
+    def while_booting() -> None:
+        """The run's imports, while Prefect's temporary server boots in its own process."""
+        from flows.progress import quiet_prefect_console
+        from flows.runner import preload
+
+        if not verbose:
+            quiet_prefect_console()
+        preload(plan.agent_nodes())
+
     reporter_set = False
     try:
         with interrupt_guard(give_up):  # Ctrl-C during the imports below cancels the job too
-            from flows.compile import build_flow, set_console_reporter
-            from flows.progress import ConsoleReporter, quiet_prefect_console
-            from flows.runner import preload
+            from flows.temp_server import temporary_server
 
-            if not verbose:
-                quiet_prefect_console()
-            state = folder.load()
-            shield_ephemeral_server(while_booting=lambda: preload(plan.agent_nodes()))
-            set_console_reporter(ConsoleReporter())
-            reporter_set = True
-            flow = build_flow(plan, run_name=f"{plan.name}-{state.job_id}")
-            ended = flow(
-                recipe=recipe_for_flow, job_dir=str(folder.path.resolve()), overrides=overrides, return_state=True
-            )
+            with temporary_server(while_booting=while_booting):
+                from flows.compile import build_flow, set_console_reporter
+                from flows.progress import ConsoleReporter
+
+                state = folder.load()
+                set_console_reporter(ConsoleReporter())
+                reporter_set = True
+                flow = build_flow(plan, run_name=f"{plan.name}-{state.job_id}")
+                ended = flow(
+                    recipe=recipe_for_flow, job_dir=str(folder.path.resolve()), overrides=overrides, return_state=True
+                )
             _fail_if_unfinished(folder, ended)
     except KeyboardInterrupt:
         _cancel_interrupted(folder)

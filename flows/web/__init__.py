@@ -24,16 +24,16 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path = "run
     """Serve the chat page until interrupted (Ctrl-C); 0 on a clean stop."""
     import uvicorn
 
-    from flows.interrupts import shield_ephemeral_server
     from flows.progress import quiet_prefect_console
+    from flows.temp_server import temporary_server
 
     app = create_app(data_dir)
-    shield_ephemeral_server()  # Prefect's temporary API server now, not at the first question
     quiet_prefect_console()
     where = f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
     print(f"whyflow: chat page at {where} (data in {Path(data_dir).resolve()}); Ctrl-C stops it", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"whyflow: warning: listening on {host}: anyone who can reach it can upload files and run code in the sandbox",
               flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    with temporary_server():  # Prefect's temporary API server now, not at the first question
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
     return 0

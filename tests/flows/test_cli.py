@@ -264,29 +264,43 @@ def test_http_url_input_is_downloaded_into_the_job_folder(data: Path, tmp_path: 
     assert missing == 2
 
 
-def test_heavy_imports_overlap_the_ephemeral_server_boot(tmp_path: Path) -> None:
-    """In ephemeral mode the run's imports happen while Prefect's server process boots, once, and
-    the server is healthy afterwards (a real server in a child process; no harness)."""
+def test_heavy_imports_overlap_the_temporary_server_boot(tmp_path: Path) -> None:
+    """With no server configured, whyflow starts Prefect's server in a child process before the
+    run's imports, which happen while it boots (once); the run's Prefect settings point at it, this
+    process never imports Prefect's server package, and the server is gone afterwards."""
     script = (
-        "import sys, time, httpx\n"
-        "from prefect.server.api.server import SubprocessASGIServer\n"
-        "from flows.interrupts import shield_ephemeral_server\n"
+        "import os, sys, httpx\n"
+        "from prefect.settings import PREFECT_API_URL\n"
+        "from flows.temp_server import temporary_server\n"
         "calls = []\n"
         "def warm():\n"
-        "    server = SubprocessASGIServer()\n"
         "    try:\n"
-        "        up = httpx.get(f'{server.api_url}/health').status_code == 200\n"
+        "        up = httpx.get(os.environ['PREFECT_API_URL'] + '/health').status_code == 200\n"
         "    except httpx.ConnectError:\n"
         "        up = False\n"
-        "    calls.append(server.running and not up)  # spawned, not yet answering\n"
+        "    calls.append(not up)  # spawned, not yet answering\n"
         "    import statsmodels.api  # noqa: F401\n"
-        "shield_ephemeral_server(while_booting=warm)\n"
-        "server = SubprocessASGIServer()\n"
-        "ok = httpx.get(f'{server.api_url}/health').status_code == 200\n"
-        "print(calls, ok, 'statsmodels.api' in sys.modules)\n"
-        "server.stop()\n"
+        "with temporary_server(while_booting=warm) as server:\n"
+        "    ok = httpx.get(f'{server.api_url}/health').status_code == 200\n"
+        "    same = PREFECT_API_URL.value() == server.api_url\n"
+        "stopped = server.process.poll() is not None and PREFECT_API_URL.value() is None\n"
+        "print(calls, ok, same, stopped, 'statsmodels.api' in sys.modules, 'prefect.server.api.server' in sys.modules)\n"
     )
     env = {k: v for k, v in subprocess_env(PREFECT_HOME=str(tmp_path / "prefect")).items() if k != "PREFECT_API_URL"}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "[True] True True"  # ran once, while the server booted
+    assert out.stdout.strip().splitlines()[-1] == "[True] True True True True False"
+
+
+def test_a_configured_server_is_used_as_it_is(tmp_path: Path) -> None:
+    """PREFECT_API_URL set: nothing is started, the imports still run, the block gets None."""
+    script = (
+        "from flows.temp_server import temporary_server\n"
+        "calls = []\n"
+        "with temporary_server(while_booting=lambda: calls.append(1)) as server:\n"
+        "    print(server, calls)\n"
+    )
+    env = subprocess_env(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_API_URL="http://127.0.0.1:9/api")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "None [1]"
