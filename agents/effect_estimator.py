@@ -23,8 +23,10 @@ from agents.stats.estimation import (
     ESTIMATOR_OPTIONAL,
     ESTIMATOR_REQUIRED,
     ESTIMATOR_WRITES,
+    FAN_OUT_METHODS,
     EffectEstimatorParams,
     finish_pair,
+    fit_in_parts,
     resolve_pairs,
     setup_for_pair,
 )
@@ -74,10 +76,18 @@ class EffectEstimatorAgent(Agent[EffectEstimatorParams]):
             if "add_doubly_robust" in codes and setup.binary:
                 setup.changes.append("add_doubly_robust: AIPW (doubly robust) included")
             estimates = {}
+            if len([m for m in methods if m in FAN_OUT_METHODS]) > 1:
+                ctx.progress(f"{t} -> {y}: " + ", ".join(m for m in methods if m in FAN_OUT_METHODS))
+            fanned = fit_in_parts(setup, methods)  # the costly learners, as parts of one fan-out
             for name in methods:
                 ctx.progress(f"{t} -> {y}: {name}")
                 try:
-                    estimates[name] = run_method(setup, name)
+                    if name in fanned:
+                        if isinstance(fanned[name], AgentError):
+                            raise fanned[name]
+                        estimates[name] = fanned[name]
+                    else:
+                        estimates[name] = run_method(setup, name)
                     setup.skipped.pop(name, None)
                 except AgentError as exc:  # run_method turns any estimator failure into one
                     setup.skipped[name] = str(exc)

@@ -11,6 +11,9 @@ Prefect is imported here (and in nothing `whyflow validate` needs), so validatio
 from __future__ import annotations
 
 import dataclasses
+import os
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ from prefect import flow
 
 from agents.base.agent import Agent, AgentContext, AgentResult
 from agents.base.ask_state import AskState, JobState
+from agents.base.parallel import use_mapper
 from flows.dispatch import dispatch
 from flows.errors import RunCancelled, RunFailed
 from flows.jobs import RunRequest, prepare_job
@@ -26,7 +30,15 @@ from flows.progress import FanOutReporter, LogReporter, Reporter
 from flows.runner import Runner
 from flows.store import JobFolder
 
-__all__ = ["build_flow", "make_task_runner", "PrefectExecutor", "run_job", "analysis_flow", "set_console_reporter"]
+__all__ = [
+    "build_flow",
+    "make_task_runner",
+    "PrefectExecutor",
+    "PrefectPartMapper",
+    "run_job",
+    "analysis_flow",
+    "set_console_reporter",
+]
 
 
 def _agent_task(agent_cls: type[Agent], params: dict[str, Any], state: JobState, ctx: AgentContext) -> AgentResult:
@@ -59,6 +71,75 @@ def make_task_runner(plan: Plan) -> Any:
     if settings.task_runner == "sequential":
         return ThreadPoolTaskRunner(max_workers=1)
     return ThreadPoolTaskRunner(max_workers=settings.max_workers)
+
+
+class _Part:
+    """One part and its input, one opaque parameter: neither Prefect nor Dask looks inside it.
+
+    (Prefect's ``quote`` is a named tuple, which Dask would take for a task of its own graph.)
+    """
+
+    def __init__(self, fn: Callable[[Any], Any], item: Any) -> None:
+        self.fn, self.item = fn, item
+
+
+def _run_part(part: _Part) -> Any:
+    """The body of every part task: one independent part of an agent's work (a fold, a learner)."""
+    return part.fn(part.item)
+
+
+class PrefectPartMapper:
+    """Runs an agent's parts (:func:`agents.base.parallel.map_parts`) as Prefect tasks on the flow's task runner.
+
+    Each part is a task run of ``part`` mapped over the flow run's task runner: threads by
+    default, one at a time under ``task_runner: sequential``, the Dask cluster's workers under
+    ``task_runner: dask`` (each part and its inputs pickled to a worker process, so at a million
+    rows a fold ships its share of the covariate matrix). At most ``width`` parts are in flight,
+    which bounds the memory of concurrent fits. Results come back in order and every part carries
+    its own seed, so the numbers do not depend on the runner.
+
+    Parts are only submitted from the thread running the flow, where a sequential step's agent
+    runs. An agent that itself runs as a submitted task (a member of a ``parallel:`` group, on a
+    pool thread or a Dask worker) runs its parts inline, one after another: waiting on the pool
+    it occupies could deadlock a bounded thread pool or a Dask cluster whose every worker thread
+    holds such an agent, and Prefect's Dask runner gives a worker no flow context to submit from
+    that would avoid it. A part's own fan-out also runs inline.
+    """
+
+    def __init__(self, flow_thread: int, width: int | None = None) -> None:
+        from prefect import task
+        from prefect.cache_policies import NO_CACHE
+
+        self.flow_thread = flow_thread
+        self.width = width
+        self._task = task(_run_part, name="part", cache_policy=NO_CACHE, persist_result=False)  # type: ignore[call-overload]
+
+    def __call__(self, fn: Callable[[Any], Any], items: Sequence[Any], name: str = "part") -> list[Any]:
+        from prefect.context import FlowRunContext
+
+        runner = getattr(FlowRunContext.get(), "task_runner", None)
+        if runner is None or threading.get_ident() != self.flow_thread:
+            return [fn(item) for item in items]
+        part = self._task.with_options(name=name)
+        width = self.width or len(items)
+        futures: list[Any] = []
+        results: list[Any] = []
+        for i, item in enumerate(items):
+            if i >= width:  # keep at most `width` in flight: wait for the oldest before the next
+                results.append(futures[i - width].result())
+            futures.append(part.with_options(task_run_name=f"{name}-{i}").submit(_Part(fn, item)))
+        results.extend(f.result() for f in futures[len(results) :])
+        return results
+
+
+def _part_width(plan: Plan) -> int | None:
+    """Parts in flight at once: the recipe's ``max_workers``, else the CPUs (threads) or unbounded (Dask)."""
+    settings = plan.settings
+    if settings.max_workers:
+        return int(settings.max_workers)
+    if settings.task_runner == "dask":
+        return None
+    return max(1, os.cpu_count() or 1)
 
 
 class PrefectExecutor:
@@ -120,7 +201,8 @@ def run_job(plan: Plan, folder: JobFolder, reporter: Reporter | None = None) -> 
         reporters.insert(0, reporter)
     runner = Runner(plan, folder, state, PrefectExecutor(plan), FanOutReporter(*reporters))
     try:
-        runner.run()
+        with use_mapper(PrefectPartMapper(threading.get_ident(), _part_width(plan))):
+            runner.run()
     except RunFailed as exc:
         publish_run(plan, folder, state, logger)
         return Failed(message=str(exc))

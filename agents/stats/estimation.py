@@ -8,6 +8,7 @@ identical choices give identical estimates and neither agent imports the other.
 from __future__ import annotations
 
 import difflib
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -28,7 +29,9 @@ __all__ = [
     "ESTIMATOR_WRITES",
     "EffectEstimatorParams",
     "MethodKey",
+    "FAN_OUT_METHODS",
     "finish_pair",
+    "fit_in_parts",
     "known_method",
     "resolve_pairs",
     "setup_for_pair",
@@ -131,6 +134,50 @@ def setup_for_pair(
         cache_dir=cache_dir,
         ps_diagnostics=view.ps_diagnostics,
     )
+
+
+FAN_OUT_METHODS = ("s_learner", "t_learner", "x_learner", "dr_learner")
+"""Methods fitted as parts of one fan-out (:func:`fit_in_parts`): the costly learners, each independent
+of the others and of the pair's other methods (each reads the shared nuisances and is seeded by the run's
+seed)."""
+
+
+def _fit_part(setup: Any, name: str) -> Any:
+    """One method as a part: its Estimate, or the AgentError that ``run_method`` raised (a skip)."""
+    from agents.base.errors import AgentError
+    from agents.stats.pair_analysis import run_method
+
+    try:
+        return run_method(setup, name)
+    except AgentError as exc:
+        return exc
+
+
+def fit_in_parts(setup: Any, names: list[str]) -> dict[str, Any]:
+    """The methods of ``names`` in :data:`FAN_OUT_METHODS`, fitted by :func:`agents.base.parallel.map_parts`.
+
+    Returns name -> Estimate or AgentError (the caller records it as a skip), the same values
+    ``run_method`` gives one at a time. The parts get a copy of the setup without the raw data
+    frames (these learners read the encoded covariates, the outcome, the treatment and the
+    shared nuisances), so a Dask worker is sent what it needs and not the whole table.
+    """
+    import dataclasses
+
+    from agents.base.parallel import map_parts
+
+    todo = [n for n in names if n in FAN_OUT_METHODS]
+    if not todo:
+        return {}
+    slim = dataclasses.replace(
+        setup,
+        frame=setup.frame.iloc[:0],
+        prep=dataclasses.replace(setup.prep, frame=setup.prep.frame.iloc[:0]),
+        changes=[],
+        notes=[],
+        skipped={},
+        _dowhy=None,
+    )
+    return dict(zip(todo, map_parts(partial(_fit_part, slim), todo, name="estimator"), strict=True))
 
 
 def _save_rows(setup: Any, round_no: int) -> str | None:

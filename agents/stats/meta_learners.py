@@ -12,11 +12,13 @@ a random sample (they are the expensive part of the estimator) and say so in ``d
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from agents.base.parallel import map_parts
 from agents.stats.estimators import Estimate, normal_ci
 from agents.stats.propensity import CLIP
 
@@ -83,7 +85,7 @@ def meta_learner(
     rng = np.random.default_rng(seed)
     n = len(y)
     idx = np.sort(rng.choice(n, size=max_rows, replace=False)) if n > max_rows else np.arange(n)
-    Xs, ys, ts = X.to_numpy(dtype=float)[idx], y[idx], t[idx].astype(int)
+    Xs, ys, ts = X.iloc[idx].to_numpy(dtype=float), y[idx], t[idx].astype(int)  # no float copy of every row
     ps_s = np.clip(ps[idx], CLIP, 1 - CLIP)
     model = _learner(kind, seed)
     with warnings.catch_warnings():
@@ -129,9 +131,18 @@ def meta_learner(
     )
 
 
-def dr_learner(
-    X: pd.DataFrame, y: np.ndarray, t: np.ndarray, ps: np.ndarray, nuisance: Any, seed: int = 0
-) -> Estimate:
+def _dr_part(Xv: np.ndarray, phi: np.ndarray, splits: list[Any], seed: int, k: int) -> np.ndarray:
+    """The CATE model of one fold: LightGBM on the pseudo-outcome of the other folds (seeded by ``seed``)."""
+    train, test = splits[k]
+    model = _lgbm(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        model.set_params(min_child_samples=50, n_estimators=100)
+        model.fit(Xv[train], phi[train])
+        return np.asarray(model.predict(Xv[test]), dtype=float)
+
+
+def dr_learner(X: pd.DataFrame, y: np.ndarray, t: np.ndarray, ps: np.ndarray, nuisance: Any, seed: int = 0) -> Estimate:
     """DR-learner: cross-fitted regression of the AIPW pseudo-outcome on X, sharing AIPW's nuisances.
 
     The average effect is the mean of the cross-fitted CATEs; its standard error is that of the
@@ -143,14 +154,11 @@ def dr_learner(
 
     phi = aipw_scores(nuisance, y, t, ps)
     Xv = X.to_numpy(dtype=float)
+    splits = list(KFold(nuisance.folds, shuffle=True, random_state=seed).split(Xv))
     cate = np.empty(len(y))
-    for train, test in KFold(nuisance.folds, shuffle=True, random_state=seed).split(Xv):
-        model = _lgbm(seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category=UserWarning)
-            model.set_params(min_child_samples=50, n_estimators=100)
-            model.fit(Xv[train], phi[train])
-            cate[test] = model.predict(Xv[test])
+    parts = map_parts(partial(_dr_part, Xv, phi, splits, seed), range(len(splits)), name="dr-learner-fold")
+    for (_, test), pred in zip(splits, parts, strict=True):
+        cate[test] = pred
     est = float(cate.mean())
     se = float(phi.std(ddof=1) / np.sqrt(len(y)))
     ci, p = normal_ci(est, se)

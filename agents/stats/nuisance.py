@@ -21,12 +21,14 @@ import hashlib
 import json
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from agents.base.parallel import map_parts
 from agents.stats.propensity import CLIP
 
 __all__ = [
@@ -222,19 +224,43 @@ def _propensity(
         best, _, loss = _propensity(Xv[sample], t[sample], sub_splits, seed, candidates)
         _, e, _ = _propensity(Xv, t, splits, seed, (best,))
         return best, e, loss
-    preds: dict[str, np.ndarray] = {}
-    for name in candidates:
-        p = np.empty(len(t))
-        for train, test in splits:
-            model = _classifier(name, seed)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model.fit(Xv[train], t[train])
-                p[test] = model.predict_proba(Xv[test])[:, 1]
-        preds[name] = p
+    preds = _assemble(
+        len(t),
+        splits,
+        candidates,
+        map_parts(partial(_ps_part, Xv, t, splits, seed), _jobs(candidates, splits), name="propensity-fold"),
+    )
     loss = {k: _log_loss(t, v) for k, v in preds.items()}
     best = min(loss, key=lambda k: loss[k])
     return best, preds[best], loss
+
+
+def _jobs(candidates: tuple[str, ...], splits: list[Any]) -> list[tuple[str, int]]:
+    """One part per (learner, fold): the unit of fan-out (:func:`agents.base.parallel.map_parts`)."""
+    return [(name, k) for name in candidates for k in range(len(splits))]
+
+
+def _assemble(n: int, splits: list[Any], candidates: tuple[str, ...], parts: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Each learner's held-out predictions for every unit, from the parts in :func:`_jobs` order."""
+    out: dict[str, np.ndarray] = {}
+    it = iter(parts)
+    for name in candidates:
+        pred = np.empty(n)
+        for _, test in splits:
+            pred[test] = next(it)
+        out[name] = pred
+    return out
+
+
+def _ps_part(Xv: np.ndarray, t: np.ndarray, splits: list[Any], seed: int, job: tuple[str, int]) -> np.ndarray:
+    """One propensity learner fitted on the other folds, predicted on fold ``job[1]`` (seeded by ``seed``)."""
+    name, k = job
+    train, test = splits[k]
+    model = _classifier(name, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(Xv[train], t[train])
+        return np.asarray(model.predict_proba(Xv[test])[:, 1], dtype=float)
 
 
 def _log_loss(t: np.ndarray, p: np.ndarray) -> float:
@@ -246,15 +272,38 @@ def _regress(
     Xv: np.ndarray, y: np.ndarray, splits: list[Any], seed: int, rows: np.ndarray | None, candidates: tuple[str, ...]
 ) -> dict[str, np.ndarray]:
     """Cross-fitted predictions for every unit, training on ``rows`` (all when None) of the other folds."""
-    out: dict[str, np.ndarray] = {}
-    for name in candidates:
-        pred = np.empty(len(y))
-        for train, test in splits:
-            fit_on = train if rows is None else train[rows[train]]
-            model = _regressor(name, seed).fit(Xv[fit_on], y[fit_on])
-            pred[test] = model.predict(Xv[test])
-        out[name] = pred
-    return out
+    return _regress_arms(Xv, y, splits, seed, [rows], candidates)[0]
+
+
+def _regress_arms(
+    Xv: np.ndarray,
+    y: np.ndarray,
+    splits: list[Any],
+    seed: int,
+    arms: list[np.ndarray | None],
+    candidates: tuple[str, ...],
+) -> list[dict[str, np.ndarray]]:
+    """:func:`_regress` for each row mask of ``arms``, every (arm, learner, fold) fit one part of one fan-out."""
+    jobs = [(a, name, k) for a in range(len(arms)) for name, k in _jobs(candidates, splits)]
+    parts = map_parts(partial(_reg_part, Xv, y, splits, seed, arms), jobs, name="outcome-fold")
+    per = len(candidates) * len(splits)
+    return [_assemble(len(y), splits, candidates, parts[a * per : (a + 1) * per]) for a in range(len(arms))]
+
+
+def _reg_part(
+    Xv: np.ndarray,
+    y: np.ndarray,
+    splits: list[Any],
+    seed: int,
+    arms: list[np.ndarray | None],
+    job: tuple[int, str, int],
+) -> np.ndarray:
+    """One outcome learner fitted on arm ``job[0]``'s rows of the other folds, predicted on fold ``job[2]``."""
+    a, name, k = job
+    train, test = splits[k]
+    rows = arms[a]
+    fit_on = train if rows is None else train[rows[train]]
+    return np.asarray(_regressor(name, seed).fit(Xv[fit_on], y[fit_on]).predict(Xv[test]), dtype=float)
 
 
 def _outcome_candidates(n_train: int, flexible: bool, p: int) -> tuple[str, ...]:
@@ -300,8 +349,7 @@ def fit_binary(
     sample = selection_rows(n, seed) if len(candidates) > 1 else None
     best, loss, fit1, fit0 = _arm_choice(Xv, y, t, splits, seed, candidates, sample)
     if sample is not None:  # chosen on the sample: cross-fit only the chosen learner on every row
-        fit1 = _regress(Xv, y, splits, seed, treated, (best,))
-        fit0 = _regress(Xv, y, splits, seed, ~treated, (best,))
+        fit1, fit0 = _regress_arms(Xv, y, splits, seed, [treated, ~treated], (best,))
     return Nuisance(
         k,
         e=e,
@@ -328,8 +376,7 @@ def _arm_choice(
         Xv, y, t = Xv[sample], y[sample], t[sample]
         splits = _splits(len(sample), len(splits), seed, t)
     treated = t == 1
-    fit1 = _regress(Xv, y, splits, seed, treated, candidates)
-    fit0 = _regress(Xv, y, splits, seed, ~treated, candidates)
+    fit1, fit0 = _regress_arms(Xv, y, splits, seed, [treated, ~treated], candidates)
     loss = {
         name: float(np.mean(np.where(treated, (y - fit1[name]) ** 2, (y - fit0[name]) ** 2))) for name in candidates
     }

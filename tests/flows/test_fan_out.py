@@ -1,0 +1,135 @@
+"""Fan-out of an agent's parts: identical numbers sequentially, on threads, as Prefect tasks and on Dask."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agents.base.parallel import map_parts, sequential, thread_mapper, use_mapper
+from benchmarks import synthetic_effects as S
+from flows.dispatch import run_single_agent
+from tests.flows.test_dask import cluster  # noqa: F401 - the module-scoped Dask cluster fixture
+from tests.helpers import make_state
+
+METHODS = {"methods": ["naive", "aipw", "t_learner", "x_learner", "dr_learner"], "bootstrap": 20}
+
+
+def _square_seeded(item: tuple[int, int]) -> tuple[int, float]:
+    """A part drawing from its own seed: the same value whoever runs it."""
+    k, seed = item
+    return k, float(np.random.default_rng(seed).normal())
+
+
+def _thread_name(_: int) -> str:
+    return threading.current_thread().name
+
+
+def _nested(k: int) -> list[str]:
+    return map_parts(_thread_name, range(k + 2))
+
+
+def _fail_on(k: int) -> int:
+    if k in (2, 3):
+        raise ValueError(f"part {k}")
+    return k
+
+
+def test_map_parts_in_order_whatever_runs_them() -> None:
+    items = [(k, 100 + k) for k in range(9)]
+    alone = map_parts(_square_seeded, items)
+    with use_mapper(thread_mapper(3)):
+        pooled = map_parts(_square_seeded, items)
+        names = map_parts(_thread_name, range(6))
+        nested = map_parts(_nested, range(3))
+        with pytest.raises(ValueError, match="part 2"):  # the first failure in item order
+            map_parts(_fail_on, range(5))
+    assert alone == pooled == [(k, float(np.random.default_rng(100 + k).normal())) for k in range(9)]
+    assert all(n.startswith("whyflow-part") for n in names)
+    # a part's own fan-out runs inline, on the part's thread (never waits on the pool it occupies)
+    assert all(len(set(sub)) == 1 and sub[0].startswith("whyflow-part") for sub in nested)
+    assert sequential(_square_seeded, items) == alone
+
+
+def _estimates(state: Any) -> list[tuple[str, float, float, float]]:
+    return [(e.details.method_key, e.estimate, e.ci_lower, e.ci_upper) for e in state.treatment_effects]
+
+
+def test_effect_estimator_identical_sequential_and_on_threads(tmp_path: Path) -> None:
+    frame, truth = S.nonlinear_heterogeneous(n=1500, seed=4)
+    runs = []
+    for name, mapper in (("seq", None), ("threads", thread_mapper(4))):
+        state = make_state(frame, tmp_path / name, "treated", "outcome")
+        with use_mapper(mapper):
+            run_single_agent("effect_estimator", state, tmp_path / name, METHODS, seed=5)
+        runs.append(_estimates(state))
+    assert runs[0] == runs[1]  # bit-identical: same parts, same seeds, results in order
+    assert [r[0] for r in runs[0]] == METHODS["methods"]
+
+
+def _flow_estimates(frame: Any, job: Path, runner: Any) -> tuple[list[Any], set[str]]:
+    """effect_estimator as a Prefect task in a flow with ``runner``, parts mapped by the flow's mapper."""
+    from prefect import flow, task
+
+    from flows.compile import PrefectPartMapper
+
+    seen: set[str] = set()
+
+    @task
+    def estimate() -> list[Any]:
+        state = make_state(frame, job, "treated", "outcome")
+        run_single_agent("effect_estimator", state, job, METHODS, seed=5)
+        return _estimates(state)
+
+    @flow(task_runner=runner)
+    def fan_out() -> list[Any]:
+        from prefect.context import FlowRunContext
+
+        ctx = FlowRunContext.get()
+        assert ctx is not None
+        with use_mapper(_Recording(PrefectPartMapper(threading.get_ident(), 3), seen)):
+            return estimate()
+
+    return fan_out(), seen
+
+
+class _Recording:
+    """A mapper that notes the part names it was asked to run, then defers to the real one."""
+
+    def __init__(self, inner: Any, seen: set[str]) -> None:
+        self.inner, self.seen = inner, seen
+
+    def __call__(self, fn: Any, items: Any, name: str = "part") -> list[Any]:
+        self.seen.add(name)
+        return list(self.inner(fn, items, name))
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_prefect_threads_and_sequential_runners_identical(tmp_path: Path) -> None:
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    frame, _ = S.nonlinear_heterogeneous(n=1500, seed=4)
+    state = make_state(frame, tmp_path / "plain", "treated", "outcome")
+    run_single_agent("effect_estimator", state, tmp_path / "plain", METHODS, seed=5)
+    plain = _estimates(state)
+    threads, seen = _flow_estimates(frame, tmp_path / "threads", ThreadPoolTaskRunner(max_workers=4))
+    one, _ = _flow_estimates(frame, tmp_path / "seq", ThreadPoolTaskRunner(max_workers=1))
+    assert {"estimator", "outcome-fold"} <= seen  # the learners and the nuisance folds were fanned out
+    assert plain == threads == one
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("prefect_harness")
+def test_dask_runner_gives_the_same_numbers(cluster: str, tmp_path: Path) -> None:  # noqa: F811
+    from prefect_dask import DaskTaskRunner
+
+    frame, _ = S.nonlinear_heterogeneous(n=1500, seed=4)
+    state = make_state(frame, tmp_path / "plain", "treated", "outcome")
+    run_single_agent("effect_estimator", state, tmp_path / "plain", METHODS, seed=5)
+    dask, seen = _flow_estimates(frame, tmp_path / "dask", DaskTaskRunner(address=cluster))
+    assert "estimator" in seen
+    for a, b in zip(_estimates(state), dask, strict=True):  # BLAS summation order may differ across processes
+        assert a[0] == b[0] and np.allclose(a[1:], b[1:], rtol=1e-9, atol=1e-12), (a, b)
