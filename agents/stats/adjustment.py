@@ -17,6 +17,7 @@ import pandas as pd
 
 from agents.base.errors import AgentError
 from agents.base.improvements import CODES, ordered_codes
+from agents.stats.frame_checks import at_most_distinct
 
 SPARSE_COVARIATE_SHARE = 0.5
 """A covariate missing in more rows than this is left out of complete-case adjustment (stated, never silent)."""
@@ -72,14 +73,21 @@ def derived_from_treatment(frame: pd.DataFrame, treatment: str, candidates: list
     treatment to learn from (perfect separation).
     """
     t = frame[treatment]
+    n_levels = int(t.nunique())
     out: list[str] = []
     for col in candidates:
-        pair = frame[[treatment, col]].dropna()
-        if pair.empty or pair[col].nunique() < 2:
+        pair = frame[[treatment, col]]
+        if pair.isna().to_numpy().any():
+            pair = pair.dropna()
+        if pair.empty or at_most_distinct(pair[col], 1):
             continue
-        per_arm = pair.groupby(treatment)[col].nunique()
-        values_per_level = pair.groupby(col)[treatment].nunique()
-        if (per_arm <= 1).all() or ((values_per_level <= 1).all() and pair[col].nunique() <= t.nunique()):
+        # Constant within each arm: every value equals its arm's first (groupby's nunique, without hashing).
+        firsts = pair.groupby(treatment, sort=False)[col].transform("first")
+        if bool((pair[col] == firsts).all()):
+            out.append(col)
+            continue
+        # One treatment level per value: only possible when the column has no more values than the treatment.
+        if at_most_distinct(pair[col], n_levels) and (pair.groupby(col)[treatment].nunique() <= 1).all():
             out.append(col)
             continue
         if pd.api.types.is_numeric_dtype(pair[col]) and pd.api.types.is_numeric_dtype(pair[treatment]):
@@ -159,9 +167,9 @@ def choose_adjustment(
             excluded[col] = f"missing in {share:.0%} of rows: too sparse to adjust for (not imputed here)"
             sparse.append(col)
     for col in pool:
-        if col not in excluded and frame[col].nunique(dropna=True) < 2:
+        if col not in excluded and at_most_distinct(frame[col], 1):
             excluded[col] = "constant column"
-        elif col not in excluded and frame[col].dtype == object and frame[col].nunique() > 50:
+        elif col not in excluded and frame[col].dtype == object and not at_most_distinct(frame[col], 50):
             excluded[col] = "high-cardinality text column (identifier-like)"
     covariates = [c for c in pool if c not in excluded]
     shown = {c: r for c, r in excluded.items() if c in frame.columns and c not in reserved}

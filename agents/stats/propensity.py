@@ -155,19 +155,21 @@ def weights(ps: np.ndarray, t: np.ndarray, estimand: str = "ATE") -> np.ndarray:
     return np.where(t == 1, 1.0 / e, 1.0 / (1 - e))
 
 
-def _wmean_var(x: np.ndarray, w: np.ndarray) -> tuple[float, float]:
-    m = float(np.average(x, weights=w))
-    return m, float(np.average((x - m) ** 2, weights=w))
+def _wmean(x: np.ndarray, w: np.ndarray) -> float:
+    return float(np.average(x, weights=w))
 
 
 def balance_table(X: pd.DataFrame, t: np.ndarray, w: np.ndarray) -> dict[str, dict[str, float]]:
     """Standardised mean differences before and after weighting (pooled unweighted SD)."""
     out: dict[str, dict[str, float]] = {}
+    treated, control = t == 1, t == 0  # the masks and the arms' weights once, not four times a column
+    w1, w0 = w[treated], w[control]
     for col in X.columns:
         x = X[col].to_numpy(dtype=float)
-        sd = np.sqrt((x[t == 1].var() + x[t == 0].var()) / 2) or 1.0
-        before = (x[t == 1].mean() - x[t == 0].mean()) / sd
-        after = (_wmean_var(x[t == 1], w[t == 1])[0] - _wmean_var(x[t == 0], w[t == 0])[0]) / sd
+        x1, x0 = x[treated], x[control]
+        sd = np.sqrt((x1.var() + x0.var()) / 2) or 1.0
+        before = (x1.mean() - x0.mean()) / sd
+        after = (_wmean(x1, w1) - _wmean(x0, w0)) / sd
         out[str(col)] = {"smd_before": round(float(before), 4), "smd_after": round(float(after), 4)}
     return out
 

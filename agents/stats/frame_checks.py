@@ -1,0 +1,56 @@
+"""Exact checks over a whole column or table that are cheap at a million rows.
+
+``series.nunique() <= k`` hashes every value of the column; when the column is continuous the
+answer is already known from its first few hundred values. ``frame.duplicated()`` factorises
+every column; one 64-bit hash a row finds the candidates, and only rows that share a hash are
+compared exactly. Both return what the pandas expression they replace returns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["at_most_distinct", "duplicate_rows"]
+
+_PROBE = 512
+
+
+def at_most_distinct(series: pd.Series, k: int) -> bool:
+    """``series.nunique(dropna=True) <= k``, answered from a prefix when the prefix already exceeds ``k``."""
+    values = series.dropna()
+    if len(values) <= k:
+        return True
+    if k == 0:
+        return False
+    if len(values) > _PROBE and len(pd.unique(values.iloc[:_PROBE])) > k:
+        return False
+    return int(values.nunique()) <= k
+
+
+def _column_hash(column: pd.Series) -> np.ndarray:
+    """64-bit hashes of one column's values; floats with -0.0 as 0.0 and one NaN (pandas counts them equal)."""
+    if pd.api.types.is_float_dtype(column) and isinstance(column.dtype, np.dtype):
+        values = column.to_numpy() + 0.0
+        values[np.isnan(values)] = np.nan
+        return pd.util.hash_array(values)
+    return pd.util.hash_pandas_object(column, index=False, categorize=True).to_numpy()
+
+
+def duplicate_rows(frame: pd.DataFrame) -> pd.Series:
+    """``frame.duplicated(keep="first")``: rows that repeat an earlier row exactly.
+
+    Rows whose 64-bit hashes are unique cannot repeat another row; the rest (every copy of a
+    duplicated row among them) are compared exactly by pandas, in their original order.
+    """
+    if frame.shape[1] == 0 or len(frame) < 2:
+        return frame.duplicated(keep="first")
+    hashes = np.zeros(len(frame), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for i in range(frame.shape[1]):
+            hashes = (hashes ^ _column_hash(frame.iloc[:, i])) * np.uint64(1_000_003 + 2 * i)
+    candidates = pd.Series(hashes).duplicated(keep=False).to_numpy()
+    out = np.zeros(len(frame), dtype=bool)
+    if candidates.any():
+        out[candidates] = frame.iloc[candidates].duplicated(keep="first").to_numpy()
+    return pd.Series(out, index=frame.index)
