@@ -5,7 +5,8 @@ critique and the report can say exactly what was changed. Safe repairs: numbers 
 parsed, label spelling variants unified, exact duplicate rows dropped, rows missing the
 treatment or outcome dropped (never imputed), constant and all-empty columns dropped, other
 missing values imputed (median / mode) with a ``<col>_missing`` indicator when the share is material.
-Outliers are reported, not changed: trimming them would change the estimand silently.
+Outliers are reported, not changed: trimming them would change the estimand silently. The
+duplicate-row expectation is validated only where an exact row-hash check finds a duplicate.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.errors import AgentError
 from agents.base.state import DataProfile, JobStatus
 from agents.base.view import StateView
+from agents.stats.frame_checks import at_most_distinct, duplicate_rows
 from agents.stats.profiling import (
     NUMERIC_TYPES,
     build_profile,
@@ -34,6 +36,7 @@ from agents.stats.repair_rules import (
     parse_date_columns,
     recheck_expectations,
     recording_errors,
+    table_checks,
     unrepaired,
 )
 
@@ -62,19 +65,20 @@ def _range_bounds(col: str, stats: dict[str, float]) -> tuple[float, float] | No
 
 
 def _suites(parsed: pd.DataFrame, profile: DataProfile, ids: list[str]) -> tuple[list, list]:
-    """Expectations on the raw data (types) and on the data with numbers parsed (the rest)."""
+    """Expectations on the raw data (types) and on the data with numbers parsed (the rest; the
+    duplicate-row check only where a row hash finds a duplicate: see ``table_checks``)."""
     import great_expectations as gx
 
     E = gx.expectations
     types = profile.feature_types
     on_raw: list[Any] = []
-    on_parsed: list[Any] = [E.ExpectCompoundColumnsToBeUnique(column_list=list(parsed.columns))]
+    on_parsed: list[Any] = table_checks(parsed)
     for col in parsed.columns:
         kind = types.get(col, "categorical")
         on_parsed.append(E.ExpectColumnValuesToNotBeNull(column=col))
         if kind in NUMERIC_TYPES and pd.api.types.is_numeric_dtype(parsed[col]):
             on_raw.append(E.ExpectColumnValuesToBeInTypeList(column=col, type_list=_NUMERIC_DTYPES))
-        if kind == "constant" or parsed[col].nunique() <= 1:
+        if kind == "constant" or at_most_distinct(parsed[col], 1):
             on_parsed.append(E.ExpectColumnUniqueValueCountToBeBetween(column=col, min_value=2))
         if col in ids:
             on_parsed.append(E.ExpectColumnValuesToBeUnique(column=col))
@@ -141,7 +145,7 @@ def _failure_entry(frame: pd.DataFrame, kind: str, col: str | None, kwargs: dict
         distinct = res.get("observed_value", 1)
         detail = "empty column: every value is missing" if distinct == 0 else f"constant column: {distinct} distinct value"
     elif kind == "expect_compound_columns_to_be_unique":
-        count = int(frame.duplicated(keep="first").sum())
+        count = int(duplicate_rows(frame).sum())
         detail = f"{count:,} rows exactly repeat an earlier row ({res.get('unexpected_count', 0):,} rows involved)"
     elif kind == "expect_column_values_to_be_between":
         detail = (
@@ -315,7 +319,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
 
     @staticmethod
     def _parse_numbers(raw: pd.DataFrame, profile: DataProfile, ids: list[str], repairs: list) -> pd.DataFrame:
-        frame = raw.copy()
+        frame = raw.copy(deep=False)  # copy-on-write: a replaced column never reaches ``raw``
         for col in frame.columns:
             if col in ids or profile.feature_types.get(col) not in NUMERIC_TYPES:
                 continue
@@ -405,7 +409,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
     ) -> pd.DataFrame:
         n = len(frame)
         if params.drop_duplicates:
-            dup = frame.duplicated(keep="first")
+            dup = duplicate_rows(frame)
             if dup.any():
                 frame = frame.loc[~dup]
                 repairs.append(
@@ -441,7 +445,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
 
     @staticmethod
     def _drop_constants(frame: pd.DataFrame, treatment: str | None, outcome: str | None, repairs: list) -> pd.DataFrame:
-        constants = [c for c in frame.columns if frame[c].nunique(dropna=True) <= 1]
+        constants = [c for c in frame.columns if at_most_distinct(frame[c], 1)]
         for role, col in (("treatment", treatment), ("outcome", outcome)):
             if col in constants:
                 raise AgentError(f"the {role} '{col}' takes a single value in the data: no effect can be estimated")
@@ -466,7 +470,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
     def _impute(
         frame: pd.DataFrame, profile: DataProfile, protected: set, threshold: float, repairs: list
     ) -> pd.DataFrame:
-        frame = frame.copy()
+        frame = frame.copy(deep=False)  # copy-on-write: columns are replaced, never written into
         n = len(frame)
         for col in list(frame.columns):
             kind = profile.feature_types.get(col, "categorical")

@@ -23,9 +23,17 @@ import numpy as np
 import pandas as pd
 
 from agents.base.state import DataProfile
+from agents.stats.frame_checks import at_most_distinct, duplicate_rows
 from agents.stats.profiling import NUMERIC_TYPES, label_variants, parse_dates
 
-__all__ = ["infinite_to_missing", "parse_date_columns", "recording_errors", "recheck_expectations", "unrepaired"]
+__all__ = [
+    "infinite_to_missing",
+    "parse_date_columns",
+    "recording_errors",
+    "recheck_expectations",
+    "table_checks",
+    "unrepaired",
+]
 
 ERROR_MAGNITUDE = 20.0
 """A recording error is at least this many times the column's median magnitude."""
@@ -85,18 +93,31 @@ def recording_errors(series: pd.Series) -> tuple[pd.Series, int] | None:
     return mask.fillna(False).astype(bool), factor
 
 
+def table_checks(frame: pd.DataFrame) -> list[Any]:
+    """The table-level expectation (no exact duplicate rows), when a row hash finds a duplicate.
+
+    ``duplicate_rows`` is exact, so a table it clears passes the expectation; leaving it out
+    spares Great Expectations' own whole-table pass, the costliest check on a large table.
+    """
+    import great_expectations as gx
+
+    if not duplicate_rows(frame).any():
+        return []
+    return [gx.expectations.ExpectCompoundColumnsToBeUnique(column_list=list(frame.columns))]
+
+
 def _recheck_suite(frame: pd.DataFrame, profile: DataProfile) -> list[Any]:
     import great_expectations as gx
 
     E = gx.expectations
     types = profile.feature_types
-    suite: list[Any] = [E.ExpectCompoundColumnsToBeUnique(column_list=list(frame.columns))]
+    suite: list[Any] = table_checks(frame)
     for col in frame.columns:
         kind = types.get(col, "numeric" if pd.api.types.is_numeric_dtype(frame[col]) else "categorical")
         if kind in ("id", "text"):
             continue
         suite.append(E.ExpectColumnValuesToNotBeNull(column=col))
-        if frame[col].nunique() <= 1:
+        if at_most_distinct(frame[col], 1):
             suite.append(E.ExpectColumnUniqueValueCountToBeBetween(column=col, min_value=2))
         if kind in NUMERIC_TYPES and not pd.api.types.is_numeric_dtype(frame[col]):
             suite.append(E.ExpectColumnValuesToBeInTypeList(column=col, type_list=["float64", "int64", "Float64"]))
