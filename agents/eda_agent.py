@@ -20,6 +20,7 @@ from agents.base.data import read_table
 from agents.base.errors import AgentError, DataError
 from agents.base.state import DataProfile, EDAResult, JobStatus
 from agents.base.view import StateView
+from agents.stats.frame_checks import at_most_distinct, duplicate_rows
 from agents.stats.profiling import is_missing_indicator, label_variants, parse_numeric_text
 
 __all__ = ["EDAAgent", "EDAParams", "quality_findings"]
@@ -35,12 +36,22 @@ def _numeric_columns(frame: pd.DataFrame, profile: DataProfile) -> list[str]:
         for c in frame.columns
         if pd.api.types.is_numeric_dtype(frame[c])
         and profile.feature_types.get(c) not in ("id", "constant")
-        and frame[c].nunique() > 1
+        and not at_most_distinct(frame[c], 1)
     ]
 
 
+def _pearson(frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Pearson correlations: one matrix product when no value is missing, pandas' pairwise rule otherwise."""
+    values = frame[cols].to_numpy(dtype="float64", na_value=np.nan)
+    if not np.isfinite(values).all():
+        return frame[cols].corr()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = np.clip(np.corrcoef(values, rowvar=False), -1.0, 1.0)
+    return pd.DataFrame(corr, index=cols, columns=cols)
+
+
 def _correlations(frame: pd.DataFrame, cols: list[str], threshold: float) -> tuple[dict, list[dict[str, Any]]]:
-    corr = frame[cols].corr() if len(cols) > 1 else pd.DataFrame()
+    corr = _pearson(frame, cols) if len(cols) > 1 else pd.DataFrame()
     matrix = {a: {b: round(float(corr.loc[a, b]), 6) for b in cols} for a in cols} if len(cols) > 1 else {}
     pairs = [
         {"var1": a, "var2": b, "correlation": round(float(corr.loc[a, b]), 4)}
@@ -172,14 +183,14 @@ def quality_findings(frame: pd.DataFrame) -> dict[str, Any]:
     labels = {
         c: len(label_variants(frame[c]))
         for c in frame.columns
-        if not pd.api.types.is_numeric_dtype(frame[c]) and c not in text_numeric and frame[c].nunique() <= 200
+        if not pd.api.types.is_numeric_dtype(frame[c]) and c not in text_numeric and at_most_distinct(frame[c], 200)
     }
     return {
         "n_rows": len(frame),
         "missing": {c: int(n) for c, n in frame.isna().sum().items() if n},
-        "duplicates": int(frame.duplicated().sum()),
+        "duplicates": int(duplicate_rows(frame).sum()),
         "text_numeric": text_numeric,
-        "constant": [c for c in frame.columns if frame[c].nunique(dropna=True) <= 1],
+        "constant": [c for c in frame.columns if at_most_distinct(frame[c], 1)],
         "label_variants": {c: n for c, n in labels.items() if n},
     }
 
@@ -224,7 +235,7 @@ class EDAAgent(Agent[EDAParams]):
         treatment, outcome = self._pair(view, frame, notes)
         dk = view.domain_knowledge or {}
         num = _numeric_columns(frame, profile)
-        continuous = [c for c in num if frame[c].nunique() > 2]
+        continuous = [c for c in num if not at_most_distinct(frame[c], 2)]
         ctx.progress(f"describing {len(num)} numeric columns of {len(frame):,} rows")
         matrix, high = _correlations(frame, num, params.correlation_threshold)
         dist = {c: _distribution(frame[c]) for c in continuous}
