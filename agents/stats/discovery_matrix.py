@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from agents.base.errors import AgentError
+from agents.stats.frame_checks import at_most_distinct
 from agents.stats.pc_search import relevance_screen
 
 __all__ = ["prepare_matrix", "screen_columns", "named_in_knowledge"]
@@ -20,17 +21,18 @@ def _encode_column(s: pd.Series, n: int) -> tuple[np.ndarray | None, str]:
     """A float column for discovery, or ``None`` and the reason it was skipped."""
     if pd.api.types.is_bool_dtype(s):
         return s.astype(float).to_numpy(), ""
-    nunique = int(s.nunique(dropna=True))
-    if nunique < 2:
+    if at_most_distinct(s, 1):
         return None, "constant"
     if pd.api.types.is_numeric_dtype(s):
         values = s.to_numpy(dtype=float, na_value=np.nan)
-        if nunique == n and np.allclose(np.nan_to_num(values) % 1, 0):
+        # Integers first: counting distinct values hashes the whole column; a float column never needs it.
+        if np.allclose(np.nan_to_num(values) % 1, 0) and int(s.nunique(dropna=True)) == n:
             named = "id" in str(s.name).lower().replace("-", "_").split("_")
             consecutive = float(np.nanmax(values) - np.nanmin(values)) == n - 1
             if named or consecutive:
                 return None, "an identifier (one distinct integer per row)"
         return values, ""
+    nunique = int(s.nunique(dropna=True))
     if nunique == 2:
         levels = sorted(s.dropna().astype(str).unique())
         return np.where(s.isna(), np.nan, (s.astype(str) == levels[1]).astype(float)), f"encoded {levels[1]!r} as 1"
@@ -95,16 +97,19 @@ def prepare_matrix(
         if c in frame.columns and c not in cols:
             raise AgentError(f"column '{c}' cannot enter causal discovery ({notes[-1] if notes else 'unusable'})")
     names = list(cols)
-    x = np.column_stack([cols[c] for c in names]) if names else np.empty((n, 0))
-    complete = ~np.isnan(x).any(axis=1)
+    complete = np.ones(n, dtype=bool)
+    for c in names:
+        complete &= ~np.isnan(cols[c])
     if not complete.all():
         notes.append(f"{int((~complete).sum())} rows with missing values dropped")
-    x = x[complete]
-    n_complete = len(x)
+    rows = np.flatnonzero(complete)
+    n_complete = len(rows)
     if n_complete > max_rows:
         idx = np.sort(np.random.default_rng(seed).choice(n_complete, size=max_rows, replace=False))
-        x = x[idx]
+        rows = rows[idx]
         notes.append(f"sampled {max_rows:,} of {n_complete:,} complete rows (seed {seed})")
+    # The matrix holds only the rows searched: never a copy of every row of every column.
+    x = np.column_stack([cols[c][rows] for c in names]) if names else np.empty((len(rows), 0))
     n_first = sum(1 for c in first if c in cols)
     if max_columns is not None and len(names) > max_columns:
         corr = np.abs(np.corrcoef(x, rowvar=False)[:n_first]).max(axis=0) if n_first else np.zeros(len(names))

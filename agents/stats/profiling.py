@@ -173,7 +173,7 @@ def _column_type(series: pd.Series, name: str, n_unique: int, reasons: list[str]
     if pd.api.types.is_datetime64_any_dtype(series):
         return "datetime"
     numeric = pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
-    integer_like = numeric and bool(np.all(np.mod(series.dropna().to_numpy(dtype=float), 1) == 0))
+    integer_like = numeric and _integer_valued(series)
     unique_share = n_unique / max(n_nonnull, 1)
     if (integer_like or not numeric) and unique_share >= 0.95 and n_nonnull > 20 and name_tokens(name) & _ID_WORDS:
         reasons.append(f"{name}: identifier ({unique_share:.0%} distinct values, name says id) - never a covariate")
@@ -193,6 +193,14 @@ def _column_type(series: pd.Series, name: str, n_unique: int, reasons: list[str]
         reasons.append(f"{name}: free text ({unique_share:.0%} distinct strings) - not used as a covariate")
         return "text"
     return "categorical"
+
+
+def _integer_valued(series: pd.Series) -> bool:
+    """Whether every value is a whole number; a fractional value among the first 512 settles it early."""
+    values = series.dropna().to_numpy(dtype=float)
+    if not np.all(np.mod(values[:512], 1) == 0):
+        return False
+    return bool(np.all(np.mod(values, 1) == 0))
 
 
 def _numeric_stats(values: pd.Series, n_unique: int) -> dict[str, float]:
