@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,15 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
 
     Params = NotebookGeneratorParams
 
+    @classmethod
+    def warm_up(cls, params: NotebookGeneratorParams, job_dir: Path) -> Callable[[], None] | None:
+        """Start the report's kernel when the run starts, so it is warm by the time it is needed."""
+        if not params.execute:
+            return None
+        from agents.stats.kernels import start_warm_kernel
+
+        return start_warm_kernel(Path(job_dir))
+
     def run(self, view: StateView, params: NotebookGeneratorParams, ctx: AgentContext) -> AgentResult:
         """Render the notebook, write it, execute it, export HTML and report what happened."""
         from agents.stats import notebook as nbk
@@ -102,6 +112,7 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
             with time_limit(params.timeout) as expired:  # the whole run, not only each cell; no kernel left behind
                 report = nbk.execute_notebook(nb, job_dir, params.timeout)
             outputs["execution_s"] = round(time.perf_counter() - started, 2)
+            outputs["warm_kernel"] = report.warm_kernel
             errors = report.errors
             if expired.is_set():
                 errors = [*errors, {"cell": None, "ename": "TimeLimit", "source": "",

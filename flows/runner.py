@@ -10,6 +10,7 @@ records the step, recomputes progress and saves ``state.json`` atomically. Steps
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import signal
 import threading
@@ -29,6 +30,8 @@ from flows.nested import run_nested_recipe
 from flows.plan import AgentNode, LoopNode, ParallelNode, Plan
 from flows.progress import Reporter
 from flows.store import JobFolder
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Executor", "LocalExecutor", "Runner", "step_key"]
 
@@ -155,11 +158,15 @@ class Runner:
                     state.transition(JobStatus.FETCHING_DATA)
                     self._save()
                 self.reporter.run_started(self.plan, state)  # type: ignore[arg-type]
+                releases = self._warm_up()
                 try:
                     for index, step in enumerate(self.plan.steps):
                         self._run_step(step, index)
                 except _StopRun:
                     pass
+                finally:
+                    for release in releases:
+                        release()
                 state.mark_completed()
                 self._save()
         except (CancelRequested, KeyboardInterrupt) as exc:
@@ -174,6 +181,27 @@ class Runner:
             raise RunFailed(exc.agent, exc.message, str(self.folder.path)) from None
         self.reporter.run_finished(state, self.folder)  # type: ignore[arg-type]  # reporters take either state
         return state
+
+    def _warm_up(self) -> list[Callable[[], None]]:
+        """Each agent still to run starts what it can prepare early (the notebook's kernel).
+
+        Not under Dask, where the agents run in other processes. A warm-up that fails is only
+        a lost head start: the agent then prepares as it would have, when it runs.
+        """
+        if self.plan.settings.task_runner == "dask":
+            return []
+        releases = []
+        for node in self.plan.agent_nodes():
+            if node.key in self.state.completed_steps:
+                continue
+            try:
+                release = node.agent_cls.warm_up(node.params, self.folder.path)
+            except Exception as exc:  # noqa: BLE001 - see the docstring
+                log.debug("warm-up of %s failed: %s", node.key, exc)
+                continue
+            if release is not None:
+                releases.append(release)
+        return releases
 
     # ---- steps ----------------------------------------------------------------------------
     def _run_step(self, step: AgentNode | ParallelNode | LoopNode, index: int, round_: int | None = None) -> None:

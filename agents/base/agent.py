@@ -29,6 +29,7 @@ A plug-in may subclass plain ``Agent`` (its ``run`` then takes any ``AgentParams
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
@@ -174,6 +175,16 @@ class Agent(Generic[P]):
         """Every field the agent may read: required, optional and the always-readable context."""
         always = always_readable_of(cls.STATE_MODEL)
         return frozenset(cls.REQUIRED_STATE_FIELDS) | frozenset(cls.OPTIONAL_STATE_FIELDS) | always
+
+    @classmethod
+    def warm_up(cls, params: P, job_dir: Path) -> Callable[[], None] | None:
+        """Start, when the run starts, slow preparation that does not depend on the state.
+
+        For example the notebook's kernel, which then boots on a core the analysis leaves idle.
+        Returns what releases it if the agent never uses it (the runner calls that when the run
+        ends), or ``None`` for nothing started. Default: nothing.
+        """
+        return None
 
     def run(self, view: StateView, params: P, ctx: AgentContext) -> AgentResult:
         """Do the agent's work and return the update; never mutate ``view``."""

@@ -10,7 +10,6 @@ the built-ins stay reachable under the ``builtin/`` prefix, so a user section ca
 from __future__ import annotations
 
 import re
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,8 @@ class ExecutionReport:
     completed: bool = False
     errors: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
+    warm_kernel: bool = False
+    """The kernel was started when the run started (:mod:`agents.stats.kernels`)."""
 
 
 # ---- formatting filters -----------------------------------------------------------------------
@@ -184,42 +185,22 @@ def build_notebook(cells: list[dict[str, Any]], metadata: dict[str, Any] | None 
 
 
 # ---- execution and export ----------------------------------------------------------------------
-def _kernel_env(job_dir: Path) -> dict[str, str]:
-    """The kernel's environment: Jupyter, IPython and matplotlib folders under the job folder."""
-    import os
-
-    env = dict(os.environ)
-    for var, sub in (
-        ("JUPYTER_RUNTIME_DIR", ".jupyter/runtime"),
-        ("IPYTHONDIR", ".ipython"),
-        ("MPLCONFIGDIR", ".mplconfig"),
-    ):
-        path = job_dir / sub
-        path.mkdir(parents=True, exist_ok=True)
-        env[var] = str(path)
-    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return env
-
-
 def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
     """Run every cell in ``job_dir`` (errors are recorded per cell, never raised).
 
     Cells keep running after a failing one (``allow_errors``) so the report shows as much as
     it can; each failing cell is returned with its index, error name, value and source.
     """
-    from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
 
+    from agents.stats.kernels import kernel_env, new_kernel_manager, take_warm_kernel
+
     report = ExecutionReport(executed=True)
-    runtime = job_dir / ".jupyter" / "runtime"
-    runtime.mkdir(parents=True, exist_ok=True)
-    # The async manager: with a blocking one, a kernel killed at the time limit left nbclient
-    # waiting forever for its output; with this one it ends with DeadKernelError at once.
-    km = AsyncKernelManager(
-        kernel_name="python3", connection_file=str(runtime / f"kernel-{uuid.uuid4().hex[:12]}.json")
-    )
+    km = take_warm_kernel(job_dir)  # started when the run started, its imports done
+    report.warm_kernel = km is not None
+    if km is None:
+        km = new_kernel_manager(job_dir)
     client = NotebookClient(
         nb,
         km=km,
@@ -231,7 +212,7 @@ def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
     log = (job_dir / ".jupyter" / "kernel.log").open("ab")
     try:
         # cleanup_kc: shut the kernel down even though we passed our own kernel manager.
-        client.execute(cleanup_kc=True, env=_kernel_env(job_dir), stdout=log, stderr=log)
+        client.execute(cleanup_kc=True, env=kernel_env(job_dir), stdout=log, stderr=log)
         report.completed = True
     except Exception as exc:  # noqa: BLE001 - a timeout or dead kernel must not lose the report
         report.message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"

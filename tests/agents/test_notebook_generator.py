@@ -219,6 +219,48 @@ def test_execution_error_keeps_notebook_and_is_reported(tmp_path: Path) -> None:
     assert nb.cells[-1].outputs and (tmp_path / "job" / "report.html").exists()
 
 
+PROBE = """{% from "macros.j2" import code %}
+{% call code() %}
+import os
+import sys
+print("probe", os.getpid(), "pandas" in sys.modules, "pd" in dir(), "_whyflow_module" in dir())
+{% endcall %}
+"""
+
+
+def test_a_kernel_warmed_when_the_run_starts_is_the_one_the_notebook_runs_in(tmp_path: Path) -> None:
+    """The kernel started by warm_up (in the flow's thread) runs the notebook (in a task's thread),
+    with the report's libraries already imported and no name left defined by the warm-up."""
+    from agents.base.children import kernel_processes
+    from agents.notebook_generator import NotebookGeneratorAgent
+
+    top = tmp_path / "probe.ipynb.j2"
+    top.write_text(PROBE)
+    params = NotebookGeneratorAgent.Params(template=str(top), html=False, timeout=60)
+    release = NotebookGeneratorAgent.warm_up(params, tmp_path / "job")
+    assert release is not None
+    (warm_pid,) = kernel_processes()
+    state = _minimal_state(tmp_path)
+    with ThreadPoolExecutor(1) as pool:  # as Prefect's thread runner would call it
+        result = pool.submit(run_single_agent, "notebook_generator", state, tmp_path / "job", params).result()
+    release()  # already taken: nothing left to do
+    nb = nbformat.read(state.notebook_path, as_version=4)
+    assert result.outputs["warm_kernel"] is True and result.outputs["execution_errors"] == []
+    assert _stream(nb.cells[0]).split() == ["probe", str(warm_pid), "True", "False", "False"]
+    assert kernel_processes() == []
+
+
+def test_a_warm_kernel_the_run_never_uses_is_shut_down(tmp_path: Path) -> None:
+    from agents.base.children import kernel_processes
+    from agents.notebook_generator import NotebookGeneratorAgent
+
+    assert NotebookGeneratorAgent.warm_up(NotebookGeneratorAgent.Params(execute=False), tmp_path) is None
+    release = NotebookGeneratorAgent.warm_up(NotebookGeneratorAgent.Params(), tmp_path)
+    assert release is not None and len(kernel_processes()) == 1
+    release()
+    assert kernel_processes() == []
+
+
 def test_minimal_state_renders_without_execution(tmp_path: Path) -> None:
     state = _minimal_state(tmp_path)
     result = run_single_agent("notebook_generator", state, tmp_path, {"execute": False, "html": False})
