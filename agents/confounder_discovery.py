@@ -40,6 +40,7 @@ from agents.stats.adjustment_rules import (
     looks_like_id,
     screen_unknown,
 )
+from agents.stats.frame_checks import at_most_distinct
 from agents.stats.graphs import Knowledge, dowhy_graph, identify_backdoor
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
                 excluded[c] = f"domain knowledge gives it the role '{roles[c]}'"
             elif looks_like_id(s, n):
                 excluded[c] = "identifier-like (a distinct value per row)"
-            elif s.nunique(dropna=True) < 2:
+            elif at_most_distinct(s, 1):
                 excluded[c] = "constant column: nothing to adjust for"
             else:
                 candidates.append(c)

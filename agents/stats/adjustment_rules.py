@@ -370,9 +370,9 @@ def _kept(doubt: str) -> str:
 
 def looks_like_id(s: pd.Series, n: int) -> bool:
     """Text with a distinct value per row, or integers that are distinct per row and named like an id."""
-    unique = s.nunique(dropna=True)
     if pd.api.types.is_float_dtype(s) or pd.api.types.is_bool_dtype(s):
         return False
+    unique = s.nunique(dropna=True)
     if not pd.api.types.is_numeric_dtype(s):
         return unique >= 0.95 * n
     tokens = str(s.name).lower().replace("-", "_").split("_")
