@@ -162,7 +162,7 @@ def dr_learner(X: pd.DataFrame, y: np.ndarray, t: np.ndarray, ps: np.ndarray, nu
     est = float(cate.mean())
     se = float(phi.std(ddof=1) / np.sqrt(len(y)))
     ci, p = normal_ci(est, se)
-    modifier, summary = cate_summary(cate, X.reset_index(drop=True))
+    modifier, summary = cate_summary(cate, X)  # reads columns as arrays: no copy of the frame
     return Estimate(
         "DR-learner (cross-fitted)",
         "ATE",

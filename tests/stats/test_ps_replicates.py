@@ -126,3 +126,34 @@ def test_m_out_of_n_standard_error_and_text(monkeypatch: pytest.MonkeyPatch) -> 
     se, used = _loop_se(dw, "stratification", "ate", 20, 0)
     assert got.std_error == pytest.approx(se, rel=1e-9)
     assert "m-out-of-n with m=300" in got.details["se_method"] and f"({used} resamples" in got.details["se_method"]
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("estimand", ["ATE", "ATT"])
+def test_whole_sample_estimates_equal_dowhy(ties: bool, estimand: str) -> None:
+    """Matching's and stratification's point estimates (computed as one replicate of every row) are DoWhy's."""
+    dw = _dowhy_model(1500, seed=8, ties=ties)
+    units = "att" if estimand == "ATT" else "ate"
+    every = np.arange(len(dw.arrays[0]))
+    for kind, fit in (("matching", E.ps_matching), ("stratification", E.ps_stratification)):
+        ours = fit(dw, estimand, reps=20, seed=0).estimate
+        assert ours == pytest.approx(_dowhy_value(dw, kind, units, every), abs=1e-9), kind
+
+
+def test_regression_adjustment_equals_dowhy_linear_regression() -> None:
+    """OLS fitted directly gives DoWhy's backdoor.linear_regression coefficient and HC1 SE."""
+    dw = _dowhy_model(1500, seed=9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dw.model.estimate_effect(dw.estimand, method_name="backdoor.linear_regression")
+    fit = res.estimator.model
+    names = list(fit.model.exog_names)  # DoWhy names the treatment column x1 (after the constant)
+    se = float(
+        np.asarray(fit.get_robustcov_results(cov_type="HC1").bse)[
+            names.index("_treatment") if "_treatment" in names else 1
+        ]
+    )
+    ours = E.ols_adjustment(dw)
+    assert ours.estimate == pytest.approx(float(res.value), rel=1e-10)
+    assert ours.std_error == pytest.approx(se, rel=1e-10)
+    assert ours.details["r_squared"] == round(float(fit.rsquared), 4)
