@@ -5,8 +5,7 @@ critique and the report can say exactly what was changed. Safe repairs: numbers 
 parsed, label spelling variants unified, exact duplicate rows dropped, rows missing the
 treatment or outcome dropped (never imputed), constant and all-empty columns dropped, other
 missing values imputed (median / mode) with a ``<col>_missing`` indicator when the share is material.
-Outliers are reported, not changed: trimming them would change the estimand silently. The
-duplicate-row expectation is validated only where an exact row-hash check finds a duplicate.
+Outliers are reported, not changed: trimming them would change the estimand silently.
 """
 
 from __future__ import annotations
@@ -237,7 +236,8 @@ class DataRepairAgent(Agent[DataRepairParams]):
         repairs: list[dict[str, Any]] = []
         frame = self._parse_numbers(raw, profile, ids, repairs)
         on_raw, on_parsed = _suites(frame, profile, ids)
-        failures = run_expectations(raw, on_raw) + run_expectations(frame, on_parsed)
+        on_parsed_failed = run_expectations(frame, on_parsed)
+        failures = run_expectations(raw, on_raw) + on_parsed_failed
         self._infinities_and_dates(frame, profile, dict(raw.attrs.get("whyflow_infinite") or {}), repairs)
         frame = self._fix_labels(frame, profile, repairs)
         frame = self._drop_rows(frame, treatment, outcome, params, repairs)
@@ -247,7 +247,8 @@ class DataRepairAgent(Agent[DataRepairParams]):
         if params.impute:
             frame = self._impute(frame, profile, {treatment, outcome, *ids}, params.indicator_threshold, repairs)
         frame = frame.reset_index(drop=True)
-        still = recheck_expectations(frame, profile, run_expectations)
+        unchanged = None if repairs else (on_parsed, on_parsed_failed)  # no repair: the data validated above
+        still = recheck_expectations(frame, profile, run_expectations, unchanged)
         left = {(f["expectation"], f["column"]) for f in still}
         rescaled = {r["column"] for r in repairs if r["issue"] == "recording errors"}
         for failure in failures:

@@ -17,6 +17,7 @@ Pure functions over DataFrames used by the data repair agent:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -128,9 +129,31 @@ def _recheck_suite(frame: pd.DataFrame, profile: DataProfile) -> list[Any]:
     return suite
 
 
-def recheck_expectations(frame: pd.DataFrame, profile: DataProfile, run: Any) -> list[dict[str, Any]]:
-    """The expectations that still fail on the repaired data (``run`` validates a suite)."""
-    return list(run(frame, _recheck_suite(frame, profile)))
+def _key(expectation: Any) -> tuple[str, Any, str]:
+    cfg = expectation.configuration
+    return cfg.type, cfg.kwargs.get("column"), json.dumps(cfg.kwargs, sort_keys=True, default=str)
+
+
+def recheck_expectations(
+    frame: pd.DataFrame,
+    profile: DataProfile,
+    run: Any,
+    unchanged: tuple[list[Any], list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
+    """The expectations that still fail on the repaired data (``run`` validates a suite).
+
+    ``unchanged``: the suite and the failures of a validation of these very values (no repair
+    changed the data). When that suite holds every expectation of the re-check with the same
+    arguments, their results stand: the same data is not validated twice.
+    """
+    suite = _recheck_suite(frame, profile)
+    if unchanged is not None:
+        done_suite, done_failures = unchanged
+        keys = {_key(e) for e in suite}
+        if keys <= {_key(e) for e in done_suite}:
+            wanted = {(kind, col) for kind, col, _ in keys}
+            return [dict(f) for f in done_failures if (f["expectation"], f["column"]) in wanted]
+    return list(run(frame, suite))
 
 
 def unrepaired(after: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,45 @@
+"""After no repair, data repair's re-check reuses the first validation: same verdicts as validating again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.data_repair import run_expectations
+from agents.stats.repair_rules import recheck_expectations, unrepaired
+from benchmarks.synthetic import linear_confounding
+from flows.dispatch import run_single_agent
+from tests.helpers import make_state
+
+
+def _key(entries: list[dict]) -> list[tuple]:
+    return sorted((str(e["column"]), tuple(e["expectations"]), e["detail"]) for e in entries)
+
+
+@pytest.mark.parametrize("with_text_binary", [False, True])
+def test_unrepaired_data_gets_the_verdicts_great_expectations_gives_on_a_second_pass(
+    tmp_path: Path, with_text_binary: bool
+) -> None:
+    """Without the text column every re-check expectation was validated in the first pass (its
+    verdicts are reused); with it the re-check adds a type check, so it runs in full."""
+    frame, _ = linear_confounding(800, effect=1.0, seed=4)
+    frame["x1"] = frame["x1"].astype(float)
+    frame.loc[::8, "x1"] = np.nan  # left missing: imputation is off
+    if with_text_binary:
+        frame["group"] = np.where(np.arange(800) % 3 == 0, "a", "b")
+    frame = pd.concat([frame, frame.iloc[:12]], ignore_index=True)  # duplicates kept: dropping is off
+    state = make_state(frame, tmp_path, "treated", "outcome", profile=False)
+    run_single_agent("data_profiler", state, tmp_path)
+    profile = state.data_profile.model_copy(deep=True)
+    result = run_single_agent("data_repair", state, tmp_path, params={"impute": False, "drop_duplicates": False})
+
+    assert not [e for e in state.data_repairs if e["kind"] == "repair"]
+    recorded = [e for e in state.data_repairs if e["kind"] == "unrepaired"]
+    again = unrepaired(recheck_expectations(pd.read_parquet(state.dataframe_path), profile, run_expectations))
+    assert _key(recorded) == _key(again)
+    # The missing values and the duplicate rows (and a binary stored as text, not numbers).
+    assert {e["column"] for e in recorded} == {"x1", None} | ({"group"} if with_text_binary else set())
+    assert "x1" in result.outputs["unrepaired_columns"]
