@@ -63,9 +63,13 @@ def _range_bounds(col: str, stats: dict[str, float]) -> tuple[float, float] | No
     return lo, hi
 
 
-def _suites(parsed: pd.DataFrame, profile: DataProfile, ids: list[str]) -> tuple[list, list]:
-    """Expectations on the raw data (types) and on the data with numbers parsed (the rest; the
-    duplicate-row check only where a row hash finds a duplicate: see ``table_checks``)."""
+def _suites(parsed: pd.DataFrame, raw: pd.DataFrame, profile: DataProfile, ids: list[str]) -> tuple[list, list]:
+    """Expectations on the raw data (types) and on the data with numbers parsed (the rest).
+
+    Only what can fail is validated: the type check where the raw column is not already of a
+    listed number dtype (GE compares the dtype itself), the duplicate-row check where a row hash
+    finds a duplicate (``table_checks``).
+    """
     import great_expectations as gx
 
     E = gx.expectations
@@ -75,7 +79,8 @@ def _suites(parsed: pd.DataFrame, profile: DataProfile, ids: list[str]) -> tuple
     for col in parsed.columns:
         kind = types.get(col, "categorical")
         on_parsed.append(E.ExpectColumnValuesToNotBeNull(column=col))
-        if kind in NUMERIC_TYPES and pd.api.types.is_numeric_dtype(parsed[col]):
+        listed = isinstance(raw[col].dtype, np.dtype) and raw[col].dtype.name in _NUMERIC_DTYPES
+        if kind in NUMERIC_TYPES and pd.api.types.is_numeric_dtype(parsed[col]) and not listed:
             on_raw.append(E.ExpectColumnValuesToBeInTypeList(column=col, type_list=_NUMERIC_DTYPES))
         if kind == "constant" or at_most_distinct(parsed[col], 1):
             on_parsed.append(E.ExpectColumnUniqueValueCountToBeBetween(column=col, min_value=2))
@@ -183,15 +188,8 @@ def _short(entry: dict[str, Any]) -> str:
 
 
 def _repair(column: str | None, issue: str, action: str, n_before: int, n_after: int, detail: str) -> dict[str, Any]:
-    return {
-        "kind": "repair",
-        "column": column,
-        "issue": issue,
-        "action": action,
-        "n_before": int(n_before),
-        "n_after": int(n_after),
-        "detail": detail,
-    }
+    counts = {"n_before": int(n_before), "n_after": int(n_after)}
+    return {"kind": "repair", "column": column, "issue": issue, "action": action, **counts, "detail": detail}
 
 
 class DataRepairParams(AgentParams):
@@ -235,7 +233,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
         ctx.progress(f"checking {raw.shape[0]:,} rows against expectations")
         repairs: list[dict[str, Any]] = []
         frame = self._parse_numbers(raw, profile, ids, repairs)
-        on_raw, on_parsed = _suites(frame, profile, ids)
+        on_raw, on_parsed = _suites(frame, raw, profile, ids)
         on_parsed_failed = run_expectations(frame, on_parsed)
         failures = run_expectations(raw, on_raw) + on_parsed_failed
         self._infinities_and_dates(frame, profile, dict(raw.attrs.get("whyflow_infinite") or {}), repairs)

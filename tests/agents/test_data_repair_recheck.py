@@ -43,3 +43,18 @@ def test_unrepaired_data_gets_the_verdicts_great_expectations_gives_on_a_second_
     # The missing values and the duplicate rows (and a binary stored as text, not numbers).
     assert {e["column"] for e in recorded} == {"x1", None} | ({"group"} if with_text_binary else set())
     assert "x1" in result.outputs["unrepaired_columns"]
+
+
+def test_type_checks_only_where_the_raw_column_is_not_already_a_number_dtype() -> None:
+    from agents.data_repair import _suites
+    from agents.stats.profiling import build_profile
+
+    raw, _ = linear_confounding(300, effect=1.0, seed=1)
+    raw["price"] = [f"{v:,.2f}" for v in raw["x1"] * 1000]  # numbers stored as text
+    raw["count"] = pd.array(np.arange(300) % 7, dtype="UInt16")  # a number dtype outside the list
+    profile = build_profile(raw, "treated", "outcome").profile
+    parsed = raw.assign(price=pd.to_numeric(raw["price"].str.replace(",", "")))
+    on_raw, _ = _suites(parsed, raw, profile, [])
+    assert sorted(e.configuration.kwargs["column"] for e in on_raw) == ["count", "price"]
+    failed = run_expectations(raw, on_raw)
+    assert sorted(f["column"] for f in failed) == ["count", "price"]  # UInt16 is not in the list: GE says so
