@@ -343,7 +343,7 @@ def fit_binary(
         return Nuisance(k, e=e, mu1=mu1, mu0=mu0, choice={"propensity": "constant", "outcome": "arm means"})
     Xv = _matrix(X, n)
     smaller = int(min(t.sum(), n - t.sum()))
-    ps_name, e, ps_loss = fit_propensity(X, t, seed, folds, ps_model, cache_dir)
+    ps_name, e, ps_loss = fit_propensity(X, t, seed, folds, ps_model, cache_dir, matrix=Xv)
     candidates = _outcome_candidates(int(smaller * (k - 1) / k), flexible, X.shape[1])
     treated = t == 1
     sample = selection_rows(n, seed) if len(candidates) > 1 else None
@@ -390,8 +390,12 @@ def fit_propensity(
     folds: int = FOLDS,
     ps_model: str = "auto",
     cache_dir: Path | None = None,
+    *,
+    matrix: np.ndarray | None = None,
 ) -> tuple[str, np.ndarray, dict[str, float]]:
     """The propensity part of :func:`fit_binary` alone (same folds, same choice, same scores).
+
+    ``matrix`` is ``X`` as floats when the caller has it (no second copy of every row).
 
     With ``cache_dir`` (the run's data folder) the fit is stored under a key of the data, the
     seed, the folds and the learner request, so the next agent that needs the same propensity
@@ -401,14 +405,15 @@ def fit_propensity(
     t = t.astype(float)
     if X.shape[1] == 0:
         return "constant", np.full(n, float(t.mean())), {}
-    path = _cache_path(cache_dir, X, t, seed, folds, ps_model)
+    Xv = _matrix(X, n) if matrix is None else matrix
+    path = _cache_path(cache_dir, X, Xv, t, seed, folds, ps_model)
     if path is not None and path.exists():
         with np.load(path) as f:
             return str(f["name"]), f["e"].copy(), json.loads(str(f["loss"]))
     splits = _splits(n, folds, seed, t)
     smaller = int(min(t.sum(), n - t.sum()))
     cands = _ps_candidates(ps_model, smaller, X.shape[1], n)
-    name, e, loss = _propensity(_matrix(X, n), t.astype(int), splits, seed, cands)
+    name, e, loss = _propensity(Xv, t.astype(int), splits, seed, cands)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp.npz")
@@ -418,13 +423,13 @@ def fit_propensity(
 
 
 def _cache_path(
-    cache_dir: Path | None, X: pd.DataFrame, t: np.ndarray, seed: int, folds: int, ps_model: str
+    cache_dir: Path | None, X: pd.DataFrame, Xv: np.ndarray, t: np.ndarray, seed: int, folds: int, ps_model: str
 ) -> Path | None:
     if cache_dir is None:
         return None
     h = hashlib.sha1()
     h.update(json.dumps([list(map(str, X.columns)), seed, folds, ps_model, list(PS_LEARNERS)]).encode())
-    h.update(np.ascontiguousarray(X.to_numpy(dtype=float)).tobytes())
+    h.update(np.ascontiguousarray(Xv).data)  # the bytes X.to_numpy(dtype=float) has, hashed in place
     h.update(np.ascontiguousarray(t, dtype=float).tobytes())
     return Path(cache_dir) / "nuisance" / f"propensity_{h.hexdigest()[:20]}.npz"
 
