@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from agents.base.parallel import map_parts
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -435,20 +437,44 @@ def run_refuters(
         fit = _Backdoor(covariates, t, y)
         estimate = float(fit.effect(t, y))
         out: dict[str, Any] = {"estimate": estimate, "n_used": len(data), "simulations": simulations}
-        refuters = {
-            "placebo_treatment_refuter": lambda: _placebo(fit, simulations, seed),
-            "random_common_cause": lambda: _random_common_cause(fit, estimate, simulations, seed),
-            "data_subset_refuter": lambda: _data_subset(fit, estimate, simulations, seed, subset_fraction),
-            "add_unobserved_common_cause": lambda: _unobserved(
-                fit, data, treatment, outcome, binary_t, seed, flip_probabilities, outcome_strengths_sd
-            ),
-        }
-        for name, compute in refuters.items():
-            try:
-                out[name] = compute()
-            except Exception as exc:  # noqa: BLE001 - one refuter's failure is a recorded skip
-                out.setdefault("skipped", {})[name] = failure_reason(exc)
+        job = _RefuterJob(
+            fit, estimate, data, treatment, outcome, binary_t, simulations, seed, subset_fraction, flip_probabilities,
+            outcome_strengths_sd,
+        )  # fmt: skip
+        for name, (ok, value) in zip(REFUTERS, map_parts(job, REFUTERS, name="refuter"), strict=True):
+            if ok:
+                out[name] = value
+            else:  # one refuter's failure is a recorded skip
+                out.setdefault("skipped", {})[name] = value
     return out
+
+
+REFUTERS = ("placebo_treatment_refuter", "random_common_cause", "data_subset_refuter", "add_unobserved_common_cause")
+"""DoWhy's four refuters in report order; each is one part of a fan-out (:func:`agents.base.parallel.map_parts`)."""
+
+
+class _RefuterJob:
+    """One refuter by name, seeded by ``seed``: ``(True, result)``, or ``(False, reason)`` for a skip."""
+
+    def __init__(self, fit: _Backdoor, estimate: float, data: pd.DataFrame, *args: Any) -> None:
+        self.fit, self.estimate, self.data, self.args = fit, estimate, data, args
+
+    def __call__(self, name: str) -> tuple[bool, Any]:
+        from threadpoolctl import threadpool_limits
+
+        treatment, outcome, binary_t, sims, seed, fraction, flips, strengths = self.args
+        fit, est = self.fit, self.estimate
+        try:
+            with threadpool_limits(limits=1):
+                if name == "placebo_treatment_refuter":
+                    return True, _placebo(fit, sims, seed)
+                if name == "random_common_cause":
+                    return True, _random_common_cause(fit, est, sims, seed)
+                if name == "data_subset_refuter":
+                    return True, _data_subset(fit, est, sims, seed, fraction)
+                return True, _unobserved(fit, self.data, treatment, outcome, binary_t, seed, flips, strengths)
+        except Exception as exc:  # noqa: BLE001 - one refuter's failure is a recorded skip
+            return False, failure_reason(exc)
 
 
 def failure_reason(exc: BaseException) -> str:
