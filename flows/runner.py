@@ -185,11 +185,11 @@ class Runner:
     def _warm_up(self) -> list[Callable[[], None]]:
         """Each agent still to run starts what it can prepare early (the notebook's kernel).
 
-        Not under Dask, where the agents run in other processes. A warm-up that fails is only
+        A sequential step's agent runs in the flow's process, under every task runner; one in a
+        ``parallel:`` group on a Dask worker does not find what was prepared here and prepares
+        as before, and what it left unused is released at the end. A warm-up that fails is only
         a lost head start: the agent then prepares as it would have, when it runs.
         """
-        if self.plan.settings.task_runner == "dask":
-            return []
         releases = []
         for node in self.plan.agent_nodes():
             if node.key in self.state.completed_steps:
