@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import resource
 import sys
 import tempfile
 import threading
@@ -78,24 +79,32 @@ def make_frame(n: int, p: int, seed: int) -> Any:
     return frame
 
 
-def _estimate(frame: Any, job: Path, params: dict[str, Any]) -> tuple[list[Row], float]:
+def _cpu() -> float:
+    """CPU seconds of this process so far (every thread; not the Dask workers)."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+def _estimate(frame: Any, job: Path, params: dict[str, Any]) -> tuple[list[Row], float, float]:
     state = make_state(frame, job, "treated", "outcome")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     run_single_agent("effect_estimator", state, job, params, seed=0)
-    wall = time.perf_counter() - started
-    return [(e.details.method_key, e.estimate, e.ci_lower, e.ci_upper) for e in state.treatment_effects], wall
+    wall, cpu = time.perf_counter() - started, _cpu() - cpu
+    return [(e.details.method_key, e.estimate, e.ci_lower, e.ci_upper) for e in state.treatment_effects], wall, cpu
 
 
-def in_flow(frame: Any, job: Path, params: dict[str, Any], runner: Any, width: int | None) -> tuple[list[Row], float]:
+def in_flow(
+    frame: Any, job: Path, params: dict[str, Any], runner: Any, width: int | None
+) -> tuple[list[Row], float, float]:
     """The agent as a task of a flow on ``runner``, its parts mapped as Prefect tasks."""
     from prefect import flow, task
 
     @task(name="effect_estimator", persist_result=False)
-    def estimate() -> tuple[list[Row], float]:
+    def estimate() -> tuple[list[Row], float, float]:
         return _estimate(frame, job, params)
 
     @flow(name="bench_dask", task_runner=runner, persist_result=False)
-    def bench() -> tuple[list[Row], float]:
+    def bench() -> tuple[list[Row], float, float]:
         with use_mapper(PrefectPartMapper(threading.get_ident(), width)):
             return estimate()
 
@@ -122,7 +131,8 @@ def main() -> None:
     frame = make_frame(args.n, args.p, args.seed)
     params = {"bootstrap": args.bootstrap}
     print(f"bench_dask: effect_estimator on {args.n:,} x {args.p}, default menu, {os.cpu_count()} CPUs")
-    results: dict[str, tuple[list[Row], float]] = {}
+    results: dict[str, tuple[list[Row], float, float]] = {}
+    mode_names: list[str] = []
     with temporary_server(preload), tempfile.TemporaryDirectory(prefix="bench_dask_") as tmp:
         for mode in modes:
             job = Path(tmp) / mode
@@ -150,11 +160,18 @@ def main() -> None:
             else:
                 raise SystemExit(f"unknown mode {mode!r}")
             print(f"  {mode:<10} {results[mode][1]:7.1f}s", flush=True)
+            mode_names.append(mode)
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all(timeout=5)  # the runs' logs reach the server before it stops
     base = results.get("sequential", next(iter(results.values())))[1]
-    ref = results.get("plain", next(iter(results.values())))[0]
-    print(f"\n{'mode':<11}{'seconds':>8}{'speed-up':>10}  max |diff| vs {'plain' if 'plain' in results else modes[0]}")
-    for mode, (rows, wall) in results.items():
-        print(f"{mode:<11}{wall:8.1f}{base / wall:9.2f}x  {max_diff(ref, rows):.3g}")
+    ref_name = "plain" if "plain" in results else mode_names[0]
+    ref = results[ref_name][0]
+    print(f"\n{'mode':<11}{'seconds':>8}{'speed-up':>10}{'cpu/wall':>10}  max |diff| vs {ref_name}")
+    for mode, (rows, wall, cpu) in results.items():
+        busy = "   (work on the workers)" if mode == "dask" else f"{cpu / wall:10.2f}"
+        print(f"{mode:<11}{wall:8.1f}{base / wall:9.2f}x{busy}  {max_diff(ref, rows):.3g}")
+    print("cpu/wall: the cores this process kept busy on average (near 1 with no free core to spread onto)")
     head = next(iter(results.values()))[0]
     print("\nestimates: " + "; ".join(f"{k} {e:.4f} [{lo:.4f}, {hi:.4f}]" for k, e, lo, hi in head))
 
