@@ -236,7 +236,11 @@ def prepare(
 ) -> Prepared:
     """Complete cases of (treatment, outcome, covariates) with categoricals one-hot encoded."""
     cols = list(dict.fromkeys([treatment, outcome, *covariates]))
-    sub = frame[cols].dropna()
+    # The columns themselves, not frame[cols] (a copy of the table): copy-on-write keeps them intact.
+    sub = pd.DataFrame({c: frame[c] for c in cols}, copy=False)
+    complete = sub.notna().all(axis=1)
+    if not complete.all():
+        sub = sub.loc[complete]
     n_missing = len(frame) - len(sub)
     if len(sub) < 20:
         raise AgentError(f"only {len(sub)} complete rows for {treatment} -> {outcome}; too few to estimate an effect")
@@ -256,7 +260,8 @@ def prepare(
             dummies.columns = [safe_name(c) for c in dummies.columns]
             parts.append(dummies)
     X = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=sub.index)
-    X = X.loc[:, X.std() > 0] if len(X.columns) else X
+    varies = X.std() > 0 if len(X.columns) else None
+    X = X.loc[:, varies] if varies is not None and not varies.all() else X
     notes = [note]
     if n_missing:
         notes.append(f"{n_missing} rows with missing values in the used columns dropped.")
