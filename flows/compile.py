@@ -121,7 +121,7 @@ class PrefectPartMapper:
         if runner is None or threading.get_ident() != self.flow_thread:
             return [fn(item) for item in items]
         part = self._task.with_options(name=name)
-        width = self.width or len(items)
+        width = self.width or _cluster_threads(runner) or len(items)
         futures: list[Any] = []
         results: list[Any] = []
         for i, item in enumerate(items):
@@ -132,8 +132,20 @@ class PrefectPartMapper:
         return results
 
 
+def _cluster_threads(runner: Any) -> int | None:
+    """The worker threads of a started Dask task runner's cluster (None for another runner)."""
+    client = getattr(runner, "_client", None)
+    if client is None:
+        return None
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:  # noqa: BLE001 - an unreachable scheduler: no bound from it
+        return None
+
+
 def _part_width(plan: Plan) -> int | None:
-    """Parts in flight at once: the recipe's ``max_workers``, else the CPUs (threads) or unbounded (Dask)."""
+    """Parts in flight at once: the recipe's ``max_workers``, else the CPUs (threads) or, under Dask, the
+    cluster's worker threads (asked when the parts are mapped)."""
     settings = plan.settings
     if settings.max_workers:
         return int(settings.max_workers)
