@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from agents.base.data import check_columns, describe_read, read_table, write_par
 from agents.base.errors import AgentError
 from agents.base.state import JobStatus
 from agents.base.view import StateView
+from agents.stats.frame_checks import save_findings
 from agents.stats.profiling import build_profile
 
 __all__ = ["DataProfilerAgent", "DataProfilerParams", "write_parquet"]  # write_parquet: from agents.base.data
@@ -55,6 +57,8 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
         if treatment and treatment == outcome:
             raise AgentError(f"the treatment and the outcome are the same column '{treatment}'")
         ctx.progress(f"profiling {frame.shape[0]:,} rows x {frame.shape[1]} columns")
+        with contextlib.suppress(OSError):  # the EDA's look at the file as received, without reading it again
+            save_findings(frame, info.local_path, ctx.data_dir)
         report = build_profile(
             frame,
             treatment,

@@ -20,8 +20,8 @@ from agents.base.data import read_table
 from agents.base.errors import AgentError, DataError
 from agents.base.state import DataProfile, EDAResult, JobStatus
 from agents.base.view import StateView
-from agents.stats.frame_checks import at_most_distinct, duplicate_rows
-from agents.stats.profiling import is_missing_indicator, label_variants, parse_numeric_text
+from agents.stats.frame_checks import at_most_distinct, load_findings, quality_findings
+from agents.stats.profiling import is_missing_indicator
 
 __all__ = ["EDAAgent", "EDAParams", "quality_findings"]
 
@@ -40,13 +40,20 @@ def _numeric_columns(frame: pd.DataFrame, profile: DataProfile) -> list[str]:
     ]
 
 
-def _pearson(frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """Pearson correlations: one matrix product when no value is missing, pandas' pairwise rule otherwise."""
-    values = frame[cols].to_numpy(dtype="float64", na_value=np.nan)
-    if not np.isfinite(values).all():
+def _pearson(frame: pd.DataFrame, cols: list[str], chunk: int = 65_536) -> pd.DataFrame:
+    """Pearson correlations: centred cross-products summed over row chunks (no copy of the table)
+    when no value is missing or infinite, pandas' pairwise rule otherwise."""
+    arrays = [frame[c].to_numpy(dtype="float64", na_value=np.nan) for c in cols]
+    if not all(np.isfinite(a).all() for a in arrays):
         return frame[cols].corr()
+    means = [a.mean() for a in arrays]
+    cross = np.zeros((len(cols), len(cols)))
+    for start in range(0, len(frame), chunk):
+        block = np.column_stack([a[start : start + chunk] - m for a, m in zip(arrays, means, strict=True)])
+        cross += block.T @ block
+    sd = np.sqrt(np.diag(cross))
     with np.errstate(divide="ignore", invalid="ignore"):
-        corr = np.clip(np.corrcoef(values, rowvar=False), -1.0, 1.0)
+        corr = np.clip(cross / np.outer(sd, sd), -1.0, 1.0)
     return pd.DataFrame(corr, index=cols, columns=cols)
 
 
@@ -177,24 +184,6 @@ def _balance(frame: pd.DataFrame, t: pd.Series, covs: list[str], profile: DataPr
     return out
 
 
-def quality_findings(frame: pd.DataFrame) -> dict[str, Any]:
-    """Problems visible in a table: missing cells, duplicates, text numbers, constants, label variants."""
-    text_numeric = [c for c in frame.columns if parse_numeric_text(frame[c]) is not None]
-    labels = {
-        c: len(label_variants(frame[c]))
-        for c in frame.columns
-        if not pd.api.types.is_numeric_dtype(frame[c]) and c not in text_numeric and at_most_distinct(frame[c], 200)
-    }
-    return {
-        "n_rows": len(frame),
-        "missing": {c: int(n) for c, n in frame.isna().sum().items() if n},
-        "duplicates": int(duplicate_rows(frame).sum()),
-        "text_numeric": text_numeric,
-        "constant": [c for c in frame.columns if at_most_distinct(frame[c], 1)],
-        "label_variants": {c: n for c, n in labels.items() if n},
-    }
-
-
 class EDAParams(AgentParams):
     """Options of the EDA step."""
 
@@ -224,6 +213,7 @@ class EDAAgent(Agent[EDAParams]):
     def run(self, view: StateView, params: EDAParams, ctx: AgentContext) -> AgentResult:
         """Compute every part of the EDA result."""
         profile = view.data_profile
+        received = self._input_findings(view, ctx)  # first: the input table is gone before the analysis data is read
         frame = read_table(view.dataframe_path)
         notes: list[str] = []
         sample = frame
@@ -251,7 +241,7 @@ class EDAAgent(Agent[EDAParams]):
             if v > params.vif_threshold
         ]
         balance, balance_summary = self._balance(frame, treatment, covs, profile, params.smd_threshold)
-        score, issues = self._quality(view, frame, outliers, high, vif_warn, balance, params.smd_threshold)
+        score, issues = self._quality(received, frame, outliers, high, vif_warn, balance, params.smd_threshold)
         plots: dict[str, str] = {}
         if params.plots:
             try:
@@ -309,7 +299,8 @@ class EDAAgent(Agent[EDAParams]):
         if t is None:
             return {}, f"balance not assessed: {why}"
         rows = t.notna()
-        balance = _balance(frame.loc[rows], t[rows], covs, profile)
+        known = rows.all()  # every treatment known: the table itself, not a copy of it
+        balance = _balance(frame if known else frame.loc[rows], t if known else t[rows], covs, profile)
         bad = sorted(
             (c for c, b in balance.items() if abs(b["smd"]) > threshold), key=lambda c: -abs(balance[c]["smd"])
         )
@@ -322,7 +313,7 @@ class EDAAgent(Agent[EDAParams]):
 
     def _quality(
         self,
-        view: StateView,
+        received: dict[str, Any] | None,
         frame: pd.DataFrame,
         outliers: dict[str, dict[str, Any]],
         high: list[dict[str, Any]],
@@ -332,7 +323,7 @@ class EDAAgent(Agent[EDAParams]):
     ) -> tuple[float, list[str]]:
         """Score 0-100 and the issues behind it; input problems already fixed weigh half."""
         now = quality_findings(frame)
-        before = self._input_findings(view, now)
+        before = received or now
         issues: list[str] = []
         penalty = 0.0
 
@@ -378,15 +369,19 @@ class EDAAgent(Agent[EDAParams]):
         return float(round(max(0.0, 100.0 - penalty), 1)), issues
 
     @staticmethod
-    def _input_findings(view: StateView, now: dict[str, Any]) -> dict[str, Any]:
-        """Findings on the input file as received (the analysis data's own when it cannot be read)."""
+    def _input_findings(view: StateView, ctx: AgentContext) -> dict[str, Any] | None:
+        """Findings on the input file as received (None: use the analysis data's own, it cannot be read).
+
+        The data profiler records them when it reads the file (``load_findings`` checks they are
+        of this very file); else the file is read again here.
+        """
         path = view.dataset_info.local_path
         if not path or path == view.dataframe_path:
-            return now
+            return None
         try:
-            return quality_findings(read_table(path))
+            return load_findings(path, ctx.data_dir) or quality_findings(read_table(path))
         except DataError:
-            return now
+            return None
 
     @staticmethod
     def _summary_table(frame: pd.DataFrame, profile: DataProfile) -> dict[str, dict[str, Any]]:

@@ -8,10 +8,19 @@ compared exactly. Both return what the pandas expression they replace returns.
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-__all__ = ["at_most_distinct", "duplicate_rows"]
+from agents.stats.profiling import label_variants, parse_numeric_text
+
+__all__ = ["at_most_distinct", "duplicate_rows", "load_findings", "quality_findings", "save_findings"]
+
+FINDINGS_FILE = "input_findings.json"
 
 _PROBE = 512
 
@@ -54,3 +63,43 @@ def duplicate_rows(frame: pd.DataFrame) -> pd.Series:
     if candidates.any():
         out[candidates] = frame.iloc[candidates].duplicated(keep="first").to_numpy()
     return pd.Series(out, index=frame.index)
+
+
+def quality_findings(frame: pd.DataFrame) -> dict[str, Any]:
+    """Problems visible in a table: missing cells, duplicates, text numbers, constants, label variants."""
+    text_numeric = [c for c in frame.columns if parse_numeric_text(frame[c]) is not None]
+    labels = {
+        c: len(label_variants(frame[c]))
+        for c in frame.columns
+        if not pd.api.types.is_numeric_dtype(frame[c]) and c not in text_numeric and at_most_distinct(frame[c], 200)
+    }
+    return {
+        "n_rows": len(frame),
+        "missing": {c: int(n) for c, n in frame.isna().sum().items() if n},
+        "duplicates": int(duplicate_rows(frame).sum()),
+        "text_numeric": text_numeric,
+        "constant": [c for c in frame.columns if at_most_distinct(frame[c], 1)],
+        "label_variants": {c: n for c, n in labels.items() if n},
+    }
+
+
+def _fingerprint(source: str | Path) -> dict[str, Any]:
+    st = Path(source).stat()
+    return {"path": str(Path(source).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def save_findings(frame: pd.DataFrame, source: str | Path, folder: Path) -> None:
+    """Record ``quality_findings`` of ``frame`` as read from ``source``, with the file's fingerprint."""
+    record = {"source": _fingerprint(source), "findings": quality_findings(frame)}
+    tmp = folder / f".{FINDINGS_FILE}.tmp"
+    tmp.write_text(json.dumps(record, default=int), encoding="utf-8")
+    os.replace(tmp, folder / FINDINGS_FILE)
+
+
+def load_findings(source: str | Path, folder: Path) -> dict[str, Any] | None:
+    """The findings ``save_findings`` recorded for ``source``, if they are of the file as it is now."""
+    try:
+        record = json.loads((folder / FINDINGS_FILE).read_text(encoding="utf-8"))
+        return record["findings"] if record.get("source") == _fingerprint(source) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
