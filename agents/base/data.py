@@ -87,6 +87,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         suffix = p.suffix.lower()
         if suffix in _PARQUET:
             frame = pd.read_parquet(p)
+            _release_arrow_memory()
         else:
             frame, info = _read_csv(p, _SEPARATORS.get(suffix))
     except pd.errors.EmptyDataError as exc:
@@ -242,9 +243,22 @@ def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
                     fixed[col] = fixed[col].astype("string")
             fixed.to_parquet(tmp, index=False)
         tmp.replace(path)
+        _release_arrow_memory()
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise AgentError(f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _release_arrow_memory() -> None:
+    """Hand Arrow's freed buffers back to the system after a Parquet read or write.
+
+    Arrow's allocator keeps them for reuse: after reading a 153 MB frame the process held
+    about 260 MB more than the frame, for as long as it ran (the whole job, the executed
+    notebook included).
+    """
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
