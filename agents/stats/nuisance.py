@@ -17,7 +17,6 @@ same models.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from agents.base.parallel import map_parts
+from agents.stats.nuisance_cache import outcome_cache_path, propensity_cache_path, store
 from agents.stats.propensity import CLIP
 
 __all__ = [
@@ -352,14 +352,22 @@ def fit_binary(
     candidates = _outcome_candidates(int(smaller * (k - 1) / k), flexible, X.shape[1])
     treated = t == 1
     sample = selection_rows(n, seed) if len(candidates) > 1 else None
-    best, loss, fit1, fit0 = _arm_choice(Xv, y, t, splits, seed, candidates, sample)
-    if sample is not None:  # chosen on the sample: cross-fit only the chosen learner on every row
-        fit1, fit0 = _regress_arms(Xv, y, splits, seed, [treated, ~treated], (best,))
+    path = outcome_cache_path(cache_dir, X, Xv, t, y, seed, folds, candidates, SELECT_ROWS)
+    if path is not None and path.exists():  # the same outcome models, fitted earlier in this run
+        with np.load(path) as f:
+            best, loss, mu1, mu0 = str(f["best"]), json.loads(str(f["loss"])), f["mu1"].copy(), f["mu0"].copy()
+    else:
+        best, loss, fit1, fit0 = _arm_choice(Xv, y, t, splits, seed, candidates, sample)
+        if sample is not None:  # chosen on the sample: cross-fit only the chosen learner on every row
+            fit1, fit0 = _regress_arms(Xv, y, splits, seed, [treated, ~treated], (best,))
+        mu1, mu0 = fit1[best], fit0[best]
+        if path is not None:
+            store(path, best=np.array(best), loss=np.array(json.dumps(loss)), mu1=mu1, mu0=mu0)
     return Nuisance(
         k,
         e=e,
-        mu1=fit1[best],
-        mu0=fit0[best],
+        mu1=mu1,
+        mu0=mu0,
         choice={"propensity": ps_name, "outcome": best},
         cv_loss={"propensity": ps_loss, "outcome": loss},
         selected_on=None if sample is None else len(sample),
@@ -411,7 +419,7 @@ def fit_propensity(
     if X.shape[1] == 0:
         return "constant", np.full(n, float(t.mean())), {}
     Xv = _matrix(X, n) if matrix is None else matrix
-    path = _cache_path(cache_dir, X, Xv, t, seed, folds, ps_model)
+    path = propensity_cache_path(cache_dir, X, Xv, t, seed, folds, ps_model, PS_LEARNERS)
     if path is not None and path.exists():
         with np.load(path) as f:
             return str(f["name"]), f["e"].copy(), json.loads(str(f["loss"]))
@@ -420,23 +428,8 @@ def fit_propensity(
     cands = _ps_candidates(ps_model, smaller, X.shape[1], n)
     name, e, loss = _propensity(Xv, t.astype(int), splits, seed, cands)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, name=np.array(name), e=e, loss=np.array(json.dumps(loss)))
-        tmp.replace(path)
+        store(path, name=np.array(name), e=e, loss=np.array(json.dumps(loss)))
     return name, e, loss
-
-
-def _cache_path(
-    cache_dir: Path | None, X: pd.DataFrame, Xv: np.ndarray, t: np.ndarray, seed: int, folds: int, ps_model: str
-) -> Path | None:
-    if cache_dir is None:
-        return None
-    h = hashlib.sha1()
-    h.update(json.dumps([list(map(str, X.columns)), seed, folds, ps_model, list(PS_LEARNERS)]).encode())
-    h.update(np.ascontiguousarray(Xv).data)  # the bytes X.to_numpy(dtype=float) has, hashed in place
-    h.update(np.ascontiguousarray(t, dtype=float).tobytes())
-    return Path(cache_dir) / "nuisance" / f"propensity_{h.hexdigest()[:20]}.npz"
 
 
 def _ps_candidates(ps_model: str, smaller: int, p: int, n: int) -> tuple[str, ...]:

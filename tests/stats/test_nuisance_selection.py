@@ -38,3 +38,24 @@ def test_small_data_chooses_on_every_row(monkeypatch) -> None:  # noqa: ANN001
     assert nu.selected_on is None and "seeded sample" not in nu.describe()
     loss = nu.cv_loss["outcome"]
     assert nu.choice["outcome"] == min(loss, key=loss.get)
+
+
+def test_a_second_fit_on_the_same_inputs_reads_the_first(tmp_path) -> None:  # noqa: ANN001
+    """The outcome models are stored in the run's data folder: a refit with a switched propensity model
+    (or a later round on the same rows) reads them and gets the very same predictions."""
+    X, t, y = _data(1500, seed=3)
+    first = N.fit_binary(X, t, y, seed=2, ps_model="logistic", cache_dir=tmp_path)
+    stored = sorted(p.name.split("_")[0] for p in (tmp_path / "nuisance").iterdir())
+    assert stored == ["outcome", "propensity"]
+    (entry,) = (tmp_path / "nuisance").glob("outcome_*.npz")
+    written = entry.stat().st_mtime_ns
+    switched = N.fit_binary(X, t, y, seed=2, ps_model="gbm", cache_dir=tmp_path)
+    assert switched.choice["propensity"] == "gbm" and switched.choice["outcome"] == first.choice["outcome"]
+    np.testing.assert_array_equal(switched.mu1, first.mu1)
+    np.testing.assert_array_equal(switched.mu0, first.mu0)
+    assert switched.cv_loss["outcome"] == first.cv_loss["outcome"]
+    assert entry.stat().st_mtime_ns == written  # read, not refitted and written again
+    fresh = N.fit_binary(X, t, y, seed=2, ps_model="gbm")  # no cache: fitted again, the same numbers
+    np.testing.assert_array_equal(fresh.mu1, first.mu1)
+    other = N.fit_binary(X, t, y, seed=5, ps_model="logistic", cache_dir=tmp_path)  # another seed: its own entry
+    assert len(list((tmp_path / "nuisance").glob("outcome_*.npz"))) == 2 and not np.array_equal(other.mu1, first.mu1)
