@@ -7,6 +7,12 @@ in ``methods``) and marks exactly one result ``headline`` by the rule in
 :func:`agents.stats.pair_analysis.choose_headline`. In critique rounds it acts on
 ``trim_to_common_support``, ``add_doubly_robust``, ``widen_adjustment_set`` and
 ``switch_propensity_model``.
+
+The costly learners (:data:`agents.stats.estimation.FAN_OUT_METHODS`) are fitted as parts of one
+fan-out, and the nuisance and DR-learner folds inside them as parts too
+(:func:`agents.base.parallel.map_parts`): in a flow run they are Prefect tasks on the recipe's
+task runner (threads, or Dask workers); called directly, they run in order. Each part is seeded
+by the run's seed, so the estimates are the same either way.
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ On nonlinear confounding (x2**2 in the propensity, x3*x4 in both models) the cho
 intervals covering the truth about 95% of the time; linear nuisances alone never cover
 (``benchmarks/bench_aipw_coverage.py``). AIPW, the DR-learner, IPW,
 matching, stratification and the balance diagnostics all read the one fit, so they describe the
-same models.
+same models; the fits are kept in the run's data folder (:mod:`agents.stats.nuisance_cache`), so
+a later agent or round on the same rows reads them. Every (learner, fold) fit is one part of a
+fan-out (:func:`agents.base.parallel.map_parts`: Prefect tasks on the run's task runner), seeded
+by the run's seed, so the predictions do not depend on what runs the parts.
 """
 
 from __future__ import annotations
