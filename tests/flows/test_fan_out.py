@@ -70,6 +70,17 @@ def test_effect_estimator_identical_sequential_and_on_threads(tmp_path: Path) ->
     assert [r[0] for r in runs[0]] == METHODS["methods"]
 
 
+def test_refuters_identical_sequential_and_on_threads() -> None:
+    from agents.stats.sensitivity import REFUTERS, run_refuters
+
+    frame, _ = S.nonlinear_heterogeneous(n=1200, seed=2)
+    covariates = [c for c in frame.columns if c not in ("treated", "outcome")]
+    alone = run_refuters(frame, "treated", "outcome", covariates, simulations=30, seed=4)
+    with use_mapper(thread_mapper(4)):
+        pooled = run_refuters(frame, "treated", "outcome", covariates, simulations=30, seed=4)
+    assert alone == pooled and all(name in alone for name in REFUTERS)
+
+
 def _flow_estimates(frame: Any, job: Path, runner: Any) -> tuple[list[Any], set[str]]:
     """effect_estimator as a Prefect task in a flow with ``runner``, parts mapped by the flow's mapper."""
     from prefect import flow, task
