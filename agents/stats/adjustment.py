@@ -81,9 +81,11 @@ def derived_from_treatment(frame: pd.DataFrame, treatment: str, candidates: list
             pair = pair.dropna()
         if pair.empty or at_most_distinct(pair[col], 1):
             continue
-        # Constant within each arm: every value equals its arm's first (groupby's nunique, without hashing).
-        firsts = pair.groupby(treatment, sort=False)[col].transform("first")
-        if bool((pair[col] == firsts).all()):
+        # Constant within each arm: not if an arm already varies in the first rows; else every value
+        # equals its arm's first (groupby's nunique, without hashing every value).
+        head = pair.iloc[:512]
+        varies = len(pair) > len(head) and bool((head.groupby(treatment)[col].nunique() > 1).any())
+        if not varies and bool((pair[col] == pair.groupby(treatment, sort=False)[col].transform("first")).all()):
             out.append(col)
             continue
         # One treatment level per value: only possible when the column has no more values than the treatment.
