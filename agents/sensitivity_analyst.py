@@ -31,7 +31,7 @@ from agents.base.errors import AgentError
 from agents.base.numbers import fmt_number
 from agents.base.queries import adjustment_set_of, headline_evalue, latest_round, refuter_tally
 from agents.base.state import JobStatus, SensitivityResult, TreatmentEffectResult
-from agents.stats.sensitivity import failure_reason
+from agents.stats.refuters import failure_reason
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
@@ -124,7 +124,7 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
             summary=self._summary(results, notes),
             reasoning=" ".join(notes),
             outputs=self._outputs(results, len(frame)),
-            tools_called=["agents.stats.sensitivity.run_refuters"] if params.refuters else [],
+            tools_called=["agents.stats.refuters.run_refuters"] if params.refuters else [],
         )
 
     # ---- inputs --------------------------------------------------------------------------
@@ -306,7 +306,7 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
         notes: list[str],
     ) -> list[SensitivityResult]:
         """DoWhy's placebo, random common cause, data subset and unobserved confounder refuters."""
-        from agents.stats.sensitivity import run_refuters
+        from agents.stats.refuters import run_refuters
 
         try:
             raw = run_refuters(

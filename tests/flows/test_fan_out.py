@@ -71,7 +71,7 @@ def test_effect_estimator_identical_sequential_and_on_threads(tmp_path: Path) ->
 
 
 def test_refuters_identical_sequential_and_on_threads() -> None:
-    from agents.stats.sensitivity import REFUTERS, run_refuters
+    from agents.stats.refuters import REFUTERS, run_refuters
 
     frame, _ = S.nonlinear_heterogeneous(n=1200, seed=2)
     covariates = [c for c in frame.columns if c not in ("treated", "outcome")]

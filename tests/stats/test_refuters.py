@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.stats.sensitivity import _significance, run_refuters
+from agents.stats.refuters import _significance, run_refuters
 
 SIMS = 10
 
@@ -179,11 +179,11 @@ def test_a_treatment_the_covariates_explain_is_refused() -> None:
 
 def test_wide_data_uses_blocks_and_gives_the_same_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Simulations processed in blocks (bounded memory) give exactly the numbers of one block."""
-    from agents.stats import sensitivity
+    from agents.stats import refuters
 
     data = _data(n=500, seed=6)
     whole = run_refuters(data, "t", "y", ADJ, simulations=12, seed=1)
-    monkeypatch.setattr(sensitivity, "_BLOCK", 1)  # one simulation per block
+    monkeypatch.setattr(refuters, "_BLOCK", 1)  # one simulation per block
     blocked = run_refuters(data, "t", "y", ADJ, simulations=12, seed=1)
     for name in ("placebo_treatment_refuter", "random_common_cause", "data_subset_refuter"):
         assert blocked[name]["new_effect"] == pytest.approx(whole[name]["new_effect"], rel=1e-10)
