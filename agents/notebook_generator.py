@@ -46,7 +46,7 @@ _READS: tuple[str, ...] = (
 _SNAPSHOT_FIELDS = ("job_id", "dataset_info", "treatment_variable", "outcome_variable", "design", "iteration_count",
                     "max_iterations", "analyzed_pairs", "data_profile", *_READS)  # fmt: skip
 class NotebookGeneratorParams(AgentParams):
-    """Recipe options: template, whether to execute, time limit in seconds (whole notebook), HTML export."""
+    """Recipe options: template, whether to execute, time limit in seconds (whole notebook), HTML export, figure sample."""
 
     template: str | None = Field(None, description="template file name (None: report.ipynb.j2)")
     template_dir: str | None = Field(None, description="folder searched for templates before the built-in ones")
@@ -54,6 +54,8 @@ class NotebookGeneratorParams(AgentParams):
     timeout: int = Field(default=300, ge=1, description="seconds the whole notebook may run")
     html: bool = Field(True, description="export HTML")
     title: str | None = Field(None, description="report title")
+    plot_rows: int = Field(default=100_000, ge=100,
+                           description="figures of a larger table are drawn from a seeded random sample of this many rows")  # fmt: skip
 
 
 class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
@@ -88,6 +90,7 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
         snapshot = _snapshot(view)
         (job_dir / "report_state.json").write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
         context = build_context(view, snapshot, job_dir, ctx.seed, params.title)
+        context["plot_rows"] = params.plot_rows
         env = nbk.make_environment(params.template_dir)
         text = nbk.render_template(env, params.template or "report.ipynb.j2", context)
         cells = nbk.split_cells(text)

@@ -1,0 +1,110 @@
+"""The report notebook on a table larger than ``plot_rows``: figures from a seeded sample, said so.
+
+One execution of the setup, exploration and propensity sections (a short top-level template) on
+1,200 rows with ``plot_rows=500``; the helper that replaces the per-column SMD loop and the
+least-squares re-check of the refuters are compared with their plain versions here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks.synthetic import job_training
+from flows.dispatch import run_single_agent
+from tests.helpers import make_state
+
+SECTIONS = """{% include "sections/00_setup.j2" %}
+{% include "sections/20_eda.j2" %}
+{% include "sections/50_propensity.j2" %}
+"""
+
+
+def _stream(cell: Any) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def _tagged(nb: Any, tag: str) -> Any:
+    (cell,) = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
+    return cell
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    job = tmp_path_factory.mktemp("job")
+    frame, _ = job_training(n=1200, seed=5)
+    state = make_state(frame, job, "training", "earnings")
+    state.confounder_discovery = {"treatment": "training", "outcome": "earnings",
+                                  "adjustment_set": ["age", "education_years", "prior_earnings", "married", "region"]}  # fmt: skip
+    top = job / "short.ipynb.j2"
+    top.write_text(SECTIONS)
+    result = run_single_agent(
+        "notebook_generator", state, job, {"template": str(top), "plot_rows": 500, "timeout": 120, "html": False}
+    )
+    nb = nbformat.read(state.notebook_path, as_version=4)
+    return {"nb": nb, "result": result, "frame": frame}
+
+
+def test_figures_of_a_large_table_are_drawn_from_a_sample_and_say_so(sampled: dict[str, Any]) -> None:
+    nb = sampled["nb"]
+    assert sampled["result"].outputs["execution_errors"] == []
+    setup_text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "drawn from a seeded random sample" in setup_text
+    dist = _tagged(nb, "figure-distributions")
+    assert "Drawn from a random sample of 500 of the 1,200 rows, seed" in _stream(dist)
+    assert any("image/png" in o.get("data", {}) for o in dist.outputs)
+    corr = _tagged(nb, "figure-correlation")
+    assert "Correlations of a random sample of 500 of the 1,200 rows" in _stream(corr)
+    # The tables still use every row: the love plot's table is the balance over all 1,200 rows.
+    assert "1,200 rows x" in _stream(_tagged(nb, "setup"))
+
+
+def test_a_small_table_is_drawn_whole(tmp_path: Path) -> None:
+    frame, _ = job_training(n=300, seed=1)
+    state = make_state(frame, tmp_path, "training", "earnings")
+    top = tmp_path / "eda.ipynb.j2"
+    top.write_text('{% include "sections/00_setup.j2" %}\n{% include "sections/20_eda.j2" %}\n')
+    run_single_agent("notebook_generator", state, tmp_path, {"template": str(top), "timeout": 120, "html": False})
+    nb = nbformat.read(state.notebook_path, as_version=4)
+    assert "sample" not in _stream(_tagged(nb, "figure-distributions"))
+    assert "seeded random sample" not in "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def _helpers(plot_rows: int = 500) -> dict[str, Any]:
+    """The setup template's helper cell, executed here (the functions the cells call)."""
+    from agents.stats.notebook import make_environment, render_template, split_cells
+
+    text = render_template(make_environment(), "sections/00_setup.j2", {
+        "has_data": True, "seed": 0, "plot_rows": plot_rows, "paths": {"job_dir": ".", "state_file": "s.json", "data_file": "d.parquet"},
+        "dataset": {"rows": 10}, "treatment": "training", "outcome": "earnings"})  # fmt: skip
+    (helpers,) = [c for c in split_cells(text) if "helpers" in c["tags"]]
+    scope: dict[str, Any] = {"np": np, "pd": pd, "SEED": 0}
+    exec(helpers["source"], scope)  # noqa: S102 - the template's own code
+    return scope
+
+
+def test_balance_table_equals_the_smd_of_each_column() -> None:
+    h = _helpers()
+    frame, _ = job_training(n=400, seed=2)
+    X = h["design_matrix"](frame, ["age", "education_years", "married", "region"])
+    t = frame["training"].to_numpy()
+    w = np.random.default_rng(0).uniform(0.5, 3, len(frame))
+    table = h["balance_table"](X, t, w)
+    assert list(table.index) == list(X.columns)
+    for c in X:
+        assert table.loc[c, "before weighting"] == pytest.approx(h["smd"](X[c], t), rel=1e-12, abs=1e-15)
+        assert table.loc[c, "after weighting"] == pytest.approx(h["smd"](X[c], t, w), rel=1e-12, abs=1e-15)
+
+
+def test_plot_sample_is_seeded_and_only_above_the_threshold() -> None:
+    h = _helpers(plot_rows=500)
+    small, big = pd.DataFrame({"a": range(500)}), pd.DataFrame({"a": range(2000)})
+    assert h["plot_sample"](small) is small and h["sample_note"](small) == ""
+    first, again = h["plot_sample"](big), h["plot_sample"](big)
+    assert len(first) == 500 and first.index.equals(again.index) and first.index.is_monotonic_increasing
+    assert h["sample_note"](big) == "a random sample of 500 of the 2,000 rows, seed 0"
