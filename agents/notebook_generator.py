@@ -54,8 +54,8 @@ class NotebookGeneratorParams(AgentParams):
     timeout: int = Field(default=300, ge=1, description="seconds the whole notebook may run")
     html: bool = Field(True, description="export HTML")
     title: str | None = Field(None, description="report title")
-    plot_rows: int = Field(default=100_000, ge=100,
-                           description="figures of a larger table are drawn from a seeded random sample of this many rows")  # fmt: skip
+    sample_rows: int = Field(default=100_000, ge=100,
+                           description="above this many rows, figures and the propensity diagnostics' model use a seeded random sample of this size")  # fmt: skip
 
 
 class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
@@ -90,7 +90,7 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
         snapshot = _snapshot(view)
         (job_dir / "report_state.json").write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
         context = build_context(view, snapshot, job_dir, ctx.seed, params.title)
-        context["plot_rows"] = params.plot_rows
+        context["sample_rows"] = params.sample_rows
         env = nbk.make_environment(params.template_dir)
         text = nbk.render_template(env, params.template or "report.ipynb.j2", context)
         cells = nbk.split_cells(text)

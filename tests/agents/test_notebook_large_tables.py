@@ -1,8 +1,8 @@
-"""The report notebook on a table larger than ``plot_rows``: figures from a seeded sample, said so.
+"""The report notebook on a table larger than ``sample_rows``: figures from a seeded sample, said so.
 
 One execution of the setup, exploration and propensity sections (a short top-level template) on
-1,200 rows with ``plot_rows=500``; the helper that replaces the per-column SMD loop and the
-least-squares re-check of the refuters are compared with their plain versions here.
+1,200 rows with ``sample_rows=500``; the helpers (the seeded sample, the propensity fitted on
+it, the balance table that replaces the per-column SMD loop) are checked against plain versions.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def sampled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     top = job / "short.ipynb.j2"
     top.write_text(SECTIONS)
     result = run_single_agent(
-        "notebook_generator", state, job, {"template": str(top), "plot_rows": 500, "timeout": 120, "html": False}
+        "notebook_generator", state, job, {"template": str(top), "sample_rows": 500, "timeout": 120, "html": False}
     )
     nb = nbformat.read(state.notebook_path, as_version=4)
     return {"nb": nb, "result": result, "frame": frame}
@@ -60,8 +60,13 @@ def test_figures_of_a_large_table_are_drawn_from_a_sample_and_say_so(sampled: di
     assert any("image/png" in o.get("data", {}) for o in dist.outputs)
     corr = _tagged(nb, "figure-correlation")
     assert "Correlations of a random sample of 500 of the 1,200 rows" in _stream(corr)
-    # The tables still use every row: the love plot's table is the balance over all 1,200 rows.
     assert "1,200 rows x" in _stream(_tagged(nb, "setup"))
+    # The propensity diagnostics fit their model on the sample and say so; every row is scored and balanced.
+    ps_text = _stream(_tagged(nb, "propensity"))
+    assert "Model fitted on a random sample of 500 of the 1,200 rows" in ps_text and "AUC recomputed" in ps_text
+    assert "every row scored" in "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    love = _tagged(nb, "figure-love")
+    assert any("image/png" in o.get("data", {}) for o in love.outputs)
 
 
 def test_a_small_table_is_drawn_whole(tmp_path: Path) -> None:
@@ -75,12 +80,12 @@ def test_a_small_table_is_drawn_whole(tmp_path: Path) -> None:
     assert "seeded random sample" not in "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
 
 
-def _helpers(plot_rows: int = 500) -> dict[str, Any]:
+def _helpers(sample_rows: int = 500) -> dict[str, Any]:
     """The setup template's helper cell, executed here (the functions the cells call)."""
     from agents.stats.notebook import make_environment, render_template, split_cells
 
     text = render_template(make_environment(), "sections/00_setup.j2", {
-        "has_data": True, "seed": 0, "plot_rows": plot_rows, "paths": {"job_dir": ".", "state_file": "s.json", "data_file": "d.parquet"},
+        "has_data": True, "seed": 0, "sample_rows": sample_rows, "paths": {"job_dir": ".", "state_file": "s.json", "data_file": "d.parquet"},
         "dataset": {"rows": 10}, "treatment": "training", "outcome": "earnings"})  # fmt: skip
     (helpers,) = [c for c in split_cells(text) if "helpers" in c["tags"]]
     scope: dict[str, Any] = {"np": np, "pd": pd, "SEED": 0}
@@ -102,9 +107,21 @@ def test_balance_table_equals_the_smd_of_each_column() -> None:
 
 
 def test_plot_sample_is_seeded_and_only_above_the_threshold() -> None:
-    h = _helpers(plot_rows=500)
+    h = _helpers(sample_rows=500)
     small, big = pd.DataFrame({"a": range(500)}), pd.DataFrame({"a": range(2000)})
     assert h["plot_sample"](small) is small and h["sample_note"](small) == ""
     first, again = h["plot_sample"](big), h["plot_sample"](big)
     assert len(first) == 500 and first.index.equals(again.index) and first.index.is_monotonic_increasing
     assert h["sample_note"](big) == "a random sample of 500 of the 2,000 rows, seed 0"
+
+
+def test_a_propensity_fitted_on_a_sample_scores_every_row() -> None:
+    h = _helpers(sample_rows=500)
+    frame, _ = job_training(n=1200, seed=4)
+    covs = ["age", "education_years", "prior_earnings", "married", "region"]
+    full = h["fit_propensity"](frame, "training", covs, seed=0)
+    sampled = h["fit_propensity"](frame, "training", covs, seed=0, fit_rows=500)
+    assert len(sampled) == len(frame) and ((sampled > 0) & (sampled < 1)).all()
+    assert not np.allclose(sampled, full)  # a different fit ...
+    assert np.corrcoef(sampled, full)[0, 1] > 0.95  # ... of the same model
+    assert np.array_equal(h["fit_propensity"](frame, "training", covs, seed=0, fit_rows=5000), full)  # small: every row
