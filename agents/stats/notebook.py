@@ -207,6 +207,7 @@ def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
         timeout=timeout,
         kernel_name="python3",
         allow_errors=True,
+        shutdown_kernel="immediate",  # every reply is in when execute() returns: a graceful shutdown only waited 0.6 s
         resources={"metadata": {"path": str(job_dir)}},
     )
     log = (job_dir / ".jupyter" / "kernel.log").open("ab")
