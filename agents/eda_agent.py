@@ -23,7 +23,7 @@ from agents.base.view import StateView
 from agents.stats.frame_checks import at_most_distinct, load_findings, quality_findings
 from agents.stats.profiling import is_missing_indicator
 
-__all__ = ["EDAAgent", "EDAParams", "quality_findings"]
+__all__ = ["EDAAgent", "EDAParams"]
 
 _SHAPIRO_MAX = 5000
 _VIF_CAP = 1e6

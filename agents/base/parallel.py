@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, copy_context
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Mapper", "map_parts", "use_mapper", "current_mapper", "sequential", "thread_mapper", "in_part"]
+__all__ = ["Mapper", "map_parts", "use_mapper", "sequential", "thread_mapper"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -56,11 +56,6 @@ def _as_part(fn: Callable[[T], R], item: T) -> R:
         _IN_PART.reset(token)
 
 
-def in_part() -> bool:
-    """Whether this code runs inside a part (nested fan-out runs inline, never deadlocks a pool)."""
-    return _IN_PART.get()
-
-
 def map_parts(fn: Callable[[T], R], items: Iterable[T], *, name: str = "part") -> list[R]:
     """``[fn(item) for item in items]``, run by the installed mapper (sequential without one).
 
@@ -85,11 +80,6 @@ class _PartFn:
 
     def __call__(self, item: Any) -> Any:
         return _as_part(self.fn, item)
-
-
-def current_mapper() -> Mapper | None:
-    """The mapper installed in this context (None: parts run sequentially)."""
-    return _MAPPER.get()
 
 
 @contextmanager

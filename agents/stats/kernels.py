@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WARM_IMPORTS", "kernel_env", "new_kernel_manager", "start_warm_kernel", "take_warm_kernel"]
+__all__ = ["WARM_IMPORTS", "kernel_env", "new_kernel_manager", "shut_down", "start_warm_kernel", "take_warm_kernel"]
 
 WARM_IMPORTS = (
     "numpy",
@@ -112,7 +112,7 @@ def start_warm_kernel(job_dir: Path) -> Callable[[], None]:
         with _LOCK:
             left = _WARM.pop(job_dir, None) is km
         if left:
-            _shutdown(km)
+            shut_down(km)
 
     return release
 
@@ -130,11 +130,12 @@ def take_warm_kernel(job_dir: Path) -> Any | None:
             return km
     except Exception:  # noqa: BLE001 - a kernel that cannot say is not used
         pass
-    _shutdown(km)
+    shut_down(km)
     return None
 
 
-def _shutdown(km: Any) -> None:
+def shut_down(km: Any) -> None:
+    """Shut ``km``'s kernel down now, if it has one (a kernel already gone is no error)."""
     from jupyter_core.utils import run_sync
 
     try:

@@ -191,10 +191,9 @@ def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
     Cells keep running after a failing one (``allow_errors``) so the report shows as much as
     it can; each failing cell is returned with its index, error name, value and source.
     """
-    from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
 
-    from agents.stats.kernels import kernel_env, new_kernel_manager, take_warm_kernel
+    from agents.stats.kernels import kernel_env, new_kernel_manager, shut_down, take_warm_kernel
 
     report = ExecutionReport(executed=True)
     km = take_warm_kernel(job_dir)  # started when the run started, its imports done
@@ -222,8 +221,7 @@ def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
         import atexit
 
         atexit.unregister(client._cleanup_kernel)  # a killed kernel (time limit) skips nbclient's own unregister
-        if km.has_kernel:
-            run_sync(km.shutdown_kernel)(now=True)
+        shut_down(km)
     report.errors = cell_errors(nb)
     if not report.completed and not report.errors:
         report.errors = [{"cell": None, "ename": "ExecutionStopped", "evalue": report.message, "source": ""}]

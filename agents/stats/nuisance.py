@@ -52,12 +52,12 @@ MIN_FLEXIBLE = 100
 PS_LEARNERS = ("logistic", "logistic-quadratic", "gbm")
 OUTCOME_LEARNERS = ("linear", "quadratic", "linear+boosting")
 MAX_BASIS = 300
+"""Largest quadratic basis (columns) tried; it must also stay under a tenth of the training rows."""
 SELECT_ROWS = 20_000
 """Above this many rows each learner is chosen by its held-out loss on a seeded sample of this
 size, and only the chosen one is cross-fitted on every row: the choice costs what it costs at
 20,000 rows, and the predictions are the full-data ones (identical to choosing on all rows
 whenever the sample picks the same learner)."""
-"""Largest quadratic basis (columns) tried; it must also stay under a tenth of the training rows."""
 
 
 def quadratic_ok(p: int, n_train: int) -> bool:
