@@ -131,9 +131,27 @@ def meta_learner(
     )
 
 
+DR_FIT_ROWS = 100_000
+"""Most training rows for each fold's CATE model; above it a seeded sample of the fold's rows is used.
+
+The CATE model only summarises heterogeneity (the estimate's SE is the pseudo-outcome's, from
+every row), and 100 boosted trees on 100,000 rows describe it as well as on 800,000: at 1M rows
+the full fits took 24 of the estimator's 48 seconds.
+"""
+
+
+def _dr_train_rows(train: np.ndarray, seed: int, k: int) -> np.ndarray:
+    """The fold's training rows, or a seeded sorted sample of :data:`DR_FIT_ROWS` of them."""
+    if len(train) <= DR_FIT_ROWS:
+        return train
+    rng = np.random.default_rng([seed, k])
+    return np.sort(rng.choice(train, size=DR_FIT_ROWS, replace=False))
+
+
 def _dr_part(Xv: np.ndarray, phi: np.ndarray, splits: list[Any], seed: int, k: int) -> np.ndarray:
     """The CATE model of one fold: LightGBM on the pseudo-outcome of the other folds (seeded by ``seed``)."""
     train, test = splits[k]
+    train = _dr_train_rows(train, seed, k)
     model = _lgbm(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
@@ -163,6 +181,16 @@ def dr_learner(X: pd.DataFrame, y: np.ndarray, t: np.ndarray, ps: np.ndarray, nu
     se = float(phi.std(ddof=1) / np.sqrt(len(y)))
     ci, p = normal_ci(est, se)
     modifier, summary = cate_summary(cate, X)  # reads columns as arrays: no copy of the frame
+    fit_rows = max(len(_dr_train_rows(train, seed, k)) for k, (train, _) in enumerate(splits))
+    sampled = (
+        {
+            "sampled_rows": fit_rows,
+            "sampling_note": f"each fold's CATE model fitted on a random {fit_rows:,} of its training rows "
+            "(predicted for every row; the SE uses every row)",
+        }
+        if any(len(train) > DR_FIT_ROWS for train, _ in splits)
+        else {}
+    )
     return Estimate(
         "DR-learner (cross-fitted)",
         "ATE",
@@ -181,5 +209,6 @@ def dr_learner(X: pd.DataFrame, y: np.ndarray, t: np.ndarray, ps: np.ndarray, nu
             "cate_modifier": modifier,
             "cate_sd": round(float(np.std(cate)), 4),
             "propensity": "the shared cross-fitted propensity",
+            **sampled,
         },
     )

@@ -94,3 +94,24 @@ def test_treatment_encoding_and_derived_columns() -> None:
         encode_treatment(pd.Series([1, 2, 3], name="dose"))
     frame, truth = S.derived_treatment(n=500)
     assert derived_from_treatment(frame, "treated", ["x1", "mediator", "treated_label"]) == ["treated_label"]
+
+
+def test_dr_learner_fits_each_folds_cate_model_on_a_sample_above_the_cap(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Above DR_FIT_ROWS training rows, each fold's CATE model sees a sample, says so, and still finds the modifier."""
+    from agents.stats import meta_learners as M
+    from flows.dispatch import run_single_agent
+    from tests.helpers import make_state
+
+    frame, truth = S.nonlinear_heterogeneous(n=3000, seed=1)
+    monkeypatch.setattr(M, "DR_FIT_ROWS", 1000)
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    run_single_agent("effect_estimator", state, tmp_path, {"methods": ["aipw", "dr_learner"], "bootstrap": 20})
+    est = {e.details.method_key: e for e in state.treatment_effects}
+    dr, aipw = est["dr_learner"], est["aipw"]
+    extras = dr.details.extras
+    assert extras["sampled_rows"] == 1000 and "1,000 of its training rows" in extras["sampling_note"]
+    assert dr.std_error == aipw.std_error  # the SE is still the pseudo-outcome's, from every row
+    assert abs(dr.estimate - aipw.estimate) < aipw.std_error
+    assert extras["cate_modifier"] == "x1"
+    by_q = [v["estimate"] for v in extras["cate_summary"].values()]
+    assert by_q[-1] - by_q[0] > 1.0  # true spread about 2.5
