@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["TemporaryServer", "temporary_server", "ServerStartError", "stop_all"]
+__all__ = ["TemporaryServer", "temporary_server", "ServerStartError", "stop_all", "drain_prefect_services"]
 
 _SPAWN_ATTEMPTS = 3
 _RUNNING: list[TemporaryServer] = []
@@ -82,6 +82,22 @@ class TemporaryServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def drain_prefect_services() -> None:
+    """Send what Prefect's event and log workers still hold, and stop them (at most 5 s each).
+
+    They otherwise drain at interpreter exit, after the temporary server has stopped, and
+    spend that time failing to reach it.
+    """
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (EventsWorker, APILogWorker):
+        try:
+            worker.drain_all(timeout=5)
+        except Exception:  # noqa: BLE001 - nothing left to send is not an error at the end of a run
+            continue
 
 
 def stop_all() -> None:
@@ -179,5 +195,6 @@ def temporary_server(while_booting: Callable[[], None] | None = None) -> Iterato
                 _point_prefect_at(server.api_url)
         yield server
     finally:
+        drain_prefect_services()
         server.stop()
         _point_prefect_at(None)
