@@ -93,6 +93,27 @@ def _helpers(sample_rows: int = 500) -> dict[str, Any]:
     return scope
 
 
+def test_the_setup_cell_reads_the_frame_pandas_reads(tmp_path: Path) -> None:
+    """The setup cell reads Parquet through Arrow (each column keeps Arrow's buffer, Arrow's spare memory is given
+    back): the frame is still the one pd.read_parquet makes, whatever the column types."""
+    from agents.stats.notebook import make_environment, render_template, split_cells
+
+    frame, _ = job_training(n=300, seed=6)
+    frame["region"] = frame["region"].astype("category")
+    frame["note"] = np.where(frame["married"] == 1, "married", None)
+    frame["score"] = frame["age"].where(frame["age"] > 30).astype("Int64")
+    frame["day"] = pd.date_range("2024-01-01", periods=len(frame), freq="D", tz="UTC")
+    frame.to_parquet(tmp_path / "d.parquet", index=False)
+    (tmp_path / "s.json").write_text('{"job_id": "j"}')
+    text = render_template(make_environment(), "sections/00_setup.j2", {
+        "has_data": True, "seed": 0, "paths": {"job_dir": str(tmp_path), "state_file": "s.json", "data_file": "d.parquet"},
+        "dataset": {"rows": len(frame)}, "treatment": "training", "outcome": "earnings"})  # fmt: skip
+    (setup,) = [c for c in split_cells(text) if "setup" in c["tags"]]
+    scope: dict[str, Any] = {}
+    exec("\n".join(line for line in setup["source"].splitlines() if not line.startswith("%")), scope)  # noqa: S102
+    pd.testing.assert_frame_equal(scope["df"], pd.read_parquet(tmp_path / "d.parquet"))
+
+
 def test_balance_table_equals_the_smd_of_each_column() -> None:
     h = _helpers()
     frame, _ = job_training(n=400, seed=2)
