@@ -141,6 +141,26 @@ def test_recomputed_headline_matches_state_json(analysis: dict[str, Any]) -> Non
     assert not naive.ci_lower <= analysis["truth"]["effect"] <= naive.ci_upper
 
 
+def _run_cells(nb: Any, *tags: str) -> dict[str, Any]:
+    """The code cells tagged with any of ``tags``, run here in one namespace (IPython magics dropped); the namespace."""
+    scope: dict[str, Any] = {"display": lambda *objects: None}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and set(tags) & set(cell.metadata.get("tags", [])):
+            exec("\n".join(line for line in cell.source.splitlines() if not line.startswith("%")), scope)  # noqa: S102
+    return scope
+
+
+def test_the_headline_check_reproduces_the_run_exactly_and_lets_its_copies_go(analysis: dict[str, Any]) -> None:
+    """The OLS is refitted as the run fitted it (a difference of exactly 0); the design array and statsmodels'
+    results, which hold several copies of the rows (most of a million-row report's memory), are not kept."""
+    (cell,) = _tagged(analysis["nb"], "headline-check")
+    assert "| difference 0 (tolerance" in _stream(cell)
+    scope = _run_cells(analysis["nb"], "setup", "helpers", "headline-check")
+    headline = analysis["state"].treatment_effects[1]
+    assert (scope["estimate"], scope["se"]) == (headline.estimate, headline.std_error)
+    assert not {"X", "exog", "fit"} & scope.keys()
+
+
 def test_every_applicable_figure_is_drawn(analysis: dict[str, Any]) -> None:
     nb = analysis["nb"]
     for tag in ("figure-distributions", "figure-correlation", "figure-dag", "figure-overlap", "figure-love",
