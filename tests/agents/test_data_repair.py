@@ -194,7 +194,9 @@ def test_failed_expectations_left_unrepaired_are_listed_per_column(tmp_path: Pat
     run_single_agent("data_repair", state, tmp_path, params={"impute": False})
     left = _one(state, "unrepaired", column="x1")
     assert left["expectations"] == ["expect_column_values_to_not_be_null"] and "40 of 400" in left["detail"]
-    assert _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null")["repaired"] is False
+    assert (
+        _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null")["repaired"] is False
+    )
 
 
 def test_age_bounds_apply_to_ages_in_years_only() -> None:
@@ -206,3 +208,21 @@ def test_age_bounds_apply_to_ages_in_years_only() -> None:
     assert lo == pytest.approx(-0.67 - 3 * 1.34) and hi == pytest.approx(0.67 + 3 * 1.34)
     years = {"p25": 30.0, "p75": 60.0}
     assert _range_bounds("age", years) == (0.0, 120.0)  # fences [-60, 150] cut to plausible ages
+
+
+def test_validation_leaves_no_context_holding_the_data_behind() -> None:
+    """GE keeps its last context as the project, and the context the batch's metrics (at 1M rows
+    113 MB for the rest of the run): run_expectations lets it go once the failures are read."""
+    import great_expectations.expectations as E
+    from great_expectations.data_context.data_context.context_factory import project_manager
+    from great_expectations.exceptions import DataContextRequiredError
+
+    from agents.data_repair import run_expectations
+
+    frame = pd.DataFrame({"a": [1.0, 2.0, None, 4.0], "b": [0, 1, 0, 1]})
+    failures = run_expectations(
+        frame, [E.ExpectColumnValuesToNotBeNull(column="a"), E.ExpectColumnValuesToNotBeNull(column="b")]
+    )
+    assert [f["column"] for f in failures] == ["a"]
+    with pytest.raises(DataContextRequiredError):
+        project_manager.get_current_project()
