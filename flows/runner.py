@@ -22,6 +22,7 @@ from typing import Protocol
 
 from agents.base.agent import AgentContext, AgentResult
 from agents.base.ask_state import JobState
+from agents.base.data import release_unused_memory
 from agents.base.errors import MissingStateField, WhyflowError
 from agents.base.state import JobStatus
 from flows.dispatch import apply_result, dispatch, missing_required
@@ -41,9 +42,7 @@ class Executor(Protocol):
 
     def run(self, node: AgentNode, state: JobState, ctx: AgentContext) -> AgentResult: ...
 
-    def run_many(
-        self, jobs: list[tuple[AgentNode, JobState, AgentContext]]
-    ) -> list[AgentResult | BaseException]: ...
+    def run_many(self, jobs: list[tuple[AgentNode, JobState, AgentContext]]) -> list[AgentResult | BaseException]: ...
 
 
 class LocalExecutor:
@@ -245,6 +244,7 @@ class Runner:
             self._record_error(node, exc)
             raise _AgentFailed(node.name, _describe(exc)) from exc
         self._apply(node, key, result)
+        release_unused_memory()  # what the agent freed leaves the process before the next one starts
 
     def _run_parallel(self, group: ParallelNode, round_: int | None) -> None:
         todo = [n for n in group.nodes if step_key(n, round_) not in self.state.completed_steps]
@@ -272,6 +272,7 @@ class Runner:
                 failure = failure or (n, result)
                 continue
             self._apply(n, step_key(n, round_), result)
+        release_unused_memory()
         if failure is not None:
             if isinstance(failure[1], (CancelRequested, KeyboardInterrupt)):
                 raise failure[1]

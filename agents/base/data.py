@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import difflib
+import functools
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agents.base.errors import AgentError, DataError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["read_table", "check_columns", "suggest", "describe_read", "write_parquet", "NA_TOKENS"]
+__all__ = [
+    "read_table",
+    "check_columns",
+    "suggest",
+    "describe_read",
+    "write_parquet",
+    "release_unused_memory",
+    "NA_TOKENS",
+]
 
 _PARQUET = (".parquet", ".pq")
 _SEPARATORS = {".csv": ",", ".tsv": "\t"}
@@ -27,7 +36,22 @@ def suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
     return f" (did you mean '{folded[match[0]]}'?)" if match else ""
 
 
-NA_TOKENS = ("?", "-", "--", ".", "n/a", "na", "NA", "missing", "Missing", "MISSING", "#N/A", "#NA", "#VALUE!", "#DIV/0!")
+NA_TOKENS = (
+    "?",
+    "-",
+    "--",
+    ".",
+    "n/a",
+    "na",
+    "NA",
+    "missing",
+    "Missing",
+    "MISSING",
+    "#N/A",
+    "#NA",
+    "#VALUE!",
+    "#DIV/0!",
+)
 """Cells read as missing besides pandas' own (empty, NA, NaN, null, None...): common export conventions."""
 
 _DELIMITERS = (",", ";", "\t", "|")
@@ -262,3 +286,34 @@ def _release_arrow_memory() -> None:
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
+
+
+def release_unused_memory() -> None:
+    """Hand memory the process freed back to the system: Arrow's pool and glibc's heaps.
+
+    Both allocators keep freed blocks for reuse. Between agents that is memory no agent holds
+    but the process still occupies: after the propensity diagnostics on 1M rows, 156 MB in
+    Arrow's pool and 167 MB in glibc's heaps. Costs about a millisecond; a no-op where there
+    is no glibc (macOS) or Arrow was never imported.
+    """
+    import sys
+
+    if "pyarrow" in sys.modules:
+        _release_arrow_memory()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, or None where there is none."""
+    import ctypes
+    import ctypes.util
+    import sys
+
+    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
