@@ -190,7 +190,14 @@ def records_for(recipe_name: str, data: str, roots: list[Path | str | None] | No
         if not root.exists():
             continue
         for state_file in root.glob("*/state.json"):
-            record = read_record(JobFolder(state_file.parent))
+            folder = JobFolder(state_file.parent)
+            try:  # run.json is small; a job's state can be megabytes: read it only for a match
+                run = folder.read_run()
+            except (OSError, ValueError):
+                continue
+            if str(run.get("recipe_name") or "") != recipe_name or str(run.get("data") or "") != data:
+                continue
+            record = read_record(folder)
             if record and record.recipe_name == recipe_name and record.data == data:
                 found[state_file.parent.resolve()] = record
     return sorted(found.values(), key=lambda r: (r.created_at, r.job_id))

@@ -143,6 +143,20 @@ def _spawn(port: int) -> subprocess.Popen[bytes]:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+@contextmanager
+def _without_heartbeats() -> Iterator[None]:
+    """Flow-run heartbeats off for runs against the temporary server.
+
+    Heartbeats (every 180 s) let a lasting server notice a run whose process died; this server
+    stops with the run, so they tell no one anything, and ending a flow waited up to a second
+    for the heartbeat thread to wake and stop. A configured server keeps them.
+    """
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
 def _needs_server() -> bool:
     """True when Prefect would start a temporary server: none configured, ephemeral mode on."""
     from prefect.settings import get_current_settings
@@ -193,7 +207,8 @@ def temporary_server(while_booting: Callable[[], None] | None = None) -> Iterato
                     raise
                 server = TemporaryServer(_spawn(port := _free_port()), port)
                 _point_prefect_at(server.api_url)
-        yield server
+        with _without_heartbeats():
+            yield server
     finally:
         drain_prefect_services()
         server.stop()
