@@ -115,3 +115,27 @@ def test_dr_learner_fits_each_folds_cate_model_on_a_sample_above_the_cap(tmp_pat
     assert extras["cate_modifier"] == "x1"
     by_q = [v["estimate"] for v in extras["cate_summary"].values()]
     assert by_q[-1] - by_q[0] > 1.0  # true spread about 2.5
+
+
+@pytest.mark.parametrize("layout", ["columns", "one_block", "collinear"])
+def test_ols_adjustment_is_statsmodels_to_the_last_bit(layout: str) -> None:
+    """The regression adjustment computed in place equals statsmodels' OLS HC1 fit exactly (==, not approx)."""
+    import warnings
+
+    import pandas as pd
+    import statsmodels.api as sm
+
+    p, _, ps = _prep(S.nonlinear_heterogeneous, ["x1", "x2", "x3", "x4"], n=4000, seed=3)
+    X = p.X
+    if layout == "one_block":  # the covariates as one float block, as the estimator's setup holds them
+        X = pd.DataFrame(np.ascontiguousarray(X.to_numpy(dtype=float).T).T, columns=X.columns, copy=False)
+    elif layout == "collinear":  # a duplicated column: rank-deficient, statsmodels' pseudo-inverse drops it
+        X = X.assign(x1_again=X["x1"])
+    exog = np.column_stack([np.ones(len(p.y)), p.t.astype(int).astype(float), X.to_numpy(dtype=float)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = sm.OLS(p.y, exog).fit(cov_type="HC1")
+    assert E._ols_hc1(p.y, lambda: exog) == (float(fit.params[1]), float(fit.bse[1]), float(fit.rsquared))
+    ours = E.ols_adjustment(E.DowhyBackdoor(X, p.t, p.y, ps))
+    assert (ours.estimate, ours.std_error) == (float(fit.params[1]), float(fit.bse[1]))
+    assert ours.details["r_squared"] == round(float(fit.rsquared), 4)
