@@ -110,9 +110,12 @@ def strata_for(n: int) -> int:
 class DowhyBackdoor:
     """A DoWhy model of one pair, identified once with the maximal adjustment set.
 
-    The DoWhy frame and model are built on first use: the regression adjustment and the
-    matching and stratification estimates are computed from the arrays (the same numbers), and
-    DoWhy itself runs only where an estimate falls back on it (an ambiguous match).
+    Nothing of DoWhy is built up front: the regression adjustment and the matching and
+    stratification estimates are computed from the arrays (the same numbers), and DoWhy itself
+    runs only where an estimate falls back on it (an ambiguous match). There its estimator reads
+    the treatment, outcome and ``_ps`` columns only (given the score, it never reads the
+    covariates), so it is fitted on a few rows of the full table and evaluated on a frame of
+    those three columns (:meth:`frame`): DoWhy's own numbers, without a copy of the covariates.
     """
 
     def __init__(self, X: pd.DataFrame, t: np.ndarray, y: np.ndarray, ps: np.ndarray) -> None:
@@ -125,33 +128,46 @@ class DowhyBackdoor:
         self._model: Any = None
         self._estimand: Any = None
 
+    def frame(self, rows: np.ndarray | None = None) -> pd.DataFrame:
+        """``_treatment``, ``_outcome`` and ``_ps`` (of ``rows``, renumbered): what DoWhy's estimators read."""
+        names = ("_treatment", "_outcome", "_ps")
+        return pd.DataFrame({k: v if rows is None else v[rows] for k, v in zip(names, self.arrays, strict=True)})
+
+    def _table(self, stop: int | None = None) -> pd.DataFrame:
+        """The covariates and the three columns, of every row or of the first ``stop`` rows."""
+        data = self.X.copy() if stop is None else self.X.iloc[:stop].copy()
+        for name, values in zip(("_treatment", "_outcome", "_ps"), self.arrays, strict=True):
+            data[name] = values[:stop]
+        return data
+
     @property
     def data(self) -> pd.DataFrame:
-        """The covariates with ``_treatment``, ``_outcome`` and ``_ps`` (clipped) columns, as DoWhy reads them."""
+        """The covariates with ``_treatment``, ``_outcome`` and ``_ps`` (clipped) columns: DoWhy's full table."""
         if self._data is None:
-            data = self.X.copy()
-            t, y, ps = self.arrays
-            data["_treatment"] = t
-            data["_outcome"] = y
-            data["_ps"] = ps
-            self._data = data
+            self._data = self._table()
         return self._data
 
     @property
     def model(self) -> Any:
-        """DoWhy's CausalModel of the pair (built on first use)."""
-        self._identify()
+        """DoWhy's CausalModel of the pair on the full table (built on first use)."""
+        if self._model is None:
+            self._model = self._causal_model(self.data)
         return self._model
 
     @property
     def estimand(self) -> Any:
-        """The identified estimand (maximal-adjustment backdoor set)."""
-        self._identify()
+        """The identified estimand (maximal-adjustment backdoor set; the graph needs the column names only)."""
+        if self._estimand is None:
+            model = self._model if self._model is not None else self._causal_model(self._table(2))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", category=FutureWarning)
+                warnings.simplefilter("ignore", category=UserWarning)
+                self._estimand = model.identify_effect(
+                    method_name="maximal-adjustment", proceed_when_unidentifiable=True
+                )
         return self._estimand
 
-    def _identify(self) -> None:
-        if self._model is not None:
-            return
+    def _causal_model(self, data: pd.DataFrame) -> Any:
         from dowhy import CausalModel
 
         dowhy_log = logging.getLogger("dowhy")
@@ -160,14 +176,16 @@ class DowhyBackdoor:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=FutureWarning)
             warnings.simplefilter("ignore", category=UserWarning)
-            model = CausalModel(
-                data=self.data, treatment="_treatment", outcome="_outcome", common_causes=self.covariates or None
+            return CausalModel(
+                data=data, treatment="_treatment", outcome="_outcome", common_causes=self.covariates or None
             )
-            self._estimand = model.identify_effect(method_name="maximal-adjustment", proceed_when_unidentifiable=True)
-        self._model = model
 
     def estimator(self, kind: str) -> Any:
-        """A fitted DoWhy matching or stratification estimator using our propensity column."""
+        """A fitted DoWhy matching or stratification estimator using our propensity column.
+
+        Fitted on the first rows of the table: with the ``_ps`` column present the fit only
+        records the adjustment set, which ``estimate_effect`` does not read.
+        """
         from dowhy.causal_estimators.propensity_score_matching_estimator import PropensityScoreMatchingEstimator
         from dowhy.causal_estimators.propensity_score_stratification_estimator import (
             PropensityScoreStratificationEstimator,
@@ -184,7 +202,7 @@ class DowhyBackdoor:
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=FutureWarning)
-            est.fit(self.data)
+            est.fit(self._table(2))
         return est
 
 
@@ -375,23 +393,24 @@ def _dowhy_ps(dw: DowhyBackdoor, kind: str, estimand: str, reps: int, seed: int)
     units = "att" if estimand == "ATT" else "ate"
     fitted: list[Any] = []
 
-    def value(frame: pd.DataFrame) -> float:
+    def value(rows: np.ndarray | None) -> float:
         if not fitted:
             fitted.append(dw.estimator(kind))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return float(fitted[0].estimate_effect(frame, target_units=units).value)
+            return float(fitted[0].estimate_effect(dw.frame(rows), target_units=units).value)
 
     t, y, ps = dw.arrays
-    point = _point(kind, t, y, ps, units, dw)
+    tied = R.tied_units(ps, t, y) if kind == "matching" else None  # one sort of every row, for both uses
+    point = _point(kind, t, y, ps, units, dw, tied)
     if point is None:  # an ambiguous match, or no stratum DoWhy keeps: DoWhy itself (and its error)
-        point = value(dw.data)
+        point = value(None)
     idx = R.bootstrap_indices(t, reps, seed, BOOTSTRAP_CAP)
     if kind == "matching":
-        draws, ambiguous = R.matching_replicates(ps, t, y, idx, units)
+        draws, ambiguous = R.matching_replicates(ps, t, y, idx, units, tied)
         for i in np.flatnonzero(ambiguous):
             try:
-                draws[i] = value(dw.data.iloc[idx[i]].reset_index(drop=True))
+                draws[i] = value(idx[i])
             except Exception:  # noqa: BLE001 - a degenerate resample is skipped, counted by bootstrap_se
                 draws[i] = np.nan
     else:
@@ -400,7 +419,9 @@ def _dowhy_ps(dw: DowhyBackdoor, kind: str, estimand: str, reps: int, seed: int)
     return point, se, used
 
 
-def _point(kind: str, t: np.ndarray, y: np.ndarray, ps: np.ndarray, units: str, dw: DowhyBackdoor) -> float | None:
+def _point(
+    kind: str, t: np.ndarray, y: np.ndarray, ps: np.ndarray, units: str, dw: DowhyBackdoor, tied: np.ndarray | None
+) -> float | None:
     """DoWhy's estimate on the whole sample computed as one replicate of every row (equal to rounding).
 
     None where DoWhy must compute it: a match between equally near units of different outcome,
@@ -410,14 +431,14 @@ def _point(kind: str, t: np.ndarray, y: np.ndarray, ps: np.ndarray, units: str, 
 
     every = np.arange(len(t), dtype=np.intp)[None, :]
     if kind == "matching":
-        draws, ambiguous = R.matching_replicates(ps, t, y, every, units)
+        draws, ambiguous = R.matching_replicates(ps, t, y, every, units, tied)
         return None if ambiguous[0] or not np.isfinite(draws[0]) else float(draws[0])
     draws = R.stratification_replicates(ps, t, y, every, dw.strata, dw.clipping_threshold, units)
     return float(draws[0]) if np.isfinite(draws[0]) else None
 
 
 def _se_text(dw: DowhyBackdoor, used: int, extra: str = "") -> str:
-    n = len(dw.data)
+    n = len(dw.arrays[0])
     m = min(n, BOOTSTRAP_CAP)
     sub = f", m-out-of-n with m={m:,} rescaled by sqrt(m/n)" if m < n else ""
     return (

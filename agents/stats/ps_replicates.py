@@ -155,14 +155,15 @@ def tied_units(ps: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def matching_replicates(
-    ps: np.ndarray, t: np.ndarray, y: np.ndarray, idx: np.ndarray, units: str
+    ps: np.ndarray, t: np.ndarray, y: np.ndarray, idx: np.ndarray, units: str, tied: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """DoWhy's 1-NN matching estimate on each resample, and which resamples had an ambiguous match.
 
     An ambiguous resample's value is not DoWhy's (the ball tree may pick another of the tied
-    units): recompute it with DoWhy.
+    units): recompute it with DoWhy. ``tied`` is ``tied_units(ps, t, y)`` where the caller has it.
     """
-    tied = tied_units(ps, t, y)
+    if tied is None:
+        tied = tied_units(ps, t, y)
     vals, amb = [], []
     for b in _blocks(idx):
         v, a = _match_block(ps, t, y, tied, b, units)

@@ -159,7 +159,6 @@ def test_regression_adjustment_equals_dowhy_linear_regression() -> None:
     assert ours.details["r_squared"] == round(float(fit.rsquared), 4)
 
 
-
 def test_strata_grow_with_n_so_coarse_strata_bias_stays_below_the_standard_error() -> None:
     """At 400k rows 20 strata leave a residual bias of several SEs; strata_for(n) strata do not.
 
@@ -183,3 +182,55 @@ def test_strata_grow_with_n_so_coarse_strata_bias_stays_below_the_standard_error
         capped.append(float(R.stratification_replicates(ps, t, y, every, 20, 5, "ate")[0]) - oracle)
     assert np.mean(np.abs(ruled)) < 0.007, ruled
     assert np.mean(capped) > 0.012, capped
+
+
+def _full_table_dowhy(dw: E.DowhyBackdoor, kind: str) -> tuple[object, pd.DataFrame]:
+    """DoWhy as the estimator used to run it: model, identification and fit on the whole table."""
+    from dowhy import CausalModel
+
+    table = dw.X.copy()
+    for name, values in zip(("_treatment", "_outcome", "_ps"), dw.arrays, strict=True):
+        table[name] = values
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = CausalModel(data=table, treatment="_treatment", outcome="_outcome", common_causes=dw.covariates)
+        estimand = model.identify_effect(method_name="maximal-adjustment", proceed_when_unidentifiable=True)
+        light = E.DowhyBackdoor(dw.X, *dw.arrays)
+        light._estimand = estimand  # the same estimator classes and options as DowhyBackdoor.estimator
+        est = light.estimator(kind)
+        est.fit(table)
+    return est, table
+
+
+@pytest.mark.parametrize("estimand", ["ATE", "ATT"])
+def test_matching_fallback_is_dowhy_on_the_whole_table(estimand: str) -> None:
+    """Where a match is ambiguous DoWhy runs on the three columns it reads: its number on the whole table, exactly."""
+    dw = _dowhy_model(1500, seed=8, ties=True)
+    t, y, ps = dw.arrays
+    every = np.arange(len(t))[None, :]
+    assert R.matching_replicates(ps, t, y, every, "ate")[1][0]  # the whole-sample match is ambiguous
+    units = estimand.lower()
+    full, table = _full_table_dowhy(dw, "matching")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = float(full.estimate_effect(table, target_units=units).value)
+        light = dw.estimator("matching")
+        idx = R.bootstrap_indices(t, 6, seed=2, cap=400)
+        for rows in idx:  # resamples, as the bootstrap sends its ambiguous ones
+            want = full.estimate_effect(table.iloc[rows].reset_index(drop=True), target_units=units).value
+            assert float(light.estimate_effect(dw.frame(rows), target_units=units).value) == float(want)
+    assert E.ps_matching(dw, estimand, reps=20, seed=0).estimate == ref
+    assert dw._data is None  # the covariates were never copied into a DoWhy table
+
+
+@pytest.mark.parametrize("kind", ["matching", "stratification"])
+def test_replicates_in_blocks_equal_one_block(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bootstrap handled a few resamples at a time gives every replicate bit for bit."""
+    dw = _dowhy_model(900, seed=4, ties=True)
+    idx = R.bootstrap_indices(dw.arrays[0], 25, seed=1, cap=E.BOOTSTRAP_CAP)
+    whole = _replicates(dw, kind, "ate", idx)
+    monkeypatch.setattr(R, "_BLOCK", 3 * idx.shape[1] + 1)  # blocks of 3 resamples and a remainder
+    assert len(R._blocks(idx)) == 9
+    blocked = _replicates(dw, kind, "ate", idx)
+    np.testing.assert_array_equal(blocked[0], whole[0])
+    np.testing.assert_array_equal(blocked[1], whole[1])
