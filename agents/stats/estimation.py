@@ -168,14 +168,17 @@ def fit_in_parts(setup: Any, names: list[str]) -> dict[str, Any]:
     todo = [n for n in names if n in FAN_OUT_METHODS]
     if not todo:
         return {}
+    prep = dataclasses.replace(setup.prep, frame=setup.prep.frame.iloc[:0])
     slim = dataclasses.replace(
         setup,
         frame=setup.frame.iloc[:0],
-        prep=dataclasses.replace(setup.prep, frame=setup.prep.frame.iloc[:0]),
+        prep=prep,
         changes=[],
         notes=[],
         skipped={},
         _dowhy=None,
+        _cov_frame=setup.covariates,  # the covariates the setup made, not a copy per part
+        _cov_of=prep,
     )
     return dict(zip(todo, map_parts(partial(_fit_part, slim), todo, name="estimator"), strict=True))
 

@@ -118,8 +118,11 @@ class DowhyBackdoor:
     those three columns (:meth:`frame`): DoWhy's own numbers, without a copy of the covariates.
     """
 
-    def __init__(self, X: pd.DataFrame, t: np.ndarray, y: np.ndarray, ps: np.ndarray) -> None:
+    def __init__(
+        self, X: pd.DataFrame, t: np.ndarray, y: np.ndarray, ps: np.ndarray, design: np.ndarray | None = None
+    ) -> None:
         self.X = X
+        self.design = design  # np.column_stack([1, t, X]) (values and layout) when the caller holds it
         self.covariates = list(X.columns)
         self.strata = strata_for(len(y))
         self.clipping_threshold = 5
@@ -214,7 +217,12 @@ def ols_adjustment(dw: DowhyBackdoor) -> Estimate:
     computed as statsmodels computes it (:func:`_ols_hc1`) with two n x k arrays alive at once instead of four.
     """
     t, y, _ = dw.arrays
-    coef, se, r2 = _ols_hc1(y, lambda: np.column_stack([np.ones(len(y)), t.astype(float), dw.X.to_numpy(dtype=float)]))
+    held = dw.design
+
+    def design() -> np.ndarray:
+        return held if held is not None else np.column_stack([np.ones(len(y)), t.astype(float), dw.X.to_numpy(float)])
+
+    coef, se, r2 = _ols_hc1(y, design)
     return _make(
         "Regression adjustment (OLS)",
         "ATE",

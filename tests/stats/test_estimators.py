@@ -139,3 +139,25 @@ def test_ols_adjustment_is_statsmodels_to_the_last_bit(layout: str) -> None:
     ours = E.ols_adjustment(E.DowhyBackdoor(X, p.t, p.y, ps))
     assert (ours.estimate, ours.std_error) == (float(fit.params[1]), float(fit.bse[1]))
     assert ours.details["r_squared"] == round(float(fit.rsquared), 4)
+
+
+def test_one_block_covariates_share_one_matrix_with_the_ols_design() -> None:
+    """The setup's covariates are one block: the same frame, its float matrix a view, the OLS design in it."""
+    from agents.stats.pair_analysis import one_block
+
+    frame, truth = S.nonlinear_heterogeneous(n=500, seed=2)
+    frame["grade"] = np.random.default_rng(0).choice(["a", "b", "c"], len(frame))
+    p = prepare(frame, truth["treatment"], truth["outcome"], ["x1", "x2", "x3", "grade"])
+    copied = p.X.to_numpy(dtype=float)  # what every reader made before: a Fortran-ordered copy
+    X, design = one_block(p.X, p.t)
+    assert X.equals(p.X) and design is not None
+    view = X.to_numpy(dtype=float)
+    assert np.shares_memory(view, design) and view.strides == copied.strides
+    np.testing.assert_array_equal(view, copied)
+    stacked = np.column_stack([np.ones(len(p.t)), p.t.astype(int).astype(float), copied])
+    assert design.strides == stacked.strides
+    np.testing.assert_array_equal(design, stacked)
+    ps = P.fit_propensity(p.X, p.t, "logistic", 0)
+    shared = E.ols_adjustment(E.DowhyBackdoor(X, p.t, p.y, ps, design=design))
+    built = E.ols_adjustment(E.DowhyBackdoor(p.X, p.t, p.y, ps))
+    assert (shared.estimate, shared.std_error, shared.details) == (built.estimate, built.std_error, built.details)
