@@ -230,7 +230,8 @@ def ols_adjustment(dw: DowhyBackdoor) -> Estimate:
         se,
         [UNCONFOUNDED, "outcome linear in the covariates", "constant effect (no interactions)"],
         se_method="HC1 robust (statsmodels)",
-        library="statsmodels OLS (the model of dowhy backdoor.linear_regression)",
+        # statsmodels' own computation without its copies (_ols_hc1; tests check it equals sm.OLS bit for bit)
+        library="statsmodels OLS's computation (the model of dowhy backdoor.linear_regression)",
         r_squared=round(r2, 4),
     )
 
