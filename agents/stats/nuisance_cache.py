@@ -9,11 +9,29 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 __all__ = ["store", "outcome_cache_path", "propensity_cache_path"]
+
+HASH_ROWS = 65_536
+"""Rows of the covariate matrix hashed at a time: the key is that of the whole matrix's C-ordered
+bytes, without a C-ordered copy of the whole matrix (144 MB at 1M rows x 18 covariates)."""
+
+
+def _hash_rows(h: Any, Xv: Any) -> None:
+    """Feed ``h`` the bytes of ``np.ascontiguousarray(Xv, dtype=float)``, a block of rows at a time.
+
+    ``Xv`` is an array or anything with ``take(slice)`` giving those rows as a C-ordered float array
+    (:class:`agents.stats.nuisance.Rows`); row blocks of a C-ordered matrix follow one another in its
+    bytes, so the digest is the whole matrix's.
+    """
+    for start in range(0, len(Xv), HASH_ROWS):
+        rows = slice(start, start + HASH_ROWS)
+        block = np.ascontiguousarray(Xv[rows], dtype=float) if isinstance(Xv, np.ndarray) else Xv.take(rows)
+        h.update(block.data)
 
 
 def store(path: Path, **arrays: np.ndarray) -> None:
@@ -27,7 +45,7 @@ def store(path: Path, **arrays: np.ndarray) -> None:
 def outcome_cache_path(
     cache_dir: Path | None,
     X: pd.DataFrame,
-    Xv: np.ndarray,
+    Xv: Any,
     t: np.ndarray,
     y: np.ndarray,
     seed: int,
@@ -44,7 +62,8 @@ def outcome_cache_path(
         return None
     h = hashlib.sha1()
     h.update(json.dumps(["outcome", list(map(str, X.columns)), seed, folds, list(candidates), select_rows]).encode())
-    for a in (Xv, t, y):
+    _hash_rows(h, Xv)
+    for a in (t, y):
         h.update(np.ascontiguousarray(a, dtype=float).data)
     return Path(cache_dir) / "nuisance" / f"outcome_{h.hexdigest()[:20]}.npz"
 
@@ -52,7 +71,7 @@ def outcome_cache_path(
 def propensity_cache_path(
     cache_dir: Path | None,
     X: pd.DataFrame,
-    Xv: np.ndarray,
+    Xv: Any,
     t: np.ndarray,
     seed: int,
     folds: int,
@@ -65,6 +84,6 @@ def propensity_cache_path(
         return None
     h = hashlib.sha1()
     h.update(json.dumps([list(map(str, X.columns)), seed, folds, ps_model, list(learners)]).encode())
-    h.update(np.ascontiguousarray(Xv).data)  # the bytes X.to_numpy(dtype=float) has, hashed in place
+    _hash_rows(h, Xv)  # the bytes X.to_numpy(dtype=float) has in C order
     h.update(np.ascontiguousarray(t, dtype=float).tobytes())
     return Path(cache_dir) / "nuisance" / f"propensity_{h.hexdigest()[:20]}.npz"
