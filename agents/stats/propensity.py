@@ -67,21 +67,27 @@ def _gbm(seed: int) -> Any:
 def fit_propensity(
     X: pd.DataFrame, t: np.ndarray, model: str = "logistic", seed: int = 0, folds: int = 5
 ) -> np.ndarray:
-    """Cross-fitted P(T=1 | X), unclipped; a constant when there are no covariates."""
+    """Cross-fitted P(T=1 | X), unclipped; a constant when there are no covariates.
+
+    Each fold's rows are gathered from the covariate columns and the model fitted on that one
+    copy (:class:`agents.stats.nuisance.Rows`): no float copy of the whole table, no scaled copy.
+    """
     from sklearn.model_selection import StratifiedKFold
+
+    from agents.stats.nuisance import Rows, _fit_owned, _predict_owned
 
     if X.shape[1] == 0:
         return np.full(len(t), float(np.mean(t)))
-    Xv = X.to_numpy(dtype=float)
+    rows = Rows(X)
     ps = np.empty(len(t))
     k = max(2, min(folds, int(min(t.sum(), (1 - t).sum()))))
     splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    for train, test in splitter.split(Xv, t):
+    for train, test in splitter.split(np.zeros((len(t), 1)), t):
         est = _gbm(seed) if model == "gbm" else _logistic()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*feature names.*", category=UserWarning)
-            est.fit(Xv[train], t[train])
-            ps[test] = est.predict_proba(Xv[test])[:, 1]
+            _fit_owned(est, rows.take(train), t[train])
+            ps[test] = _predict_owned(est, rows.take(test), proba=True)
     return ps
 
 
