@@ -17,14 +17,13 @@ a later agent or round on the same rows reads them. Every (learner, fold) fit is
 fan-out (:func:`agents.base.parallel.map_parts`: Prefect tasks on the run's task runner), seeded
 by the run's seed, so the predictions do not depend on what runs the parts. A part copies only
 the rows it fits on, from the covariate columns (:class:`Rows`), and fits on that one copy
-(:func:`_fit_owned`): with two parts in flight at 1M rows x 18 covariates the propensity fit
+(:func:`fit_owned`): with two parts in flight at 1M rows x 18 covariates the propensity fit
 peaks at 290 MiB above the covariates, where copies of the whole matrix and of each fold's
 rows (scaled, centred) took 700; every number is the plain fits' to the bit.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import warnings
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from agents.base.parallel import map_parts
+from agents.stats.fold_rows import Rows, fit_owned, predict_owned, splits_of, take_rows
 from agents.stats.nuisance_cache import outcome_cache_path, propensity_cache_path, store
 from agents.stats.propensity import CLIP
 
@@ -210,43 +210,6 @@ class LinearPlusBoost:
         return out + self.gbm_.predict(X) if self.gbm_ is not None else out
 
 
-class Folds(Sequence[tuple[np.ndarray, np.ndarray]]):
-    """Cross-fitting folds kept as each row's fold number; ``folds[k]`` is fold k's (train, test) rows.
-
-    sklearn's splitters give every fold's rows as ascending positions (train: the rows outside
-    the fold), so the pairs are theirs exactly, made when a part asks for its fold: at 1M rows
-    five folds' index arrays are 38 MiB, the fold numbers 1.
-    """
-
-    def __init__(self, fold_of: np.ndarray, k: int) -> None:
-        self.fold_of, self.k = fold_of, k
-
-    def __len__(self) -> int:
-        return self.k
-
-    def __getitem__(self, k: int) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[override]
-        if not -self.k <= k < self.k:
-            raise IndexError(k)
-        test = self.fold_of == k % self.k
-        return np.flatnonzero(~test), np.flatnonzero(test)
-
-
-def _splits(n: int, folds: int, seed: int, strata: np.ndarray | None) -> Folds:
-    from sklearn.model_selection import KFold, StratifiedKFold
-
-    idx = np.zeros((n, 1))
-    if strata is not None:
-        k = max(2, min(folds, int(np.bincount(strata.astype(int)).min())))
-        splits = StratifiedKFold(k, shuffle=True, random_state=seed).split(idx, strata)
-    else:
-        k = max(2, min(folds, n))
-        splits = KFold(k, shuffle=True, random_state=seed).split(idx)
-    fold_of = np.empty(n, dtype=np.int8 if k < 128 else np.int64)
-    for i, (_, test) in enumerate(splits):
-        fold_of[test] = i
-    return Folds(fold_of, k)
-
-
 def selection_rows(n: int, seed: int) -> np.ndarray | None:
     """The seeded sample learners are chosen on when ``n`` exceeds :data:`SELECT_ROWS` (else None)."""
     if n <= SELECT_ROWS:
@@ -254,190 +217,13 @@ def selection_rows(n: int, seed: int) -> np.ndarray | None:
     return np.sort(np.random.default_rng(seed + 104729).choice(n, size=SELECT_ROWS, replace=False))
 
 
-def _matrix(X: pd.DataFrame, n: int) -> np.ndarray:
-    return X.to_numpy(dtype=float) if X.shape[1] else np.zeros((n, 1))
-
-
-class Rows:
-    """The covariates as float columns; :meth:`take` gives any rows of them as one C-ordered matrix.
-
-    ``Rows(X).take(rows)`` is ``X.to_numpy(dtype=float)[rows]`` to the bit (values and layout), without
-    the float copy of every row first: a fold's fit copies its own rows only. (``X.to_numpy`` copies
-    the whole table: a frame of one-column blocks, as ``prepare`` builds, has no matrix to view.)
-    """
-
-    def __init__(self, X: pd.DataFrame | np.ndarray) -> None:
-        if isinstance(X, pd.DataFrame):
-            self.matrix = None if X.shape[1] else np.zeros((len(X), 1))
-            self.columns = [X.iloc[:, j].to_numpy(dtype=float) for j in range(X.shape[1])]
-        else:
-            self.matrix, self.columns = np.asarray(X, dtype=float), []
-        self.shape = self.matrix.shape if self.matrix is not None else (len(X), len(self.columns))
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def take(self, rows: np.ndarray | slice) -> np.ndarray:
-        """Rows ``rows`` (positions, a mask or a slice) of every column, C-ordered, float.
-
-        Gathered a block of rows at a time into a column-major buffer and transposed into place:
-        written column by column, the strided writes cost 6x the gather at 800,000 x 18.
-        """
-        if self.matrix is not None:
-            return _take(self.matrix, rows)
-        idx = np.arange(len(self))[rows] if isinstance(rows, slice) else np.asarray(rows)
-        idx = np.flatnonzero(idx) if idx.dtype == bool else idx
-        out = np.empty((len(idx), len(self.columns)))
-        buf = np.empty((len(self.columns), min(len(idx), TAKE_ROWS)))
-        for start in range(0, len(idx), TAKE_ROWS):
-            block = idx[start : start + TAKE_ROWS]
-            for j, col in enumerate(self.columns):
-                col.take(block, out=buf[j, : len(block)], mode="wrap")  # "wrap": unbuffered, negatives as in col[block]
-            out[start : start + len(block)] = buf[:, : len(block)].T
-        return out
-
-
-TAKE_ROWS = 32_768
-"""Rows :meth:`Rows.take` gathers at a time."""
-
-
-def _take(Xv: np.ndarray | Rows, rows: np.ndarray | slice) -> np.ndarray:
-    """Rows ``rows`` of ``Xv`` as a C-ordered array of their own (a fit may overwrite it)."""
-    if isinstance(Xv, Rows):
-        return Xv.take(rows)
-    return np.array(Xv[rows], order="C") if isinstance(rows, slice) else np.ascontiguousarray(Xv[rows])
-
-
-def _fit_owned(model: Any, X: np.ndarray, y: np.ndarray) -> Any:
-    """``model.fit(X, y)`` where ``X`` is the caller's own copy, which the fit may overwrite.
-
-    A pipeline's steps are fitted in turn as ``Pipeline.fit`` fits them, except that its
-    StandardScaler is fitted a block of rows at a time (:func:`_fit_scaler`) and scales ``X`` in
-    place: Pipeline.fit holds the training rows three times (the rows, the scaler's temporaries,
-    the scaled copy), this once; the fitted model is Pipeline.fit's to the bit.
-    """
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    if isinstance(model, LinearPlusBoost):
-        return model.fit(X, y, overwrite_X=True)
-    if not isinstance(model, Pipeline):
-        return model.fit(X, y)
-    for _, step in model.steps[:-1]:
-        if isinstance(step, StandardScaler):
-            X = _fit_scaler(step, X).transform(X, copy=False)
-        else:
-            X = step.fit_transform(X, y)
-    model.steps[-1][1].fit(X, y)
-    return model
-
-
-def _predict_owned(model: Any, X: np.ndarray, proba: bool) -> np.ndarray:
-    """``model.predict_proba(X)[:, 1]`` (``proba``) or ``model.predict(X)``, scaling ``X`` (the caller's
-    copy) in place on its way through a pipeline: the same numbers, no scaled copy."""
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    if isinstance(model, Pipeline):
-        for _, step in model.steps[:-1]:
-            X = step.transform(X, copy=False) if isinstance(step, StandardScaler) else step.transform(X)
-        model = model.steps[-1][1]
-    return np.asarray(model.predict_proba(X)[:, 1] if proba else model.predict(X), dtype=float)
-
-
-STAT_ROWS = 65_536
-"""Rows a StandardScaler's statistics are summed over at a time (:func:`_fit_scaler`)."""
-
-
-def _fit_scaler(scaler: Any, X: np.ndarray) -> Any:
-    """``scaler.fit(X)`` to the bit, its temporaries a block of rows instead of two copies of ``X``.
-
-    StandardScaler's mean and variance (sklearn's two-pass formula) reduce ``X`` three times
-    by columns: the sums, the sums of ``X - T`` and of their squares; numpy sums a C-ordered
-    matrix's columns row after row, so carrying each block's sums into the next block's (one more
-    row) adds the same numbers in the same order. The rest is sklearn's per-column arithmetic,
-    written out as sklearn writes it; :func:`_scaler_exact` checks the whole once against sklearn
-    and, should they ever differ (another sklearn or numpy), every fit is sklearn's own again.
-    """
-    from sklearn.preprocessing import StandardScaler
-
-    exact = type(scaler) is StandardScaler and scaler.with_mean and scaler.with_std and _scaler_exact()
-    # One column is summed pairwise, not row by row: sklearn's fit (and a column is small).
-    blocked = exact and X.ndim == 2 and X.shape[1] > 1 and X.dtype == np.float64 and X.flags.c_contiguous
-    stats = _scaler_stats(X, STAT_ROWS) if blocked else None
-    if stats is None:
-        return scaler.fit(X)
-    scaler.mean_, scaler.var_, scaler.n_samples_seen_, scaler.scale_ = stats
-    scaler.n_features_in_ = X.shape[1]
-    return scaler
-
-
-def _scaler_stats(X: np.ndarray, rows: int) -> tuple[Any, ...] | None:
-    """``StandardScaler().fit(X)``'s mean_, var_, n_samples_seen_ and scale_ (None if ``X`` has NaN or inf)."""
-    from sklearn.preprocessing._data import _handle_zeros_in_scale, _is_constant_feature
-
-    n, p = X.shape
-    buf = np.empty((min(n, rows) + 1, p))  # row 0 carries the sums so far into the next block's sum
-
-    def sums(T: np.ndarray | None) -> list[np.ndarray]:
-        acc: list[np.ndarray] = []
-        for start in range(0, n, rows):
-            k = min(rows, n - start)
-            part = buf[1 : k + 1]
-            if T is None:
-                part[...] = X[start : start + k]
-            else:
-                np.subtract(X[start : start + k], T, out=part)
-            for i, square in enumerate((False,) if T is None else (False, True)):
-                if square:
-                    part **= 2
-                if acc[i:]:
-                    buf[0] = acc[i]
-                    acc[i] = buf[: k + 1].sum(axis=0)
-                else:
-                    acc.append(part.sum(axis=0))
-        return acc
-
-    (new_sum,) = sums(None)
-    if not np.isfinite(new_sum).all():
-        return None
-    last_sample_count = np.zeros(p)
-    last_sum = 0.0 * last_sample_count
-    new_sample_count = n - last_sample_count  # n less the NaN count: none
-    updated_sample_count = last_sample_count + new_sample_count
-    mean = (last_sum + new_sum) / updated_sample_count
-    correction, unnormalized = sums(new_sum / new_sample_count)
-    unnormalized -= correction**2 / new_sample_count
-    var = unnormalized / updated_sample_count
-    seen = updated_sample_count[0] if updated_sample_count.max() == updated_sample_count.min() else updated_sample_count
-    scale = _handle_zeros_in_scale(np.sqrt(var), copy=False, constant_mask=_is_constant_feature(var, mean, seen))
-    return mean, var, seen, scale
-
-
-@functools.cache
-def _scaler_exact() -> bool:
-    """Whether :func:`_scaler_stats` gives sklearn's StandardScaler to the bit (checked once)."""
-    from sklearn.preprocessing import StandardScaler
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(700, 5)) * [1.0, 1e-8, 1e8, 3.0, 0.0] + [0.0, 5.0, -1e9, 1e-3, 2.0]
-    try:
-        ours, theirs = _scaler_stats(X, 64), StandardScaler().fit(X)
-    except Exception:  # noqa: BLE001 - a private helper gone: sklearn's own fit, always
-        return False
-    return ours is not None and all(
-        np.array_equal(np.asarray(a), np.asarray(b)) and np.asarray(a).dtype == np.asarray(b).dtype
-        for a, b in zip(ours, (theirs.mean_, theirs.var_, theirs.n_samples_seen_, theirs.scale_), strict=True)
-    )
-
-
 def _propensity(
     Xv: np.ndarray | Rows, t: np.ndarray, splits: Sequence[Any], seed: int, candidates: tuple[str, ...]
 ) -> tuple[str, np.ndarray, dict[str, float]]:
     sample = selection_rows(len(t), seed) if len(candidates) > 1 else None
     if sample is not None:  # choose on the sample, then cross-fit only the chosen learner on every row
-        sub_splits = _splits(len(sample), len(splits), seed, t[sample])
-        best, _, loss = _propensity(_take(Xv, sample), t[sample], sub_splits, seed, candidates)
+        sub_splits = splits_of(len(sample), len(splits), seed, t[sample])
+        best, _, loss = _propensity(take_rows(Xv, sample), t[sample], sub_splits, seed, candidates)
         _, e, _ = _propensity(Xv, t, splits, seed, (best,))
         return best, e, loss
     preds = _assemble(
@@ -476,13 +262,13 @@ def _ps_part(
     """One propensity learner fitted on the other folds, predicted on fold ``job[1]`` (seeded by ``seed``)."""
     name, k = job
     train, test = splits[k]
-    X_fit, t_fit = _take(Xv, train), t[train]
+    X_fit, t_fit = take_rows(Xv, train), t[train]
     del train  # a fit holds its rows and labels, not their positions too (6 MiB at 800,000 rows)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = _fit_owned(_classifier(name, seed), X_fit, t_fit)
+        model = fit_owned(_classifier(name, seed), X_fit, t_fit)
         del X_fit, t_fit
-        return _predict_owned(model, _take(Xv, test), proba=True)
+        return predict_owned(model, take_rows(Xv, test), proba=True)
 
 
 def _log_loss(t: np.ndarray, p: np.ndarray) -> float:
@@ -530,11 +316,11 @@ def _reg_part(
     train, test = splits[k]
     rows = arms[a]
     fit_on = train if rows is None else train[rows[train]]
-    X_fit, y_fit = _take(Xv, fit_on), y[fit_on]
+    X_fit, y_fit = take_rows(Xv, fit_on), y[fit_on]
     del train, fit_on
-    model = _fit_owned(_regressor(name, seed), X_fit, y_fit)
+    model = fit_owned(_regressor(name, seed), X_fit, y_fit)
     del X_fit, y_fit
-    return _predict_owned(model, _take(Xv, test), proba=False)
+    return predict_owned(model, take_rows(Xv, test), proba=False)
 
 
 def _outcome_candidates(n_train: int, flexible: bool, p: int) -> tuple[str, ...]:
@@ -566,7 +352,7 @@ def fit_binary(
     """
     n = len(y)
     t = np.asarray(t, dtype=float)  # not a copy when it is floats already: nothing here writes to it
-    splits = _splits(n, folds, seed, t)
+    splits = splits_of(n, folds, seed, t)
     k = len(splits)
     if X.shape[1] == 0:
         e = np.full(n, float(t.mean()))
@@ -612,8 +398,8 @@ def _arm_choice(
     """The arm-wise outcome learner with the least held-out squared error (on ``sample`` when given),
     its losses and every candidate's cross-fitted predictions (of the sample's rows when sampled)."""
     if sample is not None:
-        Xv, y, t = _take(Xv, sample), y[sample], t[sample]
-        splits = _splits(len(sample), len(splits), seed, t)
+        Xv, y, t = take_rows(Xv, sample), y[sample], t[sample]
+        splits = splits_of(len(sample), len(splits), seed, t)
     treated = t == 1
     fit1, fit0 = _regress_arms(Xv, y, splits, seed, [treated, ~treated], candidates)
     loss = {
@@ -649,7 +435,7 @@ def fit_propensity(
     if path is not None and path.exists():
         with np.load(path) as f:
             return str(f["name"]), f["e"].copy(), json.loads(str(f["loss"]))
-    splits = _splits(n, folds, seed, t)
+    splits = splits_of(n, folds, seed, t)
     smaller = int(min(t.sum(), n - t.sum()))
     cands = _ps_candidates(ps_model, smaller, X.shape[1], n)
     # The 0/1 floats themselves, not an int copy: the classifiers' classes, fits and losses are the same.
@@ -675,7 +461,7 @@ def fit_continuous(
 ) -> Nuisance:
     """E[T | X] and E[Y | X] for the partially linear model, each chosen by held-out squared error."""
     n = len(y)
-    splits = _splits(n, folds, seed, None)
+    splits = splits_of(n, folds, seed, None)
     k = len(splits)
     Xv = Rows(X)
     candidates = _outcome_candidates(int(n * (k - 1) / k), flexible, X.shape[1])
@@ -687,8 +473,8 @@ def fit_continuous(
         if sample is None:
             preds = _regress(Xv, target, splits, seed, None, candidates)
         else:  # choose on the sample, cross-fit only the chosen learner on every row
-            sub = _splits(len(sample), len(splits), seed, None)
-            preds = _regress(_take(Xv, sample), target[sample], sub, seed, None, candidates)
+            sub = splits_of(len(sample), len(splits), seed, None)
+            preds = _regress(take_rows(Xv, sample), target[sample], sub, seed, None, candidates)
         held = target if sample is None else target[sample]
         loss = {name: float(np.mean((held - p) ** 2)) for name, p in preds.items()}
         best = min(loss, key=lambda k2: loss[k2])

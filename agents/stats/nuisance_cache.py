@@ -25,7 +25,7 @@ def _hash_rows(h: Any, Xv: Any) -> None:
     """Feed ``h`` the bytes of ``np.ascontiguousarray(Xv, dtype=float)``, a block of rows at a time.
 
     ``Xv`` is an array or anything with ``take(slice)`` giving those rows as a C-ordered float array
-    (:class:`agents.stats.nuisance.Rows`); row blocks of a C-ordered matrix follow one another in its
+    (:class:`agents.stats.fold_rows.Rows`); row blocks of a C-ordered matrix follow one another in its
     bytes, so the digest is the whole matrix's.
     """
     for start in range(0, len(Xv), HASH_ROWS):

@@ -70,11 +70,11 @@ def fit_propensity(
     """Cross-fitted P(T=1 | X), unclipped; a constant when there are no covariates.
 
     Each fold's rows are gathered from the covariate columns and the model fitted on that one
-    copy (:class:`agents.stats.nuisance.Rows`): no float copy of the whole table, no scaled copy.
+    copy (:class:`agents.stats.fold_rows.Rows`): no float copy of the whole table, no scaled copy.
     """
     from sklearn.model_selection import StratifiedKFold
 
-    from agents.stats.nuisance import Rows, _fit_owned, _predict_owned
+    from agents.stats.fold_rows import Rows, fit_owned, predict_owned
 
     if X.shape[1] == 0:
         return np.full(len(t), float(np.mean(t)))
@@ -86,8 +86,8 @@ def fit_propensity(
         est = _gbm(seed) if model == "gbm" else _logistic()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*feature names.*", category=UserWarning)
-            _fit_owned(est, rows.take(train), t[train])
-            ps[test] = _predict_owned(est, rows.take(test), proba=True)
+            fit_owned(est, rows.take(train), t[train])
+            ps[test] = predict_owned(est, rows.take(test), proba=True)
     return ps
 
 

@@ -17,6 +17,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold
 
+from agents.stats import fold_rows as FR
 from agents.stats import nuisance as N
 from agents.stats import nuisance_cache as C
 from agents.stats.adjustment import prepare
@@ -36,8 +37,8 @@ def _frame(n: int = 900, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray, np.nd
 
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(N, "STAT_ROWS", 97)
-    monkeypatch.setattr(N, "TAKE_ROWS", 61)
+    monkeypatch.setattr(FR, "STAT_ROWS", 97)
+    monkeypatch.setattr(FR, "TAKE_ROWS", 61)
     monkeypatch.setattr(C, "HASH_ROWS", 53)
 
 
@@ -48,7 +49,7 @@ def test_rows_take_is_the_float_matrix_indexed(small_blocks: None) -> None:  # n
     rng = np.random.default_rng(1)
     for table in (X, cat, X.to_numpy(), np.asfortranarray(X.to_numpy())):
         whole = table.to_numpy(dtype=float) if isinstance(table, pd.DataFrame) else table
-        rows = N.Rows(table)
+        rows = FR.Rows(table)
         assert rows.shape == whole.shape and len(rows) == len(whole)
         mask = rng.random(len(whole)) < 0.4
         for pick in (np.sort(rng.choice(len(whole), 500, replace=False)), mask, slice(13, 700), np.array([5, -1, 3])):
@@ -61,19 +62,19 @@ def test_rows_take_is_the_float_matrix_indexed(small_blocks: None) -> None:  # n
 
 def test_owned_fits_are_the_pipelines_fits(small_blocks: None) -> None:  # noqa: ARG001
     """Fitted on one copy that it overwrites, each learner predicts what sklearn's own fit predicts."""
-    assert N._scaler_exact()  # the scaler's block sums are sklearn's: the shortcut is in use
+    assert FR.scaler_exact()  # the scaler's block sums are sklearn's: the shortcut is in use
     X, t, y = _frame()
     Xv = X.to_numpy(dtype=float)
     idx = np.arange(len(y))
     train, test = idx[idx % 3 != 0], idx[idx % 3 == 0]
     for name in N.PS_LEARNERS:
         want = N._classifier(name, 4).fit(Xv[train], t[train]).predict_proba(Xv[test])[:, 1]
-        model = N._fit_owned(N._classifier(name, 4), Xv[train], t[train])
-        np.testing.assert_array_equal(N._predict_owned(model, Xv[test], proba=True), want)
+        model = FR.fit_owned(N._classifier(name, 4), Xv[train], t[train])
+        np.testing.assert_array_equal(FR.predict_owned(model, Xv[test], proba=True), want)
     for name in N.OUTCOME_LEARNERS:
         want = N._regressor(name, 4).fit(Xv[train], y[train]).predict(Xv[test])
-        model = N._fit_owned(N._regressor(name, 4), Xv[train], y[train])
-        np.testing.assert_array_equal(N._predict_owned(model, Xv[test], proba=False), want)
+        model = FR.fit_owned(N._regressor(name, 4), Xv[train], y[train])
+        np.testing.assert_array_equal(FR.predict_owned(model, Xv[test], proba=False), want)
 
 
 def test_scaler_statistics_in_blocks_are_sklearns(small_blocks: None) -> None:  # noqa: ARG001
@@ -83,20 +84,20 @@ def test_scaler_statistics_in_blocks_are_sklearns(small_blocks: None) -> None:  
     for n, p in ((1000, 2), (1000, 7), (96, 3), (97, 3), (98, 3), (5000, 40)):
         Xs = rng.normal(size=(n, p)) * rng.uniform(1e-6, 1e6, size=p) + rng.uniform(-1e6, 1e6, size=p)
         Xs[:, 0] = 3.25  # a constant column: scale 1
-        ours, theirs = N._fit_scaler(StandardScaler(), Xs), clone(StandardScaler()).fit(Xs)
+        ours, theirs = FR.fit_scaler(StandardScaler(), Xs), clone(StandardScaler()).fit(Xs)
         for attr in ("mean_", "var_", "scale_", "n_samples_seen_"):
             np.testing.assert_array_equal(getattr(ours, attr), getattr(theirs, attr))
         np.testing.assert_array_equal(ours.transform(Xs.copy(), copy=False), theirs.transform(Xs))
     with_nan = rng.normal(size=(300, 3))
     with_nan[5, 1] = np.nan  # not summed in blocks: sklearn's own fit
-    np.testing.assert_array_equal(N._fit_scaler(StandardScaler(), with_nan).var_, StandardScaler().fit(with_nan).var_)
+    np.testing.assert_array_equal(FR.fit_scaler(StandardScaler(), with_nan).var_, StandardScaler().fit(with_nan).var_)
 
 
 def test_folds_are_sklearns_splits() -> None:
     rng = np.random.default_rng(3)
     for n, strata in ((1001, rng.binomial(1, 0.3, 1001).astype(float)), (1001, None), (7, None)):
         for k in (5, 10):
-            folds = N._splits(n, k, 3, strata)
+            folds = FR.splits_of(n, k, 3, strata)
             idx = np.zeros((n, 1))
             if strata is None:
                 want = list(KFold(len(folds), shuffle=True, random_state=3).split(idx))
@@ -113,7 +114,7 @@ def test_cache_keys_hash_the_whole_matrix(small_blocks: None, tmp_path) -> None:
     """The keys are those of the whole C-ordered float matrix, hashed in blocks or not, from Rows or not."""
     X, t, y = _frame()
     Xv = X.to_numpy(dtype=float)
-    for matrix in (N.Rows(X), Xv, np.ascontiguousarray(Xv)):
+    for matrix in (FR.Rows(X), Xv, np.ascontiguousarray(Xv)):
         path = C.propensity_cache_path(tmp_path, X, matrix, t.astype(float), 1, 5, "auto", N.PS_LEARNERS)
         h = hashlib.sha1()
         h.update(json.dumps([list(X.columns), 1, 5, "auto", list(N.PS_LEARNERS)]).encode())
@@ -134,9 +135,9 @@ def test_fits_from_the_columns_equal_fits_from_the_matrix(small_blocks: None, mo
     X, t, y = _frame()
     nu = N.fit_binary(X, t, y, seed=2)
     assert nu.selected_on == 400
-    splits = N._splits(len(y), nu.folds, 2, t.astype(float))
+    splits = FR.splits_of(len(y), nu.folds, 2, t.astype(float))
     best = nu.choice["outcome"]
-    for matrix in (X.to_numpy(dtype=float), N.Rows(X)):
+    for matrix in (X.to_numpy(dtype=float), FR.Rows(X)):
         np.testing.assert_array_equal(N._regress(matrix, y, splits, 2, t == 1, (best,))[best], nu.mu1)
         name, e, _ = N.fit_propensity(X, t, 2, matrix=matrix)
         assert name == nu.choice["propensity"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from agents.stats import fold_rows as FR
 from agents.stats import nuisance as N
 
 
@@ -23,9 +24,9 @@ def test_large_data_chooses_on_a_sample_and_fits_the_choice_on_every_row(monkeyp
     nu = N.fit_binary(X, t, y, seed=1)
     assert nu.selected_on == 3000 and "seeded sample of 3,000 rows" in nu.describe()
     assert len(nu.cv_loss["outcome"]) > 1 and len(nu.cv_loss["propensity"]) > 1  # every candidate was scored
-    splits = N._splits(len(y), nu.folds, 1, t)
+    splits = FR.splits_of(len(y), nu.folds, 1, t)
     best = nu.choice["outcome"]
-    full = N._regress(N._matrix(X, len(y)), y, splits, 1, t == 1, (best,))[best]
+    full = N._regress(X.to_numpy(dtype=float), y, splits, 1, t == 1, (best,))[best]
     np.testing.assert_array_equal(nu.mu1, full)  # the chosen learner's own full-data cross-fit
     ps_name, e, _ = N.fit_propensity(X, t, seed=1)
     np.testing.assert_array_equal(nu.e, e)
