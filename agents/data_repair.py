@@ -111,6 +111,7 @@ def run_expectations(frame: pd.DataFrame, expectations: list[Any]) -> list[dict[
     import logging
 
     import great_expectations as gx
+    from great_expectations.data_context.data_context.context_factory import project_manager
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     # GE logs "Created temporary directory ... for ephemeral docs site" at INFO for every
@@ -118,8 +119,6 @@ def run_expectations(frame: pd.DataFrame, expectations: list[Any]) -> list[dict[
     # belong on the console. GE's warnings still show.
     for name in ("great_expectations", "great_expectations.data_context.types.base"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    from great_expectations.data_context.data_context.context_factory import project_manager
-
     gctx = gx.get_context(mode="ephemeral")
     gctx.variables.progress_bars = ProgressBarsConfig(globally=False)
     suite = gx.ExpectationSuite(name="whyflow_repair", expectations=expectations)
@@ -128,11 +127,8 @@ def run_expectations(frame: pd.DataFrame, expectations: list[Any]) -> list[dict[
             warnings.filterwarnings("ignore", category=FutureWarning, module=r"great_expectations\..*")
             warnings.filterwarnings("ignore", category=UserWarning, module=r"great_expectations\..*")
             result = gctx.data_sources.pandas_default.read_dataframe(frame).validate(suite, result_format="SUMMARY")
-    finally:
-        # GE keeps the context as its project, and the context keeps the batch's computed
-        # metrics (row masks, hashes): 113 MB for the rest of a 1M-row run. Let it go.
+    finally:  # GE keeps the context as its project, the context the batch's metrics (113 MB at 1M rows)
         project_manager.set_project(None)
-        del gctx
     failures: list[dict[str, Any]] = []
     for res in result.results:
         if res.success:
@@ -155,9 +151,7 @@ def _failure_entry(frame: pd.DataFrame, kind: str, col: str | None, kwargs: dict
     elif kind == "expect_column_unique_value_count_to_be_between":
         count = n
         distinct = res.get("observed_value", 1)
-        detail = (
-            "empty column: every value is missing" if distinct == 0 else f"constant column: {distinct} distinct value"
-        )
+        detail = "empty column: every value is missing" if distinct == 0 else f"constant column: {distinct} distinct value"
     elif kind == "expect_compound_columns_to_be_unique":
         count = int(duplicate_rows(frame).sum())
         detail = f"{count:,} rows exactly repeat an earlier row ({res.get('unexpected_count', 0):,} rows involved)"
@@ -280,11 +274,8 @@ class DataRepairAgent(Agent[DataRepairParams]):
         summary = (
             f"{len(failures)} failed expectations, {len(repairs)} repairs"
             + "".join(f"; {_short(e)}" for e in repairs)
-            + (
-                f"; still failing after repair: {', '.join(str(e['column'] or 'table') for e in open_issues)}"
-                if open_issues
-                else ""
-            )  # fmt: skip
+            + (f"; still failing after repair: {', '.join(str(e['column'] or 'table') for e in open_issues)}"
+               if open_issues else "")  # fmt: skip
             + f"; {raw.shape[0]:,} -> {frame.shape[0]:,} rows, {raw.shape[1]} -> {frame.shape[1]} columns"
         )
         reasoning = "\n".join(
@@ -363,25 +354,13 @@ class DataRepairAgent(Agent[DataRepairParams]):
             counts[col] = counts.get(col, 0) + n
         for col, n in counts.items():
             repairs.append(
-                _repair(
-                    col,
-                    "infinite values",
-                    "set to missing (inf/-inf are not measurements)",
-                    n,
-                    0,
-                    f"{n:,} infinite values set to missing",
-                )  # fmt: skip
+                _repair(col, "infinite values", "set to missing (inf/-inf are not measurements)", n, 0,
+                        f"{n:,} infinite values set to missing")  # fmt: skip
             )
         for col, (n, bad) in parse_date_columns(frame, profile).items():
             repairs.append(
-                _repair(
-                    col,
-                    "dates stored as text",
-                    "parsed as dates: a time axis, not a covariate",
-                    n,
-                    n - bad,
-                    f"{n:,} values parsed, {bad:,} unparseable set to missing",
-                )  # fmt: skip
+                _repair(col, "dates stored as text", "parsed as dates: a time axis, not a covariate", n, n - bad,
+                        f"{n:,} values parsed, {bad:,} unparseable set to missing")  # fmt: skip
             )
 
     @staticmethod
@@ -397,14 +376,8 @@ class DataRepairAgent(Agent[DataRepairParams]):
             frame[col] = frame[col].mask(mask)
             n = int(mask.sum())
             repairs.append(
-                _repair(
-                    col,
-                    "recording errors",
-                    f"set to missing (values about x{factor} the rest, e.g. {examples})",
-                    n,
-                    0,
-                    f"{n:,} values at the wrong scale set to missing, then imputed like other gaps",
-                )  # fmt: skip
+                _repair(col, "recording errors", f"set to missing (values about x{factor} the rest, e.g. {examples})",
+                        n, 0, f"{n:,} values at the wrong scale set to missing, then imputed like other gaps")  # fmt: skip
             )
 
     @staticmethod

@@ -194,9 +194,7 @@ def test_failed_expectations_left_unrepaired_are_listed_per_column(tmp_path: Pat
     run_single_agent("data_repair", state, tmp_path, params={"impute": False})
     left = _one(state, "unrepaired", column="x1")
     assert left["expectations"] == ["expect_column_values_to_not_be_null"] and "40 of 400" in left["detail"]
-    assert (
-        _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null")["repaired"] is False
-    )
+    assert _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null")["repaired"] is False
 
 
 def test_age_bounds_apply_to_ages_in_years_only() -> None:
@@ -220,9 +218,7 @@ def test_validation_leaves_no_context_holding_the_data_behind() -> None:
     from agents.data_repair import run_expectations
 
     frame = pd.DataFrame({"a": [1.0, 2.0, None, 4.0], "b": [0, 1, 0, 1]})
-    failures = run_expectations(
-        frame, [E.ExpectColumnValuesToNotBeNull(column="a"), E.ExpectColumnValuesToNotBeNull(column="b")]
-    )
-    assert [f["column"] for f in failures] == ["a"]
+    checks = [E.ExpectColumnValuesToNotBeNull(column="a"), E.ExpectColumnValuesToNotBeNull(column="b")]
+    assert [f["column"] for f in run_expectations(frame, checks)] == ["a"]
     with pytest.raises(DataContextRequiredError):
         project_manager.get_current_project()
