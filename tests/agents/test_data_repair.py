@@ -199,13 +199,13 @@ def test_failed_expectations_left_unrepaired_are_listed_per_column(tmp_path: Pat
 
 def test_age_bounds_apply_to_ages_in_years_only() -> None:
     """A standardised age (negative lower quartile) gets Tukey's fences, not [0, 120]."""
-    from agents.data_repair import _range_bounds
+    from agents.stats.expectations import range_bounds
 
     z = {"p25": -0.67, "p75": 0.67}
-    lo, hi = _range_bounds("age_z", z) or (0.0, 0.0)
+    lo, hi = range_bounds("age_z", z) or (0.0, 0.0)
     assert lo == pytest.approx(-0.67 - 3 * 1.34) and hi == pytest.approx(0.67 + 3 * 1.34)
     years = {"p25": 30.0, "p75": 60.0}
-    assert _range_bounds("age", years) == (0.0, 120.0)  # fences [-60, 150] cut to plausible ages
+    assert range_bounds("age", years) == (0.0, 120.0)  # fences [-60, 150] cut to plausible ages
 
 
 def test_validation_leaves_no_context_holding_the_data_behind() -> None:
@@ -215,7 +215,7 @@ def test_validation_leaves_no_context_holding_the_data_behind() -> None:
     from great_expectations.data_context.data_context.context_factory import project_manager
     from great_expectations.exceptions import DataContextRequiredError
 
-    from agents.data_repair import run_expectations
+    from agents.stats.expectations import run_expectations
 
     frame = pd.DataFrame({"a": [1.0, 2.0, None, 4.0], "b": [0, 1, 0, 1]})
     checks = [E.ExpectColumnValuesToNotBeNull(column="a"), E.ExpectColumnValuesToNotBeNull(column="b")]

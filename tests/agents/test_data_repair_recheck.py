@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.data_repair import run_expectations
+from agents.stats.expectations import run_expectations
 from agents.stats.repair_rules import recheck_expectations, unrepaired
 from benchmarks.synthetic import linear_confounding
 from flows.dispatch import run_single_agent
@@ -46,7 +46,7 @@ def test_unrepaired_data_gets_the_verdicts_great_expectations_gives_on_a_second_
 
 
 def test_type_checks_only_where_the_raw_column_is_not_already_a_number_dtype() -> None:
-    from agents.data_repair import _suites
+    from agents.stats.expectations import expectation_suites
     from agents.stats.profiling import build_profile
 
     raw, _ = linear_confounding(300, effect=1.0, seed=1)
@@ -54,7 +54,7 @@ def test_type_checks_only_where_the_raw_column_is_not_already_a_number_dtype() -
     raw["count"] = pd.array(np.arange(300) % 7, dtype="UInt16")  # a number dtype outside the list
     profile = build_profile(raw, "treated", "outcome").profile
     parsed = raw.assign(price=pd.to_numeric(raw["price"].str.replace(",", "")))
-    on_raw, _ = _suites(parsed, raw, profile, [])
+    on_raw, _ = expectation_suites(parsed, raw, profile, [])
     assert sorted(e.configuration.kwargs["column"] for e in on_raw) == ["count", "price"]
     failed = run_expectations(raw, on_raw)
     assert sorted(f["column"] for f in failed) == ["count", "price"]  # UInt16 is not in the list: GE says so
