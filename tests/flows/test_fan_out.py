@@ -144,3 +144,43 @@ def test_dask_runner_gives_the_same_numbers(cluster: str, tmp_path: Path) -> Non
     assert "estimator" in seen
     for a, b in zip(_estimates(state), dask, strict=True):  # BLAS summation order may differ across processes
         assert a[0] == b[0] and np.allclose(a[1:], b[1:], rtol=1e-9, atol=1e-12), (a, b)
+
+
+def _slow_then_value(k: int) -> tuple[int, str]:
+    """Parts of unequal cost (the first is the slowest): which worker ran each is recorded."""
+    import time
+
+    time.sleep(0.3 if k == 0 else 0.02)
+    return k, threading.current_thread().name
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_prefect_mapper_on_threads_runs_a_worker_task_per_thread() -> None:
+    """Under threads a fan-out is `width` worker tasks taking the next part: results in item order,
+    the first failure in item order raised, and a slow part does not hold up the others."""
+    from prefect import flow
+    from prefect.context import FlowRunContext
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.compile import PrefectPartMapper
+
+    @flow(task_runner=ThreadPoolTaskRunner(max_workers=4))
+    def fan_out() -> tuple[list[Any], list[str], str]:
+        ctx = FlowRunContext.get()
+        assert ctx is not None
+        with use_mapper(PrefectPartMapper(threading.get_ident(), 2)):
+            values = map_parts(_slow_then_value, range(8), name="demo")
+            with pytest.raises(ValueError) as failed:
+                map_parts(_fail_on, range(6), name="failing")
+        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+        this_run = FlowRunFilter(id=FlowRunFilterId(any_=[ctx.flow_run.id]))  # type: ignore[union-attr]
+        runs = ctx.client.read_task_runs(flow_run_filter=this_run)  # type: ignore[union-attr]
+        return values, sorted(r.name for r in runs), str(failed.value)
+
+    values, runs, failure = fan_out()
+    assert [k for k, _ in values] == list(range(8))
+    # part 0 sleeps 0.3 s: the other worker took every other part meanwhile
+    assert {name for k, name in values if k > 0} != {values[0][1]}
+    assert [n for n in runs if n.startswith("demo")] == ["demo-0", "demo-1"]  # two tasks for eight parts
+    assert failure == "part 2"  # parts 2 and 3 fail; the first in item order is raised
