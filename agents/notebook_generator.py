@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
                    + (f" (user templates first: {params.template_dir})" if params.template_dir else ""),
                    *context["decisions"]]  # fmt: skip
         errors: list[dict[str, Any]] = []
+        exporter = _warm_exporter(nbk) if params.html else None
         if params.execute:
             from agents.base.children import time_limit
 
@@ -124,7 +126,7 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
             _write(nbk, nb, nb_path)
             reasons.append(_execution_reason(report, outputs["execution_s"]))
         if params.html:
-            outputs["html"], note = _html(nbk, nb, job_dir / "report.html")
+            outputs["html"], note = _html(nbk, nb, job_dir / "report.html", exporter)
             reasons.append(note)
         outputs.update(execution_errors=errors, reproduced=nbk.headline_reproduced(nb))
         return AgentResult(
@@ -151,9 +153,22 @@ def _write(nbk: Any, nb: Any, path: Path) -> None:
         raise AgentError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def _html(nbk: Any, nb: Any, path: Path) -> tuple[str | None, str]:
+def _warm_exporter(nbk: Any) -> Future[Any]:
+    """The HTML exporter, warmed on a thread of its own while the kernel executes the notebook."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whyflow-html")
     try:
-        nbk.export_html(nb, path)
+        return pool.submit(nbk.html_exporter, True)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _html(nbk: Any, nb: Any, path: Path, exporter: Future[Any] | None = None) -> tuple[str | None, str]:
+    try:
+        ready = exporter.result() if exporter is not None else None
+    except Exception:  # noqa: BLE001 - a warm-up that failed only loses its head start
+        ready = None
+    try:
+        nbk.export_html(nb, path, ready)
     except Exception as exc:  # noqa: BLE001 - HTML is a convenience; the notebook is the report
         return None, f"HTML export failed ({type(exc).__name__}: {exc}); the notebook is intact"
     return str(path), f"exported {path.name}"

@@ -207,6 +207,16 @@ def test_html_contains_the_headline(analysis: dict[str, Any]) -> None:
     assert "data:image/png;base64" in html
 
 
+def test_warmed_html_exporter_writes_the_same_page(analysis: dict[str, Any], tmp_path: Path) -> None:
+    """The agent warms its exporter on a thread while the kernel runs: the page is a fresh exporter's."""
+    from agents.stats.notebook import export_html, html_exporter
+
+    nb = nbformat.read(analysis["job"] / "report.ipynb", as_version=4)
+    fresh = export_html(nb, tmp_path / "fresh.html").read_text()
+    warmed = export_html(nb, tmp_path / "warm.html", html_exporter(warm=True)).read_text()
+    assert warmed == fresh == (analysis["job"] / "report.html").read_text()
+
+
 def test_user_section_override_is_used(analysis: dict[str, Any]) -> None:
     sources = [c.source for c in analysis["nb"].cells]
     assert any("USER-SECTION-MARKER" in s for s in sources)
