@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.base.data import check_columns, describe_read, read_table
+from agents.base.data import check_columns, describe_read, hand_over, read_table
 from agents.base.errors import DataError
 from agents.base.state import AnalysisState, DatasetInfo, StudyDesign, utcnow
 from flows.metadata import load_metadata
@@ -223,4 +223,5 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
     )
     folder.attach(state)
     folder.save(state)
+    hand_over(local, frame)  # the data profiler, the run's first step, reads the same file
     return folder

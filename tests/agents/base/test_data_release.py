@@ -23,3 +23,30 @@ def test_freed_heap_memory_leaves_the_process() -> None:
     released = held - proc.memory_info().rss
     assert len(keep) == 3125
     assert released > 100 * 2**20, f"only {released / 2**20:.0f} MB released"
+
+
+def test_a_handed_over_frame_is_read_once_and_only_while_the_file_is_unchanged(tmp_path) -> None:  # noqa: ANN001
+    """What `whyflow run` parsed to check the file is the first step's read: once, of that file's content."""
+    import os
+
+    import pandas as pd
+
+    from agents.base.data import hand_over, read_table
+
+    path = tmp_path / "data.csv"
+    path.write_text("t,y\n1,2.5\n0,?\n")
+    checked = read_table(path)
+    hand_over(path, checked)
+    assert read_table(path) is checked  # taken, not parsed again
+    again = read_table(path)  # the hand-over is used once
+    assert again is not checked and again.equals(checked) and again.attrs == checked.attrs
+
+    hand_over(path, checked)
+    path.write_text("t,y\n1,2.5\n0,3.0\n1,4.0\n")  # the file changed: read it
+    os.utime(path, ns=(1, 1))
+    assert len(read_table(path)) == 3
+
+    handed = pd.read_csv(path)
+    hand_over(path, handed)
+    release_unused_memory()  # the runner's call after a step: nothing is kept past the first step
+    assert read_table(path) is not handed
