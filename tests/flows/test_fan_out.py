@@ -184,3 +184,16 @@ def test_prefect_mapper_on_threads_runs_a_worker_task_per_thread() -> None:
     assert {name for k, name in values if k > 0} != {values[0][1]}
     assert [n for n in runs if n.startswith("demo")] == ["demo-0", "demo-1"]  # two tasks for eight parts
     assert failure == "part 2"  # parts 2 and 3 fail; the first in item order is raised
+
+
+def test_worker_tasks_take_no_part_after_a_failure_or_a_cancel() -> None:
+    """Parts go out in item order; after a failure or a cancel (Ctrl-C while waiting) none is taken."""
+    from flows.compile import _Shared
+
+    failing, cancelled = _Shared(_fail_on, list(range(6))), _Shared(_fail_on, list(range(6)))
+    assert [failing.take(), failing.take(), failing.take()] == [0, 1, 2]
+    failing.failed(2, ValueError("part 2"))
+    assert failing.take() is None
+    assert cancelled.take() == 0
+    cancelled.stop()
+    assert cancelled.take() is None
