@@ -9,17 +9,21 @@ Expensive parts (VIF, plots) run on a seeded sample of large tables, and say so.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from agents.base import figures
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
 from agents.base.errors import AgentError, DataError
 from agents.base.state import DataProfile, EDAResult, JobStatus
 from agents.base.view import StateView
+from agents.stats import eda_figures
 from agents.stats.frame_checks import at_most_distinct, load_findings, quality_findings
 from agents.stats.profiling import is_missing_indicator
 
@@ -208,6 +212,11 @@ class EDAAgent(Agent[EDAParams]):
     PRELOAD_MODULES = ("statsmodels.stats.outliers_influence",)
     PROGRESS_WEIGHT = 1.5
 
+    @classmethod
+    def warm_up(cls, params: EDAParams, job_dir: Path) -> Callable[[], None] | None:
+        """Start the figure worker (:mod:`agents.base.figures`): the plots are drawn there."""
+        return figures.start_worker(("agents.stats.eda_figures",)) if params.plots else None
+
     Params = EDAParams
 
     def run(self, view: StateView, params: EDAParams, ctx: AgentContext) -> AgentResult:
@@ -244,8 +253,13 @@ class EDAAgent(Agent[EDAParams]):
         score, issues = self._quality(received, frame, outliers, high, vif_warn, balance, params.smd_threshold)
         plots: dict[str, str] = {}
         if params.plots:
+            shown = sample[continuous[: eda_figures.SHOWN_COLUMNS]]  # what the histograms read, not the table
             try:
-                plots = self._plots(ctx, sample, continuous, matrix, balance, params.smd_threshold)
+                figures.draw(
+                    eda_figures.draw_all,
+                    ctx.plots_dir, shown, continuous, matrix, balance, params.smd_threshold, len(sample),
+                )  # fmt: skip
+                plots = eda_figures.planned(ctx.plots_dir, continuous, matrix, balance)
             except Exception as exc:  # noqa: BLE001 - a figure that fails is a recorded skip, not a failed run
                 import matplotlib.pyplot as plt
 
@@ -400,71 +414,3 @@ class EDAAgent(Agent[EDAParams]):
                 row.update(top=str(counts.index[0]), top_count=int(counts.iloc[0]))
             table[col] = row
         return table
-
-    @staticmethod
-    def _plots(
-        ctx: AgentContext,
-        sample: pd.DataFrame,
-        cols: list[str],
-        matrix: dict[str, dict[str, float]],
-        balance: dict[str, dict[str, float]],
-        threshold: float,
-    ) -> dict[str, str]:
-        """Histograms, a correlation heatmap and a balance (love) plot as PNGs."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        paths: dict[str, str] = {}
-        if cols:
-            shown = cols[:16]
-            n = len(shown)
-            ncol = min(4, n)
-            nrow = int(np.ceil(n / ncol))
-            fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow), squeeze=False)
-            for ax, col in zip(axes.flat, shown, strict=False):
-                ax.hist(sample[col].dropna(), bins=40, color="#4C72B0", histtype="stepfilled")
-                ax.set_title(col, fontsize=10)
-                ax.set_xlabel("value")
-                ax.set_ylabel("count")
-            for ax in list(axes.flat)[n:]:
-                ax.axis("off")
-            fig.suptitle(f"Distributions of numeric columns (n = {len(sample):,})")
-            fig.tight_layout()
-            paths["distributions"] = _save(fig, ctx.plots_dir / "distributions.png")
-        if len(matrix) > 1:
-            names = list(matrix)[:30]
-            values = np.array([[matrix[a][b] for b in names] for a in names])
-            size = max(5.0, 0.4 * len(names) + 2)
-            fig, ax = plt.subplots(figsize=(size + 1, size))
-            im = ax.imshow(values, cmap="RdBu_r", vmin=-1, vmax=1)
-            ax.set_xticks(range(len(names)), names, rotation=90, fontsize=8)
-            ax.set_yticks(range(len(names)), names, fontsize=8)
-            fig.colorbar(im, ax=ax, label="Pearson r")
-            ax.set_title("Correlation between numeric columns")
-            fig.tight_layout()
-            paths["correlation_heatmap"] = _save(fig, ctx.plots_dir / "correlation_heatmap.png")
-        if balance:
-            names = sorted(balance, key=lambda c: abs(balance[c]["smd"]))
-            fig, ax = plt.subplots(figsize=(6, max(2.5, 0.3 * len(names) + 1)))
-            smds = [abs(balance[c]["smd"]) for c in names]
-            ax.scatter(smds, range(len(names)), color=["#C44E52" if s > threshold else "#4C72B0" for s in smds])
-            ax.axvline(threshold, color="grey", linestyle="--", label=f"|SMD| = {threshold:g}")
-            ax.set_yticks(range(len(names)), names, fontsize=8)
-            ax.set_xlabel("absolute standardized mean difference (treated vs control)")
-            ax.set_title("Covariate balance before adjustment")
-            ax.legend(loc="lower right")
-            fig.tight_layout()
-            paths["balance"] = _save(fig, ctx.plots_dir / "balance.png")
-        return paths
-
-
-def _save(fig: Any, path: Any) -> str:
-    import matplotlib.pyplot as plt
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=UserWarning, module=r"matplotlib\..*")
-        fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)

@@ -9,10 +9,13 @@ describe the trimmed sample) and ``switch_propensity_model``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
+from agents.base import figures
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import check_columns, read_table
 from agents.base.state import JobStatus
@@ -41,6 +44,11 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
     JOB_STATUS = JobStatus.ESTIMATING_EFFECTS
     PRELOAD_MODULES = ("lightgbm", "sklearn.metrics")
     PROGRESS_WEIGHT = 1
+
+    @classmethod
+    def warm_up(cls, params: PSDiagnosticsParams, job_dir: Path) -> Callable[[], None] | None:
+        """Start the figure worker (:mod:`agents.base.figures`): the overlap and love plots are drawn there."""
+        return figures.start_worker(("agents.stats.propensity",))
 
     Params = PSDiagnosticsParams
 
@@ -102,12 +110,9 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
             )
         diag = P.diagnose(X, t, ps, design.estimand if design.estimand in ("ATE", "ATT") else "ATE")
         title = f"Propensity of {treatment} ({model}{', trimmed' if trimmed else ''})"
-        plots = {
-            "overlap": P.plot_overlap(ps, t, diag["common_support"], ctx.plots_dir / "propensity_overlap.png", title),
-            "love_plot": P.plot_love(
-                diag["balance"], ctx.plots_dir / "love_plot.png", f"Covariate balance for {treatment}"
-            ),
-        }
+        plots = {"overlap": str(ctx.plots_dir / "propensity_overlap.png"), "love_plot": str(ctx.plots_dir / "love_plot.png")}
+        figures.draw(P.plot_overlap, ps, t, diag["common_support"], plots["overlap"], title)  # in the figure worker
+        figures.draw(P.plot_love, diag["balance"], plots["love_plot"], f"Covariate balance for {treatment}")
         result: dict[str, Any] = {
             "treatment": treatment,
             "outcome": outcome,
