@@ -34,6 +34,14 @@ SETTLE_TIMEOUT = 300.0
 """Seconds :func:`settle` waits for one figure before drawing it here instead."""
 
 
+def _ignore_interrupts() -> None:
+    """The worker's initializer: a terminal's Ctrl-C reaches the whole process group, and the run
+    (which saves itself as cancelled, then calls :func:`settle`) is what stops the worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _ready(modules: Sequence[str]) -> None:
     """The worker's first job: matplotlib with its renderer and a font loaded, and the drawing modules."""
     import importlib
@@ -56,7 +64,9 @@ def start_worker(modules: Sequence[str] = ()) -> Callable[[], None]:
 
     with _LOCK:
         if not _WORKER:
-            pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupts
+            )
             pool.submit(_ready, tuple(modules))  # the process starts now and warms up while the run goes on
             _WORKER.append(pool)
         else:
