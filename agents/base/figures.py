@@ -52,7 +52,9 @@ def _ready(modules: Sequence[str]) -> None:
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    Figure(figsize=(1, 1)).text(0.5, 0.5, "x").figure.savefig(io.BytesIO(), format="png")
+    fig = Figure(figsize=(1, 1))
+    fig.text(0.5, 0.5, "x")
+    fig.savefig(io.BytesIO(), format="png")
     for name in modules:
         importlib.import_module(name)
 
