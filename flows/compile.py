@@ -260,6 +260,8 @@ def _part_width(plan: Plan) -> int | None:
         return int(settings.max_workers)
     if settings.task_runner == "dask":
         return None
+    if settings.task_runner == "sequential":
+        return 1  # its pool's one thread: a second worker task would only find the parts taken
     return max(1, os.cpu_count() or 1)
 
 

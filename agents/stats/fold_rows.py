@@ -96,9 +96,7 @@ def fit_owned(model: Any, X: np.ndarray, y: np.ndarray) -> Any:
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from agents.stats.nuisance import LinearPlusBoost  # the learner's module imports this one
-
-    if isinstance(model, LinearPlusBoost):
+    if getattr(model, "fits_owned_copy", False):  # a learner of our own that may overwrite X (LinearPlusBoost)
         return model.fit(X, y, overwrite_X=True)
     if not isinstance(model, Pipeline):
         return model.fit(X, y)

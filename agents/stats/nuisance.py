@@ -179,6 +179,8 @@ def _gbm_classifier(seed: int) -> Any:
 class LinearPlusBoost:
     """Least squares, then LightGBM on its residuals (linear extrapolation, nonlinear fit inside)."""
 
+    fits_owned_copy = True  # fold_rows.fit_owned passes overwrite_X=True: the fold's own copy
+
     def __init__(self, seed: int = 0, boost: bool = True) -> None:
         self.seed = seed
         self.boost = boost
