@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.base.data import check_columns, describe_read, hand_over, read_table
+from agents.base.data import check_columns, describe_read, hand_over, read_table, unmap_large_blocks
 from agents.base.errors import DataError
 from agents.base.state import AnalysisState, DatasetInfo, StudyDesign, utcnow
 from flows.metadata import load_metadata
@@ -169,6 +169,7 @@ def _check_question(frame: Any, request: RunRequest) -> None:
 
 def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
     """Check the data and create the job folder with its first state, ``run.json`` and recipe copy."""
+    unmap_large_blocks()  # before the data is read: the job's large arrays go back to the system when freed
     store = JobStore(request.runs_dir)
     job_id = request.job_id or new_job_id()
     local: Path | None = None if is_url(request.data) else Path(request.data)

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from agents.base.agent import AgentContext, AgentResult
 from agents.base.ask_state import JobState
-from agents.base.data import release_unused_memory
+from agents.base.data import long_lived_frozen, release_unused_memory, unmap_large_blocks
 from agents.base.errors import MissingStateField, WhyflowError
 from agents.base.state import JobStatus
 from flows.dispatch import apply_result, dispatch, missing_required
@@ -151,8 +151,9 @@ class Runner:
     def run(self) -> JobState:
         """Run every step not yet completed; raise RunFailed or RunCancelled after saving."""
         state = self.state
+        unmap_large_blocks()  # a resumed job did not go through prepare_job
         try:
-            with _signals_as_cancel():
+            with _signals_as_cancel(), long_lived_frozen():
                 if state.status is JobStatus.PENDING:
                     state.transition(JobStatus.FETCHING_DATA)
                     self._save()
