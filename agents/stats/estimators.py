@@ -214,15 +214,25 @@ def ols_adjustment(dw: DowhyBackdoor) -> Estimate:
 
     The model DoWhy's ``backdoor.linear_regression`` fits with the maximal adjustment set, without
     DoWhy's interventional predictions on copies of the data (5 s of 6 at a million rows), and
-    computed as statsmodels computes it (:func:`_ols_hc1`) with two n x k arrays alive at once instead of four.
+    computed as statsmodels computes it, or a block of rows at a time on large data (:mod:`agents.stats.ols`).
     """
+    from agents.stats.ols import block_rows_for, ols_hc1
+
     t, y, _ = dw.arrays
     held = dw.design
 
     def design() -> np.ndarray:
         return held if held is not None else np.column_stack([np.ones(len(y)), t.astype(float), dw.X.to_numpy(float)])
 
-    coef, se, r2 = _ols_hc1(y, design)
+    def rows(start: int, stop: int) -> np.ndarray:
+        if held is not None:
+            return held[start:stop]
+        part = dw.X.iloc[start:stop].to_numpy(float)
+        return np.column_stack([np.ones(stop - start), t[start:stop].astype(float), part])
+
+    k = held.shape[1] if held is not None else 2 + dw.X.shape[1]
+    coef, se, r2 = ols_hc1(y, design, rows, k)
+    blocks = block_rows_for(len(y), k)
     return _make(
         "Regression adjustment (OLS)",
         "ATE",
@@ -230,40 +240,12 @@ def ols_adjustment(dw: DowhyBackdoor) -> Estimate:
         se,
         [UNCONFOUNDED, "outcome linear in the covariates", "constant effect (no interactions)"],
         se_method="HC1 robust (statsmodels)",
-        # statsmodels' own computation without its copies (_ols_hc1; tests check it equals sm.OLS bit for bit)
-        library="statsmodels OLS's computation (the model of dowhy backdoor.linear_regression)",
+        # statsmodels' own computation without its copies (agents.stats.ols; tests compare it with sm.OLS)
+        library=("statsmodels OLS's numbers, computed a block of rows at a time" if blocks else "statsmodels OLS's computation")
+        + " (the model of dowhy backdoor.linear_regression)",
         r_squared=round(r2, 4),
+        **({"block_rows": blocks} if blocks else {}),  # the notebook then refits it the same way
     )
-
-
-def _ols_hc1(y: np.ndarray, design: Any) -> tuple[float, float, float]:
-    """The treatment's coefficient and HC1 SE, and the R squared, of ``sm.OLS(y, design()).fit(cov_type="HC1")``.
-
-    statsmodels 0.15's operations in its order on the same arrays (pinv_extended's SVD and
-    pseudo-inverse, params, wresid, HC1's sandwich, rsquared with its unit weights), so every bit
-    is its (``tests/stats/test_estimators.py`` checks it); but ``design()`` is asked again rather
-    than kept while the pseudo-inverse is formed, the singular vectors are scaled in place, and no
-    model or results object keeps anything: at most two n x k arrays at once where statsmodels has
-    four (at 1M x 20 the step peaked 633 MB above its start, now 335).
-    """
-    exog = design()
-    u, s, vt = np.linalg.svd(exog, False)
-    del exog
-    s_orig = np.copy(s)
-    cutoff = 1e-15 * np.maximum.reduce(s)
-    for i in range(min(u.shape[0], vt.shape[1])):
-        s[i] = 1.0 / s[i] if s[i] > cutoff else 0.0
-    pinv = np.dot(np.transpose(vt), np.multiply(s[:, np.newaxis], np.transpose(u), out=np.transpose(u)))
-    del u
-    nobs = float(len(y))
-    df_resid = nobs - np.linalg.matrix_rank(np.diag(s_orig))
-    params = np.dot(pinv, y)
-    wresid = y - np.dot(design(), params)
-    cov = np.dot(pinv, (nobs / df_resid * (wresid**2))[:, None] * pinv.T)
-    del pinv
-    ones = np.repeat(np.array(1.0), len(y))
-    r2 = 1 - np.dot(wresid, wresid) / np.sum(ones * (y - np.average(y, weights=ones)) ** 2)
-    return float(params[1]), float(np.sqrt(np.diag(cov))[1]), float(r2)
 
 
 def ipw_hajek(y: np.ndarray, t: np.ndarray, ps: np.ndarray, estimand: str = "ATE") -> Estimate:
