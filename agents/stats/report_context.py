@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.base.llm.roles import MODEL_MARK
 from agents.base.queries import post_treatment_set
+from agents.stats.ols import block_rows_for
 from agents.stats.report_refuters import flat_details, refuter_context
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ def build_context(view: StateView, snap: dict[str, Any], job_dir: Path, seed: in
         "job_id": snap["job_id"], "created_at": _when(snap.get("created_at")), "seed": seed,
         "treatment": treatment, "outcome": outcome, "pair_note": pair_note, "treatment_binary": binary,
         "dataset": _dataset(snap, run_info), "profile": profile, "has_data": has_data,
+        "block_rows": block_rows_for(int(profile.get("n_samples") or 0), int(profile.get("n_features") or 0) + 1),
         "paths": _paths(snap, job_dir, decisions),
         "missing": [(c, n) for c, n in profile.get("missing_values", {}).items() if n],
         "repairs": {"expectations": [r for r in snap.get("data_repairs", []) if r.get("kind") == "expectation"],
