@@ -169,7 +169,6 @@ def _check_question(frame: Any, request: RunRequest) -> None:
 
 def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
     """Check the data and create the job folder with its first state, ``run.json`` and recipe copy."""
-    unmap_large_blocks()  # before the data is read: the job's large arrays go back to the system when freed
     store = JobStore(request.runs_dir)
     job_id = request.job_id or new_job_id()
     local: Path | None = None if is_url(request.data) else Path(request.data)
@@ -182,6 +181,7 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
         local = _download(request.data, folder.path)
         frame = read_table(local)
         _check_question(frame, request)
+    unmap_large_blocks(frame.size)  # on large data, the job's freed arrays go back to the system at once
     design = request.design
     if request.metadata:
         design = design.model_copy(update={"metadata_path": str(Path(request.metadata).resolve())})
