@@ -13,8 +13,8 @@ sandwich's weighted copy); at a million rows x 20 covariates that is 640 MB for 
   gives the singular values and right vectors of X, hence statsmodels' pseudo-inverse
   ``pinv(X) = (X'X)^+ X'`` and its rank cut-off; then the residuals and the HC1 sandwich's
   middle ``X' diag(e^2) X`` a block at a time. No array of n x k is made; the results agree with
-  statsmodels' to about 1e-12 relative (``tests/stats/test_ols.py`` checks, with a rank-deficient
-  design among them).
+  statsmodels' to about 1e-12 relative (``tests/stats/test_ols.py`` checks 1e-10, with a
+  rank-deficient design among them), not to the last bit.
 """
 
 from __future__ import annotations
