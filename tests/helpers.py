@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -69,3 +70,14 @@ def make_state(
         state.data_profile = basic_profile(frame, treatment, outcome)
         state.dataframe_path = str(parquet)
     return state
+
+
+def cell_stream(cell: Any) -> str:
+    """The text an executed notebook cell printed."""
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def tagged_cell(nb: Any, tag: str) -> Any:
+    """The one cell of ``nb`` carrying ``tag``."""
+    (cell,) = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
+    return cell

@@ -19,22 +19,13 @@ import statsmodels.api as sm
 from agents.stats import ols
 from benchmarks.synthetic import job_training
 from flows.dispatch import run_single_agent
-from tests.helpers import make_state
+from tests.helpers import cell_stream, make_state, tagged_cell
 
 SECTIONS = """{% include "sections/00_setup.j2" %}
 {% include "sections/60_estimates.j2" %}
 {% include "sections/70_sensitivity.j2" %}
 """
 CONFOUNDERS = ["age", "education_years", "prior_earnings", "married", "region"]
-
-
-def _stream(cell: Any) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
-
-
-def _tagged(nb: Any, tag: str) -> Any:
-    (cell,) = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
-    return cell
 
 
 @pytest.fixture(scope="module")
@@ -73,17 +64,17 @@ def test_the_estimator_fits_in_blocks_and_says_so(blocked_run: dict[str, Any]) -
 def test_the_notebook_refits_it_in_blocks_and_reproduces_it(blocked_run: dict[str, Any]) -> None:
     nb = blocked_run["nb"]
     assert blocked_run["result"].outputs["execution_errors"] == []
-    helpers = _tagged(nb, "helpers")
+    helpers = tagged_cell(nb, "helpers")
     assert "def least_squares(y, X, column, block_rows=256):" in helpers.source
-    check = _tagged(nb, "headline-check")
+    check = tagged_cell(nb, "headline-check")
     assert "least_squares(y, X," in check.source and "sm.OLS" not in check.source
-    match = re.search(r"difference (\S+) \(tolerance (\S+)\)", _stream(check))
-    assert match and float(match.group(1)) <= 1e-9 * float(match.group(2)), _stream(check)
-    assert "Reproduced: the estimate matches the run." in _stream(check)
-    recheck = _tagged(nb, "refuter-recheck")
+    match = re.search(r"difference (\S+) \(tolerance (\S+)\)", cell_stream(check))
+    assert match and float(match.group(1)) <= 1e-9 * float(match.group(2)), cell_stream(check)
+    assert "Reproduced: the estimate matches the run." in cell_stream(check)
+    recheck = tagged_cell(nb, "refuter-recheck")
     assert "least_squares(y, X, 0)" in recheck.source and "lstsq" not in recheck.source
-    found = re.search(r"Linear regression on ([\d,]+) rows: (\S+) \(the run's: (\S+) on", _stream(recheck))
-    assert found and float(found.group(2)) == pytest.approx(float(found.group(3)), rel=1e-5), _stream(recheck)
+    found = re.search(r"Linear regression on ([\d,]+) rows: (\S+) \(the run's: (\S+) on", cell_stream(recheck))
+    assert found and float(found.group(2)) == pytest.approx(float(found.group(3)), rel=1e-5), cell_stream(recheck)
 
 
 def test_small_data_keeps_statsmodels_in_the_notebook(tmp_path: Any) -> None:
@@ -99,5 +90,5 @@ def test_small_data_keeps_statsmodels_in_the_notebook(tmp_path: Any) -> None:
     top.write_text(SECTIONS)
     run_single_agent("notebook_generator", state, tmp_path, {"template": str(top), "execute": False, "html": False})
     nb = nbformat.read(state.notebook_path, as_version=4)
-    assert "least_squares" not in _tagged(nb, "helpers").source
-    assert "sm.OLS(y, exog)" in _tagged(nb, "headline-check").source
+    assert "least_squares" not in tagged_cell(nb, "helpers").source
+    assert "sm.OLS(y, exog)" in tagged_cell(nb, "headline-check").source

@@ -17,21 +17,12 @@ import pytest
 
 from benchmarks.synthetic import job_training
 from flows.dispatch import run_single_agent
-from tests.helpers import make_state
+from tests.helpers import cell_stream, make_state, tagged_cell
 
 SECTIONS = """{% include "sections/00_setup.j2" %}
 {% include "sections/20_eda.j2" %}
 {% include "sections/50_propensity.j2" %}
 """
-
-
-def _stream(cell: Any) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
-
-
-def _tagged(nb: Any, tag: str) -> Any:
-    (cell,) = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
-    return cell
 
 
 @pytest.fixture(scope="module")
@@ -55,17 +46,17 @@ def test_figures_of_a_large_table_are_drawn_from_a_sample_and_say_so(sampled: di
     assert sampled["result"].outputs["execution_errors"] == []
     setup_text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "drawn from a seeded random sample" in setup_text
-    dist = _tagged(nb, "figure-distributions")
-    assert "Drawn from a random sample of 500 of the 1,200 rows, seed" in _stream(dist)
+    dist = tagged_cell(nb, "figure-distributions")
+    assert "Drawn from a random sample of 500 of the 1,200 rows, seed" in cell_stream(dist)
     assert any("image/png" in o.get("data", {}) for o in dist.outputs)
-    corr = _tagged(nb, "figure-correlation")
-    assert "Correlations of a random sample of 500 of the 1,200 rows" in _stream(corr)
-    assert "1,200 rows x" in _stream(_tagged(nb, "setup"))
+    corr = tagged_cell(nb, "figure-correlation")
+    assert "Correlations of a random sample of 500 of the 1,200 rows" in cell_stream(corr)
+    assert "1,200 rows x" in cell_stream(tagged_cell(nb, "setup"))
     # The propensity diagnostics fit their model on the sample and say so; every row is scored and balanced.
-    ps_text = _stream(_tagged(nb, "propensity"))
+    ps_text = cell_stream(tagged_cell(nb, "propensity"))
     assert "Model fitted on a random sample of 500 of the 1,200 rows" in ps_text and "AUC recomputed" in ps_text
     assert "every row scored" in "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    love = _tagged(nb, "figure-love")
+    love = tagged_cell(nb, "figure-love")
     assert any("image/png" in o.get("data", {}) for o in love.outputs)
 
 
@@ -76,7 +67,7 @@ def test_a_small_table_is_drawn_whole(tmp_path: Path) -> None:
     top.write_text('{% include "sections/00_setup.j2" %}\n{% include "sections/20_eda.j2" %}\n')
     run_single_agent("notebook_generator", state, tmp_path, {"template": str(top), "timeout": 120, "html": False})
     nb = nbformat.read(state.notebook_path, as_version=4)
-    assert "sample" not in _stream(_tagged(nb, "figure-distributions"))
+    assert "sample" not in cell_stream(tagged_cell(nb, "figure-distributions"))
     assert "seeded random sample" not in "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
 
 
