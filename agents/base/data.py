@@ -400,7 +400,8 @@ def unmap_large_blocks(cells: int) -> None:
     :data:`LARGE_DATA_CELLS` it does nothing, as the heaps' reuse of freed blocks is faster (about
     0.6 s of a run at 100k rows) and what they keep is small. The notebook's kernel and the
     figure worker, started after, get it through ``MALLOC_MMAP_THRESHOLD_``. A threshold the user
-    set in the environment is kept; a no-op where there is no glibc.
+    set in the environment is kept; a no-op where there is no glibc. It lasts for the process: a
+    server that ran one large job keeps it for the next (glibc's raising cannot be turned back on).
     """
     import os
 
