@@ -249,13 +249,24 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
             for e in estimates
             if e is not head and not e.details.is_naive and (e.ci_upper < head.ci_lower or e.ci_lower > head.ci_upper)
         ]
-        if not off:
-            return []
-        listed = "; ".join(f"{e.method} {_fmt(e.estimate)} [{_fmt(e.ci_lower)}, {_fmt(e.ci_upper)}]" for e in off)
-        return [
-            f"Estimators disagree with the headline {head.method} {_fmt(head.estimate)}: {listed}. "
-            "Find which modelling assumption (outcome model form, propensity model, estimand) drives the gap."
-        ]
+        credible = [e for e in off if e.details.credible]
+        not_credible = [e for e in off if not e.details.credible]  # verdict.credible_others leaves them out
+        out = []
+        if credible:
+            out.append(
+                f"Estimators disagree with the headline {head.method} {_fmt(head.estimate)}: {_listed(credible)}. "
+                "Find which modelling assumption (outcome model form, propensity model, estimand) drives the gap."
+            )
+        if not_credible:
+            one = len(not_credible) == 1
+            reasons = sorted({e.details.credible_reason for e in not_credible if e.details.credible_reason})
+            out.append(
+                f"{_listed(not_credible)} {'differs' if one else 'differ'} from the headline {head.method} "
+                f"{_fmt(head.estimate)}, but the estimator marked {'it' if one else 'them'} not credible for the "
+                f"average effect{' (' + '; '.join(reasons) + ')' if reasons else ''}, so the critique's agreement "
+                f"leaves {'it' if one else 'them'} out."
+            )
+        return out
 
     @staticmethod
     def _precision(head: TreatmentEffectResult, profile: Any, treatment: str, outcome: str) -> list[str]:
@@ -294,3 +305,8 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         """Failed refuters: what each failure suggests."""
         failed = [r for r in sens if r.details.kind == "refuter" and r.details.passed is False]
         return [f"Refuter {r.method} failed: {r.interpretation} Review the model specification." for r in failed]
+
+
+def _listed(estimates: list[TreatmentEffectResult]) -> str:
+    """Estimates as ``method estimate [lower, upper]``, separated by semicolons."""
+    return "; ".join(f"{e.method} {_fmt(e.estimate)} [{_fmt(e.ci_lower)}, {_fmt(e.ci_upper)}]" for e in estimates)

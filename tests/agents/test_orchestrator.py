@@ -170,3 +170,23 @@ def test_weak_identification_is_not_called_trustworthy(tmp_path) -> None:  # typ
         "outcome",
     )
     assert verdict.startswith("Treat the") and "with suspicion" in verdict and "imputed for 30%" in verdict
+
+
+def test_a_disagreeing_estimator_marked_not_credible_is_told_apart(tmp_path: Path) -> None:
+    """A plug-in learner off the headline is named with the estimator's reason, not as a disagreement to chase."""
+    frame, _ = linear_confounding(n=1500, effect=3.0, seed=1)
+    state = _analysed(frame, tmp_path)
+    head = state.treatment_effects[0]
+    why = "a plug-in average of regularised CATE models without bias correction"
+    off = head.estimate + 10 * head.std_error
+    state.treatment_effects.append(make_estimate("s_learner", off, head.std_error, credible=False, credible_reason=why))
+    recs = _recommend(state, tmp_path)
+    (line,) = [r for r in recs if "S-learner" in r]
+    assert line.startswith("S-learner 3.") and "differs from the headline regression_adjustment" in line
+    assert f"marked it not credible for the average effect ({why})" in line
+    assert not any(r.startswith("Estimators disagree") for r in recs)
+
+    state.treatment_effects.append(make_estimate("ipw", off, head.std_error))  # a credible one disagrees too
+    recs = _recommend(state, tmp_path)
+    (disagree,) = [r for r in recs if r.startswith("Estimators disagree")]
+    assert "Inverse probability weighting" in disagree and "S-learner" not in disagree
