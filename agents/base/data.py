@@ -111,7 +111,8 @@ def hand_over(path: str | Path, frame: pd.DataFrame) -> None:
     profiler reads it again as the run's first step: parsing a CSV of 1M rows x 20 columns
     takes about 3 s (0.3 s at 100k). The next :func:`read_table` of the same file, unchanged
     (same size and modification time), takes the frame instead of parsing it again; it is kept
-    at most until the end of the run's first step (:func:`release_unused_memory`).
+    at most until the next :func:`read_table` of any file (which lets it go unless it is that
+    file's) or the end of the run's first step (:func:`release_unused_memory`).
     """
     _HANDED.clear()
     _HANDED[_file_key(Path(path))] = frame
