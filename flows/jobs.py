@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.base.data import check_columns, describe_read, hand_over, read_table, unmap_large_blocks
+from agents.base.data import check_columns, describe_read, hand_over, read_table
 from agents.base.errors import DataError
 from agents.base.state import AnalysisState, DatasetInfo, StudyDesign, utcnow
 from flows.metadata import load_metadata
@@ -181,7 +181,6 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
         local = _download(request.data, folder.path)
         frame = read_table(local)
         _check_question(frame, request)
-    unmap_large_blocks(frame.size)  # on large data, the job's freed arrays go back to the system at once
     design = request.design
     if request.metadata:
         design = design.model_copy(update={"metadata_path": str(Path(request.metadata).resolve())})

@@ -151,7 +151,7 @@ class Runner:
     def run(self) -> JobState:
         """Run every step not yet completed; raise RunFailed or RunCancelled after saving."""
         state = self.state
-        info = getattr(state, "dataset_info", None)  # a resumed job did not go through prepare_job
+        info = getattr(state, "dataset_info", None)  # on large data, freed arrays go back to the system at once
         unmap_large_blocks(int(getattr(info, "n_samples", 0) or 0) * int(getattr(info, "n_features", 0) or 0))
         try:
             with _signals_as_cancel(), long_lived_frozen():

@@ -350,7 +350,7 @@ def release_unused_memory() -> None:
         gc.freeze()
     if "pyarrow" in sys.modules:
         _release_arrow_memory()
-    trim = _malloc_trim()
+    trim = _libc_function("malloc_trim")
     if trim is not None:
         trim(0)
 
@@ -397,7 +397,7 @@ def unmap_large_blocks(cells: int) -> None:
     worker threads each grow a heap of their own. At 1M rows x 20 columns the job's process held
     about 190 MB more at its peak than with a fixed threshold (which also ends the raising).
 
-    Called when a job has read its data (``cells``: its rows x columns); below
+    Called when a job's run starts (``cells``: its data's rows x columns); below
     :data:`LARGE_DATA_CELLS` it does nothing, as the heaps' reuse of freed blocks is faster (about
     0.6 s of a run at 100k rows) and what they keep is small. The notebook's kernel and the
     figure worker, started after, get it through ``MALLOC_MMAP_THRESHOLD_``. A threshold the user
@@ -415,11 +415,6 @@ def unmap_large_blocks(cells: int) -> None:
 
 
 _M_MMAP_THRESHOLD = -3  # glibc's malloc.h
-
-
-def _malloc_trim() -> Any:
-    """glibc's ``malloc_trim``, or None where there is none."""
-    return _libc_function("malloc_trim")
 
 
 @functools.lru_cache(maxsize=4)

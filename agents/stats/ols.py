@@ -4,7 +4,7 @@ Regression adjustment fits ``y ~ 1 + t + W`` on every row. ``sm.OLS(y, X).fit(co
 holds four n x k arrays at once (the design, its SVD's left vectors, the pseudo-inverse and the
 sandwich's weighted copy); at a million rows x 20 covariates that is 640 MB for a 150 MB table.
 
-:func:`ols_hc1` computes the same quantities two ways:
+:func:`block_rows_for` chooses between two ways to compute the same quantities:
 
 - up to :data:`BLOCKED_FROM_CELLS` cells in the design, statsmodels' own operations in its order
   (:func:`statsmodels_order`): the same bits as ``sm.OLS``, with two n x k arrays at once;
@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["ols_hc1", "block_rows_for", "statsmodels_order", "blocked", "BLOCKED_FROM_CELLS", "BLOCK_ROWS"]
+__all__ = ["block_rows_for", "statsmodels_order", "blocked", "BLOCKED_FROM_CELLS", "BLOCK_ROWS"]
 
 BLOCKED_FROM_CELLS = 4_000_000
 """Designs of this many cells (rows x columns) or more are fitted a block at a time: 32 MB a copy,
@@ -37,26 +37,8 @@ Fit = tuple[float, float, float]
 
 
 def block_rows_for(n: int, k: int) -> int | None:
-    """The rows per block :func:`ols_hc1` fits an n x k design by, or None for statsmodels' way (small data)."""
+    """The rows per block to fit an n x k design by (:func:`blocked`), or None for :func:`statsmodels_order`."""
     return BLOCK_ROWS if n * k >= BLOCKED_FROM_CELLS else None
-
-
-def ols_hc1(
-    y: np.ndarray,
-    design: Callable[[], np.ndarray],
-    rows: Callable[[int, int], np.ndarray],
-    k: int,
-    column: int = 1,
-) -> Fit:
-    """``sm.OLS(y, design()).fit(cov_type="HC1")``'s coefficient and SE of ``column``, and R squared.
-
-    ``design()`` gives the whole n x ``k`` design; ``rows(start, stop)`` the design's rows
-    ``start:stop`` (a view where the caller holds the design, else built for the block).
-    """
-    block_rows = block_rows_for(len(y), k)
-    if block_rows:
-        return blocked(y, rows, k, column, block_rows)
-    return statsmodels_order(y, design, column)
 
 
 def statsmodels_order(y: np.ndarray, design: Callable[[], np.ndarray], column: int = 1) -> Fit:
