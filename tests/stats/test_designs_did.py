@@ -1,0 +1,120 @@
+"""Difference-in-differences through pyfixest: the library's own DiD example, linearmodels, repeated cross-sections."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.base.errors import AgentError
+from agents.stats.designs_did import did_twfe
+
+
+def _df_het(max_unit: int = 300) -> pd.DataFrame:
+    """pyfixest's bundled staggered-adoption example (heterogeneous, dynamic effects), first units only."""
+    import pyfixest
+
+    frame = pd.read_csv(Path(pyfixest.__file__).parent / "did" / "data" / "df_het.csv")
+    return frame[frame["unit"] <= max_unit].reset_index(drop=True)
+
+
+def test_matches_a_direct_feols_call_and_did2s_recovers_the_staggered_att() -> None:
+    import pyfixest as pf
+
+    data = _df_het()
+    est = did_twfe(data, "unit", "year", "treat", "dep_var")
+    direct = pf.feols("dep_var ~ treat | unit + year", data=data, vcov={"CRV1": "unit"})
+    assert est.estimate == pytest.approx(float(direct.coef().iloc[0]), rel=1e-10)
+    assert est.std_error == pytest.approx(float(direct.se().iloc[0]), rel=1e-10)
+    assert est.ci == pytest.approx(tuple(direct.confint().iloc[0]), rel=1e-10)
+    d = est.details
+    assert d["staggered_adoption"] and d["absorbing_treatment"] and "Goodman-Bacon" in d["twfe_note"]
+    assert (d["n_units"], d["n_periods"], d["rows_per_unit_period"]) == (300, 31, 1)
+    assert d["n_treated_units"] == data.loc[data["treat"], "unit"].nunique()
+    # The file carries the truth: the outcome less unit effect, year effect and noise on treated rows.
+    treated = data[data["treat"]]
+    att = float((treated["dep_var"] - treated["unit_fe"] - treated["year_fe"] - treated["error"]).mean())
+    two_stage = pf.did2s(
+        data,
+        yname="dep_var",
+        first_stage="~ 0 | unit + year",
+        second_stage="~ treat",
+        treatment="treat",
+        cluster="unit",
+    )
+    check = d["did2s_check"]
+    assert check["estimate"] == pytest.approx(float(two_stage.coef().iloc[0]), abs=1e-6)
+    assert abs(check["estimate"] - att) < 2 * check["std_error"]
+    assert abs(est.estimate - att) > 4 * est.std_error  # TWFE is biased here: why the check is reported
+
+
+def test_balanced_panel_agrees_with_linearmodels_panelols() -> None:
+    import pyfixest as pf
+    from linearmodels.panel import PanelOLS
+
+    data = _df_het(200)
+    est = did_twfe(data, "unit", "year", "treat", "dep_var")
+    panel = data.set_index(["unit", "year"])
+    lm = PanelOLS(panel["dep_var"], panel[["treat"]].astype(float), entity_effects=True, time_effects=True).fit(
+        cov_type="clustered", cluster_entity=True, group_debias=True
+    )
+    assert est.estimate == pytest.approx(float(lm.params["treat"]), rel=1e-9)
+    # linearmodels counts the absorbed unit effects in the degrees of freedom; pyfixest, like
+    # Stata's xtreg and fixest, does not when they are nested in the clusters. Counted alike they agree.
+    full = pf.feols(
+        "dep_var ~ treat | unit + year", data=data, vcov={"CRV1": "unit"}, ssc=pf.ssc(k_fixef="full", G_adj=True)
+    )
+    assert float(full.se().iloc[0]) == pytest.approx(float(lm.std_errors["treat"]), rel=1e-9)
+    assert est.std_error == pytest.approx(float(lm.std_errors["treat"]), rel=0.03)
+
+
+def _sites(seed: int, effect: float = -0.5, n_sites: int = 30, per_cell: int = 40) -> pd.DataFrame:
+    """Repeated cross-sections: different children per site before and after; half the sites treated after."""
+    rng = np.random.default_rng(seed)
+    site = np.repeat(np.arange(n_sites), 2 * per_cell)
+    post = np.tile(np.repeat([0, 1], per_cell), n_sites)
+    arm = (np.arange(n_sites) % 2)[site]
+    site_effect = rng.normal(scale=1.0, size=n_sites)[site] + 1.5 * arm
+    y = site_effect + 0.8 * post + effect * arm * post + rng.normal(size=site.size)
+    names = np.array([f"site-{i:02d}" for i in range(n_sites)])
+    return pd.DataFrame({"siteid": names[site], "post": post, "arm_post": arm * post, "juice": y})
+
+
+def test_repeated_cross_sections_with_string_units_cover_the_effect() -> None:
+    import statsmodels.formula.api as smf
+
+    covered = 0
+    for seed in range(5):
+        frame = _sites(seed)
+        est = did_twfe(frame, "siteid", "post", "arm_post", "juice")
+        covered += est.covers(-0.5)
+    assert covered >= 4
+    d = est.details
+    assert d["rows_per_unit_period"] == 40 and d["repeated_cross_section"] and not d["staggered_adoption"]
+    assert (d["n_units"], d["n_periods"], d["n_treated_units"]) == (30, 2, 15)
+    dummies = smf.ols("juice ~ arm_post + C(siteid) + C(post)", data=frame).fit()
+    assert est.estimate == pytest.approx(float(dummies.params["arm_post"]), rel=1e-9)
+
+
+def test_treatment_fixed_within_unit_is_refused_with_the_reason() -> None:
+    frame = _sites(0)
+    frame["arm"] = frame["siteid"].str[-1].astype(int) % 2  # the site's arm, also 1 before treatment
+    with pytest.raises(AgentError, match="never changes within a unit of 'siteid'.*absorb"):
+        did_twfe(frame, "siteid", "post", "arm", "juice")
+    frame["everyone_after"] = frame["post"]
+    with pytest.raises(AgentError, match="period effects absorb it"):
+        did_twfe(frame, "siteid", "post", "everyone_after", "juice")
+
+
+def test_single_treated_unit_is_estimated_and_flagged() -> None:
+    rng = np.random.default_rng(1)
+    units, periods = np.repeat(np.arange(27), 6), np.tile(np.arange(6), 27)
+    d = ((units == 4) & (periods >= 3)).astype(int)
+    y = rng.normal(size=27)[units] + 0.1 * periods - 0.02 * d + rng.normal(scale=0.01, size=units.size)
+    frame = pd.DataFrame({"state": units.astype(str), "quarter": periods, "active": d, "rate": y})
+    est = did_twfe(frame, "state", "quarter", "active", "rate")
+    assert est.details["single_treated_unit"] and est.details["n_treated_units"] == 1
+    assert any("one treated unit" in a for a in est.assumptions)
+    assert np.isfinite(est.estimate)
