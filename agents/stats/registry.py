@@ -142,10 +142,16 @@ def _dr_learner(s: PairSetup) -> Estimate:
 
 
 def _iv(s: PairSetup) -> Estimate:
+    import pandas as pd
+
+    from agents.base.errors import AgentError
     from agents.stats.designs import iv_2sls
 
     z = s.design["iv"]["instrument"]
-    return iv_2sls(s.prep.y, s.prep.t, s.prep.frame[z].astype(float).to_numpy(), s.covariates, z)
+    col = s.prep.frame[z]
+    if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)):
+        raise AgentError(f"instrument '{z}' is not numeric ({col.dtype}); give a numeric or 0/1 instrument column")
+    return iv_2sls(s.prep.y, s.prep.t, col.astype(float).to_numpy(), s.covariates, z, s.treatment)
 
 
 def _did(s: PairSetup) -> Estimate:
@@ -156,11 +162,16 @@ def _did(s: PairSetup) -> Estimate:
 
 
 def _rdd(s: PairSetup) -> Estimate:
-    from agents.stats.designs import rdd_local_linear
+    import pandas as pd
+
+    from agents.base.errors import AgentError
+    from agents.stats.designs import rdd_rdrobust
 
     d = s.design["rdd"]
-    x = s.prep.frame[d["running_variable"]].astype(float).to_numpy()
-    return rdd_local_linear(x, s.prep.y, s.prep.t, d["cutoff"], d["running_variable"])
+    col = s.prep.frame[d["running_variable"]]
+    if not pd.api.types.is_numeric_dtype(col):
+        raise AgentError(f"running variable '{d['running_variable']}' is not numeric ({col.dtype})")
+    return rdd_rdrobust(col.astype(float).to_numpy(), s.prep.y, s.prep.t, float(d["cutoff"]), d["running_variable"])
 
 
 class _Needs(TypedDict):
