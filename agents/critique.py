@@ -179,5 +179,14 @@ class CritiqueAgent(Agent[CritiqueParams]):
             previous_improvements=list(history[-1].improvements) if history else [],
             earlier_applied=[c for d in view.debate_history for c in d.get("changes_applied") or []],
             instrument=view.design.instrument,
+            declared=tuple(
+                kind
+                for kind, given in (
+                    ("iv", view.design.instrument),
+                    ("rdd", view.design.running_variable),
+                    ("did", view.design.unit_column and view.design.time_column),
+                )
+                if given
+            ),
             n_input_rows=view.dataset_info.n_samples,
         )

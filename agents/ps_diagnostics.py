@@ -98,8 +98,14 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
             model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, "gbm" if model == "logistic" else "logistic", ctx.data_dir)
             changes.append(f"switch_propensity_model: propensity model switched from {before} to {model}")
         X, t, trimmed, trim_applied = prep.X, prep.t, False, None
-        if "trim_to_common_support" in codes:
-            keep, (lo, hi) = P.trim_mask(ps)
+        keep, (lo, hi) = P.trim_mask(ps) if "trim_to_common_support" in codes else (None, (0.0, 1.0))
+        if keep is not None and min(int(t[keep].sum()), int((1 - t[keep]).sum())) < 2:
+            why.append(
+                f"Trimming to [{lo:.3f}, {hi:.3f}] would leave fewer than two units in an arm: not trimmed (the arms "
+                "do not overlap)."
+            )
+            keep = None
+        if keep is not None:
             trim_applied = {"lower": round(lo, 4), "upper": round(hi, 4), "n_dropped": int((~keep).sum())}
             X, t = X[keep].reset_index(drop=True), t[keep]
             model, ps, cv_loss = fit_propensity(X, t, ctx.seed, folds, model, ctx.data_dir)
@@ -165,6 +171,16 @@ def _skip_reason(frame: Any, treatment: str, design: Any) -> str:
         return (
             f"an instrument ('{design.instrument}') is declared: the 2SLS estimate does not rest on propensity "
             "overlap, so propensity diagnostics do not apply"
+        )
+    if design.running_variable and design.running_variable in frame.columns:
+        return (
+            f"a regression discontinuity in '{design.running_variable}' is declared: treatment is assigned by the "
+            "cutoff, so the arms do not overlap by design and propensity diagnostics do not apply"
+        )
+    if design.unit_column and design.time_column:
+        return (
+            f"a panel ('{design.unit_column}' by '{design.time_column}') is declared: difference in differences "
+            "compares changes over time, not units matched on covariates, so propensity diagnostics do not apply"
         )
     if levels != 2:
         return (

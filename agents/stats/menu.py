@@ -132,6 +132,21 @@ def choose_headline(
                 f"{estimates[kind].method} headlines because the user declared that design; it identifies the effect "
                 "without assuming all confounders are measured.",
             )
+    missing = [k for k in ("iv", "rdd", "did") if k in setup.design]
+    if missing:
+        name, why = _backdoor_headline(setup, estimates, ps_diag)
+        failed = setup.skipped.get(missing[0], "it did not run")
+        return name, (
+            f"NOT THE ANSWER: the design you declared ({METHODS[missing[0]]}) could not be estimated ({failed}); "
+            f"{estimates[name].method} is shown for reference only, it answers a different question. {why}"
+        )
+    return _backdoor_headline(setup, estimates, ps_diag)
+
+
+def _backdoor_headline(
+    setup: PairSetup, estimates: dict[str, Estimate], ps_diag: dict[str, Any] | None
+) -> tuple[str, str]:
+    """The headline among the estimators that assume every confounder is measured (rules 2-6)."""
     if "diff_means" in estimates:
         extra = " Lin's covariate-adjusted difference is shown for precision." if "lin" in estimates else ""
         return "diff_means", (

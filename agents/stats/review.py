@@ -48,6 +48,7 @@ __all__ = [
 
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 
+
 def is_naive(e: TreatmentEffectResult) -> bool:
     """Whether an estimate is an unadjusted comparison (its family is ``naive``)."""
     return e.details.is_naive
@@ -81,6 +82,8 @@ class ReviewInputs:
     previous_improvements: list[str] = field(default_factory=list)
     earlier_applied: list[str] = field(default_factory=list)
     instrument: str | None = None
+    declared: tuple[str, ...] = ()
+    """The designs the user stated ("iv", "rdd", "did"): their estimator must be the headline."""
     n_input_rows: int | None = None
     policy: Policy = field(default_factory=Policy)
 
@@ -113,6 +116,8 @@ class _Acc:
     must_trim: bool = False
     blockers: list[str] = field(default_factory=list)  # not trustworthy whatever the budget (agents.stats.verdict)
     disagree: bool = False
+    doubts: list[str] = field(default_factory=list)
+    """Open questions that block approval: approval needs them settled, not a spent budget."""
 
 
 def _clip(score: float) -> int:
@@ -178,6 +183,7 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             f"widen_adjustment_set: add {', '.join(left_out)} to the adjustment set (or record why "
             f"{'it is' if len(left_out) == 1 else 'they are'} not a confounder)."
         )
+        _doubt(acc, head, f"possible confounders left out: {', '.join(left_out)}")
     imputed = _imputed_shares(inp, adjustment)
     if imputed:
         score -= 2
@@ -187,7 +193,19 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             + ". An imputed confounder adjusts only partly for what it measures, so the estimate stays biased "
             "towards the unadjusted comparison; distrust it unless the values are missing at random and few."
         )
+        _doubt(
+            acc,
+            head,
+            "residual confounding: " + ", ".join(f"{c} imputed for {s:.0%} of rows" for c, s in imputed.items()),
+        )
     doubtful = cd.get("doubtful") or {}
+    settled = _settled(cd)
+    if settled:
+        acc.reasons.append(
+            f"Uncertain roles that do not matter: with or without {', '.join(sorted(settled))} the regression estimate "
+            "moves by less than its standard error."
+        )
+        doubtful = {c: r for c, r in doubtful.items() if c not in settled}
     if doubtful:
         score -= 1
         acc.issues.append(
@@ -195,9 +213,30 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             + "; ".join(f"{c}: {r}" for c, r in sorted(doubtful.items()))
             + ". Re-estimate with and without them, or state their timing in the metadata."
         )
+        _doubt(acc, head, f"uncertain adjustment: the evidence for {', '.join(sorted(doubtful))} is uncertain")
     if cd.get("excluded"):
         acc.reasons.append(f"Excluded with reasons: {', '.join(sorted(cd['excluded']))}.")
     return _clip(score)
+
+
+def _settled(cd: dict[str, Any]) -> set[str]:
+    """Doubtful variables whose with/without estimates differ by less than a standard error."""
+    out = set()
+    for c, r in (cd.get("doubtful_sensitivity") or {}).items():
+        try:
+            gap = abs(float(r["with"]) - float(r["without"]))
+            se = max(float(r["se_with"]), float(r["se_without"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if gap <= se:
+            out.add(str(c))
+    return out
+
+
+def _doubt(acc: _Acc, head: TreatmentEffectResult | None, text: str) -> None:
+    """An open doubt about the backdoor adjustment; a design headline (IV, DiD, RDD) does not rest on it."""
+    if head is None or not head.details.is_design:
+        acc.doubts.append(text)
 
 
 def _constant_treatment(inp: ReviewInputs) -> bool:
@@ -217,6 +256,7 @@ def _constant_treatment(inp: ReviewInputs) -> bool:
 def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
     """Common support of the propensity score; poor overlap needs trimming before approval."""
     ps = inp.ps
+    head = _headline(inp.estimates)
     if not ps:
         acc.issues.append("No propensity-score diagnostics: overlap was not checked.")
         return 3
@@ -229,7 +269,6 @@ def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
     outside = float((ps.get("outside_support") or {}).get("overall", 0.0) or 0.0)
     support = ps.get("common_support") or [0.0, 1.0]
     auc = float(ps.get("auc") or 0.5)
-    head = _headline(inp.estimates)
     separated = support[0] >= support[1] or auc >= 0.999 or outside >= 0.95
     if separated and head is not None and head.details.is_design:
         acc.issues.append(
@@ -237,6 +276,9 @@ def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
             f"trusted, but the headline {head.method} rests on its design, not on overlap."
         )
         return 3
+    if head is not None and head.details.is_design:  # an instrument, panel or cutoff does not rest on overlap
+        acc.reasons.append(f"The headline {head.method} rests on its design: propensity overlap is not required.")
+        return 5
     if separated:
         acc.impossible.append(
             f"the propensity model separates {inp.treatment} groups almost perfectly (AUC {auc:.3f}, "
@@ -277,7 +319,8 @@ def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
 def _balance(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
     """Covariate balance after weighting/matching (max |SMD|)."""
     ps = inp.ps
-    if not ps or ps.get("max_smd_after") is None:
+    head = _headline(inp.estimates)
+    if not ps or ps.get("max_smd_after") is None or (head is not None and head.details.is_design):
         return 3
     smd = abs(float(ps["max_smd_after"]))
     limit = inp.policy.balance_smd
@@ -416,7 +459,13 @@ def review(inp: ReviewInputs) -> Review:
         "data_quality": _data_quality(inp, acc),
     }
     _blockers(inp, acc, head, applied)
-    if not any(e.details.family == "doubly_robust" for e in inp.estimates) and "add_doubly_robust" not in applied:
+    _design_contract(inp, acc, head)
+    design_head = head is not None and head.details.is_design
+    if (
+        not design_head
+        and not any(e.details.family == "doubly_robust" for e in inp.estimates)
+        and "add_doubly_robust" not in applied
+    ):
         acc.improvements["add_doubly_robust"] = (
             f"add_doubly_robust: add an AIPW / doubly robust estimate of {inp.treatment} -> {inp.outcome}; it stays "
             "consistent if either the outcome or the propensity model is right."
@@ -457,18 +506,68 @@ def review(inp: ReviewInputs) -> Review:
             "change or round is left, so no single number can be trusted.",
         )
         improvements = []
+    elif improvements or acc.doubts:
+        # Running out of rounds is not evidence: what is still open keeps the answer unapproved.
+        open_ = "; ".join([*acc.doubts, *(f"untried: {i.split(':')[0]}" for i in improvements)])
+        if budget:  # nothing another round could change: stop now, unapproved
+            decision = CritiqueDecision.REJECT
+            acc.reasons.insert(0, f"NOT APPROVED in round {inp.round}: doubts no further round can settle: {open_}.")
+        else:
+            decision, limit = CritiqueDecision.ITERATE, True
+            acc.reasons.insert(
+                0, f"NOT APPROVED (limit) after round {inp.round} of {inp.max_iterations}: doubts remain: {open_}."
+            )
     else:
         decision = CritiqueDecision.APPROVE
-        why = "no untried improvement remains" if not improvements else "the iteration budget is spent"
-        acc.reasons.insert(0, f"APPROVE: identification holds and {why}.")
+        acc.reasons.insert(0, "APPROVE: identification holds, the credible estimators agree and no doubt is open.")
     if head is not None:
         acc.reasons.append(f"Headline: {head.method} = {head.estimate:.4g} [{head.ci_lower:.4g}, {head.ci_upper:.4g}].")
     if this_round:
         acc.reasons.append(f"Changes applied this round: {', '.join(this_round)}.")
     verdict = acc.reasons[0]
     return Review(
-        decision, scores, acc.issues, improvements, acc.reasons, this_round, limit, [*acc.impossible, *acc.blockers], verdict
+        decision,
+        scores,
+        acc.issues,
+        improvements,
+        acc.reasons,
+        this_round,
+        limit,
+        [*acc.impossible, *acc.blockers],
+        verdict,
     )
+
+
+def _design_contract(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None) -> None:
+    """A design the user stated is the question: its estimator headlines, and it must be usable."""
+    if head is None:
+        return
+    labels = {"iv": "instrumental variables", "rdd": "regression discontinuity", "did": "difference in differences"}
+    stated = [k for k in inp.declared if k in labels]
+    if stated and head.details.family not in stated:
+        kind = stated[0]
+        why = head.details.skipped_methods.get(kind) or "its estimator did not run"
+        acc.blockers.append(
+            f"the design you stated ({labels[kind]}) could not be estimated ({why.rstrip('.')}); "
+            f"{head.method} answers a different question and is not the answer to yours"
+        )
+        return
+    x = {**head.details.extras}
+    if head.details.family == "iv":
+        f_stat = x.get("first_stage_f")
+        if isinstance(f_stat, (int, float)) and f_stat < 10:
+            acc.blockers.append(
+                f"weak instrument: the first-stage F is {f_stat:.1f} (below 10), so 2SLS is biased towards OLS and "
+                "its interval does not cover at its stated rate"
+            )
+    if head.details.family == "did":
+        treated = x.get("n_treated_units")
+        if x.get("single_treated_unit") or treated == 1:
+            acc.blockers.append(
+                "a single treated unit: standard errors clustered by unit cannot measure the uncertainty of one "
+                "treated cluster, so the interval is not credible (synthetic control or permutation inference is "
+                "the design for one treated unit)"
+            )
 
 
 def _blockers(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None, applied: set[str]) -> None:
@@ -478,7 +577,9 @@ def _blockers(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None, 
         degenerate = degenerate_interval(head, stats.get("std"))
         if degenerate:
             acc.blockers.append(degenerate)
-    adjustment = set((inp.confounders or {}).get("adjustment_set") or []) | set(adjustment_set_of(head, inp.confounders))
+    adjustment = set((inp.confounders or {}).get("adjustment_set") or []) | set(
+        adjustment_set_of(head, inp.confounders)
+    )
     bad = unrepaired_in_set(inp.repairs, adjustment)
     if bad:
         acc.blockers.append(

@@ -34,10 +34,21 @@ def _ols(frame: pd.DataFrame, adj: list[str]) -> TreatmentEffectResult:
     )
 
 
+def _aipw(frame: pd.DataFrame, adj: list[str]) -> TreatmentEffectResult:
+    """The doubly robust estimate beside the regression: approval needs the credible estimators to agree."""
+    from agents.stats.estimators import aipw
+    from agents.stats.nuisance import fit_propensity
+
+    X, t, y = frame[adj], frame["treated"].to_numpy(), frame["outcome"].to_numpy()
+    _, ps, _ = fit_propensity(X, t, 0, 5, "logistic", None)
+    est = aipw(X, y, t, ps)
+    return make_estimate("aipw", est.estimate, est.std_error, ci=est.ci, adjustment_set=adj, n_used=len(frame))
+
+
 def _analysed(frame: pd.DataFrame, job: Path, adj: list[str] = ADJ) -> AnalysisState:
     """Estimate, run the real sensitivity analyst (E-values only) and the critique."""
     state = make_state(frame, job, "treated", "outcome")
-    state.treatment_effects = [_ols(frame, adj)]
+    state.treatment_effects = [_ols(frame, adj), *([_aipw(frame, adj)] if adj else [])]
     state.confounder_discovery = {
         "treatment": "treated",
         "outcome": "outcome",

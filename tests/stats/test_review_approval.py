@@ -1,0 +1,142 @@
+"""Approval needs positive evidence: the critique's rules on hand-built rounds (agents.stats.review).
+
+A spent budget is not evidence, an open doubt keeps the answer unapproved, and a design the user
+stated is the question: its estimator headlines or the answer is refused with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.base.state import CritiqueDecision
+from agents.stats.review import ReviewInputs, review
+from tests.factories import make_estimate
+
+CD: dict[str, Any] = {
+    "treatment": "treated",
+    "outcome": "outcome",
+    "adjustment_set": ["x1", "x2"],
+    "excluded": {},
+    "data_associated": ["x1", "x2"],
+    "identification": {"method": "backdoor", "identified": True, "estimand": "E[Y|do(T)]"},
+}
+PS: dict[str, Any] = {
+    "treatment": "treated",
+    "covariates": ["x1", "x2"],
+    "outside_support": {"overall": 0.0},
+    "common_support": [0.05, 0.95],
+    "auc": 0.7,
+    "extreme_share": 0.0,
+    "overlap_ok": True,
+    "max_smd_after": 0.02,
+    "balance_ok": True,
+    "model": "logistic",
+}
+
+
+def _backdoor(aipw: float = 2.0, others: float = 2.0, se: float = 0.1) -> list:
+    return [
+        make_estimate("aipw", aipw, se, headline=True),
+        make_estimate("ols", others, se),
+        make_estimate("ipw", others, se),
+        make_estimate("naive", 5.0, se),
+    ]
+
+
+def _inputs(**kw: Any) -> ReviewInputs:
+    base: dict[str, Any] = dict(
+        treatment="treated",
+        outcome="outcome",
+        estimates=_backdoor(),
+        round=1,
+        max_iterations=3,
+        ps=PS,
+        confounders=CD,
+    )
+    base.update(kw)
+    return ReviewInputs(**base)
+
+
+def test_a_clean_round_with_agreeing_estimators_is_approved() -> None:
+    rv = review(_inputs())
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+    assert rv.verdict.startswith("APPROVE") and not rv.limit_reached
+
+
+def test_a_spent_budget_with_an_untried_improvement_is_not_approved() -> None:
+    cd = {**CD, "data_associated": ["x1", "x2", "x3"]}  # x3 confounds and is neither adjusted nor excluded
+    first = review(_inputs(confounders=cd, round=1))
+    assert first.decision is CritiqueDecision.ITERATE and not first.limit_reached
+    last = review(_inputs(confounders=cd, round=3))
+    assert last.decision is not CritiqueDecision.APPROVE
+    assert last.limit_reached
+    assert last.verdict.startswith("NOT APPROVED (limit)")
+    assert "x3" in last.verdict and "widen_adjustment_set" in last.verdict  # says which doubts remain
+
+
+def test_uncertain_adjustment_listed_every_round_is_never_approved() -> None:
+    cd = {**CD, "doubtful": {"x2": "its timing relative to the treatment is unknown"}}
+    for rnd in (1, 2, 3):
+        rv = review(_inputs(confounders=cd, round=rnd))
+        assert rv.decision is not CritiqueDecision.APPROVE, rnd
+        assert "uncertain adjustment" in rv.verdict and "x2" in rv.verdict
+    assert review(_inputs(confounders=cd, round=3)).limit_reached
+
+
+def test_residual_confounding_from_an_imputed_confounder_blocks_approval() -> None:
+    repairs = [{"kind": "repair", "column": "x1", "action": "imputed with the median", "n_before": 400}]
+    rv = review(_inputs(repairs=repairs, n_input_rows=1000, round=3))
+    assert rv.decision is not CritiqueDecision.APPROVE
+    assert "residual confounding" in rv.verdict and "x1" in rv.verdict
+
+
+def test_credible_estimators_disagreeing_beyond_their_intervals_never_approve() -> None:
+    for rnd in (1, 3):
+        rv = review(_inputs(estimates=_backdoor(aipw=2.74, others=2.0, se=0.06), round=rnd))
+        assert rv.decision is not CritiqueDecision.APPROVE, rv.reasoning
+
+
+def test_a_stated_instrument_that_could_not_be_fitted_refuses_the_regression_answer() -> None:
+    ols = make_estimate(
+        "ols",
+        0.5,
+        0.1,
+        headline=True,
+        skipped_methods={"iv": "Instrumental variables (2SLS) failed (ValueError: regressors do not have full rank)"},
+    )
+    rv = review(_inputs(estimates=[ols, make_estimate("naive", 0.6, 0.1)], declared=("iv",), instrument="z"))
+    assert rv.decision is CritiqueDecision.REJECT
+    assert "instrumental variables" in rv.verdict and "full rank" in rv.verdict
+    assert "different question" in rv.verdict
+
+
+def test_the_stated_design_as_headline_passes_the_contract() -> None:
+    iv = make_estimate("iv", 1.0, 0.2, headline=True, estimand="LATE", first_stage_f=85.0)
+    rv = review(_inputs(estimates=[iv, make_estimate("ols", 0.4, 0.1)], declared=("iv",), instrument="z"))
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+
+
+def test_a_weak_instrument_is_refused_with_its_first_stage_f() -> None:
+    iv = make_estimate("iv", 1.0, 0.9, headline=True, estimand="LATE", first_stage_f=3.7)
+    rv = review(_inputs(estimates=[iv], declared=("iv",), instrument="z"))
+    assert rv.decision is CritiqueDecision.REJECT
+    assert "weak instrument" in rv.verdict and "3.7" in rv.verdict
+
+
+def test_one_treated_unit_in_a_panel_is_refused() -> None:
+    did = make_estimate("did", -0.02, 0.005, headline=True, estimand="ATT", n_treated_units=1, n_units=50)
+    rv = review(_inputs(estimates=[did], declared=("did",)))
+    assert rv.decision is CritiqueDecision.REJECT
+    assert "single treated unit" in rv.verdict
+    many = make_estimate("did", -0.02, 0.005, headline=True, estimand="ATT", n_treated_units=12, n_units=50)
+    assert review(_inputs(estimates=[many], declared=("did",))).decision is CritiqueDecision.APPROVE
+
+
+def test_an_uncertain_role_that_does_not_move_the_estimate_is_settled() -> None:
+    moves = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.5, "se_without": 0.1}}
+    still = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.04, "se_without": 0.1}}
+    cd = {**CD, "doubtful": {"x2": "weak orientation"}}
+    assert review(_inputs(confounders={**cd, "doubtful_sensitivity": moves})).decision is not CritiqueDecision.APPROVE
+    rv = review(_inputs(confounders={**cd, "doubtful_sensitivity": still}))
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+    assert any("do not matter" in r and "x2" in r for r in rv.reasoning)
