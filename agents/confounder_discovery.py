@@ -40,8 +40,10 @@ from agents.stats.adjustment_rules import (
     looks_like_id,
     screen_unknown,
 )
+from agents.stats.column_roles import ColumnRole, classify_columns, left_out_table
 from agents.stats.frame_checks import at_most_distinct
 from agents.stats.graphs import Knowledge, dowhy_graph, identify_backdoor
+from agents.stats.randomised_move import MoveCheck, randomised_move, says_randomised
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -112,6 +114,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             if col in candidates:
                 candidates.remove(col)
                 excluded[col] = why
+        roles = self._column_roles(frame, t, y, candidates, excluded, view, knowledge, params, ctx.seed)
         checks = data_checks(frame, t, y, candidates)
         excluded.update(checks.unusable)
         usable = [c for c in candidates if c not in checks.unusable]
@@ -120,6 +123,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         usable = [c for c in usable if c not in excluded]
         result = _Builder(t, y, usable, checks, knowledge, params, excluded, notes, pre)
         result.doubtful.update(flags)
+        result.doubtful.update({r.column: r.reason for r in roles if not r.leave_out and r.column in usable})
         if dag is not None and t in dag.nodes and y in dag.nodes:
             result.from_graph(frame, dag)
         else:
@@ -128,7 +132,13 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             )
         result.safety_net(frame)
         result.pre_treatment_rule(frame)
+        move = self._randomised_move(frame, result, view, ctx.seed)
+        roles += list(move.carriers)
         out = result.finish(frame)
+        out["column_roles"] = left_out_table(out["excluded"], roles)
+        copies = [r.column for r in roles if r.leave_out and r.role.startswith("treatment_")]
+        out["derived_from_treatment"] = sorted({*out["derived_from_treatment"], *copies})
+        out["randomisation_check"] = move.as_dict()
         if view.design.instrument and view.design.instrument not in out["instruments"]:
             out["instruments"] = sorted([*out["instruments"], view.design.instrument])
         n_adj = len(out["adjustment_set"])
@@ -137,10 +147,17 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             f"excluded {len(out['excluded'])}; doubtful {len(out['doubtful'])}; "
             f"identified={out['identification']['identified']}"
         )
+        by_role = [r for r in out["column_roles"] if r["role"] not in ("design", "constant", "other")]
+        if by_role:
+            shown = ", ".join(f"{r['column']} ({r['role']})" for r in by_role[:6])
+            summary += f"; left out by column role: {shown}{' ...' if len(by_role) > 6 else ''}"
         outputs = {
             k: out[k]
-            for k in ("adjustment_set", "mediators", "colliders", "derived_from_treatment", "instruments", "doubtful")
-        }
+            for k in (
+                "adjustment_set", "mediators", "colliders", "derived_from_treatment", "instruments", "doubtful",
+                "column_roles",
+            )
+        }  # fmt: skip
         return AgentResult(
             updates={"confounder_discovery": out},
             summary=summary,
@@ -148,6 +165,58 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             outputs=outputs,
             tools_called=["dowhy.identify_effect"] if result.used_dowhy else [],
         )
+
+    @staticmethod
+    def _column_roles(
+        frame: pd.DataFrame,
+        t: str,
+        y: str,
+        candidates: list[str],
+        excluded: dict[str, str],
+        view: StateView,
+        knowledge: Knowledge,
+        params: ConfounderDiscoveryParams,
+        seed: int,
+    ) -> list[ColumnRole]:
+        """Identifiers, functions of the outcome or the treatment and post-treatment names leave
+        ``candidates`` for ``excluded`` before any test (columns known to precede the treatment
+        are never classified); returns every role found, kept-with-a-flag ones included."""
+        pre = known_pre_treatment(view.domain_knowledge, knowledge.tiers, t, candidates)
+        roles = classify_columns(frame, t, y, candidates, protected=set(pre), alpha=params.alpha, seed=seed)
+        for r in roles:
+            if r.leave_out:
+                candidates.remove(r.column)
+                excluded[r.column] = r.reason
+        return roles
+
+    @staticmethod
+    def _randomised_move(frame: pd.DataFrame, result: _Builder, view: StateView, seed: int) -> MoveCheck:
+        """Where the treatment looks randomised (and no design was declared), adjusted columns that
+        move the estimate far beyond chance are left out as post-treatment."""
+        d = view.design
+        if d.instrument or d.running_variable or d.unit_column or d.time_column:
+            return MoveCheck(False, "a design was declared")
+        move = randomised_move(
+            frame,
+            result.t,
+            result.y,
+            list(result.adjust),
+            stated_randomised=says_randomised(view.domain_knowledge),
+            protected=set(result.pre),
+            seed=seed,
+        )
+        for r in move.carriers:
+            result.adjust.remove(r.column)
+            result.rationale.pop(r.column, None)
+            result.doubtful.pop(r.column, None)
+            result.excluded[r.column] = r.reason
+        if move.applies and not move.resolved:
+            result.notes.append(
+                f"the treatment looks randomised ({move.why}) but adjusting still moves the estimate from "
+                f"{move.unadjusted:.4g} to {move.adjusted:.4g} (SE {move.se_adjusted:.2g}) and no single column "
+                "carries the move: some adjusted columns may be measured after the treatment"
+            )
+        return move
 
     @staticmethod
     def _structural_exclusions(

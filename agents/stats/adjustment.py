@@ -159,6 +159,8 @@ def choose_adjustment(
                 pool.append(str(col))
                 added.append(str(col))
     pool = [c for c in pool if c in frame.columns and c not in reserved]
+    if cd is None:
+        _column_roles(frame, treatment, outcome, [c for c in pool if c not in excluded], domain_knowledge, excluded)
     for col in derived_from_treatment(frame, treatment, [c for c in pool if c not in excluded]):
         excluded[col] = "deterministic function of the treatment (constant within each arm)"
     sparse = []
@@ -196,6 +198,28 @@ def choose_adjustment(
         added=[c for c in added if c in covariates],
         caveat=caveat,
     )
+
+
+def _column_roles(
+    frame: pd.DataFrame,
+    treatment: str,
+    outcome: str,
+    pool: list[str],
+    domain_knowledge: dict[str, Any] | None,
+    excluded: dict[str, str],
+) -> None:
+    """Without confounder discovery, the column-role rules still keep identifiers, functions of the
+    outcome or the treatment and post-treatment names out (columns known to precede the treatment excepted)."""
+    from agents.stats.column_roles import classify_columns
+
+    if outcome not in frame.columns or treatment not in frame.columns:
+        return
+    dk = domain_knowledge or {}
+    pre = {str(c) for c in dk.get("pre_treatment") or []}
+    pre |= {str(c) for c, r in (dk.get("roles") or {}).items() if r == "confounder"}
+    for role in classify_columns(frame, treatment, outcome, pool, protected=pre):
+        if role.leave_out:
+            excluded[role.column] = role.reason
 
 
 def _has_timing(domain_knowledge: dict[str, Any] | None) -> bool:

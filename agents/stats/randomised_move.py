@@ -1,0 +1,178 @@
+"""The randomised-treatment check: where adjustment should not move the estimate, who moves it.
+
+Why: in an experiment a pre-treatment covariate is balanced between the arms up to chance, so
+adjusting for it changes the effect by little (it buys precision). Where the treatment looks
+randomised (balanced on every covariate and a propensity model no better than a coin, or domain
+knowledge says so), an adjustment that moves the estimate by more than its standard error, and
+well beyond what chance imbalance explains, is evidence that some adjusted column was measured
+after the treatment (a second outcome, a mediator). Leave-one-out on the adjusted regression names
+the columns that carry the move, so they can be left out with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agents.stats.column_roles import ColumnRole
+
+__all__ = ["MoveCheck", "randomised_move", "says_randomised"]
+
+_RANDOMISED_WORDS = re.compile(r"randomi[sz]|random assignment|experiment|\brct\b|\btrial\b|lottery", re.I)
+
+
+@dataclass(frozen=True)
+class MoveCheck:
+    """The randomised-treatment check: was it run, the estimates, and the columns that carry a move."""
+
+    applies: bool
+    why: str
+    unadjusted: float = float("nan")
+    adjusted: float = float("nan")
+    se_adjusted: float = float("nan")
+    carriers: tuple[ColumnRole, ...] = ()
+    resolved: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form (the carriers as role dicts)."""
+        d = asdict(self)
+        d["carriers"] = [c.as_dict() for c in self.carriers]
+        return d
+
+
+def says_randomised(domain: dict[str, Any] | None) -> bool:
+    """Whether domain knowledge (description, tags, notes) says the treatment was randomised."""
+    dk = domain or {}
+    text = " ".join(
+        [
+            str(dk.get("description") or ""),
+            str(dk.get("domain") or ""),
+            *map(str, dk.get("tags") or []),
+            *map(str, dk.get("notes") or []),
+        ]
+    )
+    return bool(_RANDOMISED_WORDS.search(text))
+
+
+def _ols_t(y: np.ndarray, t: np.ndarray, X: np.ndarray) -> tuple[float, float]:
+    """The treatment's OLS coefficient and HC1 standard error in y ~ 1 + t + X."""
+    D = np.column_stack([np.ones(len(y)), t, X])
+    coef, *_ = np.linalg.lstsq(D, y, rcond=None)
+    e = y - D @ coef
+    bread = np.linalg.pinv(D.T @ D)
+    meat = (D * (e**2)[:, None]).T @ D
+    n, k = D.shape
+    cov = bread @ meat @ bread * n / max(n - k, 1)
+    return float(coef[1]), float(np.sqrt(max(cov[1, 1], 0.0)))
+
+
+def _auc(score: np.ndarray, t: np.ndarray) -> float:
+    ranks = pd.Series(score).rank().to_numpy()
+    n1 = float(t.sum())
+    n0 = len(t) - n1
+    return float((ranks[t == 1].sum() - n1 * (n1 + 1) / 2) / max(n1 * n0, 1.0))
+
+
+def _cv_auc(X: np.ndarray, t: np.ndarray, seed: int) -> float:
+    """Cross-validated AUC of a logistic propensity model (5 folds)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    score = np.zeros(len(t))
+    Z = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+    for train, test in StratifiedKFold(5, shuffle=True, random_state=seed).split(Z, t):
+        model = LogisticRegression(max_iter=500).fit(Z[train], t[train])
+        score[test] = model.decision_function(Z[test])
+    return _auc(score, t)
+
+
+def randomised_move(
+    frame: pd.DataFrame,
+    treatment: str,
+    outcome: str,
+    adjust: list[str],
+    *,
+    stated_randomised: bool = False,
+    protected: Collection[str] = (),
+    max_rows: int = 20000,
+    seed: int = 0,
+    max_carriers: int = 3,
+) -> MoveCheck:
+    """Where a 0/1 treatment looks randomised, name the adjusted columns that carry a large move.
+
+    Randomised-looking: ``stated_randomised`` (domain knowledge says so), or every covariate has
+    |SMD| < 0.1 and a cross-validated logistic propensity model has AUC < 0.55. The move is the
+    adjusted minus the unadjusted OLS effect; it is large when it exceeds the adjusted standard
+    error and is more than 3 times the standard deviation chance imbalance gives it under
+    randomisation (sqrt of the difference of the two variances). Leave-one-out on the adjusted
+    regression then removes, one at a time (at most ``max_carriers``), the column whose removal
+    brings the estimate closest to the unadjusted one. ``protected`` columns are never removed.
+    """
+    from agents.stats.adjustment_rules import design, design_block
+
+    t_raw = frame[treatment]
+    if not pd.api.types.is_numeric_dtype(t_raw) or set(t_raw.dropna().unique()) - {0, 1} or not adjust:
+        return MoveCheck(False, "needs a 0/1 treatment and a non-empty adjustment set")
+    cols = [c for c in adjust if c in frame.columns and design_block(frame[c]) is not None]
+    sub = frame[[treatment, outcome, *cols]].dropna()
+    if len(sub) > max_rows:
+        sub = sub.sample(n=max_rows, random_state=seed)
+    if len(sub) < 100 or not cols:
+        return MoveCheck(False, "too few complete rows")
+    t = sub[treatment].to_numpy(dtype=float)
+    y = sub[outcome].to_numpy(dtype=float)
+    blocks = {c: design(sub, [c]) for c in cols}
+    X = np.column_stack(list(blocks.values()))
+    sd = np.sqrt((X[t == 1].var(axis=0) + X[t == 0].var(axis=0)) / 2)
+    smd = np.abs(X[t == 1].mean(axis=0) - X[t == 0].mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    auc = _cv_auc(X, t, seed) if min(t.sum(), len(t) - t.sum()) >= 10 else 1.0
+    balanced = float(smd.max()) < 0.1 and auc < 0.55
+    if not (balanced or stated_randomised):
+        return MoveCheck(False, f"the treatment does not look randomised (max |SMD| {smd.max():.2f}, AUC {auc:.2f})")
+    why = (
+        "domain knowledge says randomised"
+        if stated_randomised
+        else (f"balanced on every covariate (max |SMD| {smd.max():.2f}, propensity AUC {auc:.2f})")
+    )
+    unadj, se_u = _ols_t(y, t, np.empty((len(y), 0)))
+    live = list(cols)
+    carriers: list[ColumnRole] = []
+
+    def fit(use: list[str]) -> tuple[float, float]:
+        M = np.column_stack([blocks[c] for c in use]) if use else np.empty((len(y), 0))
+        return _ols_t(y, t, M)
+
+    def large(est: float, se: float) -> bool:
+        move = abs(est - unadj)
+        chance = max(np.sqrt(abs(se_u**2 - se**2)), 0.5 * se)
+        return move > se and move > 3 * chance
+
+    adj, se_a = fit(live)
+    first = (adj, se_a)
+    while large(adj, se_a) and len(carriers) < max_carriers:
+        options = [c for c in live if c not in protected]
+        if not options:
+            break
+        trials = {c: fit([k for k in live if k != c]) for c in options}
+        c = min(trials, key=lambda k: (abs(trials[k][0] - unadj), str(k)))
+        if abs(trials[c][0] - unadj) > 0.5 * abs(adj - unadj):
+            break  # no single column carries the move
+        carriers.append(
+            ColumnRole(
+                c,
+                "post_treatment_move",
+                (
+                    f"post-treatment by the data: the treatment looks randomised ({why}), yet adjusting for it moves the "
+                    f"effect from {trials[c][0]:.4g} to {adj:.4g} (unadjusted {unadj:.4g}, adjusted SE {se_a:.2g}); "
+                    "a pre-treatment covariate cannot do that in an experiment"
+                ),
+            )
+        )
+        live.remove(c)
+        adj, se_a = trials[c]
+    return MoveCheck(True, why, unadj, first[0], first[1], tuple(carriers), resolved=not large(adj, se_a))
