@@ -106,6 +106,7 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     if state.critique_history:
         out["decision"] = str(state.critique_history[-1].decision.value)
     out["adjustment_set"] = list((state.confounder_discovery or {}).get("adjustment_set") or [])
+    out["left_out"] = [r["column"] for r in (state.confounder_discovery or {}).get("column_roles") or []]
     from flows.summary import model_usage
 
     out["tokens"] = sum(u.get("total_tokens", 0) for u in model_usage(state, folder.path).values())

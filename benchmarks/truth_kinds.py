@@ -6,6 +6,9 @@ for, wide semi-synthetic covariates with one-hot site dummies, a continuous trea
 instrument, confounding through a square and an interaction, messy numbers, a null effect with a
 collider, poor overlap, plain linear confounding at 10,000 rows, an outcome that is a change
 score with both parts present, a DiD panel, a sharp discontinuity, 50+ covariates, and n = 300.
+Six more each put one tempting column in the file that must never be a covariate (``TEMPTING``):
+a row index and an id, the outcome's level next to its log, the parts of a total score, a second
+outcome measured later, copies of the treatment, and a post-treatment survey in a randomised trial.
 
 Every generator is ``(n, seed) -> Case``: the frame, the true effect of the design's estimand,
 the CLI/design arguments (treatment, outcome, and instrument / unit+time / running variable+cutoff
@@ -24,7 +27,7 @@ import pandas as pd
 from benchmarks.synthetic import linear_confounding
 from benchmarks.synthetic_effects import panel_did, poor_overlap, sharp_rdd
 
-__all__ = ["Case", "KINDS", "DEFAULT_N", "make", "messy_clean"]
+__all__ = ["Case", "KINDS", "DEFAULT_N", "TEMPTING", "make", "messy_clean"]
 
 
 class Case(NamedTuple):
@@ -218,6 +221,91 @@ def small_n(n: int, seed: int) -> Case:
     return Case(frame, float(truth["effect"]), _args())
 
 
+def _confounded(n: int, seed: int) -> tuple[np.random.Generator, pd.DataFrame, np.ndarray]:
+    """x1, x2 confound, x3 moves the outcome only; effect 2. Returns the rng, the frame, the noise."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3))
+    t = rng.binomial(1, _sigmoid(0.8 * x[:, 0] - 0.6 * x[:, 1]))
+    e = rng.normal(size=n)
+    y = 2.0 * t + 1.0 * x[:, 0] + 0.8 * x[:, 1] + 0.5 * x[:, 2] + e
+    frame = pd.DataFrame({"x1": x[:, 0], "x2": x[:, 1], "x3": x[:, 2], "treated": t, "outcome": y})
+    return rng, frame, e
+
+
+def row_index(n: int, seed: int) -> Case:
+    """A file sorted by the outcome, with its row index (``Unnamed: 0``) and a shuffled ``id`` key.
+
+    The row index is a rank of the outcome: adjusting for it leaves the treatment almost nothing.
+    """
+    rng, frame, _ = _confounded(n, seed)
+    frame = frame.sort_values("outcome").reset_index(drop=True)
+    frame.insert(0, "Unnamed: 0", np.arange(n))
+    frame.insert(1, "id", rng.permutation(n) + 1001)
+    return Case(frame, 2.0, _args())
+
+
+def log_outcome(n: int, seed: int) -> Case:
+    """Log wage as the outcome with the wage level in the file; schooling and experience confound; effect 0.2."""
+    rng = np.random.default_rng(seed)
+    educ = rng.normal(12, 2, size=n)
+    exper = rng.normal(10, 4, size=n)
+    t = rng.binomial(1, _sigmoid(0.3 * (educ - 12) - 0.1 * (exper - 10)))
+    lwage = 1.5 + 0.2 * t + 0.08 * educ + 0.02 * exper + rng.normal(scale=0.3, size=n)
+    frame = pd.DataFrame({"educ": educ.round(1), "exper": exper.round(1), "treated": t, "log_wage": lwage})
+    frame["wage"] = np.exp(frame["log_wage"]).round(2)
+    return Case(frame, 0.2, _args("treated", "log_wage"))
+
+
+def outcome_parts(n: int, seed: int) -> Case:
+    """A total score that is the sum of three sub-scores (all in the file); each moves by 1 with treatment.
+
+    Effect 3 on the total; adjusting for the sub-scores gives zero with a zero-width interval.
+    """
+    rng, frame, _ = _confounded(n, seed)
+    x1, x2, t = frame["x1"].to_numpy(), frame["x2"].to_numpy(), frame["treated"].to_numpy()
+    parts = {
+        k: t + a * x1 + b * x2 + rng.normal(size=n)
+        for k, a, b in (("reading", 0.5, 0.3), ("maths", 0.4, 0.5), ("science", 0.3, 0.2))
+    }
+    frame = frame.drop(columns="outcome").assign(**{k: v.round(3) for k, v in parts.items()})
+    frame["total_score"] = frame["reading"] + frame["maths"] + frame["science"]
+    return Case(frame, 3.0, _args("treated", "total_score"))
+
+
+def followup_outcome(n: int, seed: int) -> Case:
+    """A second outcome measured later (``outcome_followup``, mostly the outcome plus noise); effect 2."""
+    rng, frame, _ = _confounded(n, seed)
+    frame["outcome_followup"] = 0.9 * frame["outcome"] + rng.normal(scale=0.5, size=n)
+    return Case(frame, 2.0, _args())
+
+
+def treatment_copies(n: int, seed: int) -> Case:
+    """A recorded copy of the treatment (``enrolled``, 1% of rows differ) and a treatment x x1 term; effect 2."""
+    rng, frame, _ = _confounded(n, seed)
+    t = frame["treated"].to_numpy()
+    frame["enrolled"] = np.where(rng.random(n) < 0.01, 1 - t, t)
+    frame["treated_x1"] = t * frame["x1"]
+    return Case(frame, 2.0, _args())
+
+
+def rct_post_treatment(n: int, seed: int) -> Case:
+    """A randomised trial (the metadata says so) with a post-treatment ``satisfaction`` survey.
+
+    Satisfaction rises with the treatment and shares the outcome's noise: adjusting for it is
+    conditioning on a common effect of the treatment and the outcome's noise; effect 1.
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3))
+    t = rng.binomial(1, 0.5, size=n)
+    e = rng.normal(size=n)
+    y = 1.0 * t + x @ np.array([0.8, 0.5, -0.4]) + e
+    sat = 0.6 * t + 0.8 * e + rng.normal(scale=0.4, size=n)
+    frame = pd.DataFrame({"age_z": x[:, 0], "score0": x[:, 1], "income_z": x[:, 2], "treated": t, "outcome": y})
+    frame["satisfaction"] = sat.round(3)
+    meta = {"description": "A randomised trial of a coaching programme; outcome measured at six months."}
+    return Case(frame, 1.0, _args(), meta)
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -234,8 +322,24 @@ KINDS: dict[str, Generator] = {
     "sharp_rdd": rdd,
     "many_covariates": many_covariates,
     "small_n": small_n,
+    "row_index": row_index,
+    "log_outcome": log_outcome,
+    "outcome_parts": outcome_parts,
+    "followup_outcome": followup_outcome,
+    "treatment_copies": treatment_copies,
+    "rct_post_treatment": rct_post_treatment,
 }
 """Kind name -> ``(n, seed) -> Case``."""
+
+TEMPTING: dict[str, tuple[str, ...]] = {
+    "row_index": ("Unnamed: 0", "id"),
+    "log_outcome": ("wage",),
+    "outcome_parts": ("reading", "maths", "science"),
+    "followup_outcome": ("outcome_followup",),
+    "treatment_copies": ("enrolled", "treated_x1"),
+    "rct_post_treatment": ("satisfaction",),
+}
+"""Kind name -> the columns that must never be covariates (the recipe must name them as left out)."""
 
 DEFAULT_N: dict[str, int] = {
     "rct": 1000,
@@ -251,6 +355,12 @@ DEFAULT_N: dict[str, int] = {
     "sharp_rdd": 2000,
     "many_covariates": 2000,
     "small_n": 300,
+    "row_index": 1500,
+    "log_outcome": 1500,
+    "outcome_parts": 1500,
+    "followup_outcome": 1500,
+    "treatment_copies": 1500,
+    "rct_post_treatment": 1500,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

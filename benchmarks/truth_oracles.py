@@ -130,6 +130,36 @@ def small_n(n: int, seed: int) -> Interval:
     return _ols(_frame("small_n", n, seed), "outcome", ["x1", "x2", "x3"])
 
 
+def row_index(n: int, seed: int) -> Interval:
+    """OLS on x1, x2 (confounders) and x3 (outcome only), never the row index or the id."""
+    return _ols(_frame("row_index", n, seed), "outcome", ["x1", "x2", "x3"])
+
+
+def log_outcome(n: int, seed: int) -> Interval:
+    """OLS of log wage on schooling and experience (never the wage level)."""
+    return _ols(_frame("log_outcome", n, seed), "log_wage", ["educ", "exper"])
+
+
+def outcome_parts(n: int, seed: int) -> Interval:
+    """OLS of the total on x1, x2 and x3 (never the sub-scores)."""
+    return _ols(_frame("outcome_parts", n, seed), "total_score", ["x1", "x2", "x3"])
+
+
+def followup_outcome(n: int, seed: int) -> Interval:
+    """OLS on x1, x2 and x3 (never the follow-up outcome)."""
+    return _ols(_frame("followup_outcome", n, seed), "outcome", ["x1", "x2", "x3"])
+
+
+def treatment_copies(n: int, seed: int) -> Interval:
+    """OLS on x1, x2 and x3 (never the treatment's copy or its interaction)."""
+    return _ols(_frame("treatment_copies", n, seed), "outcome", ["x1", "x2", "x3"])
+
+
+def rct_post_treatment(n: int, seed: int) -> Interval:
+    """OLS on the three baseline covariates (ANCOVA; never the post-treatment survey)."""
+    return _ols(_frame("rct_post_treatment", n, seed), "outcome", ["age_z", "score0", "income_z"])
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -144,6 +174,12 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "sharp_rdd": sharp_rdd,
     "many_covariates": many_covariates,
     "small_n": small_n,
+    "row_index": row_index,
+    "log_outcome": log_outcome,
+    "outcome_parts": outcome_parts,
+    "followup_outcome": followup_outcome,
+    "treatment_copies": treatment_copies,
+    "rct_post_treatment": rct_post_treatment,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

@@ -5,6 +5,9 @@ by the runner, every decision the recipe's own. Each kind must run to completion
 that covers the truth, or with a critique that refuses to approve it (issue 9's "done means"),
 at a smaller size than the benchmark's so the whole file stays fast.
 
+The kinds with a tempting column (``TEMPTING``: a row index, the outcome's level, its parts, a
+later outcome, treatment copies, a post-treatment survey) must also name it as left out.
+
 Every kind also has an oracle (``benchmarks/truth_oracles.py``), the correctly specified
 estimator the benchmark compares the recipe with: it must give a finite 95% interval around its
 estimate, and on seed 0 cover the truth wherever it does (the miss is named, and marginal).
@@ -19,7 +22,7 @@ import numpy as np
 import pytest
 
 from benchmarks.bench_truth import recipe_without_notebook, run_recipe
-from benchmarks.truth_kinds import KINDS, make, messy_clean
+from benchmarks.truth_kinds import KINDS, TEMPTING, make, messy_clean
 from benchmarks.truth_oracles import ORACLE_NOTES, ORACLES, oracle
 
 SMALL_N = {
@@ -36,6 +39,12 @@ SMALL_N = {
     "sharp_rdd": 800,
     "many_covariates": 800,
     "small_n": 300,
+    "row_index": 600,
+    "log_outcome": 600,
+    "outcome_parts": 600,
+    "followup_outcome": 600,
+    "treatment_copies": 600,
+    "rct_post_treatment": 600,
 }
 
 
@@ -60,6 +69,9 @@ def test_kind_is_right_or_not_approved(kind: str, recipe: Path, tmp_path: Path) 
     assert covered or out["decision"] != "APPROVE", (
         f"{out['method']} {out['estimate']:.4g} [{out['lo']:.4g}, {out['hi']:.4g}] approved; truth {case.effect}"
     )
+    tempting = set(TEMPTING.get(kind, ()))
+    assert tempting <= set(out["left_out"]), f"not named as left out: {tempting - set(out['left_out'])}"
+    assert not tempting & set(out["adjustment_set"])
 
 
 # Seed 0 at the benchmark's size: the one kind whose correctly specified interval misses the truth
