@@ -354,9 +354,18 @@ def _assumptions(
     history = snap.get("critique_history", [])
     if history:
         last = history[-1]
-        rows.append({"name": "Critique approval", "status": "holds" if last["decision"] == "APPROVE" else "doubtful",
-                     "evidence": f"final decision {last['decision']}" + (f": {'; '.join(last['issues'][:2])}" if last["issues"] else "")})  # fmt: skip
+        why = last.get("verdict") or "; ".join(last["issues"][:2])
+        rows.append({
+            "name": "Critique approval",
+            "status": "holds" if last["decision"] == "APPROVE" else "doubtful",
+            "evidence": f"final decision {_decision_label(last)}" + (f": {why}" if why else ""),
+        })
     return rows
+
+
+def _decision_label(c: dict[str, Any]) -> str:
+    """APPROVE, ITERATE or REJECT; a loop that stopped on its limit unapproved says so."""
+    return "NOT APPROVED (limit)" if c.get("limit_reached") and c["decision"] != "APPROVE" else str(c["decision"])
 
 
 def _critique(snap: dict[str, Any]) -> list[dict[str, Any]]:
@@ -365,7 +374,7 @@ def _critique(snap: dict[str, Any]) -> list[dict[str, Any]]:
     for i, c in enumerate(snap.get("critique_history", []), start=1):
         changes = [ch for d in debate if d.get("round") == i for ch in d.get("changes_applied", [])]
         asked = [d for d in debate if d.get("round") == i and "llm_review" in d]
-        rounds.append({"round": i, "decision": c["decision"], "scores": c.get("scores", {}), "issues": c.get("issues", []),
+        rounds.append({"round": i, "decision": _decision_label(c), "scores": c.get("scores", {}), "issues": c.get("issues", []),
                        "improvements": c.get("improvements", []), "reasoning": c.get("reasoning", ""), "changes_applied": changes,
                        "model": _model_review(asked[-1]["llm_review"], c["decision"]) if asked else None})  # fmt: skip
     return rounds
