@@ -83,6 +83,10 @@ def _did2s(data: pd.DataFrame) -> dict[str, Any]:
     import pyfixest as pf
 
     panel = data.assign(treat_=(data[_D] != 0))
+    # The first stage fits unit and period effects on untreated rows: units and periods without one are left out.
+    untreated = panel[~panel["treat_"]]
+    panel = panel[panel[_U].isin(untreated[_U].unique()) & panel[_T].isin(untreated[_T].unique())]
+    panel = panel.reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = pf.did2s(
@@ -99,6 +103,7 @@ def _did2s(data: pd.DataFrame) -> dict[str, Any]:
         "estimate": round(float(coef[name]), 6),
         "std_error": round(float(se[name]), 6),
         "library": "pyfixest did2s",
+        "n_rows": int(len(panel)),
     }
 
 

@@ -179,7 +179,9 @@ def iv_2sls(
     if n_bad:
         details["rows_dropped_nonfinite"] = n_bad
     if weak:
-        details["anderson_rubin_ci"] = anderson_rubin_ci(y, t, z, X)
+        ar = anderson_rubin_ci(y, t, z, X)
+        details["anderson_rubin_ci"] = ar
+        assumptions[0] += f"; the Anderson-Rubin 95% set, valid with a weak instrument, is {ar['text']}"
     return Estimate("Instrumental variables (2SLS)", "LATE", est, se, ci, p, assumptions, details)
 
 
@@ -211,9 +213,15 @@ def anderson_rubin_ci(y: np.ndarray, t: np.ndarray, z: np.ndarray, X: pd.DataFra
     disc = bq**2 - 4 * a * c
     if a > 0 and disc >= 0:
         r = np.sqrt(disc)
-        return {"kind": "interval", "lower": round((-bq - r) / (2 * a), 6), "upper": round((-bq + r) / (2 * a), 6)}
+        lo, hi = float((-bq - r) / (2 * a)), float((-bq + r) / (2 * a))
+        return {"kind": "interval", "lower": round(lo, 6), "upper": round(hi, 6), "text": f"[{lo:.4g}, {hi:.4g}]"}
     if a < 0 and disc > 0:
         r = np.sqrt(disc)
-        lo, hi = sorted(((-bq + r) / (2 * a), (-bq - r) / (2 * a)))
-        return {"kind": "the line outside an interval", "excluded_lower": round(lo, 6), "excluded_upper": round(hi, 6)}
-    return {"kind": "unbounded (every value)"}
+        lo, hi = sorted((float((-bq + r) / (2 * a)), float((-bq - r) / (2 * a))))
+        return {
+            "kind": "the line outside an interval",
+            "excluded_lower": round(lo, 6),
+            "excluded_upper": round(hi, 6),
+            "text": f"(-inf, {lo:.4g}] and [{hi:.4g}, inf): unbounded",
+        }
+    return {"kind": "unbounded (every value)", "text": "(-inf, inf): the data exclude no effect size"}

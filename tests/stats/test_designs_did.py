@@ -118,3 +118,23 @@ def test_single_treated_unit_is_estimated_and_flagged() -> None:
     assert est.details["single_treated_unit"] and est.details["n_treated_units"] == 1
     assert any("one treated unit" in a for a in est.assumptions)
     assert np.isfinite(est.estimate)
+
+
+def test_did2s_check_runs_when_every_unit_adopts_and_the_last_periods_are_all_treated() -> None:
+    """No never-treated unit, all treated at the end: the check uses the periods that have untreated rows."""
+    rng = np.random.default_rng(2)
+    n_units, n_periods = 40, 12
+    start = rng.integers(3, 10, n_units)
+    units, periods = np.repeat(np.arange(n_units), n_periods), np.tile(np.arange(n_periods), n_units)
+    d = (periods >= start[units]).astype(int)
+    y = rng.normal(size=n_units)[units] + 0.3 * periods + 2.0 * d + rng.normal(scale=0.5, size=units.size)
+    est = did_twfe(
+        pd.DataFrame({"agency": units, "year": periods, "compstat": d, "arrests": y}),
+        "agency",
+        "year",
+        "compstat",
+        "arrests",
+    )
+    check = est.details["did2s_check"]
+    assert est.details["n_never_treated_units"] == 0 and "error" not in check
+    assert abs(check["estimate"] - 2.0) < 3 * check["std_error"] and check["n_rows"] < len(units)
