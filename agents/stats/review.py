@@ -46,6 +46,9 @@ __all__ = [
     "is_naive",
 ]
 
+_ASSUMED = re.compile(r"orientation unknown|instrument-like|no graph and no temporal knowledge", re.I)
+"""Uncertain roles that are the usual stated assumption (a covariate precedes the treatment unless
+something says otherwise), not evidence against it: listed as issues, they do not block approval."""
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 
 
@@ -206,6 +209,7 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             "moves by less than its standard error."
         )
         doubtful = {c: r for c, r in doubtful.items() if c not in settled}
+    open_doubts = sorted(c for c, r in doubtful.items() if not _ASSUMED.search(str(r)))
     if doubtful:
         score -= 1
         acc.issues.append(
@@ -213,7 +217,8 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             + "; ".join(f"{c}: {r}" for c, r in sorted(doubtful.items()))
             + ". Re-estimate with and without them, or state their timing in the metadata."
         )
-        _doubt(acc, head, f"uncertain adjustment: the evidence for {', '.join(sorted(doubtful))} is uncertain")
+        if open_doubts:
+            _doubt(acc, head, f"uncertain adjustment: {', '.join(open_doubts)} may be measured after the treatment")
     if cd.get("excluded"):
         acc.reasons.append(f"Excluded with reasons: {', '.join(sorted(cd['excluded']))}.")
     return _clip(score)

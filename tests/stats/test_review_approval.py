@@ -75,12 +75,20 @@ def test_a_spent_budget_with_an_untried_improvement_is_not_approved() -> None:
 
 
 def test_uncertain_adjustment_listed_every_round_is_never_approved() -> None:
-    cd = {**CD, "doubtful": {"x2": "its timing relative to the treatment is unknown"}}
+    weak = "kept: the graph makes it a mediator, but its best directed path from the treatment has an edge in 40%"
+    cd = {**CD, "doubtful": {"x2": weak}}
     for rnd in (1, 2, 3):
         rv = review(_inputs(confounders=cd, round=rnd))
         assert rv.decision is not CritiqueDecision.APPROVE, rnd
         assert "uncertain adjustment" in rv.verdict and "x2" in rv.verdict
     assert review(_inputs(confounders=cd, round=3)).limit_reached
+
+
+def test_an_unoriented_edge_is_the_stated_assumption_not_a_doubt() -> None:
+    cd = {**CD, "doubtful": {"x1": "kept: its edge with the treatment is undirected (orientation unknown)"}}
+    rv = review(_inputs(confounders=cd, round=1))
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+    assert any("x1" in i for i in rv.issues)  # still said, as an assumption
 
 
 def test_residual_confounding_from_an_imputed_confounder_blocks_approval() -> None:
@@ -135,7 +143,7 @@ def test_one_treated_unit_in_a_panel_is_refused() -> None:
 def test_an_uncertain_role_that_does_not_move_the_estimate_is_settled() -> None:
     moves = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.5, "se_without": 0.1}}
     still = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.04, "se_without": 0.1}}
-    cd = {**CD, "doubtful": {"x2": "weak orientation"}}
+    cd = {**CD, "doubtful": {"x2": "the graph makes it a descendant, weakly"}}
     assert review(_inputs(confounders={**cd, "doubtful_sensitivity": moves})).decision is not CritiqueDecision.APPROVE
     rv = review(_inputs(confounders={**cd, "doubtful_sensitivity": still}))
     assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
