@@ -106,7 +106,7 @@ def wrong_slot(item: dict[str, Any], reply: str) -> list[str]:
     got, want = slots(reply), item["expected"]
     by_value: dict[str, list[str]] = defaultdict(list)
     for name, value in got.items():
-        if name in want and value.strip():
+        if name in want and value.strip() and value.strip().lower() not in ("not computed", "not available"):
             by_value[value.strip()].append(name)
     bad: list[str] = []
     for names in by_value.values():

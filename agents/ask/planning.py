@@ -16,7 +16,40 @@ from agents.base.ask_state import AskPlan, ChatMessage
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["deterministic_plan", "plan_question", "attempt_code"]
+__all__ = ["deterministic_plan", "plan_question", "attempt_code", "request_plan"]
+
+
+def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
+    """The plan of a question that lists its answer slots: one computed request per slot
+    (None when it lists none, or when no slot can be computed without a model)."""
+    from agents.tools.answers import OutputFormat, Token
+    from agents.tools.requests import parse_requests, request_code
+    from agents.tools.retrieval import FilledPlan
+
+    spec = parse_requests(question, frame)
+    if spec is None or (not spec.computable and len(spec.requests) < 2):
+        return None  # one slot nothing here reads: a worked example may still answer it
+    unknown = [r.slot for r in spec.requests if r.op == "unknown"]
+    filled = FilledPlan(
+        example_id="requests",
+        title="one computation per requested value",
+        kind="requests",
+        score=1.0,
+        code=request_code(spec),
+        params={"requests": spec.model_dump(mode="json")},
+        needs_code=True,
+        needs_evaluation=False,
+        output="dict",
+        output_format=OutputFormat(tokens=tuple(Token(name=r.slot, placeholder=r.slot) for r in spec.requests)),
+        answer_template="",
+        caveats=[f"not computed without a model: {', '.join(unknown)}"] if unknown else [],
+    )
+    ops = ", ".join(f"{r.slot}={r.op}({', '.join(r.columns)})" for r in spec.requests)
+    plan = deterministic_plan(question, filled, [])
+    return plan.model_copy(update={
+        "reasoning": f"{len(spec.requests)} requested values, each computed on its own: {ops}",
+        "parameters": {**plan.parameters, "complete": not unknown},
+    })
 
 
 def deterministic_plan(question: str, filled: Any, closest: list[str]) -> AskPlan:
@@ -48,6 +81,9 @@ def plan_question(question: str, messages: list[ChatMessage], frame: pd.DataFram
     from agents.tools.retrieval import fill, retrieve
 
     question = resolve_follow_up(question, messages)
+    requested = request_plan(question, frame)
+    if requested is not None:
+        return requested, []
     columns = [str(c) for c in frame.columns]
     pair = causal_pair(question, columns)
     if pair is not None:

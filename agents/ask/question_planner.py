@@ -65,7 +65,8 @@ class QuestionPlannerAgent(Agent[QuestionPlannerParams]):
         if plan.route == "causal":
             return AgentResult(updates={"plan": plan}, summary=f"causal: {plan.treatment} → {plan.outcome}")
         question = str(plan.parameters["question"])
-        if ctx.llm is not None and plan.route != "conceptual":  # a worked concept needs no model
+        complete = bool(plan.parameters.get("complete"))  # every requested value has its own routine
+        if ctx.llm is not None and plan.route != "conceptual" and not complete:  # a worked concept needs no model
             plan = self._with_model(ctx, question, view.data_summary, plan, nearest)
         what = plan.example_id or plan.route
         result = AgentResult(updates={"plan": plan}, summary=f"{plan.mode} plan: {what}", reasoning=plan.reasoning)

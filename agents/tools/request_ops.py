@@ -1,0 +1,221 @@
+"""The operations a parsed request runs, as plain pandas/scipy functions; this file's source is
+sent into the sandbox with the requests, so it imports nothing of whyflow.
+
+:func:`answer_requests` runs the data steps (derived columns, row filters, outlier removal),
+then each request on its own, each in its own ``try``: a request that fails, or whose
+operation is not known, gets ``None`` (shown as "not computed") in its own slot and its reason
+in ``_notes``; no value is ever shared between requests.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+NUMBER_OPS = ("mean", "median", "std", "var", "min", "max", "sum", "count", "skew", "kurtosis", "range", "mode")
+
+
+def numeric(series: pd.Series) -> pd.Series:
+    """Numbers of a column, also when stored as text ("1,234", "$5", "12%")."""
+    if pd.api.types.is_bool_dtype(series):
+        return series.astype(float)
+    if not pd.api.types.is_numeric_dtype(series):
+        series = series.astype("string").str.replace(r"[,$%\s]", "", regex=True)
+    return pd.to_numeric(series, errors="coerce")
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    if name not in df.columns:
+        raise KeyError(f"no column '{name}'")
+    return numeric(df[name])
+
+
+def _statistic(x: pd.Series, op: str, opts: dict[str, Any]) -> Any:
+    from scipy import stats
+
+    x = x.dropna()
+    ddof = int(opts.get("ddof", 1))
+    if op == "mean":
+        return float(x.mean())
+    if op == "median":
+        return float(x.median())
+    if op == "std":
+        return float(x.std(ddof=ddof))
+    if op == "var":
+        return float(x.var(ddof=ddof))
+    if op in ("min", "max", "sum"):
+        return float(getattr(x, op)())
+    if op == "range":
+        return float(x.max() - x.min())
+    if op == "count":
+        return int(x.count())
+    if op == "mode":
+        return float(x.mode().iloc[0])
+    if op == "skew":
+        return float(stats.skew(x, bias=True)) if opts.get("library") == "scipy" else float(x.skew())
+    if op == "kurtosis":
+        return float(stats.kurtosis(x, bias=True)) if opts.get("library") == "scipy" else float(x.kurt())
+    raise ValueError(f"unknown statistic '{op}'")
+
+
+def outlier_mask(x: pd.Series, method: str, threshold: float, ddof: int = 0) -> pd.Series:
+    """True for the outliers of ``x``: beyond ``threshold`` z-scores, or ``threshold`` IQRs past the quartiles."""
+    if method == "zscore":
+        z = (x - x.mean()) / x.std(ddof=ddof)
+        return z.abs() > threshold
+    q1, q3 = x.quantile(0.25), x.quantile(0.75)
+    iqr = q3 - q1
+    return (x < q1 - threshold * iqr) | (x > q3 + threshold * iqr)
+
+
+def _pair(df: pd.DataFrame, cols: list[str]) -> tuple[pd.Series, pd.Series]:
+    if len(cols) < 2:
+        raise ValueError("a correlation needs two columns")
+    both = pd.concat([_col(df, cols[0]), _col(df, cols[1])], axis=1).dropna()
+    return both.iloc[:, 0], both.iloc[:, 1]
+
+
+def _correlation(df: pd.DataFrame, cols: list[str], opts: dict[str, Any], want_p: bool) -> float:
+    from scipy import stats
+
+    x, y = _pair(df, cols)
+    method = opts.get("method", "pearson")
+    test = {"spearman": stats.spearmanr, "kendall": stats.kendalltau}.get(method, stats.pearsonr)
+    r, p = test(x, y)
+    return float(p if want_p else r)
+
+
+def _regression(df: pd.DataFrame, cols: list[str], part: str) -> float:
+    """Ordinary least squares of cols[0] on cols[1:]: a slope, the intercept or R²."""
+    data = pd.concat([_col(df, c) for c in cols], axis=1).dropna()
+    y, x = data.iloc[:, 0].to_numpy(float), data.iloc[:, 1:].to_numpy(float)
+    design = np.column_stack([np.ones(len(x)), x])
+    beta, *_ = np.linalg.lstsq(design, y, rcond=None)
+    if part == "intercept":
+        return float(beta[0])
+    if part == "r2":
+        resid = y - design @ beta
+        return float(1 - resid @ resid / ((y - y.mean()) @ (y - y.mean())))
+    return float(beta[1])
+
+
+def _test_p(df: pd.DataFrame, cols: list[str], test: str) -> float:
+    from scipy import stats
+
+    x = _col(df, cols[0]).dropna()
+    if test == "shapiro":
+        return float(stats.shapiro(x).pvalue)
+    if test == "ks":
+        return float(stats.kstest((x - x.mean()) / x.std(), "norm").pvalue)
+    if test == "normaltest":
+        return float(stats.normaltest(x).pvalue)
+    raise ValueError(f"unknown test '{test}'")
+
+
+def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
+    """The value one request asks for, computed on ``df``."""
+    op, cols, opts = request["op"], list(request.get("columns") or []), dict(request.get("options") or {})
+    where = opts.get("where")
+    if where:  # this request's own group: "mean_fare_class1" is the mean over Pclass == 1
+        df = df[df[where["column"]] == where["value"]]
+        if df.empty:
+            raise ValueError(f"no rows with {where['column']} = {where['value']}")
+    if op in NUMBER_OPS:
+        if not cols:
+            raise ValueError("no column named for this part")
+        return _statistic(_col(df, cols[0]), op, opts)
+    if op == "rows":
+        return len(df)
+    if op == "missing":
+        return int(df[cols].isna().sum().sum()) if cols else int(df.isna().sum().sum())
+    if op == "unique":
+        return int(df[cols[0]].nunique())
+    if op in ("corr", "corr_p"):
+        return _correlation(df, cols, opts, op == "corr_p")
+    if op in ("slope", "intercept", "r2"):
+        return _regression(df, cols, op)
+    if op == "normality_p":
+        return _test_p(df, cols, opts.get("test", "shapiro"))
+    if op == "count_within_sd":
+        x = _col(df, cols[0]).dropna()
+        k = float(opts.get("k", 1.0))
+        return int(((x - x.mean()).abs() <= k * x.std(ddof=int(opts.get("ddof", 1)))).sum())
+    if op == "outlier_count":
+        x = _col(df, cols[0]).dropna()
+        return int(outlier_mask(x, opts.get("method", "iqr"), float(opts.get("threshold", 1.5))).sum())
+    raise ValueError(f"this part asks for an operation without a deterministic routine ('{op}')")
+
+
+def apply_step(df: pd.DataFrame, step: dict[str, Any]) -> pd.DataFrame:
+    """One data step: a derived column, a row filter, or removing a column's outliers."""
+    kind = step["kind"]
+    if kind == "derive":
+        a, b = _col(df, step["columns"][0]), (_col(df, step["columns"][1]) if len(step["columns"]) > 1 else None)
+        fn = step["fn"]
+        values = {"sum": lambda: a + b, "difference": lambda: a - b, "ratio": lambda: a / b,
+                  "product": lambda: a * b, "log10": lambda: np.log10(a), "log": lambda: np.log(a)}[fn]()
+        return df.assign(**{step["name"]: values})
+    if kind == "filter":
+        col, op, value = step["column"], step["op"], step["value"]
+        series = df[col]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            series = numeric(series)
+        keep = {"==": series == value, "!=": series != value, ">": series > value, ">=": series >= value,
+                "<": series < value, "<=": series <= value}[op]
+        return df[keep]
+    if kind == "drop_outliers":
+        x = _col(df, step["column"])
+        mask = outlier_mask(x, step.get("method", "iqr"), float(step.get("threshold", 1.5)), int(step.get("ddof", 0)))
+        return df[~mask.fillna(False)]
+    if kind == "dropna":
+        return df.dropna(subset=step["columns"])
+    raise ValueError(f"unknown data step '{kind}'")
+
+
+def shown(value: Any, decimals: int | None) -> Any:
+    """A value as the answer shows it: rounded to the requested decimals (text for numbers)."""
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        if not math.isfinite(float(value)):
+            return None
+        if decimals is None:
+            return repr(round(float(value), 10))
+        return f"{float(value):.{decimals}f}"
+    return value
+
+
+def answer_requests(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    """Every request's value under its own slot name (None when it could not be computed)."""
+    out: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    frames = {"before": df}
+    try:
+        after = df
+        for step in spec.get("steps") or []:
+            after = apply_step(after, step)
+            if step["kind"] != "drop_outliers":  # 'before' is the data with its outliers
+                frames["before"] = apply_step(frames["before"], step)
+        frames["after"] = after
+    except Exception as exc:  # noqa: BLE001 - each part reports the failure in its own slot
+        notes["_steps"] = f"{type(exc).__name__}: {exc}"
+        frames["after"] = None  # type: ignore[assignment]
+    for request in spec["requests"]:
+        slot = request["slot"]
+        frame = frames.get(request.get("stage", "after"))
+        if request["op"] == "unknown" or frame is None:
+            out[slot] = None
+            notes[slot] = request.get("reason") or notes.get("_steps", "not computed")
+            continue
+        try:
+            out[slot] = shown(compute(frame, request), request.get("decimals"))
+        except Exception as exc:  # noqa: BLE001 - one part's failure stays in its slot
+            out[slot] = None
+            notes[slot] = f"{type(exc).__name__}: {exc}"
+    out["_notes"] = notes
+    return out

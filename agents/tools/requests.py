@@ -1,0 +1,393 @@
+"""A question as a list of typed requests: one per ``@name[...]`` slot of its stated format.
+
+Each slot gets its own operation (read from the slot's name, its placeholder and the format's
+sentence about it), its own columns (the slot's words first, then the question's), options
+(population or sample deviation, Pearson or Spearman, the outlier rule), the rounding its own
+sentence asks for, and whether it is measured before or after a removal of outliers. Data steps
+the question states for every part (a derived column, removing outliers) are read once. A slot
+whose operation or columns cannot be read is kept as an ``unknown`` request, so its answer says
+"not computed" in its own slot instead of borrowing another slot's value.
+
+:func:`request_code` turns the requests into complete sandbox code: the source of
+:mod:`agents.tools.request_ops` followed by one call, so each request is computed on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.tools.answers import _DECIMALS, _INTEGER, _WORDS
+from agents.tools.slots import ColumnInfo, as_column_infos, find_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Request", "RequestSpec", "format_slots", "parse_requests", "request_code"]
+
+_SLOT = re.compile(r"@([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]")
+_TEXT_WORDS = {"type", "status", "decision", "result", "relationship", "normality", "strength", "name", "names",
+               "category", "categories", "country", "countries", "station", "vehicle", "site", "identifier",
+               "identifiers", "list", "level", "significant", "significance", "is", "has", "direction", "trend",
+               "distribution", "feature", "features", "label",
+               "most", "top", "which", "whether", "interpretation", "conclusion", "pattern", "impact", "effect",
+               "accuracy", "score", "model", "error", "mse", "mae", "rmse", "prediction", "cluster"}
+_OPS: tuple[tuple[str, str], ...] = (
+    (r"\bslope\b", "slope"),
+    (r"\bintercept\b", "intercept"),
+    (r"\br_?(?:squared|2)\b|\brsquared\b", "r2"),
+    (r"\bwithin\b.*\b(?:std|stdev|sd|standard deviations?)\b", "count_within_sd"),
+    (r"\bskew(?:ness)?\b", "skew"),
+    (r"\bkurtosis\b", "kurtosis"),
+    (r"\boutliers?\b.*\b(?:count|number|num|total|n)\b|\b(?:count|number|num|total|n)\b.*\boutliers?\b", "outlier_count"),
+    (r"\b(?:missing|null|nan|na)\b", "missing"),
+    (r"\b(?:unique|distinct)\b", "unique"),
+    (r"\bmedian\b", "median"),
+    (r"\b(?:std|stdev|stddev|sd|standard deviation|std dev|deviation)\b", "std"),
+    (r"\bvariance\b|\bvar\b", "var"),
+    (r"\b(?:mean|average|avg)\b", "mean"),
+    (r"\b(?:minimum|min)\b", "min"),
+    (r"\b(?:maximum|max)\b", "max"),
+    (r"\b(?:sum)\b", "sum"),
+    (r"\b(?:rows|entries|records|count|number)\b", "rows"),
+)
+
+
+class Request(BaseModel):
+    """One quantity the question asks for, with everything needed to compute it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    slot: str
+    op: str = Field(description="an operation of agents.tools.request_ops.compute, or 'unknown'")
+    columns: list[str] = Field(default_factory=list)
+    options: dict[str, Any] = Field(default_factory=dict)
+    decimals: int | None = None
+    stage: str = Field("after", description="'after' the question's outlier removal, or 'before' it")
+    reason: str | None = Field(None, description="why an unknown request cannot be computed")
+
+
+class RequestSpec(BaseModel):
+    """The requests of one question and the data steps every request shares."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: list[Request]
+    steps: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def computable(self) -> int:
+        return sum(r.op != "unknown" for r in self.requests)
+
+
+def _words(text: str) -> str:
+    """Lower-case text with snake_case and camelCase split into words."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    return re.sub(r"[_\-]+", " ", text).lower()
+
+
+def _sections(question: str) -> tuple[str, str, str]:
+    """(question, constraints, format) of a prompt; the whole text is the question when unmarked."""
+    fmt = re.search(r"^\s*Format:\s*(.*)\Z", question, re.S | re.M)
+    head = question[: fmt.start()] if fmt else question
+    con = re.search(r"^\s*Constraints:\s*(.*)\Z", head, re.S | re.M)
+    return (head[: con.start()] if con else head), (con.group(1) if con else ""), (fmt.group(1) if fmt else "")
+
+
+def format_slots(question: str) -> list[tuple[str, str, str]]:
+    """Every distinct ``@name[placeholder]`` of the question with the format's sentences about it."""
+    _, _, fmt = _sections(question)
+    text = fmt or question
+    found = [(m.group(1), m.group(2).strip()) for m in _SLOT.finditer(text)]
+    seen: dict[str, str] = {}
+    for name, placeholder in found:
+        seen.setdefault(name, placeholder)
+    chunks = [c.strip() for c in re.split(r"\bwhere\b|\n|;|(?<=\.)\s", _SLOT.sub(" ", text)) if c.strip()]
+    out = []
+    for name, placeholder in seen.items():
+        keys = {name.lower(), placeholder.lower()}
+        about = []
+        for chunk in chunks:  # from the slot's mention on: "a is rounded to 2 and b to 3 decimals"
+            hits = [m.start() for k in keys if k for m in re.finditer(rf"\b{re.escape(k)}\b", chunk.lower())]
+            if hits:
+                about.append(chunk[min(hits):])
+        out.append((name, placeholder, " ".join(about)))
+    return out
+
+
+def _decimals(text: str) -> int | None:
+    match = _DECIMALS.search(text)
+    if match:
+        word = match.group(1).lower()
+        return int(word) if word.isdigit() else _WORDS[word]
+    return 0 if _INTEGER.search(text) else None
+
+
+_GENERIC = frozenset(
+    "mean average avg median std stdev stddev sd dev standard deviation deviations variance var min minimum max maximum "
+    "sum total count number num n no skew skewness kurtosis correlation corr coefficient coef p value values pvalue "
+    "pval r outlier outliers missing null nan na unique distinct rows row entries records of the in for and a an new "
+    "after before original with without clean cleaned removed removal within one data dataset overall all slope "
+    "intercept squared r2 rsquared calculated computed test statistic stat result by per norm normality shapiro wilk "
+    "ks pearson spearman kendall significance level".split()
+)
+_ORDINALS = {"first": "1", "second": "2", "third": "3", "fourth": "4", "fifth": "5", "1st": "1", "2nd": "2", "3rd": "3"}
+
+
+def _name_words(name: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z]+|\d+", _words(name)) if w not in _GENERIC]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def _own_columns(name: str, infos: list[ColumnInfo]) -> list[str]:
+    """Numeric columns a slot's name spells out: exactly (``familysize`` for FamilySize), then as
+    the question-style matching finds them."""
+    words = re.findall(r"[a-z]+|\d+", _words(name))
+    joins = {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
+    exact = [c.name for c in infos if c.numeric and _norm(c.name) in joins and len(_norm(c.name)) > 1]
+    found = [m.column for m in find_columns(_words(name), infos) if _numeric(m.column, infos)]
+    return list(dict.fromkeys(exact + found))
+
+
+def _leftover(name: str, own: list[str], shared: set[str]) -> list[str]:
+    """Words of a slot's name that set it apart from the other slots and are neither an operation
+    nor its column: a qualifier such as a group ("class1", "female") the request must honour or refuse."""
+    col_words = {w for c in own for w in re.findall(r"[a-z]+|\d+", _words(c))} | {_norm(c) for c in own}
+    return [w for w in _name_words(name) if w not in shared and w not in col_words]
+
+
+def _group_filter(left: list[str], frame: pd.DataFrame, infos: list[ColumnInfo]) -> dict[str, Any] | None:
+    """``{"column", "value"}`` when the leftover words name one value of one categorical column."""
+    wanted = [_ORDINALS.get(w, w) for w in left]
+    for info in infos:
+        if info.name not in frame.columns or (info.n_unique or 0) > 50:
+            continue
+        name_words = set(re.findall(r"[a-z]+", _words(info.name)))
+        rest = [w for w in wanted if not any(w in nw or nw in w for nw in name_words if len(w) > 2)]
+        if len(rest) != 1:
+            continue
+        for value in frame[info.name].dropna().unique():
+            text = str(value).lower()
+            if text.endswith(".0"):
+                text = text[:-2]
+            if text == rest[0] and (not text.isdigit() or len(rest) < len(wanted)):
+                return {"column": info.name, "value": value.item() if hasattr(value, "item") else value}
+    return None
+
+
+def _op(slot_text: str) -> str | None:
+    if set(slot_text.split()) & _TEXT_WORDS:
+        return None  # "skewness_type", "highest_horsepower_vehicle": a word or a row, not a number
+    for pattern, op in _OPS:
+        if re.search(pattern, slot_text):
+            return op
+    return None
+
+
+def _correlation_op(slot_text: str, context: str) -> str | None:
+    if set(slot_text.split()) & _TEXT_WORDS:
+        return None
+    if re.search(r"\bp ?val(?:ue)?\b|\bpvalue\b", slot_text):
+        if re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context):
+            return "normality_p"
+        if "correlat" in context and not re.search(r"t-?test|anova|chi", context):
+            return "corr_p"
+        return None
+    if re.search(r"\bcorr(?:elation)?\b|\bcoefficient\b|\br\b", slot_text) and "correlat" in context:
+        return "corr"
+    return None
+
+
+def _options(op: str, context: str) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    if op in ("std", "var") and re.search(r"population|divided by n\b|/\s*n\b|ddof\s*=\s*0", context):
+        opts["ddof"] = 0
+    if op in ("skew", "kurtosis") and re.search(r"scipy|fisher.pearson|bias", context):
+        opts["library"] = "scipy"
+    if op in ("corr", "corr_p"):
+        opts["method"] = "spearman" if "spearman" in context else "kendall" if "kendall" in context else "pearson"
+    if op == "normality_p":
+        opts["test"] = ("ks" if re.search(r"kolmogorov|\bks\b", context)
+                        else "normaltest" if re.search(r"normaltest|d'agostino", context) else "shapiro")
+    if op == "outlier_count":
+        opts.update(_outlier_rule(context))
+    return opts
+
+
+def _outlier_rule(context: str) -> dict[str, Any]:
+    if re.search(r"z.?score|standard deviations? from the mean", context):
+        number = re.search(r"(?:greater than|exceed\w*|more than|above|beyond|>|of|threshold of)\s*\+?(\d+(?:\.\d+)?)",
+                           context[context.find("z") :] if "z" in context else context)
+        return {"method": "zscore", "threshold": float(number.group(1)) if number else 3.0}
+    k = re.search(r"(\d+(?:\.\d+)?)\s*\*?\s*(?:times\s+)?(?:the\s+)?iqr", context)
+    return {"method": "iqr", "threshold": float(k.group(1)) if k else 1.5}
+
+
+def _derive_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
+    """New columns the question defines: "a new feature 'X' ... the sum/difference/ratio of A and B"."""
+    steps: list[dict[str, Any]] = []
+    names = {c.name for c in infos}
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+        low = sentence.lower()
+        if not re.search(r"\bnew (?:feature|column|variable)|\bcreate\b|\bgenerate\b|\bcalculate a new\b", low):
+            continue
+        quoted = [q for q in re.findall(r"['\"`]([^'\"`]{1,60})['\"`]", sentence) if q not in names]
+        fn = next((f for w, f in (("sum", "sum"), ("difference", "difference"), ("subtract", "difference"),
+                                  ("ratio", "ratio"), ("divid", "ratio"), ("product", "product"), ("multipl", "product"),
+                                  ("log10", "log10"), ("base 10", "log10"), ("logarithm", "log10")) if w in low), None)
+        cols = [m.column for m in find_columns(sentence, infos)]
+        need = 1 if fn in ("log10", "log") else 2
+        if fn and quoted and len(cols) >= need and all(s["name"] != quoted[0] for s in steps):
+            steps.append({"kind": "derive", "name": quoted[0], "fn": fn, "columns": cols[:need]})
+    return steps
+
+
+def _drop_step(text: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
+    low = text.lower()
+    match = re.search(r"\b(?:remov\w*|exclud\w*|drop\w*|filter\w* out|eliminat\w*)\b[^.\n]*\boutliers?\b|"
+                      r"\boutliers?\b[^.\n]*\b(?:remov\w*|exclud\w*|drop\w*|eliminat\w*)\b", low)
+    if not match:
+        return None
+    sentence_start = max(low.rfind(".", 0, match.start()), low.rfind("\n", 0, match.start())) + 1
+    cols = [m.column for m in find_columns(text[match.start() : match.end() + 80], infos) if _numeric(m.column, infos)]
+    cols += [m.column for m in find_columns(text[sentence_start : match.end()], infos) if _numeric(m.column, infos)]
+    if not cols:
+        cols = [m.column for m in find_columns(text, infos) if _numeric(m.column, infos)]
+    if not cols:
+        return None
+    return {"kind": "drop_outliers", "column": cols[0], **_outlier_rule(low)}
+
+
+def _numeric(name: str, infos: list[ColumnInfo]) -> bool:
+    return any(c.name == name and c.numeric for c in infos)
+
+
+def _stage(slot_text: str, op: str) -> str:
+    if re.search(r"\b(?:original|before|with outliers|raw|initial|old)\b", slot_text):
+        return "before"
+    if re.search(r"\b(?:new|after|without|clean|cleaned|removed|filtered|updated)\b", slot_text):
+        return "after"
+    return "before" if op == "outlier_count" else "after"
+
+
+def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
+    """The question's requests, one per format slot (None when the question states no slots)."""
+    slots = format_slots(question)
+    if not slots:
+        return None
+    body, constraints, fmt = _sections(question)
+    context_raw = f"{body}\n{constraints}"
+    context = context_raw.lower()
+    infos = as_column_infos(frame)
+    steps: list[dict[str, Any]] = _derive_steps(context_raw, infos)
+    infos = infos + [ColumnInfo(name=s["name"], dtype="float64", n_unique=1000) for s in steps]
+    drop = _drop_step(context_raw, infos)
+    if drop:
+        steps.append(drop)
+    asked = [m.column for m in find_columns(context_raw, infos) if _numeric(m.column, infos)]
+    paired = _correlated(context_raw, infos)
+    default_decimals = _decimals(fmt) if _decimals(fmt) is not None else _decimals(f"{constraints}\n{body}")
+    requests = []
+    word_sets = [set(_name_words(name)) for name, _, _ in slots]
+    shared = set.intersection(*word_sets) if len(slots) > 1 else word_sets[0]
+    for name, placeholder, about in slots:
+        slot_text = _words(f"{name} {placeholder}")
+        op = _correlation_op(slot_text, context) or _op(slot_text)
+        if op is None and len(slots) == 1:
+            op = _correlation_op(_words(about), context) or _op(_words(about))
+        own = _own_columns(name, infos)
+        decimals = _decimals(about) if _decimals(about) is not None else default_decimals
+        if op is None:
+            requests.append(Request(slot=name, op="unknown", decimals=decimals,
+                                    reason="no deterministic routine reads this part; a model can answer it"))
+            continue
+        cols = _columns_for(op, own, (paired or asked) if op in ("corr", "corr_p") and len(own) < 2 else asked, steps)
+        if cols is None:
+            requests.append(Request(slot=name, op="unknown", reason=f"no column named for this {op}"))
+            continue
+        options = _options(op, context)
+        chosen = _qualified(name, op, cols, own, asked, shared, frame, infos)
+        if chosen is None:
+            left = " ".join(_leftover(name, cols, shared))
+            requests.append(Request(slot=name, op="unknown", reason=f"'{left}' in this part is not read"))
+            continue
+        cols, group = chosen
+        if group:
+            options["where"] = group
+        requests.append(Request(slot=name, op=op, columns=cols, options=options, decimals=decimals,
+                                stage=_stage(slot_text, op)))
+    return RequestSpec(requests=_distinct(requests), steps=steps)
+
+
+def _distinct(requests: list[Request]) -> list[Request]:
+    """Two slots never share one computation: a second slot that reads as the same operation on
+    the same columns was not understood, so it is left uncomputed rather than given the first's value."""
+    seen: set[str] = set()
+    out = []
+    for r in requests:
+        key = json.dumps([r.op, r.columns, r.options, r.stage], sort_keys=True, default=str)
+        if r.op != "unknown" and key in seen:
+            r = Request(slot=r.slot, op="unknown", decimals=r.decimals, reason="reads the same as another part")
+        seen.add(key)
+        out.append(r)
+    return out
+
+
+def _qualified(name: str, op: str, cols: list[str], own: list[str], asked: list[str], shared: set[str],
+               frame: pd.DataFrame, infos: list[ColumnInfo]) -> tuple[list[str], dict[str, Any] | None] | None:
+    """The request's columns and its group (``mean_fare_class1``: Fare where Pclass is 1), or None
+    when a word that sets this slot apart from the others is not understood."""
+    if op == "rows":
+        return (cols, None) if not own and not _leftover(name, cols, shared) else None
+    candidates = [cols] + ([[c] for c in own + asked if [c] != cols] if len(cols) == 1 else [])
+    for option in candidates:
+        if not _leftover(name, option, shared):
+            return option, None
+        group = _group_filter(_leftover(name, option, set()), frame, infos)
+        if group is not None and group["column"] not in option:
+            return option, group
+    return None
+
+
+def _correlated(text: str, infos: list[ColumnInfo]) -> list[str]:
+    """The two columns of the first sentence that correlates two named columns."""
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+        if re.search(r"correlat|relat|associat", sentence, re.I):
+            cols = [m.column for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
+            if len(cols) >= 2:
+                return cols[:2]
+    return []
+
+
+def _columns_for(op: str, own: list[str], asked: list[str], steps: list[dict[str, Any]]) -> list[str] | None:
+    derived = [s["name"] for s in steps if s["kind"] == "derive"]
+    if op in ("rows", "missing"):
+        return own
+    pool = list(dict.fromkeys(own + asked + derived))
+    if op in ("corr", "corr_p", "slope", "intercept", "r2"):
+        return pool[:2] if len(pool) >= 2 else None
+    if own:
+        return own[:1]
+    drop = next((s["column"] for s in steps if s["kind"] == "drop_outliers"), None)
+    first = derived[:1] or ([drop] if drop else []) or asked[:1]
+    return first or None
+
+
+def request_code(spec: RequestSpec) -> str:
+    """Complete sandbox code: the operations' source, then one call computing every request."""
+    source = (Path(__file__).with_name("request_ops.py")).read_text(encoding="utf-8")
+    source = source.replace("from __future__ import annotations\n", "")
+    payload = json.dumps(spec.model_dump(mode="json"))
+    return (
+        f"{source}\n\nimport json\n\n"
+        "try:\n    df\nexcept NameError:\n    df = next(iter(datasets.values()))\n"
+        f"SPEC = json.loads({payload!r})\n"
+        "result = answer_requests(df, SPEC)\n"
+    )

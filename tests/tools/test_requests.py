@@ -1,0 +1,88 @@
+"""A question with a stated format is a list of requests, each computed on its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.tools.request_ops import answer_requests
+from agents.tools.requests import parse_requests, request_code
+
+
+@pytest.fixture()
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    n = 300
+    klass = rng.integers(1, 4, n)
+    fare = rng.gamma(2.0, 10.0, n) * klass
+    age = rng.normal(35, 12, n)
+    age[:10] = np.nan
+    return pd.DataFrame({"Pclass": klass, "Fare": fare, "Age": age, "SibSp": rng.integers(0, 3, n),
+                         "Parch": rng.integers(0, 3, n)})
+
+
+def _answers(question: str, frame: pd.DataFrame) -> dict:
+    spec = parse_requests(question, frame)
+    assert spec is not None
+    scope: dict = {"df": frame}
+    exec(request_code(spec), scope)  # noqa: S102 - the code the sandbox would run
+    return scope["result"]
+
+
+def test_each_slot_gets_its_own_statistic_and_rounding(frame: pd.DataFrame) -> None:
+    q = ("Calculate the mean and standard deviation of the fare.\nConstraints: use the population standard deviation.\n"
+         "Format: @mean_fare[mean] @std_dev_fare[std] where \"mean\" is rounded to two decimal places and \"std\" "
+         "is rounded to three decimal places.")
+    got = _answers(q, frame)
+    assert got["mean_fare"] == f"{frame.Fare.mean():.2f}"
+    assert got["std_dev_fare"] == f"{frame.Fare.std(ddof=0):.3f}"
+
+
+def test_a_group_named_in_the_slot_filters_that_slot_only(frame: pd.DataFrame) -> None:
+    q = ("What is the mean fare in each class?\nConstraints: round to two decimal places.\n"
+         "Format: @mean_fare_class1[m1] @mean_fare_class2[m2] @mean_fare_class3[m3]")
+    got = _answers(q, frame)
+    for k in (1, 2, 3):
+        assert got[f"mean_fare_class{k}"] == f"{frame.Fare[frame.Pclass == k].mean():.2f}"
+    assert len({got[f"mean_fare_class{k}"] for k in (1, 2, 3)}) == 3
+
+
+def test_an_unread_part_is_not_computed_in_its_own_slot(frame: pd.DataFrame) -> None:
+    q = ("Is fare related to age?\nConstraints: Pearson correlation, two decimal places.\n"
+         "Format: @correlation_coefficient[r] @relationship_type[type] where type is linear or nonlinear")
+    spec = parse_requests(q, frame)
+    assert spec is not None
+    ops = {r.slot: r.op for r in spec.requests}
+    assert ops == {"correlation_coefficient": "corr", "relationship_type": "unknown"}
+    got = _answers(q, frame)
+    both = frame[["Fare", "Age"]].dropna()
+    assert got["correlation_coefficient"] == f"{both.Fare.corr(both.Age):.2f}"
+    assert got["relationship_type"] is None and got["_notes"]["relationship_type"]
+
+
+def test_derived_column_and_outlier_removal(frame: pd.DataFrame) -> None:
+    q = ("Create a new feature 'FamilySize' as the sum of 'SibSp' and 'Parch', then remove the outliers of 'Fare' "
+         "with the IQR method.\nConstraints: 1.5*IQR.\nFormat: @familysize_mean[a] @fare_mean_after[b] "
+         "@fare_outliers_count[c] where a and b are rounded to two decimal places.")
+    got = _answers(q, frame)
+    fam = frame.SibSp + frame.Parch
+    q1, q3 = frame.Fare.quantile([0.25, 0.75])
+    out = (frame.Fare < q1 - 1.5 * (q3 - q1)) | (frame.Fare > q3 + 1.5 * (q3 - q1))
+    assert got["fare_outliers_count"] == str(int(out.sum()))
+    assert got["fare_mean_after"] == f"{frame.Fare[~out].mean():.2f}"
+    assert got["familysize_mean"] == f"{fam[~out].mean():.2f}"
+
+
+def test_a_slot_that_reads_the_same_as_another_is_not_given_its_value(frame: pd.DataFrame) -> None:
+    spec = parse_requests("Mean of Fare.\nFormat: @mean_fare[a] @fare_mean[b]", frame)
+    assert spec is not None
+    assert [r.op for r in spec.requests] == ["mean", "unknown"]
+
+
+def test_one_failing_request_leaves_the_others(frame: pd.DataFrame) -> None:
+    spec = {"requests": [{"slot": "a", "op": "mean", "columns": ["Fare"], "decimals": 1},
+                         {"slot": "b", "op": "mean", "columns": ["Nope"]}]}
+    got = answer_requests(frame, spec)
+    assert got["a"] == f"{frame.Fare.mean():.1f}" and got["b"] is None
+    assert "Nope" in got["_notes"]["b"]
