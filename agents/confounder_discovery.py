@@ -25,7 +25,7 @@ from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
-from agents.base.errors import AgentError
+from agents.base.errors import AgentError, WhyflowError
 from agents.base.state import CausalDAG, DataProfile, JobStatus
 from agents.base.view import StateView
 from agents.stats.adjustment_policy import onehot_reference, outcome_parts, strong_descendants, with_without
@@ -40,7 +40,7 @@ from agents.stats.adjustment_rules import (
     looks_like_id,
     screen_unknown,
 )
-from agents.stats.column_roles import ColumnRole, classify_columns, left_out_table
+from agents.stats.column_roles import ColumnRole, classify_columns, left_out_table, outcome_proxies
 from agents.stats.frame_checks import at_most_distinct
 from agents.stats.graphs import Knowledge, dowhy_graph, identify_backdoor
 from agents.stats.randomised_move import MoveCheck, randomised_move, says_randomised
@@ -147,7 +147,8 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             f"excluded {len(out['excluded'])}; doubtful {len(out['doubtful'])}; "
             f"identified={out['identification']['identified']}"
         )
-        by_role = [r for r in out["column_roles"] if r["role"] not in ("design", "constant", "other")]
+        shown_roles = ("identifier", "outcome", "treatment", "instrument", "post")
+        by_role = [r for r in out["column_roles"] if r["role"].startswith(shown_roles)]
         if by_role:
             shown = ", ".join(f"{r['column']} ({r['role']})" for r in by_role[:6])
             summary += f"; left out by column role: {shown}{' ...' if len(by_role) > 6 else ''}"
@@ -182,7 +183,10 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         ``candidates`` for ``excluded`` before any test (columns known to precede the treatment
         are never classified); returns every role found, kept-with-a-flag ones included."""
         pre = known_pre_treatment(view.domain_knowledge, knowledge.tiers, t, candidates)
-        roles = classify_columns(frame, t, y, candidates, protected=set(pre), alpha=params.alpha, seed=seed)
+        z = view.design.instrument
+        roles = classify_columns(frame, t, y, candidates, protected=set(pre), instrument=z, alpha=params.alpha, seed=seed)
+        rest = [c for c in candidates if c not in pre and c not in {r.column for r in roles}]
+        roles += outcome_proxies(_as_read(view, frame, [y, *rest]), y, rest)
         for r in roles:
             if r.leave_out:
                 candidates.remove(r.column)
@@ -258,6 +262,29 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             else:
                 candidates.append(c)
         return candidates, excluded
+
+
+RAW_READ_LIMIT = 200 * 2**20
+"""Bytes up to which the input file is read again for the missingness of the outcome."""
+
+
+def _as_read(view: StateView, frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """``cols`` of the input file as read (data repair drops rows without an outcome and imputes
+    covariates, which hides a column recorded only where the outcome is); ``frame`` when the file
+    is not at hand, too large, or lacks a column."""
+    from pathlib import Path
+
+    path = view.dataset_info.local_path if view.dataset_info is not None else None
+    if not path or not Path(path).is_file() or Path(path).stat().st_size > RAW_READ_LIMIT:
+        return frame
+    try:
+        raw = read_table(path)
+    except (WhyflowError, ValueError, OSError):
+        return frame
+    if any(c not in raw.columns for c in cols):
+        return frame
+    out = pd.DataFrame({c: pd.to_numeric(raw[c], errors="coerce") for c in cols})
+    return out if out[cols[0]].notna().any() else frame
 
 
 class _Builder:

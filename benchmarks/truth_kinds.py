@@ -8,7 +8,8 @@ collider, poor overlap, plain linear confounding at 10,000 rows, an outcome that
 score with both parts present, a DiD panel, a sharp discontinuity, 50+ covariates, and n = 300.
 Six more each put one tempting column in the file that must never be a covariate (``TEMPTING``):
 a row index and an id, the outcome's level next to its log, the parts of a total score, a second
-outcome measured later, copies of the treatment, and a post-treatment survey in a randomised trial.
+outcome measured later, copies of the treatment, a post-treatment survey in a randomised trial, and
+the answers a score is summed from, recorded only where the score is.
 
 Every generator is ``(n, seed) -> Case``: the frame, the true effect of the design's estimand,
 the CLI/design arguments (treatment, outcome, and instrument / unit+time / running variable+cutoff
@@ -306,6 +307,20 @@ def rct_post_treatment(n: int, seed: int) -> Case:
     return Case(frame, 1.0, _args(), meta)
 
 
+def survey_score(n: int, seed: int) -> Case:
+    """A knowledge score (the sum of four answers) recorded only for the 80% who responded; the
+    answers are in the file, missing exactly where the score is. Confounded by x1, x2; effect 2."""
+    rng, frame, _ = _confounded(n, seed)
+    ability = frame["x1"].to_numpy() + rng.normal(size=n)
+    t = frame["treated"].to_numpy()
+    answers = {f"answer_{k}": 0.5 * t + ability + 0.3 * frame["x2"].to_numpy() + rng.normal(size=n) for k in "abcd"}
+    frame = frame.drop(columns="outcome").assign(**{k: v.round(3) for k, v in answers.items()})
+    frame["score"] = frame[list(answers)].sum(axis=1)
+    silent = rng.random(n) < 0.2
+    frame.loc[silent, [*answers, "score"]] = np.nan
+    return Case(frame, 2.0, _args("treated", "score"))
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -328,6 +343,7 @@ KINDS: dict[str, Generator] = {
     "followup_outcome": followup_outcome,
     "treatment_copies": treatment_copies,
     "rct_post_treatment": rct_post_treatment,
+    "survey_score": survey_score,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -338,6 +354,7 @@ TEMPTING: dict[str, tuple[str, ...]] = {
     "followup_outcome": ("outcome_followup",),
     "treatment_copies": ("enrolled", "treated_x1"),
     "rct_post_treatment": ("satisfaction",),
+    "survey_score": ("answer_a", "answer_b", "answer_c", "answer_d"),
 }
 """Kind name -> the columns that must never be covariates (the recipe must name them as left out)."""
 
@@ -361,6 +378,7 @@ DEFAULT_N: dict[str, int] = {
     "followup_outcome": 1500,
     "treatment_copies": 1500,
     "rct_post_treatment": 1500,
+    "survey_score": 1500,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

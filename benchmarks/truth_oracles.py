@@ -160,6 +160,11 @@ def rct_post_treatment(n: int, seed: int) -> Interval:
     return _ols(_frame("rct_post_treatment", n, seed), "outcome", ["age_z", "score0", "income_z"])
 
 
+def survey_score(n: int, seed: int) -> Interval:
+    """OLS of the score on x1, x2 and x3 among respondents (never the answers)."""
+    return _ols(_frame("survey_score", n, seed).dropna(subset=["score"]), "score", ["x1", "x2", "x3"])
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -180,6 +185,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "followup_outcome": followup_outcome,
     "treatment_copies": treatment_copies,
     "rct_post_treatment": rct_post_treatment,
+    "survey_score": survey_score,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

@@ -45,6 +45,7 @@ SMALL_N = {
     "followup_outcome": 600,
     "treatment_copies": 600,
     "rct_post_treatment": 600,
+    "survey_score": 600,
 }
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["ColumnRole", "classify_columns", "left_out_table", "role_of_reason"]
+__all__ = ["ColumnRole", "classify_columns", "left_out_table", "outcome_proxies", "role_of_reason"]
 
 RANK_TRANSFORM = 0.99
 """|Spearman| with the outcome at or above which a column is a transform of it (log, level, scale)."""
@@ -174,13 +174,41 @@ def _r2(y: np.ndarray, X: np.ndarray) -> float:
     return float(1.0 - np.var(y - design @ coef) / np.var(y))
 
 
+def outcome_proxies(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnRole]:
+    """Columns recorded only where the outcome is (missing on its missing rows) and correlated
+    with it at |r| >= :data:`PROXY_CORR`: answers a score is made from, a later measurement.
+
+    Data repair drops the rows without an outcome, so the caller passes the file as it was read.
+    """
+    if y not in frame.columns or not pd.api.types.is_numeric_dtype(frame[y]):
+        return []
+    yv = frame[y].to_numpy(dtype=float, na_value=np.nan)
+    y_missing = np.isnan(yv)
+    n_ym = int(y_missing.sum())
+    if n_ym < max(10, 0.01 * len(yv)):
+        return []
+    out: list[ColumnRole] = []
+    for c in cols:
+        v = _numeric(frame, c) if c in frame.columns else None
+        if v is None:
+            continue
+        c_missing = np.isnan(v)
+        both = int((c_missing & y_missing).sum())
+        r = _pearson(v, yv)
+        if both >= 0.95 * n_ym and both >= 0.8 * c_missing.sum() and abs(r) >= PROXY_CORR:
+            why = (
+                f"derived from the outcome: recorded only where {y!r} is (missing in {both:,} of its {n_ym:,} "
+                f"missing rows) and correlated {r:+.2f} with it: a part or a later measurement of it"
+            )
+            out.append(ColumnRole(c, "outcome_proxy", why))
+    return out
+
+
 def _outcome_roles(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnRole]:
     """Transforms (rank-equivalent), proxies (missing exactly where the outcome is) and parts of the outcome."""
     yv = frame[y].to_numpy(dtype=float)
-    out: list[ColumnRole] = []
-    y_missing = np.isnan(yv)
-    n_ym = int(y_missing.sum())
-    values = {c: v for c in cols if (v := _numeric(frame, c)) is not None}
+    out = outcome_proxies(frame, y, cols)
+    values = {c: v for c in cols if (v := _numeric(frame, c)) is not None and c not in {r.column for r in out}}
     for c, v in values.items():
         rho = _spearman(v, yv)
         if abs(rho) >= RANK_TRANSFORM:
@@ -195,43 +223,27 @@ def _outcome_roles(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnR
                 )
             )
             continue
-        if n_ym >= max(10, 0.01 * len(yv)):
-            c_missing = np.isnan(v)
-            both = int((c_missing & y_missing).sum())
-            r = _pearson(v, yv)
-            if both >= 0.95 * n_ym and both >= 0.8 * c_missing.sum() and abs(r) >= PROXY_CORR:
-                out.append(
-                    ColumnRole(
-                        c,
-                        "outcome_proxy",
-                        (
-                            f"derived from the outcome: recorded only where {y!r} is (missing in {both:,} of its {n_ym:,} "
-                            f"missing rows) and correlated {r:+.2f} with it: a part or a later measurement of it"
-                        ),
-                    )
-                )
     taken = {r.column for r in out}
     out += _components(yv, {c: v for c, v in values.items() if c not in taken}, y)
     return out
 
 
-def _components(yv: np.ndarray, values: dict[str, np.ndarray], y: str) -> list[ColumnRole]:
-    """Up to :data:`MAX_PARTS` columns that explain the outcome with R² >= :data:`COMPONENT_R2`
-    (greedy forward selection on the rows where the outcome is known; no treatment in the fit)."""
+def _determining_set(yv: np.ndarray, values: dict[str, np.ndarray], threshold: float) -> tuple[list[str], float]:
+    """Up to :data:`MAX_PARTS` columns whose linear fit explains ``yv`` with R² >= ``threshold``
+    (greedy forward selection on the rows where ``yv`` is known); ``([], r2)`` when none do."""
     ok_y = ~np.isnan(yv)
     dense = {c: v for c, v in values.items() if np.isnan(v[ok_y]).mean() <= 0.05 and np.nanstd(v) > 0}
-    if not dense or ok_y.sum() < MIN_ROWS or np.nanstd(yv) == 0:
-        return []
+    if not dense or ok_y.sum() < MIN_ROWS or np.nanstd(yv[ok_y]) == 0:
+        return [], 0.0
     chosen: list[str] = []
     r2 = 0.0
     # Past the threshold, a column that closes half the remaining gap is another part (qx = (qxm + qxf) / 2).
-    while len(chosen) < MAX_PARTS and (r2 < COMPONENT_R2 or 1 - r2 > 1e-6):
-        best, best_r2 = None, r2 if r2 < COMPONENT_R2 else r2 + 0.5 * (1 - r2)
+    while len(chosen) < MAX_PARTS and (r2 < threshold or 1 - r2 > 1e-6):
+        best, best_r2 = None, r2 if r2 < threshold else r2 + 0.5 * (1 - r2)
         for c in dense:
             if c in chosen:
                 continue
-            cols = [*chosen, c]
-            X = np.column_stack([dense[k] for k in cols])
+            X = np.column_stack([dense[k] for k in [*chosen, c]])
             rows = ok_y & ~np.isnan(X).any(axis=1)
             if rows.sum() < MIN_ROWS:
                 continue
@@ -242,22 +254,40 @@ def _components(yv: np.ndarray, values: dict[str, np.ndarray], y: str) -> list[C
             break
         chosen.append(best)
         r2 = best_r2
-    if r2 < COMPONENT_R2:
-        return []
-    needed = chosen
-    if len(needed) == 2 and _baseline_pair(*needed):
+    return (chosen, r2) if r2 >= threshold else ([], r2)
+
+
+def _components(yv: np.ndarray, values: dict[str, np.ndarray], y: str) -> list[ColumnRole]:
+    """Columns that explain the outcome with R² >= :data:`COMPONENT_R2` without the treatment."""
+    needed, r2 = _determining_set(yv, values, COMPONENT_R2)
+    if not needed or (len(needed) == 2 and _baseline_pair(*needed)):
         return []  # follow-up minus baseline: the change-score rule keeps the baseline (adjustment_policy)
-    return [
-        ColumnRole(
-            c,
-            "outcome_component",
-            (
-                f"derived from the outcome: {needed} explain {y!r} with R² {r2:.3f} (a linear function of at most "
-                f"{MAX_PARTS} columns, without the treatment): parts or a near-copy of the outcome"
-            ),
-        )
-        for c in needed
-    ]
+    why = (
+        f"derived from the outcome: {needed} explain {y!r} with R² {r2:.3f} (a linear function of at most "
+        f"{MAX_PARTS} columns, without the treatment): parts or a near-copy of the outcome"
+    )
+    return [ColumnRole(c, "outcome_component", why) for c in needed]
+
+
+def _instrument_roles(frame: pd.DataFrame, z: str, cols: list[str]) -> list[ColumnRole]:
+    """Copies of the declared instrument and the parts that determine it (arm indicators summing to it):
+    as controls they leave the instrument no variation of its own."""
+    zv = _numeric(frame, z)
+    if zv is None:
+        return []
+    values = {c: v for c in cols if (v := _numeric(frame, c)) is not None}
+    out = []
+    for c, v in values.items():
+        r = _pearson(v, zv)
+        if abs(r) >= COPY_CORR:
+            why = f"derived from the instrument: a copy of {z!r} (correlation {r:+.3f}); as a control it absorbs it"
+            out.append(ColumnRole(c, "instrument_copy", why))
+    parts, r2 = _determining_set(zv, {c: v for c, v in values.items() if c not in {o.column for o in out}}, 0.999)
+    why = (
+        f"derived from the instrument: {parts} determine {z!r} (R² {r2:.4f}; e.g. arm indicators that sum to it): "
+        "as controls they leave the instrument no variation of its own"
+    )
+    return out + [ColumnRole(c, "instrument_part", why) for c in parts]
 
 
 def _baseline_pair(a: str, b: str) -> bool:
@@ -345,6 +375,7 @@ def classify_columns(
     candidates: list[str],
     *,
     protected: Collection[str] = (),
+    instrument: str | None = None,
     alpha: float = 0.05,
     max_rows: int = 20000,
     seed: int = 0,
@@ -352,6 +383,7 @@ def classify_columns(
     """The role of every candidate that may not be a covariate (others are not listed).
 
     ``protected``: columns domain knowledge places before the treatment (never classified).
+    ``instrument``: the declared instrument, whose copies and determining parts are left out too.
     Rows beyond ``max_rows`` are sampled (seeded) for the correlation checks; the row-index check
     reads the rows in the order of the frame's index.
     """
@@ -366,6 +398,9 @@ def classify_columns(
         if why:
             out.append(ColumnRole(c, "identifier", why))
     rest = [c for c in cols if c not in {r.column for r in out}]
+    if instrument and instrument in frame.columns:
+        out += _instrument_roles(frame, instrument, rest)
+        rest = [c for c in rest if c not in {r.column for r in out}]
     if pd.api.types.is_numeric_dtype(frame[treatment]) or pd.api.types.is_bool_dtype(frame[treatment]):
         out += _treatment_roles(frame, treatment, rest)
     rest = [c for c in rest if c not in {r.column for r in out}]
@@ -424,7 +459,8 @@ def _is_square(frame: pd.DataFrame, c: str) -> bool:
 
 
 _ROLE_WORDS = (
-    ("identifier", re.compile(r"identifier|\bid\b|row index|unit id|time index", re.I)),
+    ("identifier", re.compile(r"identifier|\bid\b|row index|unit id", re.I)),
+    ("time", re.compile(r"time column|time index|datetime", re.I)),
     ("design", re.compile(r"declared|instrument|running variable", re.I)),
     ("outcome_part", re.compile(r"outcome", re.I)),
     (
@@ -433,7 +469,8 @@ _ROLE_WORDS = (
     ),
     ("post_treatment", re.compile(r"post-treatment|after the treatment|mediator|collider|descendant|caused by", re.I)),
     ("constant", re.compile(r"constant", re.I)),
-    ("sparse", re.compile(r"missing in|too few|too many", re.I)),
+    ("too_many_levels", re.compile(r"more than \d+ (levels|categories)|high-cardinality", re.I)),
+    ("sparse", re.compile(r"missing in|too few", re.I)),
 )
 
 

@@ -26,7 +26,8 @@ def _left_out(kind: str, seed: int, n: int = 800) -> tuple[list[str], float, flo
     move = randomised_move(f, t, y, rest, stated_randomised=says_randomised(case.metadata))
     left += [r.column for r in move.carriers]
     rest = [c for c in rest if c not in left]
-    fit = sm.OLS(f[y].astype(float), sm.add_constant(f[[t, *rest]].astype(float))).fit(cov_type="HC1")
+    d = f[[y, t, *rest]].dropna()  # the rows with an outcome, as data repair keeps them
+    fit = sm.OLS(d[y].astype(float), sm.add_constant(d[[t, *rest]].astype(float))).fit(cov_type="HC1")
     lo, hi = fit.conf_int().loc[t]
     return left, float(fit.params[t]), float(lo), float(hi)
 
@@ -146,3 +147,19 @@ def test_left_out_table_names_each_role() -> None:
         {"column": "a", "role": "identifier", "reason": "identifier: a row index"},
         {"column": "b", "role": "post_treatment", "reason": "domain knowledge says it is post-treatment"},
     ]
+
+
+def test_parts_of_a_declared_instrument_are_left_out() -> None:
+    """Arm indicators that sum to the instrument would leave it no variation as controls."""
+    rng = np.random.default_rng(6)
+    n = 800
+    arm = rng.integers(0, 4, n)  # 0 = no call, 1-3 = three call timings
+    f = pd.DataFrame({f"arm{k}": (arm == k).astype(int) for k in (1, 2, 3)})
+    f["no_call"] = (arm == 0).astype(int)
+    f["age"] = rng.normal(50, 10, n)
+    f["t"] = (arm > 0) * rng.binomial(1, 0.4, n)
+    f["y"] = 0.1 * f["t"] + 0.01 * f["age"] + rng.normal(size=n)
+    roles = {
+        r.column: r.role for r in classify_columns(f, "t", "y", ["arm1", "arm2", "arm3", "age"], instrument="no_call")
+    }
+    assert roles == {"arm1": "instrument_part", "arm2": "instrument_part", "arm3": "instrument_part"}
