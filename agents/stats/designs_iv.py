@@ -113,7 +113,8 @@ def _instrument_check(z: np.ndarray, X: pd.DataFrame, instrument: str) -> None:
     involved = [c for c, b in zip(X.columns, coef[1:], strict=True) if abs(b) > 1e-8]
     raise AgentError(
         f"instrument '{instrument}' is an exact linear function of the controls ({', '.join(involved) or 'a constant'}): "
-        "given them it has no variation left to move the treatment, so the instrumental-variables effect is not identified"
+        "given them it has no variation left to move the treatment, so the instrumental-variables effect is not "
+        "identified; leave them out of the adjustment set if they are parts or other arms of the instrument"
     )
 
 
