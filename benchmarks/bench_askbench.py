@@ -184,6 +184,15 @@ def family(item: dict[str, Any]) -> str:
     return re.sub(r"_\d+$", "", name)
 
 
+def se_distance(row: dict[str, Any]) -> float | None:
+    """|estimate - gold| / SE when the reply states a standard error."""
+    se = re.search(r"standard error\s+(-?\d+\.?\d*(?:e-?\d+)?)", row["reply"])
+    got, gold = _number(row["reply"]), row["item"].get("expected_number")
+    if not se or got is None or gold is None or float(se.group(1)) <= 0:
+        return None
+    return abs(got - float(gold)) / float(se.group(1))
+
+
 def _pct(ok: int, n: int) -> str:
     return f"{ok}/{n} = {100 * ok / n:.1f}%" if n else "0/0"
 
@@ -211,6 +220,17 @@ def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
     crashes = [r for r in rows if r["crash"]]
     wrong = [r for r in rows if r["wrong_slots"]]
     seconds = [r["seconds"] for r in rows]
+    replicates = [r for r in rows if r["item"]["source"] == "QRData" and family(r["item"]) in ("ihdp", "jobs")]
+    if replicates:
+        print("IHDP/jobs replicates (gold = the simulation's true effect): distance to the gold in standard errors")
+        for fam in ("ihdp", "jobs"):
+            these = [r for r in replicates if family(r["item"]) == fam]
+            dist = [d for d in (se_distance(r) for r in these) if d is not None]
+            med = f"median |z| {statistics.median(dist):.2f}, within 2 SE {sum(d <= 2 for d in dist)}/{len(dist)}" \
+                if dist else "no standard error reported"
+            print(f"  {fam:6s} {_pct(sum(r['correct'] for r in these), len(these))}; {med}")
+        rest = [r for r in rows if r["item"]["source"] == "QRData" and r not in replicates]
+        print(f"  other QRData: {_pct(sum(r['correct'] for r in rest), len(rest))}")
     print(f"overall: {_pct(total, len(rows))}")
     print(f"crashes: {len(crashes)}" + "".join(f"\n  {r['item']['id']}: {r['crash'][:160]}" for r in crashes))
     print(f"wrong-slot replies: {len(wrong)}" + "".join(

@@ -19,6 +19,10 @@ __all__ = ["cannot_answer", "causal_answer", "computed_answer", "error_answer", 
 
 def cannot_answer(plan: AskPlan | None) -> FinalOutput:
     """The honest answer when no worked example fits and no model is on."""
+    if plan is not None and plan.parameters.get("error"):  # a named column or method that cannot run
+        return FinalOutput(answer=f"I can't answer this: {plan.parameters['error']}", confidence=0.0,
+                           output_type="error", caveats=["no code ran, so no number is given"],
+                           reasoning_trace=[plan.reasoning])
     closest = plan.closest_examples if plan else []
     named = "; ".join(closest) if closest else "none"
     return FinalOutput(

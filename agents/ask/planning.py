@@ -23,11 +23,22 @@ def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
     """The plan of a question that lists its answer slots: one computed request per slot
     (None when it lists none, or when no slot can be computed without a model)."""
     from agents.tools.answers import OutputFormat, Token
+    from agents.tools.causal_requests import CausalRequestError, parse_causal
     from agents.tools.requests import parse_requests, request_code
     from agents.tools.retrieval import FilledPlan
 
     spec = parse_requests(question, frame)
-    if spec is None or (not spec.computable and len(spec.requests) < 2):
+    sentence = None
+    if spec is None:
+        try:
+            directed = parse_causal(question, frame)
+        except CausalRequestError as exc:
+            return AskPlan(needs_code=False, needs_evaluation=False, route="unanswerable", reasoning=str(exc),
+                           parameters={"question": question, "error": str(exc)})
+        if directed is None:
+            return None
+        spec, sentence = directed
+    if not spec.computable and len(spec.requests) < 2:
         return None  # one slot nothing here reads: a worked example may still answer it
     unknown = [r.slot for r in spec.requests if r.op == "unknown"]
     filled = FilledPlan(
@@ -40,8 +51,9 @@ def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
         needs_code=True,
         needs_evaluation=False,
         output="dict",
-        output_format=OutputFormat(tokens=tuple(Token(name=r.slot, placeholder=r.slot) for r in spec.requests)),
-        answer_template="",
+        output_format=OutputFormat(tokens=() if sentence else tuple(Token(name=r.slot, placeholder=r.slot)
+                                                                      for r in spec.requests)),
+        answer_template="{result[answer]}" if sentence else "",
         caveats=[f"not computed without a model: {', '.join(unknown)}"] if unknown else [],
     )
     ops = ", ".join(f"{r.slot}={r.op}({', '.join(r.columns)})" for r in spec.requests)

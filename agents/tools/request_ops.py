@@ -115,6 +115,58 @@ def _test_p(df: pd.DataFrame, cols: list[str], test: str) -> float:
     raise ValueError(f"unknown test '{test}'")
 
 
+def _arm_predictions(x: np.ndarray, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's predicted outcome treated and untreated, from one linear model per arm."""
+    design = np.column_stack([np.ones(len(x)), x])
+    b1, *_ = np.linalg.lstsq(design[t == 1], y[t == 1], rcond=None)
+    b0, *_ = np.linalg.lstsq(design[t == 0], y[t == 0], rcond=None)
+    return design @ b1, design @ b0
+
+
+def _propensity(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    import statsmodels.api as sm
+
+    fit = sm.Logit(t, sm.add_constant(x, has_constant="add")).fit(disp=0, method="bfgs", maxiter=500)
+    return np.clip(fit.predict(sm.add_constant(x, has_constant="add")), 1e-3, 1 - 1e-3)
+
+
+def _effect_once(x: np.ndarray, t: np.ndarray, y: np.ndarray, estimand: str, method: str) -> float:
+    group = {"att": t == 1, "atc": t == 0}.get(estimand, np.ones(len(t), dtype=bool))
+    if method == "difference_in_means":
+        return float(y[t == 1].mean() - y[t == 0].mean())
+    if method == "ipw":
+        e = _propensity(x, t)
+        w_base = {"att": e, "atc": 1 - e}.get(estimand, np.ones(len(t)))
+        w1, w0 = w_base * t / e, w_base * (1 - t) / (1 - e)
+        return float((w1 * y).sum() / w1.sum() - (w0 * y).sum() / w0.sum())
+    if method == "ols":
+        design = np.column_stack([np.ones(len(x)), t, x])
+        beta, *_ = np.linalg.lstsq(design, y, rcond=None)
+        return float(beta[1])
+    mu1, mu0 = _arm_predictions(x, t, y)
+    return float((mu1 - mu0)[group].mean())
+
+
+def causal_effect(df: pd.DataFrame, opts: dict[str, Any]) -> dict[str, Any]:
+    """The named estimand by the named method, with a bootstrap standard error."""
+    cols = [opts["treatment"], opts["outcome"], *opts.get("covariates", [])]
+    data = pd.concat([_col(df, c) for c in cols], axis=1).dropna()
+    t = data.iloc[:, 0].to_numpy(float)
+    if set(np.unique(t)) - {0.0, 1.0}:
+        raise ValueError(f"the treatment '{opts['treatment']}' must be 0/1")
+    y, x = data.iloc[:, 1].to_numpy(float), data.iloc[:, 2:].to_numpy(float)
+    estimand, method = opts.get("estimand", "ate"), opts.get("method", "regression_adjustment")
+    estimate = _effect_once(x, t, y, estimand, method)
+    rng = np.random.default_rng(int(opts.get("seed", 0)))
+    draws = []
+    for _ in range(int(opts.get("bootstrap", 200))):
+        i = rng.integers(0, len(t), len(t))
+        if 0 < t[i].sum() < len(i):
+            draws.append(_effect_once(x[i], t[i], y[i], estimand, method))
+    se = float(np.std(draws, ddof=1)) if len(draws) > 1 else float("nan")
+    return {"estimate": estimate, "se": se, "n": int(len(t)), "n_treated": int(t.sum())}
+
+
 def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
     """The value one request asks for, computed on ``df``."""
     op, cols, opts = request["op"], list(request.get("columns") or []), dict(request.get("options") or {})
@@ -139,6 +191,8 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return _regression(df, cols, op)
     if op == "normality_p":
         return _test_p(df, cols, opts.get("test", "shapiro"))
+    if op == "effect":
+        return causal_effect(df, opts)
     if op == "count_within_sd":
         x = _col(df, cols[0]).dropna()
         k = float(opts.get("k", 1.0))
@@ -177,6 +231,8 @@ def apply_step(df: pd.DataFrame, step: dict[str, Any]) -> pd.DataFrame:
 
 def shown(value: Any, decimals: int | None) -> Any:
     """A value as the answer shows it: rounded to the requested decimals (text for numbers)."""
+    if isinstance(value, dict) and "estimate" in value:
+        return {**value, "shown": shown(value["estimate"], decimals)}
     if isinstance(value, bool | np.bool_):
         return str(bool(value))
     if isinstance(value, int | np.integer):

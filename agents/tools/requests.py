@@ -78,6 +78,7 @@ class RequestSpec(BaseModel):
 
     requests: list[Request]
     steps: list[dict[str, Any]] = Field(default_factory=list)
+    sentence: str | None = Field(None, description="the answer sentence, filled from the first request's result")
 
     @property
     def computable(self) -> int:
@@ -390,4 +391,9 @@ def request_code(spec: RequestSpec) -> str:
         "try:\n    df\nexcept NameError:\n    df = next(iter(datasets.values()))\n"
         f"SPEC = json.loads({payload!r})\n"
         "result = answer_requests(df, SPEC)\n"
+        "first = result.get(SPEC['requests'][0]['slot'])\n"
+        "if SPEC.get('sentence') and isinstance(first, dict):\n"
+        "    result['answer'] = SPEC['sentence'].format(**first)\n"
+        "elif SPEC.get('sentence'):\n"
+        "    result['answer'] = 'Not computed: ' + str(result['_notes'].get(SPEC['requests'][0]['slot']))\n"
     )
