@@ -131,8 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             print(f"whyflow: error: {exc}", file=sys.stderr)
             return 2
+    from flows.interrupts import stop_signals_interrupt
+
     try:
-        return int(handlers[args.command](args))
+        with stop_signals_interrupt():  # SIGTERM/SIGHUP while a command starts: as a Ctrl-C, exit 130
+            return int(handlers[args.command](args))
     except (RecipeSyntaxError, RecipeValidationError) as exc:
         print(f"whyflow: {exc}", file=sys.stderr)
         return 1

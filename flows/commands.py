@@ -54,7 +54,7 @@ def _validate_metadata(path: str) -> int:
 def _execute(
     plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dict[str, str], verbose: bool = False
 ) -> int:
-    from flows.interrupts import interrupt_guard
+    from flows.interrupts import interrupt_guard, received
 
     def give_up() -> None:
         _cancel_interrupted(folder)
@@ -85,13 +85,19 @@ def _execute(
                 ended = flow(
                     recipe=recipe_for_flow, job_dir=str(folder.path.resolve()), overrides=overrides, return_state=True
                 )
+            if received() is not None:
+                _cancel_interrupted(folder)  # a signal the flow swallowed (Prefect's own handler took it)
             _fail_if_unfinished(folder, ended)
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        # After a stop signal, whatever ends the flow (KeyboardInterrupt, Prefect's
+        # TerminationSignal, an event loop's CancelledError) ends it cancelled.
+        if not isinstance(exc, KeyboardInterrupt) and received() is None:
+            if not isinstance(exc, Exception):
+                raise
+            print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
+            print(f"whyflow: the job is saved; `whyflow resume {folder.path}` tries again", file=sys.stderr)
+            return 1
         _cancel_interrupted(folder)
-    except Exception as exc:  # noqa: BLE001 - Prefect itself failed (e.g. no API server)
-        print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
-        print(f"whyflow: the job is saved; `whyflow resume {folder.path}` tries again", file=sys.stderr)
-        return 1
     finally:
         if reporter_set:
             set_console_reporter(None)
@@ -127,14 +133,10 @@ def _fail_if_unfinished(folder: JobFolder, ended: object) -> None:
 
 
 def _cancel_interrupted(folder: JobFolder) -> None:
-    """Save the job as cancelled after a Ctrl-C, unless it already ended; stop any notebook kernel."""
-    from agents.base.children import kill_kernels
+    """Save the job as cancelled after a signal, unless it already ended; stop any notebook kernel."""
+    from flows.interrupts import cancel_job
 
-    kill_kernels()  # a notebook still executing in a worker thread then ends at once
-    state = folder.load()
-    if not state.status.is_terminal:
-        state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
-        folder.save(state)
+    cancel_job(folder)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -175,6 +177,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if folder.read_run().get("kind") == "ask":
         from flows.ask import resume_ask
 
+        _check_ask_data(folder)
         return resume_ask(folder, args.verbose)
     try:
         state = folder.load()
@@ -184,6 +187,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if state.status is JobStatus.COMPLETED:
         print(f"whyflow: job {state.job_id} is already completed; nothing to resume")
         return 0
+    _check_data(state, folder)
     run = folder.read_run()
     overrides = dict(run.get("overrides") or {})
     plan = load_plan(folder.recipe_path, overrides)
@@ -194,6 +198,47 @@ def cmd_resume(args: argparse.Namespace) -> int:
     folder.save(state)
     print(f"whyflow: resuming job {state.job_id} in {folder.path} ({done} step(s) already done)")
     return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
+
+
+def _check_data(state: AnalysisState, folder: JobFolder) -> None:
+    """Before a resume: the data file the steps still to run read must be there.
+
+    Once the data profiler has run, they read the job folder's own copy (``dataframe_path``,
+    the file as read), so a deleted original is said and the run goes on; before, there is no
+    copy: one line naming the missing file, exit 2, the job untouched.
+    """
+    from agents.base.errors import DataError
+
+    info = state.dataset_info
+    original = Path(info.local_path) if info is not None and info.local_path else None
+    if original is None or original.is_file():
+        return
+    copy = Path(state.dataframe_path) if state.dataframe_path else None
+    if copy is not None and copy.is_file() and copy.resolve().is_relative_to(folder.path.resolve()):
+        print(f"whyflow: data file {original} is gone; the job goes on with its own copy {copy}")
+        return
+    raise DataError(
+        f"data file not found: {original} (the job has read none of it yet, so its folder holds no copy: "
+        f"put the file back to resume, or start a new run)"
+    )
+
+
+def _check_ask_data(folder: JobFolder) -> None:
+    """:func:`_check_data` for an ask job: each dataset's copy in the job folder, else its file."""
+    from agents.base.ask_state import AskState
+    from agents.base.errors import DataError
+
+    state = folder.load_any()
+    if not isinstance(state, AskState) or state.status is JobStatus.COMPLETED:
+        return
+    for ds in state.datasets.values():
+        if Path(ds.local_path).is_file():
+            if not Path(ds.source).is_file():
+                print(f"whyflow: data file {ds.source} is gone; the job goes on with its own copy {ds.local_path}")
+            continue
+        if Path(ds.local_path) == Path(ds.source):
+            raise DataError(f"data file not found: {ds.source} (the job's folder holds no copy of it: put it back)")
+        raise DataError(f"the job's copy of {ds.source} is missing: {ds.local_path}")
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -1,16 +1,20 @@
-"""Ctrl-C from a terminal: the run ends CANCELLED within seconds, exit 130, resumable.
+"""Signals: Ctrl-C, SIGTERM or SIGHUP end a run CANCELLED within seconds, exit 130, resumable.
 
-A terminal's Ctrl-C sends SIGINT to the whole foreground process group: whyflow, Prefect's
-temporary API server and any notebook kernel. Two things follow:
+Whoever sends it (a terminal's Ctrl-C to the whole foreground process group, ``kill PID``, a
+process supervisor, an IDE's stop button, a closed terminal), every one of SIGINT, SIGTERM and
+SIGHUP is a request to stop that the user may want to resume from:
 
-* Prefect's temporary server is started with SIGINT blocked (:mod:`flows.temp_server`; a
-  blocked signal stays blocked in the child), so it survives the Ctrl-C and the flow can still
-  record its end; before, it died with the group and the run hung retrying "All connection
-  attempts failed".
-* While a run goes, SIGINT raises KeyboardInterrupt as usual (the runner turns it into a
-  cancel) and starts a watchdog: if the process is still alive a few seconds later (a
-  remote API that does not answer, a thread that does not stop) the state is saved as
-  cancelled, kernels are killed and the process exits 130. A second Ctrl-C exits at once.
+* Prefect's temporary API server is started with SIGINT blocked (:mod:`flows.temp_server`; a
+  blocked signal stays blocked in the child), so it survives a terminal's Ctrl-C and the flow
+  can still record its end.
+* While a run goes (:func:`interrupt_guard`), the signal raises KeyboardInterrupt where the main
+  thread is (the runner turns it into a cancel), is remembered (:func:`received`), and starts a
+  watchdog: if the process is still alive a few seconds later (a remote API that does not
+  answer, a thread that does not stop, an event loop that turned the interrupt into
+  ``CancelledError``) the state is saved as cancelled, kernels and servers are stopped and the
+  process exits 130. A second signal exits at once.
+* Whatever reaches the runner after a signal, even an error an agent made of it, is a cancel
+  (:func:`received`), never a failed agent.
 """
 
 from __future__ import annotations
@@ -22,16 +26,87 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-__all__ = ["interrupt_guard", "GRACE_SECONDS"]
+if TYPE_CHECKING:
+    from flows.store import JobFolder
+
+__all__ = [
+    "interrupt_guard",
+    "stop_signals_interrupt",
+    "guard_handler",
+    "received",
+    "reason",
+    "note",
+    "cancel_job",
+    "stop_children",
+    "GRACE_SECONDS",
+    "SIGNALS",
+]
 
 GRACE_SECONDS = 10.0
-"""How long after Ctrl-C the process may take to finish on its own."""
+"""How long after the signal the process may take to finish on its own."""
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that stop a run as a cancel."""
+
+_received: list[int] = []
+"""The stop signals this process received while a guard was on (the first one names the reason)."""
+
+
+def received() -> int | None:
+    """The first stop signal received since the current guard began, or None."""
+    return _received[0] if _received else None
+
+
+def note(signum: int) -> None:
+    """Remember a stop signal (also called by the runner's own SIGTERM handler, where no guard is on)."""
+    _received.append(signum)
+
+
+def reason(signum: int | None = None) -> str:
+    """The cancel reason for a signal: ``interrupted (Ctrl-C)`` or ``received signal SIGTERM``."""
+    signum = received() if signum is None else signum
+    if signum is None or signum == signal.SIGINT:
+        return "interrupted (Ctrl-C)"
+    return f"received signal {signal.Signals(signum).name}"
+
+
+@contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt, as SIGINT does, while the block runs.
+
+    For the start of a command, before :func:`interrupt_guard`: the default action of these
+    signals ends the process at once, leaving a job created a moment before PENDING forever.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        note(signum)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS if sig != signal.SIGINT}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+_guard_handler: list[Callable[[int, object], None]] = []
+"""The handler of the innermost guard, for the runner to put back where Prefect replaced it."""
+
+
+def guard_handler() -> Callable[[int, object], None] | None:
+    """The active guard's signal handler, or None outside :func:`interrupt_guard`."""
+    return _guard_handler[-1] if _guard_handler else None
 
 
 @contextmanager
 def interrupt_guard(on_give_up: Callable[[], None], grace: float = GRACE_SECONDS) -> Iterator[None]:
-    """SIGINT raises KeyboardInterrupt and arms a watchdog that calls ``on_give_up`` and exits 130.
+    """A stop signal raises KeyboardInterrupt and arms a watchdog that calls ``on_give_up`` and exits 130.
 
     ``on_give_up`` saves the state as cancelled and says so; it runs at most once.
     """
@@ -40,6 +115,7 @@ def interrupt_guard(on_give_up: Callable[[], None], grace: float = GRACE_SECONDS
         return
     lock = threading.Lock()
     fired: list[bool] = []
+    _received.clear()  # a signal of an earlier run in this process (tests call main() repeatedly)
 
     def give_up() -> None:
         with lock:
@@ -47,9 +123,7 @@ def interrupt_guard(on_give_up: Callable[[], None], grace: float = GRACE_SECONDS
                 return
             fired.append(True)
         try:
-            from agents.base.children import kill_kernels
-
-            kill_kernels()
+            stop_children()
             on_give_up()
         finally:
             from flows.temp_server import stop_all
@@ -60,11 +134,12 @@ def interrupt_guard(on_give_up: Callable[[], None], grace: float = GRACE_SECONDS
             os._exit(130)
 
     def handler(signum: int, frame: object) -> None:
+        note(signum)
         if timers:
-            give_up()  # a second Ctrl-C: the user wants out now
+            give_up()  # a second signal: the user wants out now
         # The user asked to stop: Prefect's complaints while it winds down (events it can no
         # longer send, services stopped) are noise; whyflow's own lines say what happened.
-        logging.disable(logging.CRITICAL)
+        _silence_logging()
         timer = threading.Timer(grace, give_up)
         timer.daemon = True
         timer.start()
@@ -72,10 +147,38 @@ def interrupt_guard(on_give_up: Callable[[], None], grace: float = GRACE_SECONDS
         raise KeyboardInterrupt
 
     timers: list[threading.Timer] = []
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
+    _guard_handler.append(handler)
     try:
         yield
     finally:
         # An armed watchdog stays armed: what follows (Prefect's shutdown, thread joins at
-        # exit) is where a run interrupted by Ctrl-C used to hang.
-        signal.signal(signal.SIGINT, previous)
+        # exit) is where an interrupted run used to hang.
+        _guard_handler.remove(handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _silence_logging() -> None:
+    """No more log records on the console (Prefect's internal loggers ignore :func:`logging.disable`)."""
+    logging.disable(logging.CRITICAL)
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        if name.startswith("prefect") and isinstance(logger, logging.Logger):
+            logger.disabled = True
+
+
+def stop_children() -> None:
+    """Kill the notebook kernels this process started (the sandbox's warm interpreters end with
+    the process: their socket to it closes)."""
+    from agents.base.children import kill_kernels
+
+    kill_kernels()
+
+
+def cancel_job(folder: JobFolder) -> None:
+    """Save the job as cancelled after a signal, unless it already ended; stop any notebook kernel."""
+    stop_children()  # a notebook still executing in a worker thread then ends at once
+    state = folder.load_any()
+    if not state.status.is_terminal:
+        state.mark_cancelled(f"Cancelled: {reason()}")
+        folder.save(state)

@@ -151,6 +151,7 @@ def quiet_prefect_console() -> None:
     ``errors.log``; Prefect's console handler would print it again. Records still reach Prefect's
     API (and its UI) through the other handlers. ``whyflow run --verbose`` skips this.
     """
+    import prefect.main  # noqa: F401 - configures Prefect's logging on import: its handlers exist from here on
     from prefect.logging.handlers import PrefectConsoleHandler
 
     loggers = [logging.getLogger()] + [

@@ -25,6 +25,7 @@ from agents.base.ask_state import JobState
 from agents.base.data import long_lived_frozen, release_unused_memory, unmap_large_blocks
 from agents.base.errors import MissingStateField, WhyflowError
 from agents.base.state import JobStatus
+from flows import interrupts
 from flows.dispatch import apply_result, dispatch, missing_required
 from flows.errors import CancelRequested, RunCancelled, RunFailed
 from flows.nested import run_nested_recipe
@@ -111,19 +112,27 @@ def _describe(exc: BaseException) -> str:
 
 @contextmanager
 def _signals_as_cancel() -> Iterator[None]:
-    """Turn SIGTERM (a worker or Prefect stopping the run) into a graceful cancel."""
+    """Turn SIGTERM (a worker or Prefect stopping the run) into a graceful cancel.
+
+    Under a command's :func:`~flows.interrupts.interrupt_guard` its handler (with its watchdog)
+    takes SIGINT, SIGTERM and SIGHUP again: Prefect's flow engine put its own on SIGTERM.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: object) -> None:
-        raise CancelRequested(f"received signal {signal.Signals(signum).name}")
+        interrupts.note(signum)
+        raise CancelRequested(interrupts.reason(signum))
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    guard = interrupts.guard_handler()
+    signals = interrupts.SIGNALS if guard is not None else (signal.SIGTERM,)
+    previous = {sig: signal.signal(sig, guard or handler) for sig in signals}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 class Runner:
@@ -170,16 +179,20 @@ class Runner:
                         release()
                 state.mark_completed()
                 self._save()
-        except (CancelRequested, KeyboardInterrupt) as exc:
-            reason = str(exc) or "interrupted (Ctrl-C)"
-            self._finish_cancel(reason)
-            raise RunCancelled(f"job {state.job_id} cancelled: {reason}") from None
         except _AgentFailed as exc:
             if state.status not in (JobStatus.FAILED,):
                 state.mark_failed(exc.message, exc.agent)
             self._save()
             self.reporter.run_failed(state)  # type: ignore[arg-type]  # reporters take either state
             raise RunFailed(exc.agent, exc.message, str(self.folder.path)) from None
+        except BaseException as exc:
+            # After a stop signal anything may arrive here: KeyboardInterrupt, or what an event
+            # loop (the notebook's client) or a library made of it (asyncio.CancelledError).
+            if not isinstance(exc, (CancelRequested, KeyboardInterrupt)) and interrupts.received() is None:
+                raise
+            reason = interrupts.reason() if interrupts.received() is not None else str(exc) or interrupts.reason()
+            self._finish_cancel(reason)
+            raise RunCancelled(f"job {state.job_id} cancelled: {reason}") from None
         self.reporter.run_finished(state, self.folder)  # type: ignore[arg-type]  # reporters take either state
         return state
 
@@ -243,6 +256,8 @@ class Runner:
         except (CancelRequested, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - any agent error fails the job, cleanly
+            if interrupts.received() is not None:  # what the agent made of the signal: a cancel
+                raise CancelRequested(interrupts.reason()) from exc
             self._record_error(node, exc)
             raise _AgentFailed(node.name, _describe(exc)) from exc
         self._apply(node, key, result)
@@ -278,6 +293,8 @@ class Runner:
         if failure is not None:
             if isinstance(failure[1], (CancelRequested, KeyboardInterrupt)):
                 raise failure[1]
+            if interrupts.received() is not None:
+                raise CancelRequested(interrupts.reason()) from failure[1]
             raise _AgentFailed(failure[0].name, _describe(failure[1]))
 
     def _run_loop(self, loop: LoopNode, index: int) -> None:

@@ -9,9 +9,9 @@ the command Prefect's ``SubprocessASGIServer`` runs) as soon as Prefect's settin
 points this process's Prefect settings at it, and stops it when the run ends. The boot then
 overlaps the run's imports, and this process never imports the server package.
 
-A terminal's Ctrl-C sends SIGINT to the whole foreground process group. The server is spawned
-with SIGINT blocked (a blocked signal stays blocked in the child), so it survives the Ctrl-C and
-the flow can still record its end (see :mod:`flows.interrupts`).
+A terminal's Ctrl-C sends SIGINT to the whole foreground process group, closing the terminal
+SIGHUP. The server is spawned with both blocked (a blocked signal stays blocked in the child), so
+it survives them and the flow can still record its end (see :mod:`flows.interrupts`).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def _free_port() -> int:
 
 
 def _spawn(port: int) -> subprocess.Popen[bytes]:
-    """Prefect's server app under uvicorn, as ``SubprocessASGIServer`` runs it, SIGINT blocked."""
+    """Prefect's server app under uvicorn, as ``SubprocessASGIServer`` runs it, SIGINT and SIGHUP blocked."""
     import prefect
     from prefect.settings import get_current_settings
 
@@ -135,7 +135,8 @@ def _spawn(port: int) -> subprocess.Popen[bytes]:
         "--log-level", "error", "--lifespan", "on",
     ]  # fmt: skip
     shield = threading.current_thread() is threading.main_thread()
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if shield else None
+    # SIGHUP too: a closed terminal sends it to the whole group; whyflow stops the server itself.
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP}) if shield else None
     try:
         return subprocess.Popen(command, env=env)
     finally:

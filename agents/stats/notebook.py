@@ -10,6 +10,7 @@ the built-ins stay reachable under the ``builtin/`` prefix, so a user section ca
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -213,7 +214,7 @@ def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
     log = (job_dir / ".jupyter" / "kernel.log").open("ab")
     try:
         # cleanup_kc: shut the kernel down even though we passed our own kernel manager.
-        client.execute(cleanup_kc=True, env=kernel_env(job_dir), stdout=log, stderr=log)
+        _off_the_main_thread(lambda: client.execute(cleanup_kc=True, env=kernel_env(job_dir), stdout=log, stderr=log))
         report.completed = True
     except Exception as exc:  # noqa: BLE001 - a timeout or dead kernel must not lose the report
         report.message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
@@ -227,6 +228,43 @@ def execute_notebook(nb: Any, job_dir: Path, timeout: int) -> ExecutionReport:
     if not report.completed and not report.errors:
         report.errors = [{"cell": None, "ename": "ExecutionStopped", "evalue": report.message, "source": ""}]
     return report
+
+
+def _off_the_main_thread(run: Callable[[], object]) -> None:
+    """Call ``run`` on a thread of its own and wait for it (directly where this is not the main thread).
+
+    While it executes, nbclient hands SIGINT and SIGTERM to the main thread's event loop, taking
+    them from whyflow's handlers (:mod:`flows.interrupts`): a run signalled then ended neither
+    cancelled nor failed, with a ``CancelledError`` traceback. Off the main thread it adds no
+    handlers; a signal interrupts the wait here, the kernel is killed so that the thread ends at
+    once, and the interrupt goes on to the runner.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        run()
+        return
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            run()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=target, name="notebook-execution", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except BaseException:
+        from agents.base.children import kill_kernels
+
+        kill_kernels()
+        worker.join(5)
+        raise
+    if failed:
+        raise failed[0]
 
 
 def cell_errors(nb: Any) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ each question or first analysis is a Prefect flow run of an ask recipe (:mod:`fl
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,20 @@ def create_app(data_dir: str | Path = "runs") -> Any:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path = "runs", log_level: str = "warning") -> int:
-    """Serve the chat page until interrupted (Ctrl-C); 0 on a clean stop."""
+    """Serve the chat page until a signal stops it; 130 then (SIGINT, SIGTERM or SIGHUP).
+
+    uvicorn takes the signal and shuts down (open connections get 5 s), then raises it again
+    here: every run still going is stopped and saved CANCELLED (:func:`flows.web.runs.stop_runs`)
+    while Prefect's temporary server still records their end. A second signal, or runs that
+    do not end within :data:`~flows.interrupts.GRACE_SECONDS`, end the process at once with
+    their jobs saved cancelled.
+    """
     import uvicorn
 
+    from flows.interrupts import GRACE_SECONDS, interrupt_guard, received
     from flows.progress import quiet_prefect_console
     from flows.temp_server import temporary_server
+    from flows.web.runs import cancel_runs, stop_runs
 
     app = create_app(data_dir)
     quiet_prefect_console()
@@ -34,6 +44,18 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path = "run
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"whyflow: warning: listening on {host}: anyone who can reach it can upload files and run code in the sandbox",
               flush=True)
-    with temporary_server():  # Prefect's temporary API server now, not at the first question
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
-    return 0
+    with interrupt_guard(cancel_runs):
+        try:
+            with temporary_server():  # Prefect's temporary API server now, not at the first question
+                try:
+                    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+                except KeyboardInterrupt:  # the signal uvicorn stopped on, raised again by it
+                    pass
+                if received() is not None:
+                    stop_runs(GRACE_SECONDS - 2)
+        except KeyboardInterrupt:  # a signal while the server started or its runs stopped
+            cancel_runs()
+    if received() is None:
+        return 0
+    print("whyflow: stopped", file=sys.stderr)
+    return 130

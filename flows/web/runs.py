@@ -23,7 +23,7 @@ from typing import Any
 
 from flows.web.store import ChatStore, Session, clean
 
-__all__ = ["ASK_RECIPE", "AUTO_RECIPE", "Turn", "run_turn", "install_tool_hook", "STATUS"]
+__all__ = ["ASK_RECIPE", "AUTO_RECIPE", "Turn", "run_turn", "install_tool_hook", "stop_runs", "cancel_runs", "STATUS"]
 
 _ROOT = Path(__file__).resolve().parents[2]
 ASK_RECIPE = _ROOT / "pipelines" / "ask_react.yaml"
@@ -69,7 +69,10 @@ class Turn:
             if type_ == "text":
                 self.texts.add(payload["text"].strip())
         if type_ == "done" and self.on_done is not None:
-            self.on_done()
+            try:
+                self.on_done()
+            except RuntimeError as exc:  # the server's event loop has ended (the server stopped)
+                _log.debug("session not freed: %s", exc)
         if type_ == "status":
             self.last_status = payload.get("message", "")
         try:
@@ -165,6 +168,43 @@ def _tool_events(turn: Turn, box: Any, tool: str, args: Any, obs: Any) -> None:
     elif tool == "create_plot":
         spec = box.figures[-1] if box.figures else args.vega_lite_spec
         turn.event("plot", title=args.title, vega_lite_spec=spec)
+
+
+def stop_runs(timeout: float) -> None:
+    """Stop every run going: each ends CANCELLED after its current tool call or agent.
+
+    Waits up to ``timeout`` seconds for them to end, then saves those still going as cancelled.
+    """
+    import time
+
+    from flows.store import JobFolder
+
+    with _lock:
+        going = dict(_turns)
+    for key, turn in going.items():
+        turn.stop.set()  # the tool hook raises the runner's cancel after the tool call under way
+        JobFolder(Path(key)).request_cancel()  # the runner checks it before every agent
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with _lock:
+            if not _turns:
+                return
+        time.sleep(0.05)
+    cancel_runs()
+
+
+def cancel_runs() -> None:
+    """Save every run still going as cancelled and stop its kernels (the server is stopping now)."""
+    from flows.interrupts import cancel_job
+    from flows.store import JobFolder
+
+    with _lock:
+        going = list(_turns)
+    for key in going:
+        try:
+            cancel_job(JobFolder(Path(key)))
+        except Exception as exc:  # noqa: BLE001 - the other runs are still saved
+            _log.warning("run %s not saved as cancelled: %s", key, exc)
 
 
 # ---- the turn ----------------------------------------------------------------------------------
