@@ -1,0 +1,44 @@
+"""`whyflow ask --engine local`: the ask recipe run by the plain runner in this process, no Prefect.
+
+The same agents, the same sandbox and the same job folder (``state.json``, ``answer.json``,
+``answer.html``) as the Prefect flow, without what only Prefect gives: no flow run in the UI, no
+artifacts, no task retries by Prefect. It exists because start-up dominates a one-question
+answer: importing Prefect alone takes about 3 s here and its temporary API server several more,
+while the deterministic agents take well under a second (see the README's ask section).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from flows.plan import Plan
+    from flows.store import JobFolder
+
+__all__ = ["run_ask_local"]
+
+
+def run_ask_local(plan: Plan, folder: JobFolder) -> int:
+    """Run (or resume) an ask job with the plain runner; print the answer; the exit code."""
+    from agents.base.ask_state import AskState
+    from flows.ask import print_answer
+    from flows.ask_flow import write_answer
+    from flows.errors import RunCancelled, RunFailed
+    from flows.progress import Reporter
+    from flows.runner import LocalExecutor, Runner
+
+    state = folder.load_any()
+    assert isinstance(state, AskState)
+    try:
+        Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
+    except (RunFailed, RunCancelled):
+        pass  # the state records why; the answer file says it
+    except KeyboardInterrupt:
+        if not state.status.is_terminal:
+            state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
+            folder.save(state)
+        print(f"whyflow: cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
+        return 130
+    write_answer(folder, state)
+    return print_answer(state, folder)
