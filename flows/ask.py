@@ -307,22 +307,36 @@ def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
     if not verbose:
         quiet_prefect_console()
     set_console_reporter(None)
+    from flows.interrupts import cancel_job, interrupt_guard, received
+
+    cancelled = f"whyflow: cancelled; `whyflow resume {folder.path}` continues it"
+
+    def give_up() -> None:  # the signal's watchdog: the run did not end within seconds
+        cancel_job(folder)
+        print(cancelled, file=sys.stderr)
+
     flow = build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")
     try:
-        flow(recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True)
-    except KeyboardInterrupt:
-        state = folder.load_any()
-        if not state.status.is_terminal:
-            state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
-            folder.save(state)
-        print(f"whyflow: cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
-        return 130
-    except Exception as exc:  # noqa: BLE001 - Prefect itself failed (e.g. no API server)
-        print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
-        print(f"whyflow: the job is saved; `whyflow resume {folder.path}` tries again", file=sys.stderr)
-        return 1
+        with interrupt_guard(give_up):  # SIGINT, SIGTERM, SIGHUP: cancelled, exit 130
+            from flows.temp_server import temporary_server
+
+            with temporary_server():  # Prefect's own would die with a Ctrl-C to the process group
+                flow(recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True)
+    except BaseException as exc:
+        if not isinstance(exc, KeyboardInterrupt) and received() is None:
+            if not isinstance(exc, Exception):
+                raise
+            print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
+            print(f"whyflow: the job is saved; `whyflow resume {folder.path}` tries again", file=sys.stderr)
+            return 1
+        cancel_job(folder)
+    if received() is not None:
+        cancel_job(folder)  # a signal the flow swallowed (Prefect's own handler took it)
     state = folder.load_any()
     assert isinstance(state, AskState)
+    if state.status.value == "cancelled":
+        print(cancelled, file=sys.stderr)
+        return 130
     return print_answer(state, folder)
 
 
