@@ -20,7 +20,7 @@ import pandas as pd
 from agents.base.errors import AgentError
 from agents.stats.estimators import Estimate, normal_ci
 
-__all__ = ["COLLINEAR_TOL", "iv_2sls", "collinear_columns"]
+__all__ = ["COLLINEAR_TOL", "iv_2sls", "collinear_columns", "controls_spanning_instrument", "anderson_rubin_ci"]
 
 COLLINEAR_TOL = 1e-10
 """A column is collinear when 1 - R^2 of it on the columns kept before it is below this (fixest's collin.tol)."""
@@ -103,14 +103,26 @@ def _collinear_controls(t: np.ndarray, X: pd.DataFrame) -> tuple[list[str], list
     return [c for c in X.columns if c in dropped], [c for c in X.columns if c in set(through_t)]
 
 
-def _instrument_check(z: np.ndarray, X: pd.DataFrame, instrument: str) -> None:
-    """Raise when the instrument is (almost) an exact linear function of the kept controls."""
-    basis = np.column_stack([np.ones(len(z)), X.to_numpy()]) if X.shape[1] else np.ones((len(z), 1))
+def controls_spanning_instrument(z: np.ndarray, X: pd.DataFrame) -> list[str] | None:
+    """The controls of which the instrument is (almost) an exact linear function, or None when it is not.
+
+    An empty list means the instrument is constant. Callers choosing an adjustment set can leave
+    these out before the fit (other arms of the same randomisation, the instrument's components).
+    """
+    z = np.asarray(z, float)
+    basis = np.column_stack([np.ones(len(z)), X.to_numpy(float)]) if X.shape[1] else np.ones((len(z), 1))
     zs = (z - z.mean()) / (np.abs(z - z.mean()).max() or 1.0)
     if _residual_share(zs, basis) >= COLLINEAR_TOL:
-        return
+        return None
     coef, *_ = np.linalg.lstsq(basis, zs, rcond=None)
-    involved = [c for c, b in zip(X.columns, coef[1:], strict=True) if abs(b) > 1e-8]
+    return [c for c, b in zip(X.columns, coef[1:], strict=True) if abs(b) > 1e-8]
+
+
+def _instrument_check(z: np.ndarray, X: pd.DataFrame, instrument: str) -> None:
+    """Raise when the instrument is (almost) an exact linear function of the kept controls."""
+    involved = controls_spanning_instrument(z, X)
+    if involved is None:
+        return
     raise AgentError(
         f"instrument '{instrument}' is an exact linear function of the controls ({', '.join(involved) or 'a constant'}): "
         "given them it has no variation left to move the treatment, so the instrumental-variables effect is not "

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from agents.base.errors import AgentError
-from agents.stats.designs_iv import anderson_rubin_ci, iv_2sls
+from agents.stats.designs_iv import anderson_rubin_ci, controls_spanning_instrument, iv_2sls
 
 
 def _wages(seed: int, n: int = 4000, effect: float = 0.08) -> tuple[pd.DataFrame, float]:
@@ -86,6 +86,9 @@ def test_an_instrument_that_is_a_function_of_the_controls_is_refused() -> None:
         AgentError, match="instrument 'subsidy' is an exact linear function of the controls.*no_subsidy"
     ):
         _fit(frame, ["age", "no_subsidy"])
+    z = frame["subsidy"].to_numpy(float)
+    assert controls_spanning_instrument(z, frame[["age", "no_subsidy"]]) == ["no_subsidy"]
+    assert controls_spanning_instrument(z, frame[["age", "exper"]]) is None
     frame["flat"] = 3.0
     with pytest.raises(AgentError, match="single value"):
         _fit(frame, ["age"], instrument="flat")
