@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 
 import numpy as np
+from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import check_columns, describe_read, read_table, write_parquet
 from agents.base.errors import AgentError
 from agents.base.state import JobStatus
 from agents.base.view import StateView
-from agents.stats.frame_checks import save_findings
+from agents.stats.frame_checks import duplicate_rows, duplicate_verdict, save_findings
 from agents.stats.profiling import build_profile
 
 __all__ = ["DataProfilerAgent", "DataProfilerParams", "write_parquet"]  # write_parquet: from agents.base.data
 
 
 class DataProfilerParams(AgentParams):
-    """No options: the profile is fully determined by the data and the user's choices."""
+    """The profile is determined by the data and the user's choices; one option on what the analysis copy keeps."""
+
+    drop_duplicates: bool = Field(
+        True,
+        description="drop exact duplicate rows from the analysis copy where a continuous column shows they are "
+        "copies (repeats of all-discrete rows are always kept); either way the count is said",
+    )
 
 
 class DataProfilerAgent(Agent[DataProfilerParams]):
@@ -59,6 +67,11 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
         ctx.progress(f"profiling {frame.shape[0]:,} rows x {frame.shape[1]} columns")
         with contextlib.suppress(OSError):  # the EDA's look at the file as received, without reading it again
             save_findings(frame, info.local_path, ctx.data_dir)
+        duplicates = duplicate_verdict(frame)  # every recipe analyses the same rows, and says so
+        if not params.drop_duplicates:
+            duplicates = dataclasses.replace(duplicates, drop=False, column=None, kept_by_request=True)
+        if duplicates.drop:
+            frame = frame.loc[~duplicate_rows(frame).to_numpy()].reset_index(drop=True)
         report = build_profile(
             frame,
             treatment,
@@ -72,7 +85,13 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
             frame[list(report.infinite)] = frame[list(report.infinite)].replace([np.inf, -np.inf], np.nan)
             frame.attrs["whyflow_infinite"] = dict(report.infinite)  # data repair records the repair
         path = write_parquet(frame, ctx.data_dir / "analysis.parquet")
-        prof = report.profile
+        prof = report.profile.model_copy(
+            update={
+                "duplicate_rows": duplicates.rows,
+                "duplicates_dropped": duplicates.drop,
+                "duplicates_note": duplicates.sentence(),
+            }
+        )
         t = prof.treatment_candidates[0] if prof.treatment_candidates else None
         y = prof.outcome_candidates[0] if prof.outcome_candidates else None
         counts: dict[str, int] = {}
@@ -84,11 +103,14 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
             + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
             + f"); treatment {t or '?'}, outcome {y or '?'}, {len(prof.potential_confounders)} potential confounders"
             + (f", {n_missing:,} missing cells" if n_missing else "")
+            + (f"; {duplicates.sentence()}" if duplicates.rows else "")
             + "".join(f"; {n:,} infinite values in {c} read as missing" for c, n in report.infinite.items())
             + "".join(f"; {c} holds dates (time axis, not a covariate)" for c, k in prof.feature_types.items()
                       if k == "datetime" and c not in (treatment, outcome))  # fmt: skip
         )
         read_note = describe_read(frame)
+        if duplicates.rows:
+            report.reasons.insert(0, f"duplicates: {duplicates.sentence()}")
         if read_note:
             report.reasons.insert(0, f"reading the file: {read_note}")
         return AgentResult(
@@ -107,5 +129,6 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
                 "infinite_values": report.infinite,
                 "date_columns": [c for c, k in prof.feature_types.items() if k == "datetime"],
                 "read": dict(frame.attrs.get("whyflow_read") or {}),
+                "duplicates": {"rows": duplicates.rows, "dropped": duplicates.drop, "column": duplicates.column},
             },
         )

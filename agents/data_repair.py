@@ -20,7 +20,7 @@ from agents.base.errors import AgentError
 from agents.base.state import DataProfile, JobStatus
 from agents.base.view import StateView
 from agents.stats.expectations import expectation_suites, fmt_value, run_expectations
-from agents.stats.frame_checks import at_most_distinct, duplicate_rows
+from agents.stats.frame_checks import DuplicateVerdict, at_most_distinct, duplicate_rows, duplicate_verdict
 from agents.stats.profiling import (
     NUMERIC_TYPES,
     build_profile,
@@ -55,7 +55,9 @@ class DataRepairParams(AgentParams):
     indicator_threshold: float = Field(
         0.05, ge=0, le=1, description="missing share above which an imputed column gets a <col>_missing indicator"
     )
-    drop_duplicates: bool = Field(True, description="drop duplicated rows")
+    drop_duplicates: bool = Field(
+        True, description="drop exact duplicate rows where a continuous column shows they are copies"
+    )
     impute: bool = Field(True, description="impute missing covariate values")
     recording_errors: bool = Field(
         True, description="set values entered at the wrong scale (x100...) to missing (agents.stats.repair_rules)"
@@ -95,7 +97,19 @@ class DataRepairAgent(Agent[DataRepairParams]):
         failures = run_expectations(raw, on_raw) + on_parsed_failed
         self._infinities_and_dates(frame, profile, dict(raw.attrs.get("whyflow_infinite") or {}), repairs)
         frame = self._fix_labels(frame, profile, repairs)
-        frame = self._drop_rows(frame, treatment, outcome, params, repairs)
+        if profile.duplicates_dropped and profile.duplicate_rows:  # the profiler's copy holds none of them
+            n = profile.duplicate_rows
+            repairs.append(
+                _repair(
+                    None,
+                    "exact duplicate rows",
+                    "dropped the repeats, kept the first (data profiler)",
+                    len(raw) + n,
+                    len(raw),
+                    f"{n:,} duplicate rows removed; {profile.duplicates_note}",
+                )
+            )
+        frame, dropped = self._drop_rows(frame, treatment, outcome, params, repairs)
         frame = self._drop_constants(frame, treatment, outcome, repairs)
         if params.recording_errors:
             self._recording_errors(frame, profile, {treatment, outcome, *ids}, repairs)
@@ -123,6 +137,14 @@ class DataRepairAgent(Agent[DataRepairParams]):
             running_variable=design.running_variable if design.running_variable in frame.columns else None,
             time_column=design.time_column if design.time_column in frame.columns else None,
         )
+        duplicates = {k: getattr(profile, k) for k in ("duplicate_rows", "duplicates_dropped", "duplicates_note")}
+        if dropped is not None:  # dropped here: the profiler was told to keep them
+            duplicates = {
+                "duplicate_rows": dropped.rows,
+                "duplicates_dropped": True,
+                "duplicates_note": dropped.sentence(),
+            }
+        report.profile = report.profile.model_copy(update=duplicates)
         entries = failures + repairs + open_issues
         summary = (
             f"{len(failures)} failed expectations, {len(repairs)} repairs"
@@ -262,11 +284,14 @@ class DataRepairAgent(Agent[DataRepairParams]):
     @staticmethod
     def _drop_rows(
         frame: pd.DataFrame, treatment: str | None, outcome: str | None, params: Any, repairs: list
-    ) -> pd.DataFrame:
+    ) -> tuple[pd.DataFrame, DuplicateVerdict | None]:
         n = len(frame)
+        dropped = None
         if params.drop_duplicates:
             dup = duplicate_rows(frame)
-            if dup.any():
+            verdict = duplicate_verdict(frame, dup)
+            if verdict.drop:  # copies; repeats of all-discrete rows are kept (the profile says so)
+                dropped = verdict
                 frame = frame.loc[~dup]
                 repairs.append(
                     _repair(
@@ -297,7 +322,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
                 )
         if frame.empty:
             raise AgentError("no rows left after dropping duplicates and rows missing the treatment or outcome")
-        return frame
+        return frame, dropped
 
     @staticmethod
     def _drop_constants(frame: pd.DataFrame, treatment: str | None, outcome: str | None, repairs: list) -> pd.DataFrame:

@@ -142,6 +142,8 @@ def job_summary(state: AnalysisState, job_dir: Path) -> list[str]:
         who = f" in {state.error_agent}" if state.error_agent else ""
         lines.append(f"  Reason{who}: {state.error_message}")
     lines.extend(estimate_lines(state))
+    if state.data_profile is not None and state.data_profile.duplicates_note:
+        lines.append(f"Data: {state.data_profile.duplicates_note}")
     if state.critique_history:
         last = state.critique_history[-1]
         lines.append(f"Critique: {last.decision.value} after {len(state.critique_history)} round(s)")

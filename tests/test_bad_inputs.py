@@ -100,6 +100,25 @@ def _folder(folder: Path) -> Path:
     return folder / "a_folder.csv"
 
 
+def _zip_of_two(folder: Path) -> Path:
+    import zipfile
+
+    path = folder / "data.csv.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("a.csv", "treated,outcome\n1,2\n")
+        archive.writestr("b.csv", "treated,outcome\n0,3\n")
+    return path
+
+
+def _named(name: str, data: bytes) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / name
+        path.write_bytes(data)
+        return path
+
+    return make
+
+
 T, Y = ("-t", "treated"), ("-y", "outcome")
 BAD_INPUTS = [
     ("empty", _write(""), (*T, *Y), "data file is empty"),
@@ -111,6 +130,8 @@ BAD_INPUTS = [
     ("folder", _folder, (*T, *Y), "data path is a folder, not a file"),
     ("missing-path", lambda f: f / "nope.csv", (*T, *Y), "data file not found"),
     ("corrupt-parquet", _corrupt_parquet, (*T, *Y), "cannot read"),
+    ("zip-of-two-files", _zip_of_two, (*T, *Y), "holds 2 files (a.csv, b.csv); give a zip of one CSV file"),
+    ("damaged-gzip", _named("data.csv.gz", b"\x1f\x8b\x08\x00" + b"\x00garbage" * 20), (*T, *Y), "cannot read"),
     ("duplicate-names", _write("x2,treated,x2,outcome\n1,0,2,3\n2,1,3,4\n"), (*T, *Y), "names column 'x2' twice"),
     ("constant-treatment", _with("treated", [1]), (*T, *Y), "treatment column 'treated' is constant (1 in every row)"),
     ("all-missing-outcome", _with("outcome", [None]), (*T, *Y), "outcome column 'outcome' has no values"),
@@ -234,6 +255,72 @@ def _headline(state: dict) -> dict:  # type: ignore[type-arg]
     return next(e for e in effects if e["details"].get("headline")) if effects else {}
 
 
+@pytest.mark.parametrize("compression", ["gzip", "bz2", "zip", "xz"])
+def test_a_compressed_csv_is_read_as_pandas_reads_it(compression: str, tmp_path: Path) -> None:
+    from agents.base.data import describe_read, read_table
+
+    frame = study(300)
+    path = tmp_path / f"study.csv.{ {'gzip': 'gz'}.get(compression, compression)}"
+    frame.to_csv(path, index=False, compression=compression)
+    read = read_table(path)
+    pd.testing.assert_frame_equal(read, frame, check_dtype=False)
+    assert describe_read(read).startswith(("gzip", "bzip2", "zip", "xz")) and "-compressed" in describe_read(read)
+    misnamed = tmp_path / "plain_name.csv"  # recognised by its first bytes, not its name
+    misnamed.write_bytes(path.read_bytes())
+    pd.testing.assert_frame_equal(read_table(misnamed), frame, check_dtype=False)
+
+
+def test_a_gzipped_csv_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "study.csv.gz"
+    study(300).to_csv(path, index=False)
+    out = tmp_path / "job"
+    code = main(["run", TOY, "--data", str(path), *T, *Y, "-o", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "gzip-compressed" in printed.out and json.loads((out / "state.json").read_text())["status"] == "completed"
+
+
+def test_semicolons_with_decimal_points_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`x1;x2;treated;outcome` / `0.94;-1.39;1;1.47`: numbers, not one text column."""
+    path = tmp_path / "points.csv"
+    study(600).round(4).to_csv(path, sep=";", index=False)
+    state = _quick(path, tmp_path / "job")
+    assert "columns separated by semicolons, decimal points" in capsys.readouterr().out
+    assert state["data_profile"]["feature_types"]["outcome"] == "numeric"
+    head = _headline(state)
+    assert head["ci_lower"] <= 2.0 <= head["ci_upper"], head
+
+
+@pytest.mark.parametrize("kind", ["continuous", "discrete"])
+def test_duplicates_are_counted_and_dropped_only_when_they_are_copies(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """300 repeated rows of 2,000: copies where x1 is continuous (dropped); ordinary where every column is discrete."""
+    rng = np.random.default_rng(7)
+    if kind == "continuous":
+        base = study(1700, seed=3)
+        frame = pd.concat([base, base.iloc[:300]], ignore_index=True).sample(frac=1, random_state=1)
+        said, rows = "300 exact duplicate rows dropped: x1 is continuous", 1700
+    else:
+        n = 2000
+        frame = pd.DataFrame({"age_band": rng.integers(0, 4, n), "region": rng.integers(0, 3, n)})
+        frame["treated"] = rng.binomial(1, 0.3 + 0.2 * (frame["region"] == 1))
+        frame["outcome"] = rng.integers(0, 5, n) + frame["treated"] + frame["age_band"]
+        repeats = int(frame.duplicated().sum())
+        said, rows = f"{repeats:,} exact duplicate rows kept: every column is discrete", n
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "job"
+    state = _quick(path, out)
+    printed = capsys.readouterr().out
+    profiler_line = next(line for line in printed.splitlines() if "✓ data_profiler" in line)
+    assert said in profiler_line and f"Data: {said}" in printed, printed
+    assert state["data_profile"]["n_samples"] == rows == len(pd.read_parquet(state["dataframe_path"]))
+    assert said in state["data_profile"]["duplicates_note"]
+    report = json.loads((out / "report.ipynb").read_text())
+    assert any(said in "".join(c["source"]) for c in report["cells"] if c["cell_type"] == "markdown")
+
+
 def test_old_mac_line_endings_are_read(tmp_path: Path) -> None:
     """A CSV whose lines end in a bare carriage return (old Mac exports) runs like any other."""
     frame = study(300)
@@ -318,15 +405,16 @@ def test_dropped_duplicates_and_an_empty_column_are_said_everywhere(
     assert code == 0 and state["status"] == "completed", state.get("error_message")
     said = ("300 duplicate rows removed", "notes: empty column (no value in any row")
     assert all(s in printed for s in said), printed
-    assert "600 -> 300 rows, 6 -> 5 columns" in printed
+    assert "300 exact duplicate rows dropped: x1 is continuous" in printed  # the profiler's copy holds none
+    assert "300 -> 300 rows, 6 -> 5 columns" in printed
 
     trace = next(t for t in map(json.loads, (out / "traces.jsonl").read_text().splitlines())
                  if t["agent_name"] == "data_repair")  # fmt: skip
     assert all(s in trace["outputs"]["summary"] for s in said), trace["outputs"]["summary"]
-    assert "exact duplicate rows [None]: dropped the repeats, kept the first" in trace["reasoning"]
+    assert "exact duplicate rows [None]: dropped the repeats, kept the first (data profiler)" in trace["reasoning"]
     assert "empty column [notes]: dropped from the analysis" in trace["reasoning"]
-    assert "[notes]: 600 of 600 values missing" in trace["reasoning"]
-    assert trace["outputs"]["rows"] == [600, 300] and trace["outputs"]["columns"] == [6, 5]
+    assert "[notes]: 300 of 300 values missing" in trace["reasoning"]
+    assert trace["outputs"]["rows"] == [300, 300] and trace["outputs"]["columns"] == [6, 5]
 
     repairs = {(r["kind"], r.get("issue") or r.get("expectation"), r["column"]): r for r in state["data_repairs"]}
     dups = repairs["repair", "exact duplicate rows", None]
@@ -519,14 +607,78 @@ def test_full_disk_ends_failed_with_the_reason_and_no_temporary_files(tmp_path: 
     frame.to_csv(path, index=False)
     with tmpfs(tmp_path / "small", "size=2m") as disk:
         out = disk / "job"
-        code = main(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(out), *FAST])
+        proc = _start(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(out), *FAST])  # the console a user sees
+        stdout, stderr = (b.decode() for b in proc.communicate(timeout=180))
         state = json.loads((out / "state.json").read_text())
         leftovers = [p.name for p in out.rglob("*.tmp")]
-    assert code == 1
+    assert proc.returncode == 1
     assert state["status"] == "failed" and state["error_agent"] == "data_profiler"
     assert "No space left on device" in state["error_message"] and "analysis.parquet" in state["error_message"]
     assert leftovers == []
+    assert "Traceback" not in stdout + stderr, stdout + stderr  # the traceback is in errors.log
+    assert f"whyflow: run failed in data_profiler: {state['error_message']}" in stderr
 
+
+
+def test_resume_after_the_data_file_is_deleted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No copy yet (nothing ran): one line naming the file, exit 2, the job untouched. Once the
+    profiler has written the job's own copy, the resume goes on with it and says so."""
+    from flows.dispatch import run_single_agent
+    from flows.jobs import RunRequest, prepare_job
+    from flows.plan import load_plan
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: r\nsteps:\n  - agent: data_profiler\n  - agent: toy_estimator\n")
+    plan = load_plan(str(recipe))
+    for case in ("no-copy", "copy"):
+        data = tmp_path / f"{case}.csv"
+        study(300).to_csv(data, index=False)
+        out = tmp_path / case
+        folder = prepare_job(RunRequest(recipe=str(recipe), data=str(data), treatment="treated",
+                                        outcome="outcome", output=str(out)), plan)  # fmt: skip
+        if case == "copy":  # the profiler ran, then the run stopped
+            state = folder.load()
+            run_single_agent("data_profiler", state, out)
+            state.completed_steps = ["data_profiler"]
+            folder.save(state)
+        data.unlink()
+        capsys.readouterr()
+        code = main(["resume", str(out)])
+        printed = capsys.readouterr()
+        if case == "no-copy":
+            assert code == 2 and len(printed.err.strip().splitlines()) == 1 and "Traceback" not in printed.err
+            assert f"data file not found: {data}" in printed.err and "holds no copy" in printed.err
+            assert json.loads((out / "state.json").read_text())["status"] == "pending"
+        else:
+            assert code == 0, printed.err
+            assert f"data file {data} is gone; the job goes on with its own copy {out / 'data'}" in printed.out
+            assert json.loads((out / "state.json").read_text())["status"] == "completed"
+
+
+def test_resume_of_a_question_after_its_data_file_is_deleted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`whyflow ask` keeps its own copy of each file from the start: the resume says so and answers;
+    with that copy gone too, one line and exit 2."""
+    from flows.ask import AskRequest, prepare_ask_job
+    from flows.plan import load_plan
+
+    plan = load_plan(str(ROOT / "pipelines" / "ask.yaml"))
+    for case in ("copy", "no-copy"):
+        data = tmp_path / f"{case}.csv"
+        study(300).to_csv(data, index=False)
+        out = tmp_path / case
+        prepare_ask_job(AskRequest("average outcome by treated", [str(data)], output=str(out)), plan)  # not run yet
+        data.unlink()
+        if case == "no-copy":
+            (out / "data" / "data.parquet").unlink()
+        capsys.readouterr()
+        code = main(["resume", str(out)])
+        printed = capsys.readouterr()
+        if case == "copy":
+            assert code == 0, printed.err
+            assert f"data file {data} is gone; the job goes on with its own copy {out / 'data'}" in printed.out
+        else:
+            assert code == 2 and len(printed.err.strip().splitlines()) == 1, printed.err
+            assert f"the job's copy of {data} is missing" in printed.err
 
 
 def _cancel_once(out: Path, status: str) -> None:

@@ -118,6 +118,12 @@ class DataProfile(_Model):
     has_time_dimension: bool = False
     time_column: str | None = None
     discontinuity_candidates: list[str] = []
+    duplicate_rows: int = 0
+    """Rows of the input file that repeat an earlier row exactly (``agents.stats.frame_checks.duplicate_verdict``)."""
+    duplicates_dropped: bool = False
+    """True when they were copies, dropped from the analysis data (``n_samples`` counts what is left)."""
+    duplicates_note: str = ""
+    """What was found and done about them, in one sentence ("" when no row repeats)."""
 
 
 class CausalPair(_Model):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,15 @@ import pandas as pd
 
 from agents.stats.profiling import label_variants, parse_numeric_text
 
-__all__ = ["at_most_distinct", "duplicate_rows", "load_findings", "quality_findings", "save_findings"]
+__all__ = [
+    "at_most_distinct",
+    "duplicate_rows",
+    "DuplicateVerdict",
+    "duplicate_verdict",
+    "load_findings",
+    "quality_findings",
+    "save_findings",
+]
 
 FINDINGS_FILE = "input_findings.json"
 
@@ -63,6 +72,61 @@ def duplicate_rows(frame: pd.DataFrame) -> pd.Series:
     if candidates.any():
         out[candidates] = frame.iloc[candidates].duplicated(keep="first").to_numpy()
     return pd.Series(out, index=frame.index)
+
+
+@dataclass(frozen=True)
+class DuplicateVerdict:
+    """How many rows repeat an earlier row exactly, and whether they are copies to drop."""
+
+    rows: int
+    drop: bool
+    column: str | None = None
+    """The continuous column that makes a chance repeat implausible (None: every column is discrete)."""
+    kept_by_request: bool = False
+    """Kept because the recipe said so (``drop_duplicates: false``), whatever the columns."""
+
+    def sentence(self) -> str:
+        """What was found and done, for the console, the trace and the report ("" when no row repeats)."""
+        if not self.rows:
+            return ""
+        many = f"{self.rows:,} exact duplicate row{'s' if self.rows != 1 else ''}"
+        if self.kept_by_request:
+            return f"{many} kept, as the recipe asks (drop_duplicates: false)"
+        if self.drop:
+            return (
+                f"{many} dropped: {self.column} is continuous, so an exact repeat of a whole row is a copy, "
+                "not a second observation"
+            )
+        return (
+            f"{many} kept: every column is discrete, so identical rows are expected (the same answers, the "
+            "same counts); drop them before the run if they are copies"
+        )
+
+
+def duplicate_verdict(frame: pd.DataFrame, repeats: pd.Series | None = None) -> DuplicateVerdict:
+    """Count the exact repeats; they are copies to drop only where a continuous column rules out chance.
+
+    Where every column is discrete (survey answers, counts, categories), two units giving the
+    same values is ordinary and dropping one of them changes the estimate. Where a numeric
+    column takes a different value in most rows (at least 20 values, and in at least half of
+    the rows once the repeats are set aside), a whole row repeated exactly, that column
+    included, is a double entry.
+    """
+    repeats = duplicate_rows(frame) if repeats is None else repeats
+    n = int(repeats.sum())
+    if not n:
+        return DuplicateVerdict(0, False)
+    distinct = frame.loc[~repeats.to_numpy()]
+    best: tuple[int, str] | None = None
+    for col in distinct.columns:
+        values = distinct[col]
+        if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        present = values.dropna()
+        count = int(present.nunique())
+        if count >= max(20, len(present) / 2) and (best is None or count > best[0]):
+            best = (count, str(col))
+    return DuplicateVerdict(n, best is not None, best[1] if best else None)
 
 
 def quality_findings(frame: pd.DataFrame) -> dict[str, Any]:

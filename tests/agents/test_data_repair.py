@@ -61,7 +61,7 @@ def test_messy_copy_is_checked_and_repaired(tmp_path: Path) -> None:
     state = make_state(frame, tmp_path, profile=False)
     source = Path(state.dataset_info.local_path)
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    run_single_agent("data_profiler", state, tmp_path)
+    run_single_agent("data_profiler", state, tmp_path, params={"drop_duplicates": False})  # data repair drops them
     run_single_agent("data_repair", state, tmp_path)
     n = len(frame)
 

@@ -32,7 +32,7 @@ def test_unrepaired_data_gets_the_verdicts_great_expectations_gives_on_a_second_
         frame["group"] = np.where(np.arange(800) % 3 == 0, "a", "b")
     frame = pd.concat([frame, frame.iloc[:12]], ignore_index=True)  # duplicates kept: dropping is off
     state = make_state(frame, tmp_path, "treated", "outcome", profile=False)
-    run_single_agent("data_profiler", state, tmp_path)
+    run_single_agent("data_profiler", state, tmp_path, params={"drop_duplicates": False})
     profile = state.data_profile.model_copy(deep=True)
     result = run_single_agent("data_repair", state, tmp_path, params={"impute": False, "drop_duplicates": False})
 

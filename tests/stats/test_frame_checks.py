@@ -49,3 +49,24 @@ def test_at_most_distinct_when_the_extra_value_comes_late() -> None:
     continuous = pd.Series(np.random.default_rng(1).normal(size=5000))
     assert not at_most_distinct(continuous, 200) and at_most_distinct(continuous, 5000)
     assert at_most_distinct(pd.Series([np.nan, None]), 0)
+
+
+def test_duplicate_verdict_drops_copies_only_where_a_continuous_column_rules_out_chance() -> None:
+    from agents.stats.frame_checks import duplicate_verdict
+
+    rng = np.random.default_rng(0)
+    n = 1000
+    discrete = pd.DataFrame({"a": rng.integers(0, 3, n), "b": rng.integers(0, 2, n), "label": rng.choice(["x", "y"], n)})
+    kept = duplicate_verdict(discrete)
+    assert kept.rows == int(discrete.duplicated().sum()) > 900 and not kept.drop and kept.column is None
+    assert kept.sentence().startswith(f"{kept.rows:,} exact duplicate rows kept: every column is discrete")
+
+    continuous = discrete.assign(income=rng.normal(50_000, 9_000, n).round(2))
+    copies = pd.concat([continuous, continuous.iloc[:37]], ignore_index=True)
+    dropped = duplicate_verdict(copies)
+    assert (dropped.rows, dropped.drop, dropped.column) == (37, True, "income")
+    assert dropped.sentence().startswith("37 exact duplicate rows dropped: income is continuous")
+
+    assert duplicate_verdict(continuous).rows == 0 and duplicate_verdict(continuous).sentence() == ""
+    few = pd.DataFrame({"v": [0.5, 1.5, 2.5, 0.5]})  # 3 values: too few to call a repeat implausible
+    assert not duplicate_verdict(few).drop
