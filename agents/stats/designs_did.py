@@ -56,6 +56,11 @@ def _identified(data: pd.DataFrame, unit: str, time: str, treatment: str) -> Non
     """Raise with the reason when unit or period effects absorb the treatment."""
     if data[_D].nunique() < 2:
         raise AgentError(f"treatment '{treatment}' takes a single value in the panel: there is no comparison")
+    if data.groupby(_U)[_T].nunique().max() < 2:
+        raise AgentError(
+            f"each unit of '{unit}' is seen in one period of '{time}' only: unit effects would absorb every row; "
+            "for repeated cross-sections give the group the units belong to (site, state) as the unit"
+        )
     if not (data.groupby(_U)[_D].nunique() > 1).any():
         raise AgentError(
             f"treatment '{treatment}' never changes within a unit of '{unit}': the unit fixed effects absorb it, so "

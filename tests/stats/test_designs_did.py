@@ -103,6 +103,9 @@ def test_treatment_fixed_within_unit_is_refused_with_the_reason() -> None:
     frame["arm"] = frame["siteid"].str[-1].astype(int) % 2  # the site's arm, also 1 before treatment
     with pytest.raises(AgentError, match="never changes within a unit of 'siteid'.*absorb"):
         did_twfe(frame, "siteid", "post", "arm", "juice")
+    frame["child"] = np.arange(len(frame))  # individuals, each seen once
+    with pytest.raises(AgentError, match="seen in one period.*group the units belong to"):
+        did_twfe(frame, "child", "post", "arm_post", "juice")
     frame["everyone_after"] = frame["post"]
     with pytest.raises(AgentError, match="period effects absorb it"):
         did_twfe(frame, "siteid", "post", "everyone_after", "juice")
