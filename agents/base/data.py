@@ -6,14 +6,12 @@ import contextlib
 import difflib
 import functools
 import gc
-import lzma
 import re
-import zipfile
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.base.compressed import COMPRESSED_SUFFIXES, COMPRESSION_NAMES, READ_ERRORS, compression_of, head_of
 from agents.base.errors import AgentError, DataError
 
 if TYPE_CHECKING:
@@ -34,17 +32,6 @@ __all__ = [
 
 _PARQUET = (".parquet", ".pq")
 _SEPARATORS = {".csv": ",", ".tsv": "\t"}
-_COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".zip": "zip", ".xz": "xz", ".zst": "zstd"}
-"""A compressed CSV's last suffix and its method, as pandas names both (``data.csv.gz``)."""
-_MAGIC = (
-    (b"\x1f\x8b", "gzip"),
-    (b"BZh", "bz2"),
-    (b"PK\x03\x04", "zip"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-)
-"""The first bytes of each compressed format: what the file is, whatever its name says."""
-_COMPRESSION_NAMES = {"gzip": "gzip", "bz2": "bzip2", "zip": "zip", "xz": "xz", "zstd": "Zstandard"}
 
 
 def suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
@@ -161,7 +148,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     info: dict[str, object] = {}
     try:
         suffix = p.suffix.lower()
-        if suffix in _COMPRESSED:
+        if suffix in COMPRESSED_SUFFIXES:
             suffix = Path(p.stem).suffix.lower()  # data.tsv.gz: a tab-separated file
         if suffix in _PARQUET:
             # A column per block, each keeping Arrow's buffer, Arrow's table freed as it converts: at
@@ -177,7 +164,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise DataError(f"malformed CSV {p}: {detail}") from exc
     except UnicodeDecodeError as exc:
         raise DataError(f"data file {p} is not text in a known encoding: {exc.reason} at byte {exc.start}") from exc
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, lzma.LZMAError, zlib.error) as exc:
+    except READ_ERRORS as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"cannot read {p}: {first}") from exc
     if frame.shape[1] == 0:
@@ -190,51 +177,6 @@ def read_table(path: str | Path) -> pd.DataFrame:
     frame.columns = [str(c) for c in frame.columns]
     frame.attrs["whyflow_read"] = info
     return frame
-
-
-def _compression(p: Path) -> str | None:
-    """The compression of ``p`` (``gzip``, ``bz2``, ``zip``, ``xz``, ``zstd``) from its first bytes, or None."""
-    with p.open("rb") as fh:
-        magic = fh.read(6)
-    return next((name for start, name in _MAGIC if magic.startswith(start)), None)
-
-
-def _zip_member(p: Path) -> str:
-    """The one file in a zip archive; a workbook or an archive of several files is refused in one line."""
-    with zipfile.ZipFile(p) as archive:
-        names = [n for n in archive.namelist() if not n.endswith("/") and not n.startswith("__MACOSX/")]
-    if "[Content_Types].xml" in names:
-        raise DataError(f"data file {p} is an Office document (an Excel workbook?), not a CSV: save the sheet as CSV")
-    if len(names) != 1:
-        shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
-        raise DataError(f"zip archive {p} holds {len(names)} files ({shown or 'none'}); give a zip of one CSV file")
-    return names[0]
-
-
-def _head(p: Path, compression: str | None, size: int = 1 << 16) -> bytes:
-    """The first ``size`` bytes of the file's content (decompressed)."""
-    import bz2
-    import gzip
-
-    if compression is None:
-        with p.open("rb") as fh:
-            return fh.read(size)
-    if compression == "zip":
-        with zipfile.ZipFile(p) as archive, archive.open(_zip_member(p)) as fh:
-            return fh.read(size)
-    if compression == "zstd":
-        try:
-            import zstandard
-        except ImportError as exc:
-            raise DataError(
-                f"data file {p} is Zstandard-compressed; reading it needs the zstandard package "
-                "(pip install zstandard), or decompress it first (unzstd)"
-            ) from exc
-        with p.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as fh:
-            return fh.read(size)
-    opener: Any = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}[compression]
-    with opener(p, "rb") as fh:
-        return fh.read(size)
 
 
 _COMMA_NUMBER = re.compile(r"[-+]?\d*,\d+")
@@ -255,10 +197,10 @@ def _decimal(text: str, sep: str) -> str:
 def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str, object]]:
     import pandas as pd
 
-    compression = _compression(p)
-    head = _head(p, compression)
+    compression = compression_of(p)
+    head = head_of(p, compression)
     if b"\x00" in head:
-        what = f"{_COMPRESSION_NAMES[compression]}-compressed data" if compression else "binary"
+        what = f"{COMPRESSION_NAMES[compression]}-compressed data" if compression else "binary"
         raise DataError(f"data file {p} is {what}, not a CSV or Parquet file")
     encoding = _encoding(head)
     text = head.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace")
@@ -338,7 +280,7 @@ def describe_read(frame: pd.DataFrame) -> str:
     info = frame.attrs.get("whyflow_read") or {}
     parts = []
     if info.get("compression"):
-        parts.append(f"{_COMPRESSION_NAMES[str(info['compression'])]}-compressed")
+        parts.append(f"{COMPRESSION_NAMES[str(info['compression'])]}-compressed")
     if info.get("encoding") not in (None, "utf-8"):
         parts.append(f"not UTF-8: read as {'Windows-1252' if info['encoding'] == 'cp1252' else 'Latin-1'}")
     if info.get("delimiter") not in (None, ",", "\t"):
