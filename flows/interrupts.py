@@ -47,8 +47,8 @@ __all__ = [
 GRACE_SECONDS = 10.0
 """How long after the signal the process may take to finish on its own."""
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-"""The signals that stop a run as a cancel."""
+SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
+"""The signals that stop a run as a cancel (no SIGHUP on Windows)."""
 
 _received: list[int] = []
 """The stop signals this process received while a guard was on (the first one names the reason)."""
