@@ -121,6 +121,8 @@ def test_single_treated_unit_is_estimated_and_flagged() -> None:
     assert est.details["single_treated_unit"] and est.details["n_treated_units"] == 1
     assert any("one treated unit" in a for a in est.assumptions)
     assert np.isfinite(est.estimate)
+    frame["active"] = np.where(d == 1, "yes", "no")  # a text treatment is encoded as the other estimators encode it
+    assert did_twfe(frame, "state", "quarter", "active", "rate").estimate == pytest.approx(est.estimate, rel=1e-12)
 
 
 def test_did2s_check_runs_when_every_unit_adopts_and_the_last_periods_are_all_treated() -> None:
