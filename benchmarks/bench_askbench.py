@@ -16,6 +16,7 @@ crashes (a traceback, a timeout, or an exit code other than 0 and 1), wrong-slot
 requests) and the median seconds per question.
 
     .venv/bin/python benchmarks/bench_askbench.py                      # all 259, `whyflow ask` subprocesses
+    .venv/bin/python benchmarks/bench_askbench.py --engine local       # `whyflow ask --engine local` (no Prefect)
     .venv/bin/python benchmarks/bench_askbench.py --via inprocess      # the agents in this process, no Prefect
     .venv/bin/python benchmarks/bench_askbench.py --limit 20 --jobs 2 -v
     .venv/bin/python benchmarks/bench_askbench.py --source QRData --llm on
@@ -126,10 +127,13 @@ def _env() -> dict[str, str]:
     return env
 
 
+ENGINE = "prefect"
+
+
 def ask_cli(item: dict[str, Any], llm: str, timeout: float, work: Path) -> dict[str, Any]:
     """One `whyflow ask` subprocess; the reply is answer.json's answer (stdout when there is none)."""
     out = work / item["id"]
-    cmd = [str(ROOT / ".venv" / "bin" / "whyflow"), "ask", "--llm", llm, "-o", str(out)]
+    cmd = [str(ROOT / ".venv" / "bin" / "whyflow"), "ask", "--engine", ENGINE, "--llm", llm, "-o", str(out)]
     for f in item["files"]:
         cmd += ["--data", str(SHARED / f)]
     cmd.append(item["prompt"])
@@ -258,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--via", choices=["cli", "inprocess"], default="cli",
                         help="`whyflow ask` subprocesses (default) or the agents in this process")
     parser.add_argument("--llm", choices=["on", "off"], default="off")
+    parser.add_argument("--engine", choices=["prefect", "local"], default="prefect",
+                        help="`whyflow ask --engine` for --via cli: a Prefect flow run, or the plain runner")
     parser.add_argument("--source", help="only this source (InfiAgent-DABench or QRData; a prefix will do)")
     parser.add_argument("--ids", help="comma-separated ids, e.g. dabench-0,qrdata-314")
     parser.add_argument("--every", type=int, default=1, help="every k-th question (a spread-out subset)")
@@ -271,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_askbench: {args.questions} not found (set WHYFLOW_SHARED to the shared folder)", file=sys.stderr)
         return 2
     items = select(json.loads(args.questions.read_text(encoding="utf-8")), args)
+    global ENGINE
+    ENGINE = args.engine
     ask = ask_cli if args.via == "cli" else ask_inprocess
     jobs = args.jobs if args.via == "cli" else 1
     with tempfile.TemporaryDirectory(prefix="askbench-") as tmp:

@@ -167,6 +167,23 @@ def causal_effect(df: pd.DataFrame, opts: dict[str, Any]) -> dict[str, Any]:
     return {"estimate": estimate, "se": se, "n": int(len(t)), "n_treated": int(t.sum())}
 
 
+def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
+    """The format's own word for a rule the question states on a computed p-value (and r)."""
+    base, alpha = opts["base"], float(opts.get("alpha", 0.05))
+    if base == "normality":
+        return str(opts["yes"] if _test_p(df, cols, opts.get("test", "shapiro")) >= alpha else opts["no"])
+    if base == "skew_sign":
+        return str(opts["positive"] if _statistic(_col(df, cols[0]), "skew", opts) > 0 else opts["negative"])
+    r, p = _correlation(df, cols, opts, False), _correlation(df, cols, opts, True)
+    if base == "direction":
+        return str(opts["positive"] if r > 0 else opts["negative"])
+    if base == "significance":
+        return str(opts["yes"] if p < alpha else opts["no"])
+    if p >= alpha:
+        return str(opts["none"])
+    return str(opts["linear"] if abs(r) >= float(opts.get("r_min", 0.5)) else opts["nonlinear"])
+
+
 def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
     """The value one request asks for, computed on ``df``."""
     op, cols, opts = request["op"], list(request.get("columns") or []), dict(request.get("options") or {})
@@ -191,6 +208,8 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return _regression(df, cols, op)
     if op == "normality_p":
         return _test_p(df, cols, opts.get("test", "shapiro"))
+    if op == "verdict":
+        return _verdict(df, cols, opts)
     if op == "effect":
         return causal_effect(df, opts)
     if op == "count_within_sd":

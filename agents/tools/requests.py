@@ -115,7 +115,8 @@ def format_slots(question: str) -> list[tuple[str, str, str]]:
         for chunk in chunks:  # from the slot's mention on: "a is rounded to 2 and b to 3 decimals"
             hits = [m.start() for k in keys if k for m in re.finditer(rf"\b{re.escape(k)}\b", chunk.lower())]
             if hits:
-                about.append(chunk[min(hits):])
+                start = min(hits)
+                about.append(chunk[start - 1 if start and chunk[start - 1] in "\"'`" else start :])
         out.append((name, placeholder, " ".join(about)))
     return out
 
@@ -203,6 +204,55 @@ def _correlation_op(slot_text: str, context: str) -> str | None:
         return None
     if re.search(r"\bcorr(?:elation)?\b|\bcoefficient\b|\br\b", slot_text) and "correlat" in context:
         return "corr"
+    return None
+
+
+_NEGATIVE = re.compile(r"^(?:no|not|non|false|none)\b|\b(?:not|non)[- ]|^non|^not|^no$|^false$", re.I)
+
+
+def _quoted_options(about: str) -> list[str]:
+    found = re.findall(r"\"([^\"]{1,40})\"|(?<![A-Za-z])'([^']{1,40})'(?![A-Za-z])", about)
+    return [(a or b).strip() for a, b in found if (a or b).strip()]
+
+
+def _verdict(slot_text: str, about: str, context: str) -> dict[str, Any] | None:
+    """A yes/no (or linear/nonlinear/none) slot decided by a computed number and the rule the
+    question states, answered with the exact words its format lists; None without such words."""
+    words = set(slot_text.split())
+    names = {_norm(slot_text)} | {_norm(w) for w in slot_text.split()}
+    options = [o for o in _quoted_options(about) if _norm(o) not in names and " is " not in o]
+    yes = [o for o in options if not _NEGATIVE.search(o)]
+    no = [o for o in options if _NEGATIVE.search(o)]
+    alpha = re.search(r"(?:alpha|significance level)[^0-9]{0,20}(0?\.\d+)|p-?value[^.]{0,30}?(?:less|greater|smaller|"
+                      r"larger) than\s+(?:or equal to\s+)?(0?\.\d+)", context)
+    level = float(next(g for g in alpha.groups() if g)) if alpha else 0.05
+    base: str | None = None
+    if words & {"relationship", "relation"} and "correlat" in context:
+        low = [o for o in options if o.lower().startswith(("nonlinear", "non-linear"))]
+        lin = [o for o in options if o.lower() == "linear"]
+        none = [o for o in options if o.lower() in ("none", "no relationship", "no")]
+        if not (low and lin and none):
+            return None
+        r_min = re.search(r"(?:absolute value of r|\|r\||abs\(r\))[^0-9]{0,30}(0?\.\d+)", context)
+        return {"base": "relationship", "alpha": level, "r_min": float(r_min.group(1)) if r_min else 0.5,
+                "linear": lin[0], "nonlinear": low[0], "none": none[0], **_options("corr", context)}
+    pos = [o for o in options if re.search(r"\bpositive", o, re.I)]
+    neg = [o for o in options if re.search(r"\bnegative", o, re.I)]
+    if pos and neg and words & {"type", "direction", "sign"}:
+        if words & {"skew", "skewness"}:
+            return {"base": "skew_sign", "positive": pos[0], "negative": neg[0], **_options("skew", context)}
+        if words & {"correlation", "corr"} and "correlat" in context:
+            return {"base": "direction", "positive": pos[0], "negative": neg[0], **_options("corr", context)}
+    if len(yes) != 1 or len(no) != 1:
+        return None
+    if words & {"normal", "normality", "normally"} or ("distribution" in words and "normal" in about.lower()):
+        test = _options("normality_p", context)
+        if not re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context):
+            return None
+        base = "normality"
+        return {"base": base, "alpha": level, "yes": yes[0], "no": no[0], **test}
+    if words & {"significant", "significance"} and "correlat" in context and not re.search(r"t-?test|anova|chi", context):
+        return {"base": "significance", "alpha": level, "yes": yes[0], "no": no[0], **_options("corr", context)}
     return None
 
 
@@ -305,6 +355,13 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             op = _correlation_op(_words(about), context) or _op(_words(about))
         own = _own_columns(name, infos)
         decimals = _decimals(about) if _decimals(about) is not None else default_decimals
+        verdict = _verdict(slot_text, about, context) if op is None else None
+        if verdict is not None:
+            single = verdict["base"] in ("normality", "skew_sign")
+            cols = _columns_for("mean" if single else "corr", own, asked if single else (paired or asked), steps)
+            if cols is not None:
+                requests.append(Request(slot=name, op="verdict", columns=cols, options=verdict))
+                continue
         if op is None:
             requests.append(Request(slot=name, op="unknown", decimals=decimals,
                                     reason="no deterministic routine reads this part; a model can answer it"))

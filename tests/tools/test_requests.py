@@ -86,3 +86,17 @@ def test_one_failing_request_leaves_the_others(frame: pd.DataFrame) -> None:
     got = answer_requests(frame, spec)
     assert got["a"] == f"{frame.Fare.mean():.1f}" and got["b"] is None
     assert "Nope" in got["_notes"]["b"]
+
+
+def test_a_stated_rule_is_answered_with_the_formats_own_words(frame: pd.DataFrame) -> None:
+    from scipy import stats
+
+    q = ("Is fare related to the class?\nConstraints: Pearson correlation; the relationship is linear if the p-value "
+         "is less than 0.05 and the absolute value of r is greater than or equal to 0.5, nonlinear if p < 0.05 and "
+         "|r| < 0.5, else none. Test the normality of Age with the Shapiro-Wilk test at alpha 0.05.\n"
+         'Format: @r[r] @relationship_type[t] @age_normal[n] where "t" is "linear", "nonlinear" or "none", '
+         '"n" is "Yes" or "No".')
+    got = _answers(q, frame)
+    r, p = stats.pearsonr(frame.Fare, frame.Pclass)
+    assert got["relationship_type"] == ("none" if p >= 0.05 else "linear" if abs(r) >= 0.5 else "nonlinear")
+    assert got["age_normal"] == ("Yes" if stats.shapiro(frame.Age.dropna()).pvalue >= 0.05 else "No")
