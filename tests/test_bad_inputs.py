@@ -291,6 +291,22 @@ def test_semicolons_with_decimal_points_are_read(tmp_path: Path, capsys: pytest.
     assert head["ci_lower"] <= 2.0 <= head["ci_upper"], head
 
 
+def test_the_decimal_mark_of_a_semicolon_file_is_read_from_its_numbers(tmp_path: Path) -> None:
+    """``0,5`` is a decimal comma, ``0.5`` a decimal point; ``1.234`` (a thousand, or not) decides nothing."""
+    from agents.base.data import describe_read, read_table
+
+    commas = tmp_path / "commas.csv"
+    commas.write_text("a;b;y\n1.234;0,5;2,5\n2.345;1,5;3,5\n")
+    points = tmp_path / "points.csv"
+    points.write_text("a;b;y\n1.234;0.5;2.5\n2.345;1.5;3.5\n")
+    read = read_table(commas)
+    assert read["b"].tolist() == [0.5, 1.5] and read["a"].tolist() == ["1.234", "2.345"]  # data repair parses them
+    assert describe_read(read) == "columns separated by semicolons, decimal commas"
+    read = read_table(points)
+    assert read["a"].tolist() == [1.234, 2.345] and read["y"].tolist() == [2.5, 3.5]
+    assert describe_read(read) == "columns separated by semicolons, decimal points"
+
+
 @pytest.mark.parametrize("kind", ["continuous", "discrete"])
 def test_duplicates_are_counted_and_dropped_only_when_they_are_copies(
     kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -181,6 +181,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 _COMMA_NUMBER = re.compile(r"[-+]?\d*,\d+")
 _POINT_NUMBER = re.compile(r"[-+]?(\d+\.\d*|\.\d+)([eE][-+]?\d+)?")
+_THOUSANDS = re.compile(r"[-+]?\d{1,3}(\.\d{3})+")
+"""``1.234``: a thousand written with a point where the comma is the decimal mark, or 1.234; it decides nothing."""
 
 
 def _decimal(text: str, sep: str) -> str:
@@ -190,7 +192,7 @@ def _decimal(text: str, sep: str) -> str:
         return "."
     fields = [f.strip().strip('"') for line in text.splitlines()[1:200] for f in line.split(sep)]
     commas = sum(1 for f in fields if _COMMA_NUMBER.fullmatch(f))
-    points = sum(1 for f in fields if _POINT_NUMBER.fullmatch(f))
+    points = sum(1 for f in fields if _POINT_NUMBER.fullmatch(f) and not _THOUSANDS.fullmatch(f))
     return "." if points > commas else ","
 
 
