@@ -25,10 +25,10 @@ from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.base.data import read_table
-from agents.base.errors import AgentError, WhyflowError
+from agents.base.errors import AgentError
 from agents.base.state import CausalDAG, DataProfile, JobStatus
 from agents.base.view import StateView
-from agents.stats.adjustment_policy import onehot_reference, outcome_parts, strong_descendants, with_without
+from agents.stats.adjustment_policy import as_read, onehot_reference, outcome_parts, strong_descendants, with_without
 from agents.stats.adjustment_rules import (
     DataChecks,
     assoc_pvalue,
@@ -40,7 +40,7 @@ from agents.stats.adjustment_rules import (
     looks_like_id,
     screen_unknown,
 )
-from agents.stats.column_roles import ColumnRole, classify_columns, left_out_table, outcome_proxies
+from agents.stats.column_roles import ColumnRole, classify_columns, left_out_summary, left_out_table, outcome_proxies
 from agents.stats.frame_checks import at_most_distinct
 from agents.stats.graphs import Knowledge, dowhy_graph, identify_backdoor
 from agents.stats.randomised_move import MoveCheck, randomised_move, says_randomised
@@ -71,6 +71,10 @@ class ConfounderDiscoveryParams(AgentParams):
     )
     drop_instruments: bool = Field(False, description="leave instrument-like variables out (off: kept and flagged)")
     max_sensitivity: int = Field(12, ge=0, description="doubtful variables that get a with/without estimate")
+
+
+OUTPUT_KEYS: tuple[str, ...] = ("adjustment_set", "mediators", "colliders", "derived_from_treatment", "instruments")
+OUTPUT_KEYS += ("doubtful", "column_roles")
 
 
 class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
@@ -147,18 +151,8 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             f"excluded {len(out['excluded'])}; doubtful {len(out['doubtful'])}; "
             f"identified={out['identification']['identified']}"
         )
-        shown_roles = ("identifier", "outcome", "treatment", "instrument", "post")
-        by_role = [r for r in out["column_roles"] if r["role"].startswith(shown_roles)]
-        if by_role:
-            shown = ", ".join(f"{r['column']} ({r['role']})" for r in by_role[:6])
-            summary += f"; left out by column role: {shown}{' ...' if len(by_role) > 6 else ''}"
-        outputs = {
-            k: out[k]
-            for k in (
-                "adjustment_set", "mediators", "colliders", "derived_from_treatment", "instruments", "doubtful",
-                "column_roles",
-            )
-        }  # fmt: skip
+        summary += left_out_summary(out["column_roles"])
+        outputs = {k: out[k] for k in OUTPUT_KEYS}
         return AgentResult(
             updates={"confounder_discovery": out},
             summary=summary,
@@ -183,10 +177,11 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         ``candidates`` for ``excluded`` before any test (columns known to precede the treatment
         are never classified); returns every role found, kept-with-a-flag ones included."""
         pre = known_pre_treatment(view.domain_knowledge, knowledge.tiers, t, candidates)
-        z = view.design.instrument
-        roles = classify_columns(frame, t, y, candidates, protected=set(pre), instrument=z, alpha=params.alpha, seed=seed)
+        z, alpha = view.design.instrument, params.alpha
+        roles = classify_columns(frame, t, y, candidates, protected=set(pre), instrument=z, alpha=alpha, seed=seed)
         rest = [c for c in candidates if c not in pre and c not in {r.column for r in roles}]
-        roles += outcome_proxies(_as_read(view, frame, [y, *rest]), y, rest)
+        path = view.dataset_info.local_path if view.dataset_info is not None else None
+        roles += outcome_proxies(as_read(path, frame, [y, *rest]), y, rest)
         for r in roles:
             if r.leave_out:
                 candidates.remove(r.column)
@@ -200,26 +195,15 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         d = view.design
         if d.instrument or d.running_variable or d.unit_column or d.time_column:
             return MoveCheck(False, "a design was declared")
-        move = randomised_move(
-            frame,
-            result.t,
-            result.y,
-            list(result.adjust),
-            stated_randomised=says_randomised(view.domain_knowledge),
-            protected=set(result.pre),
-            seed=seed,
-        )
+        stated, pre, adj = says_randomised(view.domain_knowledge), set(result.pre), list(result.adjust)
+        move = randomised_move(frame, result.t, result.y, adj, stated_randomised=stated, protected=pre, seed=seed)
         for r in move.carriers:
             result.adjust.remove(r.column)
             result.rationale.pop(r.column, None)
             result.doubtful.pop(r.column, None)
             result.excluded[r.column] = r.reason
         if move.applies and not move.resolved:
-            result.notes.append(
-                f"the treatment looks randomised ({move.why}) but adjusting still moves the estimate from "
-                f"{move.unadjusted:.4g} to {move.adjusted:.4g} (SE {move.se_adjusted:.2g}) and no single column "
-                "carries the move: some adjusted columns may be measured after the treatment"
-            )
+            result.notes.append(move.unresolved_note())
         return move
 
     @staticmethod
@@ -262,29 +246,6 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             else:
                 candidates.append(c)
         return candidates, excluded
-
-
-RAW_READ_LIMIT = 200 * 2**20
-"""Bytes up to which the input file is read again for the missingness of the outcome."""
-
-
-def _as_read(view: StateView, frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """``cols`` of the input file as read (data repair drops rows without an outcome and imputes
-    covariates, which hides a column recorded only where the outcome is); ``frame`` when the file
-    is not at hand, too large, or lacks a column."""
-    from pathlib import Path
-
-    path = view.dataset_info.local_path if view.dataset_info is not None else None
-    if not path or not Path(path).is_file() or Path(path).stat().st_size > RAW_READ_LIMIT:
-        return frame
-    try:
-        raw = read_table(path)
-    except (WhyflowError, ValueError, OSError):
-        return frame
-    if any(c not in raw.columns for c in cols):
-        return frame
-    out = pd.DataFrame({c: pd.to_numeric(raw[c], errors="coerce") for c in cols})
-    return out if out[cols[0]].notna().any() else frame
 
 
 class _Builder:

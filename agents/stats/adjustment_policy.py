@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["OutcomeParts", "onehot_reference", "outcome_parts", "strong_descendants", "with_without"]
+__all__ = ["OutcomeParts", "as_read", "onehot_reference", "outcome_parts", "strong_descendants", "with_without"]
 
 DETERMINED_R2 = 0.9999
 """The covariates 'determine' the outcome when they explain this share of its variance or more."""
@@ -181,3 +181,31 @@ def with_without(
     se = max(res["se_with"], res["se_without"], 1e-12)
     res["shift_in_se"] = abs(res["with"] - res["without"]) / se
     return res
+
+
+RAW_READ_LIMIT = 200 * 2**20
+"""Bytes up to which the input file is read again for the missingness of the outcome."""
+
+
+def as_read(path: str | None, frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """``cols`` of the input file ``path`` as read, numeric where they parse; ``frame`` when the file
+    is not at hand, too large, unreadable or lacks a column.
+
+    Why: data repair drops the rows without an outcome and imputes covariates, which hides a
+    column recorded only where the outcome is (the answers a score is summed from).
+    """
+    from pathlib import Path
+
+    from agents.base.data import read_table
+    from agents.base.errors import WhyflowError
+
+    if not path or not Path(path).is_file() or Path(path).stat().st_size > RAW_READ_LIMIT:
+        return frame
+    try:
+        raw = read_table(path)
+    except (WhyflowError, ValueError, OSError):
+        return frame
+    if not cols or any(c not in raw.columns for c in cols):
+        return frame
+    out = pd.DataFrame({c: pd.to_numeric(raw[c], errors="coerce") for c in cols})
+    return out if out[cols[0]].notna().any() else frame

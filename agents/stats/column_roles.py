@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["ColumnRole", "classify_columns", "left_out_table", "outcome_proxies", "role_of_reason"]
+__all__ = [
+    "ColumnRole",
+    "classify_columns",
+    "left_out_summary",
+    "left_out_table",
+    "outcome_proxies",
+    "role_of_reason",
+]
 
 RANK_TRANSFORM = 0.99
 """|Spearman| with the outcome at or above which a column is a transform of it (log, level, scale)."""
@@ -212,16 +219,11 @@ def _outcome_roles(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnR
     for c, v in values.items():
         rho = _spearman(v, yv)
         if abs(rho) >= RANK_TRANSFORM:
-            out.append(
-                ColumnRole(
-                    c,
-                    "outcome_transform",
-                    (
-                        f"derived from the outcome: a copy of the outcome {y!r} on another scale (rank correlation "
-                        f"{rho:+.3f}; level, log or rescaled): adjusting for it leaves the treatment nothing to explain"
-                    ),
-                )
+            why = (
+                f"derived from the outcome: a copy of the outcome {y!r} on another scale (rank correlation "
+                f"{rho:+.3f}; level, log or rescaled): adjusting for it leaves the treatment nothing to explain"
             )
+            out.append(ColumnRole(c, "outcome_transform", why))
             continue
     taken = {r.column for r in out}
     out += _components(yv, {c: v for c, v in values.items() if c not in taken}, y)
@@ -312,16 +314,11 @@ def _treatment_roles(frame: pd.DataFrame, t: str, cols: list[str]) -> list[Colum
         r = _pearson(v, tv)
         rho = _spearman(v, tv) if not binary else r
         if max(abs(r), abs(rho)) >= COPY_CORR:
-            out.append(
-                ColumnRole(
-                    c,
-                    "treatment_copy",
-                    (
-                        f"a copy of the treatment {t!r} (correlation {r:+.3f}): adjusting for it leaves no variation "
-                        "in the treatment to learn from"
-                    ),
-                )
+            why = (
+                f"a copy of the treatment {t!r} (correlation {r:+.3f}): adjusting for it leaves no variation "
+                "in the treatment to learn from"
             )
+            out.append(ColumnRole(c, "treatment_copy", why))
             continue
         if not binary:
             continue
@@ -330,29 +327,19 @@ def _treatment_roles(frame: pd.DataFrame, t: str, cols: list[str]) -> list[Colum
             agree = float(np.mean(vv == (tt == levels[1])))
             share = max(agree, 1.0 - agree)
             if share >= COPY_CORR:
-                out.append(
-                    ColumnRole(
-                        c,
-                        "treatment_copy",
-                        (
-                            f"a copy of the treatment {t!r} (the same 0/1 value in {share:.1%} of rows): adjusting for it "
-                            "leaves almost no variation in the treatment"
-                        ),
-                    )
+                why = (
+                    f"a copy of the treatment {t!r} (the same 0/1 value in {share:.1%} of rows): "
+                    "adjusting for it leaves almost no variation in the treatment"
                 )
+                out.append(ColumnRole(c, "treatment_copy", why))
                 continue
         control, treated = vv[tt == levels[0]], vv[tt == levels[1]]
         if len(control) >= 20 and np.ptp(control) == 0 and len(np.unique(treated)) > 1:
-            out.append(
-                ColumnRole(
-                    c,
-                    "treatment_interaction",
-                    (
-                        f"derived from the treatment: equal to {control[0]:g} whenever {t!r} is {levels[0]:g} and varying "
-                        "only among the treated (a treatment x other-column term or a part of the treatment)"
-                    ),
-                )
+            why = (
+                f"derived from the treatment: equal to {control[0]:g} whenever {t!r} is {levels[0]:g} and "
+                "varying only among the treated (a treatment x other-column term or a part of the treatment)"
             )
+            out.append(ColumnRole(c, "treatment_interaction", why))
     return out
 
 
@@ -419,28 +406,17 @@ def classify_columns(
         block = design_block(frame[c])
         p = assoc_pvalue(tv, block) if tv is not None and block is not None else 1.0
         if p < alpha:
-            out.append(
-                ColumnRole(
-                    c,
-                    "post_treatment",
-                    (
-                        f"post-treatment by its name ({named}) and it moves with the treatment (p={p:.2g}): "
-                        "measured after the treatment"
-                    ),
-                )
+            why = (
+                f"post-treatment by its name ({named}) and it moves with the treatment (p={p:.2g}): "
+                "measured after the treatment"
             )
+            out.append(ColumnRole(c, "post_treatment", why))
         else:
-            out.append(
-                ColumnRole(
-                    c,
-                    "post_treatment",
-                    (
-                        f"kept, but {named}, which suggests it is measured after the treatment; no association with the "
-                        f"treatment was found (p={p:.2g}). If it is measured after, leave it out"
-                    ),
-                    leave_out=False,
-                )
+            why = (
+                f"kept, but {named}, which suggests it is measured after the treatment; no association with "
+                f"the treatment was found (p={p:.2g}). If it is measured after, leave it out"
             )
+            out.append(ColumnRole(c, "post_treatment", why, leave_out=False))
     return out
 
 
@@ -489,3 +465,13 @@ def left_out_table(excluded: dict[str, str], roles: list[ColumnRole]) -> list[di
         {"column": str(c), "role": named.get(c) or role_of_reason(str(why)), "reason": str(why)}
         for c, why in excluded.items()
     ]
+
+
+def left_out_summary(rows: list[dict[str, str]], limit: int = 6) -> str:
+    """The console's words for the columns the role rules left out ('' when none)."""
+    shown_roles = ("identifier", "outcome", "treatment", "instrument", "post")
+    by_role = [r for r in rows if r["role"].startswith(shown_roles)]
+    if not by_role:
+        return ""
+    shown = ", ".join(f"{r['column']} ({r['role']})" for r in by_role[:limit])
+    return f"; left out by column role: {shown}{' ...' if len(by_role) > limit else ''}"

@@ -38,6 +38,14 @@ class MoveCheck:
     carriers: tuple[ColumnRole, ...] = ()
     resolved: bool = True
 
+    def unresolved_note(self) -> str:
+        """What to say when the move stays after the carriers are out."""
+        return (
+            f"the treatment looks randomised ({self.why}) but adjusting still moves the estimate from "
+            f"{self.unadjusted:.4g} to {self.adjusted:.4g} (SE {self.se_adjusted:.2g}) and no single column "
+            "carries the move: some adjusted columns may be measured after the treatment"
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """JSON form (the carriers as role dicts)."""
         d = asdict(self)
@@ -162,17 +170,12 @@ def randomised_move(
         c = min(trials, key=lambda k: (abs(trials[k][0] - unadj), str(k)))
         if abs(trials[c][0] - unadj) > 0.5 * abs(adj - unadj):
             break  # no single column carries the move
-        carriers.append(
-            ColumnRole(
-                c,
-                "post_treatment_move",
-                (
-                    f"post-treatment by the data: the treatment looks randomised ({why}), yet adjusting for it moves the "
-                    f"effect from {trials[c][0]:.4g} to {adj:.4g} (unadjusted {unadj:.4g}, adjusted SE {se_a:.2g}); "
-                    "a pre-treatment covariate cannot do that in an experiment"
-                ),
-            )
+        reason = (
+            f"post-treatment by the data: the treatment looks randomised ({why}), yet adjusting for it moves "
+            f"the effect from {trials[c][0]:.4g} to {adj:.4g} (unadjusted {unadj:.4g}, adjusted SE {se_a:.2g}); "
+            "a pre-treatment covariate cannot do that in an experiment"
         )
+        carriers.append(ColumnRole(c, "post_treatment_move", reason))
         live.remove(c)
         adj, se_a = trials[c]
     return MoveCheck(True, why, unadj, first[0], first[1], tuple(carriers), resolved=not large(adj, se_a))
