@@ -25,20 +25,29 @@ def run_ask_local(plan: Plan, folder: JobFolder) -> int:
     from flows.ask import print_answer
     from flows.ask_flow import write_answer
     from flows.errors import RunCancelled, RunFailed
+    from flows.interrupts import cancel_job, interrupt_guard
     from flows.progress import Reporter
     from flows.runner import LocalExecutor, Runner
+
+    cancelled = f"whyflow: cancelled; `whyflow resume {folder.path}` continues it"
+
+    def give_up() -> None:  # the signal's watchdog: the run did not end within seconds
+        cancel_job(folder)
+        print(cancelled, file=sys.stderr)
 
     state = folder.load_any()
     assert isinstance(state, AskState)
     try:
-        Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
+        with interrupt_guard(give_up):  # SIGINT, SIGTERM, SIGHUP: cancelled, exit 130
+            Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
     except (RunFailed, RunCancelled):
         pass  # the state records why; the answer file says it
     except KeyboardInterrupt:
-        if not state.status.is_terminal:
-            state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")
-            folder.save(state)
-        print(f"whyflow: cancelled; `whyflow resume {folder.path}` continues it", file=sys.stderr)
+        cancel_job(folder)
+    state = folder.load_any()
+    assert isinstance(state, AskState)
+    if state.status.value == "cancelled":
+        print(cancelled, file=sys.stderr)
         return 130
     write_answer(folder, state)
     return print_answer(state, folder)
