@@ -169,6 +169,19 @@ def test_bad_input_exits_2_with_one_sentence(
         assert path.read_bytes() == before
 
 
+def test_zstandard_without_its_package_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("zstandard") is not None:
+        pytest.skip("zstandard is installed: pandas reads .zst here")
+    path = tmp_path / "data.csv.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(40))  # a Zstandard frame's magic number
+    code = main(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(tmp_path / "job")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "is Zstandard-compressed; reading it needs the zstandard package" in err
+
+
 def test_invalid_metadata_is_one_located_sentence(good_csv: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     meta = tmp_path / "meta.yaml"
     meta.write_text("columns:\n  x1: [unclosed\n  x2: pre\n")
