@@ -208,6 +208,13 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return _regression(df, cols, op)
     if op == "normality_p":
         return _test_p(df, cols, opts.get("test", "shapiro"))
+    if op == "extreme":
+        label, value = cols[0], cols[1]
+        data = pd.DataFrame({"label": df[label], "value": _col(df, value)}).dropna()
+        if opts.get("per_group"):
+            data = data.groupby("label", as_index=False)["value"].mean()
+        best = data["value"].max() if opts.get("largest", True) else data["value"].min()
+        return ", ".join(str(v) for v in data.loc[data["value"] == best, "label"])
     if op == "verdict":
         return _verdict(df, cols, opts)
     if op == "effect":

@@ -207,6 +207,30 @@ def _correlation_op(slot_text: str, context: str) -> str | None:
     return None
 
 
+def _extreme(slot_text: str, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
+    """"Which country has the highest score": the label (a text column the slot names) of the row,
+    or of the group when the question averages per label, with the largest or smallest value."""
+    low = text.lower()
+    words = set(slot_text.split()) | set(re.findall(r"[a-z]+", low[:300]))
+    if words & {"highest", "largest", "most", "maximum", "max", "top", "greatest"}:
+        largest = True
+    elif words & {"lowest", "smallest", "least", "minimum", "min", "fewest"}:
+        largest = False
+    else:
+        return None
+    labels = [c for c in infos if not c.numeric and (_norm(c.name) in {_norm(w) for w in slot_text.split()}
+                                                     or any(_norm(c.name).startswith(_norm(w)) and len(w) > 3
+                                                            for w in slot_text.split()))]
+    cue = re.compile(r"\b(?:highest|largest|most|maximum|greatest|lowest|smallest|least|minimum|fewest)\b", re.I)
+    near = [m.column for sentence in re.split(r"(?<=[.!?])\s+|\n", text) if cue.search(sentence)
+            for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
+    values = [c for c in near + asked if c not in {x.name for x in labels}]
+    if len(labels) != 1 or not values:
+        return None
+    per_group = bool(re.search(r"\b(?:average|mean)\b", low)) and bool(re.search(r"\b(?:each|per|every)\b", low))
+    return {"columns": [labels[0].name, values[0]], "largest": largest, "per_group": per_group}
+
+
 _NEGATIVE = re.compile(r"^(?:no|not|non|false|none)\b|\b(?:not|non)[- ]|^non|^not|^no$|^false$", re.I)
 
 
@@ -215,12 +239,13 @@ def _quoted_options(about: str) -> list[str]:
     return [(a or b).strip() for a, b in found if (a or b).strip()]
 
 
-def _verdict(slot_text: str, about: str, context: str) -> dict[str, Any] | None:
+def _verdict(slot_text: str, about: str, context: str, names: set[str]) -> dict[str, Any] | None:
     """A yes/no (or linear/nonlinear/none) slot decided by a computed number and the rule the
     question states, answered with the exact words its format lists; None without such words."""
     words = set(slot_text.split())
-    names = {_norm(slot_text)} | {_norm(w) for w in slot_text.split()}
-    options = [o for o in _quoted_options(about) if _norm(o) not in names and " is " not in o]
+    options = [o for o in _quoted_options(about) if _norm(o) not in names and " is " not in o and "_" not in o]
+    if not options and re.search(r"\bboolean\b", about, re.I):
+        options = ["True", "False"]
     yes = [o for o in options if not _NEGATIVE.search(o)]
     no = [o for o in options if _NEGATIVE.search(o)]
     alpha = re.search(r"(?:alpha|significance level)[^0-9]{0,20}(0?\.\d+)|p-?value[^.]{0,30}?(?:less|greater|smaller|"
@@ -245,7 +270,7 @@ def _verdict(slot_text: str, about: str, context: str) -> dict[str, Any] | None:
             return {"base": "direction", "positive": pos[0], "negative": neg[0], **_options("corr", context)}
     if len(yes) != 1 or len(no) != 1:
         return None
-    if words & {"normal", "normality", "normally"} or ("distribution" in words and "normal" in about.lower()):
+    if words & {"normal", "normality", "normally"} or all("normal" in o.lower() for o in yes + no):
         test = _options("normality_p", context)
         if not re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context):
             return None
@@ -355,7 +380,11 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             op = _correlation_op(_words(about), context) or _op(_words(about))
         own = _own_columns(name, infos)
         decimals = _decimals(about) if _decimals(about) is not None else default_decimals
-        verdict = _verdict(slot_text, about, context) if op is None else None
+        extreme = _extreme(slot_text, body + "\n" + constraints, infos, asked) if op is None else None
+        if extreme is not None:
+            requests.append(Request(slot=name, op="extreme", columns=extreme.pop("columns"), options=extreme))
+            continue
+        verdict = _verdict(slot_text, about, context, {_norm(name), _norm(placeholder)}) if op is None else None
         if verdict is not None:
             single = verdict["base"] in ("normality", "skew_sign")
             cols = _columns_for("mean" if single else "corr", own, asked if single else (paired or asked), steps)

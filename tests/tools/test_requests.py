@@ -100,3 +100,11 @@ def test_a_stated_rule_is_answered_with_the_formats_own_words(frame: pd.DataFram
     r, p = stats.pearsonr(frame.Fare, frame.Pclass)
     assert got["relationship_type"] == ("none" if p >= 0.05 else "linear" if abs(r) >= 0.5 else "nonlinear")
     assert got["age_normal"] == ("Yes" if stats.shapiro(frame.Age.dropna()).pvalue >= 0.05 else "No")
+
+
+def test_which_label_has_the_highest_value() -> None:
+    frame = pd.DataFrame({"country": ["A", "A", "B", "B", "C"], "score": [1.0, 9.0, 6.0, 6.0, 2.0]})
+    q = "Which country has the highest score?\nFormat: @country_with_highest_score[name]"
+    assert _answers(q, frame)["country_with_highest_score"] == "A"
+    q2 = "Which country has the highest average score? Average the score of each country.\nFormat: @top_country[name]"
+    assert _answers(q2, frame)["top_country"] == "B"  # B averages 6, A 5
