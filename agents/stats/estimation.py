@@ -206,6 +206,11 @@ def finish_pair(
 
     mark_credibility(setup, estimates)
     head, reason = choose_headline(setup, estimates, view.ps_diagnostics)
+    panel = None
+    if "did" not in setup.design and view.data_profile is not None:
+        from agents.stats.panel_shape import repeated_units
+
+        panel = repeated_units(setup.frame, view.data_profile.time_column, (setup.treatment, setup.outcome))
     sample = _save_rows(setup, round_no)
     rows = []
     for key, est in estimates.items():
@@ -218,8 +223,14 @@ def finish_pair(
                 reason_text = f"{reason} Population: the estimate describes {population}, not the whole sample."
             else:
                 reason_text = reason
+            extras = {**row.details.extras, **({"repeated_units": panel} if panel else {})}
             row.details = row.details.model_copy(
-                update={"headline": True, "headline_reason": reason_text, "skipped_methods": dict(setup.skipped)}
+                update={
+                    "headline": True,
+                    "headline_reason": reason_text,
+                    "skipped_methods": dict(setup.skipped),
+                    "extras": extras,
+                }
             )
         rows.append(row)
     adj = setup.adjustment

@@ -558,6 +558,18 @@ def _design_contract(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult |
         )
         return
     x = {**head.details.extras}
+    panel = x.get("repeated_units")
+    if isinstance(panel, dict) and not head.details.is_design:
+        u, t = panel.get("unit"), panel.get("time")
+        acc.issues.append(
+            f"The rows are a panel: {panel.get('n_units')} units of '{u}' observed over '{t}' (about "
+            f"{panel.get('rows_per_unit', 0):.0f} rows each), but the interval treats every row as independent."
+        )
+        acc.doubts.append(
+            f"repeated units: {panel.get('n_units')} values of '{u}' each seen about {panel.get('rows_per_unit', 0):.0f} "
+            f"times over '{t}', so the interval is too narrow; declare the panel (--unit {u} --time {t}) for unit "
+            "and period effects with errors clustered by unit"
+        )
     if head.details.family == "iv":
         f_stat = x.get("first_stage_f")
         if isinstance(f_stat, (int, float)) and f_stat < 10:

@@ -148,3 +148,28 @@ def test_an_uncertain_role_that_does_not_move_the_estimate_is_settled() -> None:
     rv = review(_inputs(confounders={**cd, "doubtful_sensitivity": still}))
     assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
     assert any("do not matter" in r and "x2" in r for r in rv.reasoning)
+
+
+def test_a_panel_analysed_as_independent_rows_is_not_approved() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from agents.stats.panel_shape import repeated_units
+
+    rng = np.random.default_rng(0)
+    units, years = 10, 60
+    frame = pd.DataFrame(
+        {
+            "cc": np.repeat([f"C{i}" for i in range(units)], years),
+            "year": np.tile(np.arange(1950, 1950 + years), units),
+            "x": rng.normal(size=units * years),
+        }
+    )
+    panel = repeated_units(frame, "year", ("x",))
+    assert panel is not None and panel["unit"] == "cc" and panel["n_units"] == 10 and panel["rows_per_unit"] == 60
+    assert repeated_units(frame.drop_duplicates("cc"), "year") is None  # one row a unit: nothing repeats
+    assert repeated_units(frame, None) is None  # no time column: not a panel
+    head = make_estimate("dml_plm", -0.003, 0.002, headline=True, repeated_units=panel)
+    rv = review(_inputs(estimates=[head, make_estimate("ols", -0.003, 0.002)]))
+    assert rv.decision is not CritiqueDecision.APPROVE
+    assert "repeated units" in rv.verdict and "--unit cc --time year" in rv.verdict
