@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -45,7 +46,10 @@ PROBLEMS: dict[str, tuple[str, ...]] = {
     "overlap": ("overlap", "common support", "positivity"),
     "parallel trends": ("parallel trends", "pre-trend", "pretrend"),
     "collinear or absorbed": ("collinear", "absorbed", "rank"),
+    "repeated units": ("repeated units", "repeated", "cluster"),
 }
+COLUMN_DOUBTS = ("uncertain adjustment", "residual confounding", "repeated units")
+"""Refusals for a doubt about named columns: justified when the case's pitfalls name one of them too."""
 
 
 def load_cases(only: set[str] | None = None) -> list[dict[str, Any]]:
@@ -124,7 +128,14 @@ def justified(r: dict[str, Any], case: dict[str, Any]) -> bool:
     """A refusal names a problem of the case: one of PROBLEMS found both in the reason and in the case's notes."""
     reason = " ".join([r.get("reason") or "", *r.get("blockers", [])]).lower()
     known = " ".join([str(case.get("pitfalls") or ""), str(case.get("reproduction") or "")]).lower()
-    return any(any(w in reason for w in words) and any(w in known for w in words) for words in PROBLEMS.values())
+    if any(any(w in reason for w in words) and any(w in known for w in words) for words in PROBLEMS.values()):
+        return True
+    if not any(d in reason for d in COLUMN_DOUBTS):
+        return False
+    pitfalls = set(re.findall(r"[a-z_][a-z0-9_]*", str(case.get("pitfalls") or "").lower()))
+    named = set(re.findall(r"'?([a-z_][a-z0-9_]*)'? (?:may be measured|imputed for)", reason))
+    named |= set(re.findall(r"values of '([a-z_][a-z0-9_]*)'", reason))
+    return bool(named & pitfalls)
 
 
 def outcome_of(r: dict[str, Any], case: dict[str, Any]) -> str:
