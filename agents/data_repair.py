@@ -109,12 +109,22 @@ class DataRepairAgent(Agent[DataRepairParams]):
                     f"{n:,} duplicate rows removed; {profile.duplicates_note}",
                 )
             )
-        frame, dropped = self._drop_rows(frame, treatment, outcome, params, repairs)
+        design = view.design
+        kept_whole = {  # the design's own columns: a filled-in value would move a unit across the cutoff or panel
+            "instrument": design.instrument,
+            "running variable": design.running_variable,
+            "unit": design.unit_column,
+            "time": design.time_column,
+        }
+        frame, dropped = self._drop_rows(frame, treatment, outcome, params, repairs, kept_whole)
+        protected = {c for c in kept_whole.values() if c}
         frame = self._drop_constants(frame, treatment, outcome, repairs)
         if params.recording_errors:
-            self._recording_errors(frame, profile, {treatment, outcome, *ids}, repairs)
+            self._recording_errors(frame, profile, {treatment, outcome, *ids, *protected}, repairs)
         if params.impute:
-            frame = self._impute(frame, profile, {treatment, outcome, *ids}, params.indicator_threshold, repairs)
+            frame = self._impute(
+                frame, profile, {treatment, outcome, *ids, *protected}, params.indicator_threshold, repairs
+            )
         frame = frame.reset_index(drop=True)
         unchanged = None if repairs else (on_parsed, on_parsed_failed)  # no repair: the data validated above
         still = recheck_expectations(frame, profile, run_expectations, unchanged)
@@ -283,7 +293,12 @@ class DataRepairAgent(Agent[DataRepairParams]):
 
     @staticmethod
     def _drop_rows(
-        frame: pd.DataFrame, treatment: str | None, outcome: str | None, params: Any, repairs: list
+        frame: pd.DataFrame,
+        treatment: str | None,
+        outcome: str | None,
+        params: Any,
+        repairs: list,
+        design: dict[str, str | None] | None = None,
     ) -> tuple[pd.DataFrame, DuplicateVerdict | None]:
         n = len(frame)
         dropped = None
@@ -303,7 +318,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
                         f"{n - len(frame):,} duplicate rows removed",
                     )
                 )
-        for role, col in (("treatment", treatment), ("outcome", outcome)):
+        for role, col in (("treatment", treatment), ("outcome", outcome), *(design or {}).items()):
             if not col or col not in frame.columns:
                 continue
             missing = frame[col].isna()
@@ -317,7 +332,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
                         f"dropped the rows (the {role} is never imputed)",
                         before,
                         len(frame),
-                        f"{before - len(frame):,} rows without {'an' if role == 'outcome' else 'a'} {role} value removed",
+                        f"{before - len(frame):,} rows without {'an' if role[0] in 'aeiou' else 'a'} {role} value removed",
                     )
                 )
         if frame.empty:

@@ -118,6 +118,29 @@ def test_missing_treatment_and_outcome_are_dropped_not_imputed(tmp_path: Path) -
     assert set(repaired["treated"].unique()) == {0.0, 1.0}
 
 
+def test_a_design_column_with_gaps_loses_its_rows_and_is_never_filled_in(tmp_path: Path) -> None:
+    from agents.base.state import StudyDesign
+
+    rng = np.random.default_rng(4)
+    n = 600
+    score = rng.uniform(0.2, 0.8, n)
+    frame = pd.DataFrame({"score": score, "x": rng.normal(size=n)})
+    frame["treated"] = (score >= 0.5).astype(int)
+    frame["outcome"] = 2 * frame["treated"] + score + rng.normal(size=n)
+    frame.loc[[7, 70, 300], "score"] = np.nan  # a median fill would put them next to the cutoff
+    frame.loc[[9, 90], "x"] = np.nan  # an ordinary covariate is still imputed
+    state = make_state(frame, tmp_path, "treated", "outcome", profile=False)
+    state.design = StudyDesign(running_variable="score", cutoff=0.5)
+    run_single_agent("data_profiler", state, tmp_path)
+    run_single_agent("data_repair", state, tmp_path)
+    gap = _one(state, "repair", column="score", issue="missing running variable")
+    assert (gap["n_before"], gap["n_after"]) == (600, 597)
+    repaired = pd.read_parquet(state.dataframe_path)
+    assert len(repaired) == 597 and repaired["score"].notna().all() and "score_missing" not in repaired.columns
+    assert not _entries(state, "repair", column="score", issue="missing values")
+    assert _entries(state, "repair", column="x")  # the covariate's gaps were filled as before
+
+
 def test_label_variants_are_unified(tmp_path: Path) -> None:
     frame, _ = job_training(n=800, seed=4)
     frame.loc[[1, 2, 3], "region"] = [" north", "North", "SOUTH "]
