@@ -446,7 +446,7 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
         **reported,
         method_key=key,
         family=spec.family,
-        n_used=int(len(setup.prep.y)),
+        n_used=int(est.details.get("n_obs") or len(setup.prep.y)),  # a panel fit reads its own rows
         adjustment_set=[] if key in ("naive", "did", "rdd", "diff_means") else list(setup.adjustment.covariates),
         excluded_covariates=dict(setup.adjustment.excluded),
         round=round_no,

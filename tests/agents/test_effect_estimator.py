@@ -147,6 +147,8 @@ def test_declared_designs_headline_and_cover(tmp_path: Path, gen, design, key) -
     if key == "iv":
         assert est["iv"].estimand == "LATE" and not _covers(est["ols"], truth["effect"])
         assert "z" not in est["ols"].details.adjustment_set
+    if key == "did":  # the panel fit's own rows, not the pair's prepared sample
+        assert est["did"].details.n_used == est["did"].details.extras["n_obs"] == len(frame.dropna())
 
 
 def test_string_treatment_mapped_and_dose_gets_a_slope(tmp_path: Path) -> None:
