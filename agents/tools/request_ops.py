@@ -167,11 +167,29 @@ def causal_effect(df: pd.DataFrame, opts: dict[str, Any]) -> dict[str, Any]:
     return {"estimate": estimate, "se": se, "n": int(len(t)), "n_treated": int(t.sum())}
 
 
+def group_test_p(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> float:
+    """The p-value of the named test of ``cols[0]`` between the levels of ``opts['group']``."""
+    from scipy import stats
+
+    x = _col(df, cols[0])
+    samples = [x[df[opts["group"]] == level].dropna() for level in opts["levels"]]
+    test = opts.get("test", "ttest")
+    if test == "mannwhitney":
+        return float(stats.mannwhitneyu(samples[0], samples[1], alternative="two-sided").pvalue)
+    if test == "anova":
+        return float(stats.f_oneway(*samples).pvalue)
+    if test == "kruskal":
+        return float(stats.kruskal(*samples).pvalue)
+    return float(stats.ttest_ind(samples[0], samples[1], equal_var=test != "welch").pvalue)
+
+
 def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
     """The format's own word for a rule the question states on a computed p-value (and r)."""
     base, alpha = opts["base"], float(opts.get("alpha", 0.05))
     if base == "normality":
         return str(opts["yes"] if _test_p(df, cols, opts.get("test", "shapiro")) >= alpha else opts["no"])
+    if base == "group_test":
+        return str(opts["yes"] if group_test_p(df, cols, opts) < alpha else opts["no"])
     if base == "skew_sign":
         return str(opts["positive"] if _statistic(_col(df, cols[0]), "skew", opts) > 0 else opts["negative"])
     r, p = _correlation(df, cols, opts, False), _correlation(df, cols, opts, True)
@@ -208,6 +226,8 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return _regression(df, cols, op)
     if op == "normality_p":
         return _test_p(df, cols, opts.get("test", "shapiro"))
+    if op == "group_test_p":
+        return group_test_p(df, cols, opts)
     if op == "extreme":
         label, value = cols[0], cols[1]
         data = pd.DataFrame({"label": df[label], "value": _col(df, value)}).dropna()

@@ -110,14 +110,16 @@ def format_slots(question: str) -> list[tuple[str, str, str]]:
     chunks = [c.strip() for c in re.split(r"\bwhere\b|\n|;|(?<=\.)\s", _SLOT.sub(" ", text)) if c.strip()]
     out = []
     for name, placeholder in seen.items():
-        keys = {name.lower(), placeholder.lower()}
+        keys = {name.lower(), placeholder.lower(), re.sub(r"\(.*?\)", "", placeholder).strip().lower()}
         about = []
         for chunk in chunks:  # from the slot's mention on: "a is rounded to 2 and b to 3 decimals"
             hits = [m.start() for k in keys if k for m in re.finditer(rf"\b{re.escape(k)}\b", chunk.lower())]
             if hits:
                 start = min(hits)
                 about.append(chunk[start - 1 if start and chunk[start - 1] in "\"'`" else start :])
-        out.append((name, placeholder, " ".join(about)))
+        slash = re.search(r"\b(\w+)/(\w+)\b", placeholder)  # "(Yes/No)": the options themselves
+        options = f'"{slash.group(1)}" or "{slash.group(2)}". ' if slash else ""
+        out.append((name, placeholder, options + " ".join(about)))
     return out
 
 
@@ -199,12 +201,41 @@ def _correlation_op(slot_text: str, context: str) -> str | None:
     if re.search(r"\bp ?val(?:ue)?\b|\bpvalue\b", slot_text):
         if re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context):
             return "normality_p"
-        if "correlat" in context and not re.search(r"t-?test|anova|chi", context):
+        if "correlat" in context and not re.search(r"t-?test|anova|chi|mann", context):
             return "corr_p"
+        if _GROUP_TEST.search(context):
+            return "group_test_p"
         return None
     if re.search(r"\bcorr(?:elation)?\b|\bcoefficient\b|\br\b", slot_text) and "correlat" in context:
         return "corr"
     return None
+
+
+_GROUP_TEST = re.compile(r"t-?test|\bt test|mann.?whitney|anova|analysis of variance|kruskal")
+
+
+def _group_test(frame: pd.DataFrame, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
+    """A two-sample or k-sample test the question names: the value column, the group column and,
+    for two-sample tests on a column with more groups, the two groups the question names."""
+    low = text.lower()
+    test = ("mannwhitney" if re.search(r"mann.?whitney", low) else "anova" if re.search(r"anova|analysis of var", low)
+            else "kruskal" if "kruskal" in low else "welch" if re.search(r"welch|unequal variance", low) else "ttest")
+    mentioned = [m.column for m in find_columns(text, infos)]
+    groups = sorted((c for c in infos if c.name in mentioned and c.categorical and c.name in frame.columns
+                     and 1 < (c.n_unique or 0) <= 20), key=lambda c: c.n_unique or 0)
+    values = [c for c in asked if not any(g.name == c for g in groups)]
+    if not groups or not values:
+        return None
+    group = groups[0].name
+    levels = [v for v in frame[group].dropna().unique().tolist()]
+    chosen = levels
+    if test not in ("anova", "kruskal") and len(levels) > 2:
+        named = set(re.findall(r"\b(\d+)(?:st|nd|rd|th)?\b", low)) | {_ORDINALS[w] for w in re.findall(r"[a-z]+", low)
+                                                                       if w in _ORDINALS}
+        chosen = [v for v in levels if str(v).removesuffix(".0") in named or str(v).lower() in low.split()]
+        if len(chosen) != 2:
+            return None
+    return {"test": test, "group": group, "levels": chosen, "columns": [values[0]]}
 
 
 def _extreme(slot_text: str, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
@@ -236,14 +267,17 @@ _NEGATIVE = re.compile(r"^(?:no|not|non|false|none)\b|\b(?:not|non)[- ]|^non|^no
 
 def _quoted_options(about: str) -> list[str]:
     found = re.findall(r"\"([^\"]{1,40})\"|(?<![A-Za-z])'([^']{1,40})'(?![A-Za-z])", about)
-    return [(a or b).strip() for a, b in found if (a or b).strip()]
+    return list(dict.fromkeys((a or b).strip() for a, b in found if (a or b).strip()))
 
 
-def _verdict(slot_text: str, about: str, context: str, names: set[str]) -> dict[str, Any] | None:
+def _verdict(slot_text: str, about: str, context: str, names: set[str],
+             group_test: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """A yes/no (or linear/nonlinear/none) slot decided by a computed number and the rule the
     question states, answered with the exact words its format lists; None without such words."""
     words = set(slot_text.split())
     options = [o for o in _quoted_options(about) if _norm(o) not in names and " is " not in o and "_" not in o]
+    short = [o for o in options if len(o.split()) <= 4]
+    options = short if len(short) >= 2 else options
     if not options and re.search(r"\bboolean\b", about, re.I):
         options = ["True", "False"]
     yes = [o for o in options if not _NEGATIVE.search(o)]
@@ -276,6 +310,8 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str]) -> dict[
             return None
         base = "normality"
         return {"base": base, "alpha": level, "yes": yes[0], "no": no[0], **test}
+    if words & {"significant", "significance", "difference"} and _GROUP_TEST.search(context) and group_test:
+        return {"base": "group_test", "alpha": level, "yes": yes[0], "no": no[0], **group_test}
     if words & {"significant", "significance"} and "correlat" in context and not re.search(r"t-?test|anova|chi", context):
         return {"base": "significance", "alpha": level, "yes": yes[0], "no": no[0], **_options("corr", context)}
     return None
@@ -384,16 +420,27 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         if extreme is not None:
             requests.append(Request(slot=name, op="extreme", columns=extreme.pop("columns"), options=extreme))
             continue
-        verdict = _verdict(slot_text, about, context, {_norm(name), _norm(placeholder)}) if op is None else None
+        test = _group_test(frame, context_raw, infos, asked) if op is None and _GROUP_TEST.search(context) else None
+        verdict = _verdict(slot_text, about, context, {_norm(name), _norm(placeholder)}, test) if op is None else None
         if verdict is not None:
             single = verdict["base"] in ("normality", "skew_sign")
-            cols = _columns_for("mean" if single else "corr", own, asked if single else (paired or asked), steps)
+            if verdict["base"] == "group_test":
+                cols = verdict.pop("columns")
+            else:
+                cols = _columns_for("mean" if single else "corr", own, asked if single else (paired or asked), steps)
             if cols is not None:
                 requests.append(Request(slot=name, op="verdict", columns=cols, options=verdict))
                 continue
         if op is None:
             requests.append(Request(slot=name, op="unknown", decimals=decimals,
                                     reason="no deterministic routine reads this part; a model can answer it"))
+            continue
+        if op == "group_test_p":
+            test = _group_test(frame, context_raw, infos, asked)
+            if test is None:
+                requests.append(Request(slot=name, op="unknown", reason="the groups of this test are not read"))
+                continue
+            requests.append(Request(slot=name, op=op, columns=test.pop("columns"), options=test, decimals=decimals))
             continue
         cols = _columns_for(op, own, (paired or asked) if op in ("corr", "corr_p") and len(own) < 2 else asked, steps)
         if cols is None:

@@ -108,3 +108,16 @@ def test_which_label_has_the_highest_value() -> None:
     assert _answers(q, frame)["country_with_highest_score"] == "A"
     q2 = "Which country has the highest average score? Average the score of each country.\nFormat: @top_country[name]"
     assert _answers(q2, frame)["top_country"] == "B"  # B averages 6, A 5
+
+
+def test_a_named_two_group_test_and_its_verdict(frame: pd.DataFrame) -> None:
+    from scipy import stats
+
+    q = ("Is the age of 1st class passengers different from 3rd class passengers?\nConstraints: use the Mann-Whitney U "
+         "test on Age between Pclass 1 and 3 with alpha 0.05.\nFormat: @p_value[p] @significance[(Yes/No)] where p is "
+         "rounded to four decimal places.")
+    got = _answers(q, frame)
+    a, b = frame.Age[frame.Pclass == 1].dropna(), frame.Age[frame.Pclass == 3].dropna()
+    p = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue
+    assert got["p_value"] == f"{p:.4f}"
+    assert got["significance"] == ("Yes" if p < 0.05 else "No")
