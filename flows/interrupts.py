@@ -140,13 +140,12 @@ def interrupt_guard(on_give_up: Callable[[], None], grace: float = GRACE_SECONDS
         # The user asked to stop: Prefect's complaints while it winds down (events it can no
         # longer send, services stopped) are noise; whyflow's own lines say what happened.
         _silence_logging()
-        timer = threading.Timer(grace, give_up)
-        timer.daemon = True
+        timer = threading.Thread(target=_watch, args=(grace, give_up), name="whyflow-stop-watchdog", daemon=True)
         timer.start()
         timers.append(timer)
         raise KeyboardInterrupt
 
-    timers: list[threading.Timer] = []
+    timers: list[threading.Thread] = []
     previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     _guard_handler.append(handler)
     try:
@@ -157,6 +156,30 @@ def interrupt_guard(on_give_up: Callable[[], None], grace: float = GRACE_SECONDS
         _guard_handler.remove(handler)
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def _watch(grace: float, give_up: Callable[[], None]) -> None:
+    """Call ``give_up`` ``grace`` seconds from now, or 2 s from now once Prefect's temporary server is gone.
+
+    A SIGTERM to the whole process group also ends the temporary server; the flow then retries
+    a server that will never answer again, and only the watchdog ends the run.
+    """
+    import time
+
+    start = time.monotonic()
+    while (waited := time.monotonic() - start) < grace:
+        if waited >= 2.0 and _temporary_server_gone():
+            break
+        time.sleep(0.2)
+    give_up()
+
+
+def _temporary_server_gone() -> bool:
+    if "flows.temp_server" not in sys.modules:
+        return False
+    from flows.temp_server import gone
+
+    return gone()
 
 
 def _silence_logging() -> None:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["TemporaryServer", "temporary_server", "ServerStartError", "stop_all", "drain_prefect_services"]
+__all__ = ["TemporaryServer", "temporary_server", "ServerStartError", "stop_all", "gone", "drain_prefect_services"]
 
 _SPAWN_ATTEMPTS = 3
 _RUNNING: list[TemporaryServer] = []
@@ -82,6 +82,11 @@ class TemporaryServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def gone() -> bool:
+    """True when a temporary server this process started has exited on its own (a signal to the group)."""
+    return any(server.process.poll() is not None for server in list(_RUNNING))
 
 
 def drain_prefect_services() -> None:

@@ -38,10 +38,14 @@ def small_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _start(argv: list[str]) -> subprocess.Popen[bytes]:
+def _start(argv: list[str], *, ephemeral: bool = False) -> subprocess.Popen[bytes]:
+    """``ephemeral``: no Prefect server configured, so whyflow starts its temporary one (in the group)."""
+    env = subprocess_env()
+    if ephemeral:
+        env.pop("PREFECT_API_URL", None)
     return subprocess.Popen(
         [sys.executable, "-m", "flows.cli", *argv],
-        env=subprocess_env(),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -114,6 +118,21 @@ def test_a_signal_while_the_notebook_runs_cancels_the_run(
     reason = "interrupted (Ctrl-C)" if sig is signal.SIGINT else f"received signal {sig.name}"
     assert reason in state["error_message"] and f"whyflow resume {out}" in err
     assert state["completed_steps"] == ["data_profiler", "effect_estimator"]
+
+
+def test_sigterm_to_the_group_that_holds_the_temporary_server(small_csv: Path, tmp_path: Path) -> None:
+    """The group's SIGTERM ends Prefect's temporary server too: the run is cancelled without waiting for it."""
+    recipe = tmp_path / "slow.yaml"
+    recipe.write_text("name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {sleep: 30}\n")
+    out = tmp_path / "job"
+    proc = _start(["run", str(recipe), "--data", str(small_csv), "-t", "treated", "-y", "outcome", "-o", str(out)],
+                  ephemeral=True)  # fmt: skip
+    _wait(proc, lambda: _status(out) == "estimating_effects")
+    took, err = _stop(proc, signal.SIGTERM, group=True)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert took < 6, f"took {took:.1f} s"  # the watchdog's full grace is 10 s
+    state = json.loads((out / "state.json").read_text())
+    assert state["status"] == "cancelled" and state["completed_steps"] == ["toy_profiler"]
 
 
 @pytest.mark.parametrize("group", [False, True], ids=["sigterm-to-the-process", "sigterm-to-the-group"])
