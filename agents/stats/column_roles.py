@@ -54,7 +54,9 @@ _ID_PREFIXES = (
     "anon",
     "case",
     "child",
+    "city",
     "class",
+    "clinic",
     "country",
     "county",
     "customer",
@@ -62,6 +64,7 @@ _ID_PREFIXES = (
     "election",
     "firm",
     "hh",
+    "hospital",
     "household",
     "obs",
     "patient",
@@ -77,8 +80,11 @@ _ID_PREFIXES = (
     "student",
     "subject",
     "teacher",
+    "town",
     "unit",
     "user",
+    "village",
+    "zip",
 )
 
 
@@ -115,7 +121,7 @@ def _id_named(name: str) -> bool:
     toks = _tokens(name)
     if toks and toks[-1] in _ID_TOKENS:
         return True
-    return any(low == f"{p}id" or low == f"{p}_id" for p in _ID_PREFIXES)
+    return any(low in (f"{p}id", f"{p}_id", f"{p}code", f"{p}_code") for p in _ID_PREFIXES)
 
 
 def _identifier(s: pd.Series, name: str) -> str | None:
@@ -214,8 +220,8 @@ def outcome_proxies(frame: pd.DataFrame, y: str, cols: list[str]) -> list[Column
 def _outcome_roles(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnRole]:
     """Transforms (rank-equivalent), proxies (missing exactly where the outcome is) and parts of the outcome."""
     yv = frame[y].to_numpy(dtype=float)
-    out = outcome_proxies(frame, y, cols)
-    values = {c: v for c in cols if (v := _numeric(frame, c)) is not None and c not in {r.column for r in out}}
+    values = {c: v for c in cols if (v := _numeric(frame, c)) is not None}
+    out: list[ColumnRole] = []
     for c, v in values.items():
         rho = _spearman(v, yv)
         if abs(rho) >= RANK_TRANSFORM:
@@ -224,7 +230,7 @@ def _outcome_roles(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnR
                 f"{rho:+.3f}; level, log or rescaled): adjusting for it leaves the treatment nothing to explain"
             )
             out.append(ColumnRole(c, "outcome_transform", why))
-            continue
+    out += outcome_proxies(frame, y, [c for c in cols if c not in {r.column for r in out}])
     taken = {r.column for r in out}
     out += _components(yv, {c: v for c, v in values.items() if c not in taken}, y)
     return out

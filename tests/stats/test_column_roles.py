@@ -81,10 +81,12 @@ def test_identifiers_are_found_and_integer_quantities_kept() -> None:
     f["age"] = rng.integers(18, 80, n)  # repeated integers
     f["person_id"] = rng.integers(0, 200, n)  # named like an id, many codes
     f["name"] = [f"p{i}" for i in range(n)]
+    f["towncode"] = rng.integers(0, 300, n).astype(float)  # a place code, stored as float
     roles = {
-        r.column: r for r in classify_columns(f, "t", "y", ["x", "row", "key", "income", "age", "person_id", "name"])
+        r.column: r
+        for r in classify_columns(f, "t", "y", ["x", "row", "key", "income", "age", "person_id", "name", "towncode"])
     }
-    assert {c for c, r in roles.items() if r.role == "identifier"} == {"row", "key", "person_id", "name"}
+    assert {c for c, r in roles.items() if r.role == "identifier"} == {"row", "key", "person_id", "name", "towncode"}
     assert "income" not in roles and "age" not in roles and "x" not in roles
 
 
