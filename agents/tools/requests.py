@@ -22,6 +22,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.tools.answers import _DECIMALS, _INTEGER, _WORDS
+from agents.tools.request_rules import (
+    _GROUP_TEST,
+    _ORDINALS,
+    _extreme,
+    _group_test,
+    _norm,
+    _numeric,
+    _options,
+    _outlier_rule,
+    _verdict,
+)
 from agents.tools.slots import ColumnInfo, as_column_infos, find_columns
 
 if TYPE_CHECKING:
@@ -139,15 +150,10 @@ _GENERIC = frozenset(
     "intercept squared r2 rsquared calculated computed test statistic stat result by per norm normality shapiro wilk "
     "ks pearson spearman kendall significance level".split()
 )
-_ORDINALS = {"first": "1", "second": "2", "third": "3", "fourth": "4", "fifth": "5", "1st": "1", "2nd": "2", "3rd": "3"}
 
 
 def _name_words(name: str) -> list[str]:
     return [w for w in re.findall(r"[a-z]+|\d+", _words(name)) if w not in _GENERIC]
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "", text.lower())
 
 
 def _own_columns(name: str, infos: list[ColumnInfo]) -> list[str]:
@@ -211,137 +217,6 @@ def _correlation_op(slot_text: str, context: str) -> str | None:
     return None
 
 
-_GROUP_TEST = re.compile(r"t-?test|\bt test|mann.?whitney|anova|analysis of variance|kruskal")
-
-
-def _group_test(frame: pd.DataFrame, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
-    """A two-sample or k-sample test the question names: the value column, the group column and,
-    for two-sample tests on a column with more groups, the two groups the question names."""
-    low = text.lower()
-    test = ("mannwhitney" if re.search(r"mann.?whitney", low) else "anova" if re.search(r"anova|analysis of var", low)
-            else "kruskal" if "kruskal" in low else "welch" if re.search(r"welch|unequal variance", low) else "ttest")
-    mentioned = [m.column for m in find_columns(text, infos)]
-    groups = sorted((c for c in infos if c.name in mentioned and c.categorical and c.name in frame.columns
-                     and 1 < (c.n_unique or 0) <= 20), key=lambda c: c.n_unique or 0)
-    values = [c for c in asked if not any(g.name == c for g in groups)]
-    if not groups or not values:
-        return None
-    group = groups[0].name
-    levels = [v for v in frame[group].dropna().unique().tolist()]
-    chosen = levels
-    if test not in ("anova", "kruskal") and len(levels) > 2:
-        named = set(re.findall(r"\b(\d+)(?:st|nd|rd|th)?\b", low)) | {_ORDINALS[w] for w in re.findall(r"[a-z]+", low)
-                                                                       if w in _ORDINALS}
-        chosen = [v for v in levels if str(v).removesuffix(".0") in named or str(v).lower() in low.split()]
-        if len(chosen) != 2:
-            return None
-    return {"test": test, "group": group, "levels": chosen, "columns": [values[0]]}
-
-
-def _extreme(slot_text: str, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
-    """"Which country has the highest score": the label (a text column the slot names) of the row,
-    or of the group when the question averages per label, with the largest or smallest value."""
-    low = text.lower()
-    words = set(slot_text.split()) | set(re.findall(r"[a-z]+", low[:300]))
-    if words & {"highest", "largest", "most", "maximum", "max", "top", "greatest"}:
-        largest = True
-    elif words & {"lowest", "smallest", "least", "minimum", "min", "fewest"}:
-        largest = False
-    else:
-        return None
-    labels = [c for c in infos if not c.numeric and (_norm(c.name) in {_norm(w) for w in slot_text.split()}
-                                                     or any(_norm(c.name).startswith(_norm(w)) and len(w) > 3
-                                                            for w in slot_text.split()))]
-    cue = re.compile(r"\b(?:highest|largest|most|maximum|greatest|lowest|smallest|least|minimum|fewest)\b", re.I)
-    near = [m.column for sentence in re.split(r"(?<=[.!?])\s+|\n", text) if cue.search(sentence)
-            for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
-    values = [c for c in near + asked if c not in {x.name for x in labels}]
-    if len(labels) != 1 or not values:
-        return None
-    per_group = bool(re.search(r"\b(?:average|mean)\b", low)) and bool(re.search(r"\b(?:each|per|every)\b", low))
-    return {"columns": [labels[0].name, values[0]], "largest": largest, "per_group": per_group}
-
-
-_NEGATIVE = re.compile(r"^(?:no|not|non|false|none)\b|\b(?:not|non)[- ]|^non|^not|^no$|^false$", re.I)
-
-
-def _quoted_options(about: str) -> list[str]:
-    found = re.findall(r"\"([^\"]{1,40})\"|(?<![A-Za-z])'([^']{1,40})'(?![A-Za-z])", about)
-    return list(dict.fromkeys((a or b).strip() for a, b in found if (a or b).strip()))
-
-
-def _verdict(slot_text: str, about: str, context: str, names: set[str],
-             group_test: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """A yes/no (or linear/nonlinear/none) slot decided by a computed number and the rule the
-    question states, answered with the exact words its format lists; None without such words."""
-    words = set(slot_text.split())
-    options = [o for o in _quoted_options(about) if _norm(o) not in names and " is " not in o and "_" not in o]
-    short = [o for o in options if len(o.split()) <= 4]
-    options = short if len(short) >= 2 else options
-    if not options and re.search(r"\bboolean\b", about, re.I):
-        options = ["True", "False"]
-    yes = [o for o in options if not _NEGATIVE.search(o)]
-    no = [o for o in options if _NEGATIVE.search(o)]
-    alpha = re.search(r"(?:alpha|significance level)[^0-9]{0,20}(0?\.\d+)|p-?value[^.]{0,30}?(?:less|greater|smaller|"
-                      r"larger) than\s+(?:or equal to\s+)?(0?\.\d+)", context)
-    level = float(next(g for g in alpha.groups() if g)) if alpha else 0.05
-    base: str | None = None
-    if words & {"relationship", "relation"} and "correlat" in context:
-        low = [o for o in options if o.lower().startswith(("nonlinear", "non-linear"))]
-        lin = [o for o in options if o.lower() == "linear"]
-        none = [o for o in options if o.lower() in ("none", "no relationship", "no")]
-        if not (low and lin and none):
-            return None
-        r_min = re.search(r"(?:absolute value of r|\|r\||abs\(r\))[^0-9]{0,30}(0?\.\d+)", context)
-        return {"base": "relationship", "alpha": level, "r_min": float(r_min.group(1)) if r_min else 0.5,
-                "linear": lin[0], "nonlinear": low[0], "none": none[0], **_options("corr", context)}
-    pos = [o for o in options if re.search(r"\bpositive", o, re.I)]
-    neg = [o for o in options if re.search(r"\bnegative", o, re.I)]
-    if pos and neg and words & {"type", "direction", "sign"}:
-        if words & {"skew", "skewness"}:
-            return {"base": "skew_sign", "positive": pos[0], "negative": neg[0], **_options("skew", context)}
-        if words & {"correlation", "corr"} and "correlat" in context:
-            return {"base": "direction", "positive": pos[0], "negative": neg[0], **_options("corr", context)}
-    if len(yes) != 1 or len(no) != 1:
-        return None
-    if words & {"normal", "normality", "normally"} or all("normal" in o.lower() for o in yes + no):
-        test = _options("normality_p", context)
-        if not re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context):
-            return None
-        base = "normality"
-        return {"base": base, "alpha": level, "yes": yes[0], "no": no[0], **test}
-    if words & {"significant", "significance", "difference"} and _GROUP_TEST.search(context) and group_test:
-        return {"base": "group_test", "alpha": level, "yes": yes[0], "no": no[0], **group_test}
-    if words & {"significant", "significance"} and "correlat" in context and not re.search(r"t-?test|anova|chi", context):
-        return {"base": "significance", "alpha": level, "yes": yes[0], "no": no[0], **_options("corr", context)}
-    return None
-
-
-def _options(op: str, context: str) -> dict[str, Any]:
-    opts: dict[str, Any] = {}
-    if op in ("std", "var") and re.search(r"population|divided by n\b|/\s*n\b|ddof\s*=\s*0", context):
-        opts["ddof"] = 0
-    if op in ("skew", "kurtosis") and re.search(r"scipy|fisher.pearson|bias", context):
-        opts["library"] = "scipy"
-    if op in ("corr", "corr_p"):
-        opts["method"] = "spearman" if "spearman" in context else "kendall" if "kendall" in context else "pearson"
-    if op == "normality_p":
-        opts["test"] = ("ks" if re.search(r"kolmogorov|\bks\b", context)
-                        else "normaltest" if re.search(r"normaltest|d'agostino", context) else "shapiro")
-    if op == "outlier_count":
-        opts.update(_outlier_rule(context))
-    return opts
-
-
-def _outlier_rule(context: str) -> dict[str, Any]:
-    if re.search(r"z.?score|standard deviations? from the mean", context):
-        number = re.search(r"(?:greater than|exceed\w*|more than|above|beyond|>|of|threshold of)\s*\+?(\d+(?:\.\d+)?)",
-                           context[context.find("z") :] if "z" in context else context)
-        return {"method": "zscore", "threshold": float(number.group(1)) if number else 3.0}
-    k = re.search(r"(\d+(?:\.\d+)?)\s*\*?\s*(?:times\s+)?(?:the\s+)?iqr", context)
-    return {"method": "iqr", "threshold": float(k.group(1)) if k else 1.5}
-
-
 def _derive_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
     """New columns the question defines: "a new feature 'X' ... the sum/difference/ratio of A and B"."""
     steps: list[dict[str, Any]] = []
@@ -375,10 +250,6 @@ def _drop_step(text: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
     if not cols:
         return None
     return {"kind": "drop_outliers", "column": cols[0], **_outlier_rule(low)}
-
-
-def _numeric(name: str, infos: list[ColumnInfo]) -> bool:
-    return any(c.name == name and c.numeric for c in infos)
 
 
 def _stage(slot_text: str, op: str) -> str:
