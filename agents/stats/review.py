@@ -46,9 +46,13 @@ __all__ = [
     "is_naive",
 ]
 
-_ASSUMED = re.compile(r"orientation unknown|instrument-like|no graph and no temporal knowledge", re.I)
-"""Uncertain roles that are the usual stated assumption (a covariate precedes the treatment unless
-something says otherwise), not evidence against it: listed as issues, they do not block approval."""
+_ASSUMED = re.compile(
+    r"orientation unknown|instrument-like|no graph and no temporal knowledge|is not evidence", re.I
+)
+"""Uncertain roles that rest on the usual stated assumption (a covariate precedes the treatment unless
+something says otherwise) or on a signal the discovery itself calls no evidence (a weak orientation, a
+failure to reject): listed as issues, they do not block approval. A name or metadata that puts a
+column after the treatment does."""
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 
 
