@@ -276,6 +276,7 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         steps.append(drop)
     asked = [m.column for m in find_columns(context_raw, infos) if _numeric(m.column, infos)]
     paired = _correlated(context_raw, infos)
+    mentioned = [m.column for m in find_columns(context_raw, infos) if m.column in frame.columns]
     default_decimals = _decimals(fmt) if _decimals(fmt) is not None else _decimals(f"{constraints}\n{body}")
     requests = []
     word_sets = [set(_name_words(name)) for name, _, _ in slots]
@@ -313,7 +314,14 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
                 continue
             requests.append(Request(slot=name, op=op, columns=test.pop("columns"), options=test, decimals=decimals))
             continue
-        cols = _columns_for(op, own, (paired or asked) if op in ("corr", "corr_p") and len(own) < 2 else asked, steps)
+        if op in ("missing", "unique"):
+            cue = r"\b(?:missing|null|nan|na|empty)\b" if op == "missing" else r"\b(?:unique|distinct)\b"
+            near = [c for sentence in re.split(r"(?<=[.!?])\s+|\n", context_raw) if re.search(cue, sentence, re.I)
+                    for c in [q for q in re.findall(r"[\"'`]([^\"'`]{1,60})[\"'`]", sentence) if q in frame.columns]
+                    + [m.column for m in find_columns(sentence, infos) if m.column in frame.columns]]
+            own = [m.column for m in find_columns(_words(name), infos)] or near[:1] or own
+        cols = _columns_for(op, own, (paired or asked) if op in ("corr", "corr_p") and len(own) < 2 else asked, steps,
+                            mentioned)
         if cols is None:
             requests.append(Request(slot=name, op="unknown", reason=f"no column named for this {op}"))
             continue
@@ -371,10 +379,15 @@ def _correlated(text: str, infos: list[ColumnInfo]) -> list[str]:
     return []
 
 
-def _columns_for(op: str, own: list[str], asked: list[str], steps: list[dict[str, Any]]) -> list[str] | None:
+def _columns_for(op: str, own: list[str], asked: list[str], steps: list[dict[str, Any]],
+                 anything: list[str] | None = None) -> list[str] | None:
+    """The request's columns: its own, then those the question names (``anything``: of any type)."""
+    anything = anything or []
     derived = [s["name"] for s in steps if s["kind"] == "derive"]
-    if op in ("rows", "missing"):
+    if op == "rows":
         return own
+    if op in ("missing", "unique"):
+        return own[:1] or anything[:1]
     pool = list(dict.fromkeys(own + asked + derived))
     if op in ("corr", "corr_p", "slope", "intercept", "r2"):
         return pool[:2] if len(pool) >= 2 else None

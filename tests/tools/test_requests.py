@@ -121,3 +121,10 @@ def test_a_named_two_group_test_and_its_verdict(frame: pd.DataFrame) -> None:
     p = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue
     assert got["p_value"] == f"{p:.4f}"
     assert got["significance"] == ("Yes" if p < 0.05 else "No")
+
+
+def test_missing_values_of_the_column_the_question_quotes(frame: pd.DataFrame) -> None:
+    frame = frame.assign(cabin=np.where(np.arange(len(frame)) % 3 == 0, None, "C1"))
+    q = ('How many passengers have no "cabin"?\nConstraints: count the null values in the "cabin" column.\n'
+         "Format: @missing_values[n]")
+    assert _answers(q, frame)["missing_values"] == str(int(frame.cabin.isna().sum()))
