@@ -4,15 +4,15 @@ Whoever sends it (a terminal's Ctrl-C to the whole foreground process group, ``k
 process supervisor, an IDE's stop button, a closed terminal), every one of SIGINT, SIGTERM and
 SIGHUP is a request to stop that the user may want to resume from:
 
-* Prefect's temporary API server is started with SIGINT blocked (:mod:`flows.temp_server`; a
-  blocked signal stays blocked in the child), so it survives a terminal's Ctrl-C and the flow
-  can still record its end.
+* Prefect's temporary API server is started with SIGINT and SIGHUP blocked
+  (:mod:`flows.temp_server`; a blocked signal stays blocked in the child), so it survives a
+  terminal's Ctrl-C or its closing and the flow can still record its end.
 * While a run goes (:func:`interrupt_guard`), the signal raises KeyboardInterrupt where the main
   thread is (the runner turns it into a cancel), is remembered (:func:`received`), and starts a
   watchdog: if the process is still alive a few seconds later (a remote API that does not
-  answer, a thread that does not stop, an event loop that turned the interrupt into
-  ``CancelledError``) the state is saved as cancelled, kernels and servers are stopped and the
-  process exits 130. A second signal exits at once.
+  answer, a thread that does not stop, a temporary server a group's SIGTERM ended) the state is
+  saved as cancelled, kernels and servers are stopped and the process exits 130. A second
+  signal exits at once.
 * Whatever reaches the runner after a signal, even an error an agent made of it, is a cancel
   (:func:`received`), never a failed agent.
 """
