@@ -67,7 +67,7 @@ def recipe_without_notebook(folder: Path) -> Path:
     return path
 
 
-def run_case(case: dict[str, Any], notebook: bool, timeout: int) -> dict[str, Any]:
+def run_case(case: dict[str, Any], notebook: bool, timeout: int, keep: str | None = None) -> dict[str, Any]:
     """One ``whyflow run`` of the case; never raises (a crash or a time-out is a result)."""
     row: dict[str, Any] = {"id": case["id"], "design": case["design"], "published": case["published_effect"]}
     row["published_se"] = case["published_se"]
@@ -76,7 +76,8 @@ def run_case(case: dict[str, Any], notebook: bool, timeout: int) -> dict[str, An
         recipe = RECIPE if notebook else recipe_without_notebook(Path(tmp))
         data = SHARED / "datasets" / "realcases" / case["data"]
         cmd = [str(WHYFLOW), "run", str(recipe), "--data", str(data), "--treatment", case["treatment"]]
-        cmd += ["--outcome", case["outcome"], "--output", str(Path(tmp) / "job"), "--llm", "off", *case["hints"]]
+        job = Path(keep) / case["id"] if keep else Path(tmp) / "job"
+        cmd += ["--outcome", case["outcome"], "--output", str(job), "--llm", "off", *case["hints"]]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=os.environ.copy())
         except subprocess.TimeoutExpired:
@@ -84,7 +85,7 @@ def run_case(case: dict[str, Any], notebook: bool, timeout: int) -> dict[str, An
             return row
         row["seconds"] = time.perf_counter() - started
         row["exit"] = proc.returncode
-        state_path = Path(tmp) / "job" / "state.json"
+        state_path = job / "state.json"
         if not state_path.exists():
             lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
             row["error"] = (lines[-1] if lines else f"exit {proc.returncode}")[:240]
@@ -188,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebook", action="store_true", help="keep the recipe's notebook step")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per case before it counts as a crash")
     parser.add_argument("--out", help="append each case's result to this JSON-lines file")
+    parser.add_argument("--keep", help="keep each case's job folder under this folder (default: deleted)")
     parser.add_argument("--from-log", help="print the tables of a JSON-lines file instead of running")
     args = parser.parse_args(argv)
     if not CASES.exists():
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = load_cases(set(args.cases.split(",")) if args.cases else None)
         rows = []
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            for row in pool.map(lambda c: run_case(c, args.notebook, args.timeout), chosen):
+            for row in pool.map(lambda c: run_case(c, args.notebook, args.timeout, args.keep), chosen):
                 rows.append(row)
                 print(f"{row['id']}: {outcome_of(row, cases[row['id']])} ({row.get('seconds', 0):.0f} s)", flush=True)
                 if args.out:

@@ -182,6 +182,8 @@ def iv_2sls(
         "instrument": instrument,
         "first_stage_f": round(f_stat, 2),
         "first_stage_partial_r2": round(float(diag["partial.rsquared"].iloc[0]), 4),
+        # the instrument's pull on the treatment with no controls: what the controls leave of it is the ratio
+        "first_stage_r2_alone": round(float(np.corrcoef(t, z)[0, 1] ** 2) if np.std(t) and np.std(z) else 0.0, 4),
         "weak_instrument": weak,
         "controls_used": list(X.columns),
         "dropped_collinear": dropped,

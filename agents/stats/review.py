@@ -46,9 +46,9 @@ __all__ = [
     "is_naive",
 ]
 
-_ASSUMED = re.compile(
-    r"orientation unknown|instrument-like|no graph and no temporal knowledge|is not evidence", re.I
-)
+ABSORBED = 0.5
+"""A 2SLS whose controls leave less than this share of the instrument's first-stage R² is not approved."""
+_ASSUMED = re.compile(r"orientation unknown|instrument-like|no graph and no temporal knowledge|is not evidence", re.I)
 """Uncertain roles that rest on the usual stated assumption (a covariate precedes the treatment unless
 something says otherwise) or on a signal the discovery itself calls no evidence (a weak orientation, a
 failure to reject): listed as issues, they do not block approval. A name or metadata that puts a
@@ -575,6 +575,14 @@ def _design_contract(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult |
             "and period effects with errors clustered by unit"
         )
     if head.details.family == "iv":
+        kept, alone = x.get("first_stage_partial_r2"), x.get("first_stage_r2_alone")
+        if isinstance(kept, (int, float)) and isinstance(alone, (int, float)) and alone > 0 and kept < ABSORBED * alone:
+            acc.doubts.append(
+                f"the controls absorb {1 - kept / alone:.0%} of the instrument's pull on the treatment (first-stage "
+                f"R² {alone:.3f} alone, partial R² {kept:.3f} given them): they include what assigns the instrument or "
+                "what the treatment itself moves, and the estimate rests on which of them enter; list those measured "
+                "after the treatment under post_treatment in the metadata and re-run"
+            )
         f_stat = x.get("first_stage_f")
         if isinstance(f_stat, (int, float)) and f_stat < 10:
             acc.blockers.append(

@@ -177,3 +177,30 @@ def test_a_panel_analysed_as_independent_rows_is_not_approved() -> None:
     rv = review(_inputs(estimates=[head, make_estimate("ols", -0.003, 0.002)]))
     assert rv.decision is not CritiqueDecision.APPROVE
     assert "repeated units" in rv.verdict and "--unit cc --time year" in rv.verdict
+
+
+def test_controls_that_absorb_the_instrument_leave_the_2sls_unapproved() -> None:
+    absorbed = make_estimate(
+        "iv",
+        0.16,
+        0.11,
+        headline=True,
+        estimand="LATE",
+        first_stage_f=68.0,
+        first_stage_partial_r2=0.049,
+        first_stage_r2_alone=0.4955,
+    )
+    rv = review(_inputs(estimates=[absorbed], declared=("iv",), instrument="z"))
+    assert rv.decision is not CritiqueDecision.APPROVE
+    assert "absorb 90%" in rv.verdict
+    kept = make_estimate(
+        "iv",
+        0.005,
+        0.011,
+        headline=True,
+        estimand="LATE",
+        first_stage_f=12000.0,
+        first_stage_partial_r2=0.604,
+        first_stage_r2_alone=0.603,
+    )
+    assert review(_inputs(estimates=[kept], declared=("iv",), instrument="z")).decision is CritiqueDecision.APPROVE
