@@ -110,6 +110,17 @@ def _zip_of_two(folder: Path) -> Path:
     return path
 
 
+def _workbook(folder: Path) -> Path:
+    """An .xlsx is a zip of XML parts, ``[Content_Types].xml`` first."""
+    import zipfile
+
+    path = folder / "data.xlsx"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/workbook.xml", "<workbook/>")
+    return path
+
+
 def _named(name: str, data: bytes) -> Callable[[Path], Path]:
     def make(folder: Path) -> Path:
         path = folder / name
@@ -131,6 +142,7 @@ BAD_INPUTS = [
     ("missing-path", lambda f: f / "nope.csv", (*T, *Y), "data file not found"),
     ("corrupt-parquet", _corrupt_parquet, (*T, *Y), "cannot read"),
     ("zip-of-two-files", _zip_of_two, (*T, *Y), "holds 2 files (a.csv, b.csv); give a zip of one CSV file"),
+    ("excel-workbook", _workbook, (*T, *Y), "is an Office document (an Excel workbook?), not a CSV: save the sheet"),
     ("damaged-gzip", _named("data.csv.gz", b"\x1f\x8b\x08\x00" + b"\x00garbage" * 20), (*T, *Y), "cannot read"),
     ("duplicate-names", _write("x2,treated,x2,outcome\n1,0,2,3\n2,1,3,4\n"), (*T, *Y), "names column 'x2' twice"),
     ("constant-treatment", _with("treated", [1]), (*T, *Y), "treatment column 'treated' is constant (1 in every row)"),
