@@ -202,6 +202,11 @@ def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
     return str(opts["linear"] if abs(r) >= float(opts.get("r_min", 0.5)) else opts["nonlinear"])
 
 
+def _plain(value: Any) -> str:
+    """A listed value as text, as the data holds it (numpy scalars as Python's)."""
+    return str(value.item() if isinstance(value, np.generic) else value)
+
+
 def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
     """The value one request asks for, computed on ``df``."""
     op, cols, opts = request["op"], list(request.get("columns") or []), dict(request.get("options") or {})
@@ -226,6 +231,12 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return _regression(df, cols, op)
     if op == "normality_p":
         return _test_p(df, cols, opts.get("test", "shapiro"))
+    if op == "outlier_list":
+        x = _col(df, cols[0])
+        mask = outlier_mask(x, opts.get("method", "iqr"), float(opts.get("threshold", 1.5))).fillna(False)
+        items = df.loc[mask, opts["label"]] if opts.get("label") else x[mask]
+        listed = sorted(items.tolist()) if opts.get("sort") else items.tolist()
+        return str(opts.get("separator", ", ")).join(_plain(v) for v in listed)
     if op == "group_test_p":
         return group_test_p(df, cols, opts)
     if op == "extreme":

@@ -155,3 +155,25 @@ def _numeric(name: str, infos: list[ColumnInfo]) -> bool:
 
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def _outlier_list(slot_text: str, placeholder: str, about: str, context: str, infos: list[ColumnInfo],
+                  asked: list[str]) -> dict[str, Any] | None:
+    """A slot listing the outliers themselves: their labels (the countries, the ids the format
+    names) or their values, in the format's separator and order."""
+    words = set(slot_text.split())
+    if not words & {"outlier", "outliers"} or words & {"count", "number", "num", "n", "total"}:
+        return None
+    if not re.search(r"\blist|,\s*\.\.\.|\.\.\.|\bids?\b|countr", f"{placeholder} {about}", re.I):
+        return None
+    values = [c for c in asked if c in {i.name for i in infos if i.numeric}]
+    if not values:
+        return None
+    quoted = set(re.findall(r"[\"'`]([^\"'`]{1,40})[\"'`]", about))
+    label = next((i.name for i in infos if i.name in quoted and i.name not in values), None)
+    if label is None:
+        label = next((i.name for i in infos if not i.numeric and any(_norm(i.name).startswith(_norm(w)[:6])
+                                                                     for w in words if len(w) > 4)), None)
+    sep = "," if re.search(r"\w,\w", placeholder) else ", "
+    return {"label": label, "separator": sep, "sort": bool(re.search(r"ascending|sorted", about, re.I)),
+            "columns": values[:1], **_outlier_rule(context)}

@@ -30,6 +30,7 @@ from agents.tools.request_rules import (
     _norm,
     _numeric,
     _options,
+    _outlier_list,
     _outlier_rule,
     _verdict,
 )
@@ -288,6 +289,12 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             op = _correlation_op(_words(about), context) or _op(_words(about))
         own = _own_columns(name, infos)
         decimals = _decimals(about) if _decimals(about) is not None else default_decimals
+        listed = _outlier_list(slot_text, placeholder, about, context, infos, asked) if op is None else None
+        if listed is not None:
+            drop = next((st["column"] for st in steps if st["kind"] == "drop_outliers"), None)
+            columns = listed.pop("columns") if drop is None else [drop]
+            requests.append(Request(slot=name, op="outlier_list", columns=columns, options=listed, stage="before"))
+            continue
         extreme = _extreme(slot_text, body + "\n" + constraints, infos, asked) if op is None else None
         if extreme is not None:
             requests.append(Request(slot=name, op="extreme", columns=extreme.pop("columns"), options=extreme))

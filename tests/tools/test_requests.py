@@ -128,3 +128,12 @@ def test_missing_values_of_the_column_the_question_quotes(frame: pd.DataFrame) -
     q = ('How many passengers have no "cabin"?\nConstraints: count the null values in the "cabin" column.\n'
          "Format: @missing_values[n]")
     assert _answers(q, frame)["missing_values"] == str(int(frame.cabin.isna().sum()))
+
+
+def test_the_outliers_themselves_by_their_labels() -> None:
+    frame = pd.DataFrame({"country": list("ABCDEFGHIJ"), "score": [5, 5.2, 4.9, 5.1, 5.0, 4.8, 5.3, 50.0, 5.05, -40.0]})
+    q = ("Which countries are outliers in score?\nConstraints: use the IQR method (1.5*IQR).\n"
+         "Format: @outlier_countries[country1, country2, ...] a list of countries")
+    assert _answers(q, frame)["outlier_countries"] == "H, J"
+    q2 = "Which scores are outliers?\nConstraints: z-score above 3.\nFormat: @score_outliers[a list of values]"
+    assert _answers(q2, frame)["score_outliers"] == ""  # no |z| > 3 among ten values
