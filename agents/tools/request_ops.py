@@ -190,11 +190,20 @@ def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
         return str(opts["yes"] if _test_p(df, cols, opts.get("test", "shapiro")) >= alpha else opts["no"])
     if base == "group_test":
         return str(opts["yes"] if group_test_p(df, cols, opts) < alpha else opts["no"])
+    if base in ("skew_normal", "skew_class"):
+        skew, bound = _statistic(_col(df, cols[0]), "skew", opts), float(opts["bound"])
+        if base == "skew_normal":
+            return str(opts["yes"] if abs(skew) < bound else opts["no"])
+        return str(opts["middle"] if abs(skew) <= bound else opts["right"] if skew > 0 else opts["left"])
     if base == "skew_sign":
         return str(opts["positive"] if _statistic(_col(df, cols[0]), "skew", opts) > 0 else opts["negative"])
     r, p = _correlation(df, cols, opts, False), _correlation(df, cols, opts, True)
     if base == "direction":
         return str(opts["positive"] if r > 0 else opts["negative"])
+    if base == "strength":
+        size = abs(r)
+        return str(opts["strong"] if size >= float(opts["strong_min"])
+                   else opts["moderate"] if size >= float(opts["moderate_min"]) else opts["weak"])
     if base == "significance":
         return str(opts["yes"] if p < alpha else opts["no"])
     if p >= alpha:

@@ -77,12 +77,19 @@ def _quoted_options(about: str) -> list[str]:
     return list(dict.fromkeys((a or b).strip() for a, b in found if (a or b).strip()))
 
 
+def _bounds(context: str, cue: str) -> list[float]:
+    """Numbers between 0 and 1 in the sentences of ``context`` that match ``cue``, largest first."""
+    sentences = [x for x in re.split(r"(?<=[.;!?])\s+|\n", context) if re.search(cue, x)]
+    found = {float(n) for x in sentences for n in re.findall(r"(?<![\w.])(0?\.\d+)(?!\d)", x)}
+    return sorted((n for n in found if 0 < n < 1), reverse=True)
+
+
 def _verdict(slot_text: str, about: str, context: str, names: set[str],
              group_test: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """A yes/no (or linear/nonlinear/none) slot decided by a computed number and the rule the
     question states, answered with the exact words its format lists; None without such words."""
     words = set(slot_text.split())
-    options = [o for o in _quoted_options(about) if _norm(o) not in names and " is " not in o and "_" not in o]
+    options = [o for o in _quoted_options(about) if _norm(o) not in names and " is " not in o]
     short = [o for o in options if len(o.split()) <= 4]
     options = short if len(short) >= 2 else options
     if not options and re.search(r"\bboolean\b", about, re.I):
@@ -109,11 +116,26 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str],
             return {"base": "skew_sign", "positive": pos[0], "negative": neg[0], **_options("skew", context)}
         if words & {"correlation", "corr"} and "correlat" in context:
             return {"base": "direction", "positive": pos[0], "negative": neg[0], **_options("corr", context)}
+    bounds = _bounds(context, r"strong|moderate|weak")
+    lows = {o.lower(): o for o in options}
+    if {"strong", "moderate", "weak"} <= set(lows) and "correlat" in context and len(bounds) >= 2:
+        return {"base": "strength", "strong": lows["strong"], "moderate": lows["moderate"], "weak": lows["weak"],
+                "strong_min": bounds[0], "moderate_min": bounds[1], **_options("corr", context)}
+    left = [o for o in options if re.search(r"left|negative", o, re.I)]
+    right = [o for o in options if re.search(r"right|positive", o, re.I)]
+    middle = [o for o in options if re.search(r"symmetric|normal|approx", o, re.I)]
+    skew_bounds = _bounds(context, r"skew")
+    if left and right and middle and skew_bounds:
+        return {"base": "skew_class", "left": left[0], "right": right[0], "middle": middle[0], "bound": skew_bounds[-1],
+                **_options("skew", context)}
     if len(yes) != 1 or len(no) != 1:
         return None
     if words & {"normal", "normality", "normally"} or all("normal" in o.lower() for o in yes + no):
         test = _options("normality_p", context)
         if not re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context):
+            if skew_bounds:  # "normal if the skewness lies between -0.5 and 0.5"
+                return {"base": "skew_normal", "bound": skew_bounds[-1], "yes": yes[0], "no": no[0],
+                        **_options("skew", context)}
             return None
         base = "normality"
         return {"base": base, "alpha": level, "yes": yes[0], "no": no[0], **test}

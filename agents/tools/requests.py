@@ -282,6 +282,7 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
     requests = []
     word_sets = [set(_name_words(name)) for name, _, _ in slots]
     shared = set.intersection(*word_sets) if len(slots) > 1 else word_sets[0]
+    all_names = {_norm(n) for n, _, _ in slots} | {_norm(p) for _, p, _ in slots}
     for name, placeholder, about in slots:
         slot_text = _words(f"{name} {placeholder}")
         op = _correlation_op(slot_text, context) or _op(slot_text)
@@ -300,9 +301,9 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             requests.append(Request(slot=name, op="extreme", columns=extreme.pop("columns"), options=extreme))
             continue
         test = _group_test(frame, context_raw, infos, asked) if op is None and _GROUP_TEST.search(context) else None
-        verdict = _verdict(slot_text, about, context, {_norm(name), _norm(placeholder)}, test) if op is None else None
+        verdict = _verdict(slot_text, about, context, all_names, test) if op is None else None
         if verdict is not None:
-            single = verdict["base"] in ("normality", "skew_sign")
+            single = verdict["base"] in ("normality", "skew_sign", "skew_normal", "skew_class")
             if verdict["base"] == "group_test":
                 cols = verdict.pop("columns")
             else:

@@ -137,3 +137,18 @@ def test_the_outliers_themselves_by_their_labels() -> None:
     assert _answers(q, frame)["outlier_countries"] == "H, J"
     q2 = "Which scores are outliers?\nConstraints: z-score above 3.\nFormat: @score_outliers[a list of values]"
     assert _answers(q2, frame)["score_outliers"] == ""  # no |z| > 3 among ten values
+
+
+def test_strength_and_skewness_classes_from_the_stated_bounds(frame: pd.DataFrame) -> None:
+    from scipy import stats
+
+    q = ("How strong is the correlation of Fare and Pclass? Is Fare skewed?\nConstraints: Pearson r; strong if |r| is "
+         "at least 0.7, moderate if at least 0.3, else weak. Skewness (scipy) between -0.5 and 0.5 is symmetric, "
+         "above is skewed right, below skewed left.\n"
+         'Format: @strength[s] @fare_skew_type[k] where "s" is "strong", "moderate" or "weak" and "k" is "symmetric", '
+         '"skewed_right" or "skewed_left".')
+    got = _answers(q, frame)
+    r = abs(frame.Fare.corr(frame.Pclass))
+    assert got["strength"] == ("strong" if r >= 0.7 else "moderate" if r >= 0.3 else "weak")
+    skew = stats.skew(frame.Fare)
+    assert got["fare_skew_type"] == ("symmetric" if abs(skew) <= 0.5 else "skewed_right" if skew > 0 else "skewed_left")
