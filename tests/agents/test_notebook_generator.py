@@ -161,6 +161,22 @@ def test_the_headline_check_reproduces_the_run_exactly_and_lets_its_copies_go(an
     assert not {"X", "exog", "fit"} & scope.keys()
 
 
+def test_a_collinear_adjustment_set_is_checked_at_a_hundredth_of_a_standard_error(
+    analysis: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a column that is an exact combination of others the least-squares solution is not unique."""
+    scope = _run_cells(analysis["nb"], "setup", "helpers")
+    scope["df"]["age_twice"] = 2 * scope["df"]["age"]
+    (cell,) = _tagged(analysis["nb"], "headline-check")
+    source = cell.source.replace("ADJUSTMENT = [", "ADJUSTMENT = ['age_twice', ", 1)
+    assert "age_twice" in source
+    exec("\n".join(line for line in source.splitlines() if not line.startswith("%")), scope)  # noqa: S102
+    out = capsys.readouterr().out
+    assert scope["deficient"] and "not unique" in out and "Reproduced:" in out
+    headline = analysis["state"].treatment_effects[1]
+    assert abs(scope["estimate"] - headline.estimate) <= 0.01 * headline.std_error
+
+
 def test_every_applicable_figure_is_drawn(analysis: dict[str, Any]) -> None:
     nb = analysis["nb"]
     for tag in ("figure-distributions", "figure-correlation", "figure-dag", "figure-overlap", "figure-love",
