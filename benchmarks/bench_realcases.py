@@ -48,7 +48,7 @@ PROBLEMS: dict[str, tuple[str, ...]] = {
     "collinear or absorbed": ("collinear", "absorbed", "rank"),
     "repeated units": ("repeated units", "repeated", "cluster"),
 }
-COLUMN_DOUBTS = ("uncertain adjustment", "residual confounding", "repeated units")
+COLUMN_DOUBTS = ("uncertain adjustment", "residual confounding", "repeated units", "absorb")
 """Refusals for a doubt about named columns: justified when the case's pitfalls name one of them too."""
 
 
@@ -136,6 +136,8 @@ def justified(r: dict[str, Any], case: dict[str, Any]) -> bool:
     pitfalls = set(re.findall(r"[a-z_][a-z0-9_]*", str(case.get("pitfalls") or "").lower()))
     named = set(re.findall(r"'?([a-z_][a-z0-9_]*)'? (?:may be measured|imputed for)", reason))
     named |= set(re.findall(r"values of '([a-z_][a-z0-9_]*)'", reason))
+    for listed in re.findall(r"most related to it: ([^)]*)\)", reason):
+        named |= {c.strip() for c in listed.split(",")}
     return bool(named & pitfalls)
 
 

@@ -130,6 +130,14 @@ def _instrument_check(z: np.ndarray, X: pd.DataFrame, instrument: str) -> None:
     )
 
 
+def _closest_controls(z: np.ndarray, X: pd.DataFrame, top: int = 3) -> list[str]:
+    """The controls most correlated with the instrument (|r| >= 0.3), strongest first: what absorbs it."""
+    if z.std() == 0:
+        return []
+    r = {c: abs(float(np.corrcoef(z, X[c].to_numpy(float))[0, 1])) for c in X.columns if X[c].std() > 0}
+    return [c for c, v in sorted(r.items(), key=lambda kv: -kv[1]) if v >= 0.3][:top]
+
+
 def iv_2sls(
     y: np.ndarray, t: np.ndarray, z: np.ndarray, X: pd.DataFrame, instrument: str, treatment: str = "treatment"
 ) -> Estimate:
@@ -185,6 +193,7 @@ def iv_2sls(
         # the instrument's pull on the treatment with no controls: what the controls leave of it is the ratio
         "first_stage_r2_alone": round(float(np.corrcoef(t, z)[0, 1] ** 2) if np.std(t) and np.std(z) else 0.0, 4),
         "weak_instrument": weak,
+        "instrument_explained_by": _closest_controls(z, X),
         "controls_used": list(X.columns),
         "dropped_collinear": dropped,
         "dropped_collinear_with_treatment": involve_t,

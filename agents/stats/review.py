@@ -577,8 +577,10 @@ def _design_contract(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult |
     if head.details.family == "iv":
         kept, alone = x.get("first_stage_partial_r2"), x.get("first_stage_r2_alone")
         if isinstance(kept, (int, float)) and isinstance(alone, (int, float)) and alone > 0 and kept < ABSORBED * alone:
+            closest = x.get("instrument_explained_by") or []
+            mostly = f" (most related to it: {', '.join(closest)})" if closest else ""
             acc.doubts.append(
-                f"the controls absorb {1 - kept / alone:.0%} of the instrument's pull on the treatment (first-stage "
+                f"the controls{mostly} absorb {1 - kept / alone:.0%} of the instrument's pull on the treatment (first-stage "
                 f"R² {alone:.3f} alone, partial R² {kept:.3f} given them): they include what assigns the instrument or "
                 "what the treatment itself moves, and the estimate rests on which of them enter; list those measured "
                 "after the treatment under post_treatment in the metadata and re-run"

@@ -51,6 +51,24 @@ def test_experience_as_age_minus_schooling_is_dropped_named_and_the_late_recover
     direct = IV2SLS(frame["logwage"], kept, frame["school"], frame["subsidy"]).fit(cov_type="robust")
     assert est.estimate == pytest.approx(float(direct.params["school"]), rel=1e-10)
     assert est.std_error == pytest.approx(float(direct.std_errors["school"]), rel=1e-10)
+    # The first stage without controls, beside the partial one: a randomised subsidy loses little to age.
+    alone = float(np.corrcoef(frame["school"], frame["subsidy"])[0, 1] ** 2)
+    assert est.details["first_stage_r2_alone"] == pytest.approx(alone, abs=1e-4)
+    assert est.details["first_stage_partial_r2"] > 0.5 * alone
+
+
+def test_a_control_that_carries_the_instrument_is_named_and_absorbs_its_first_stage() -> None:
+    rng = np.random.default_rng(5)
+    n = 3000
+    enrolment = rng.normal(size=n)
+    z = enrolment + 0.3 * rng.normal(size=n)  # the instrument is mostly its source
+    t = z + rng.normal(size=n)
+    y = 0.5 * t + enrolment + rng.normal(size=n)
+    frame = pd.DataFrame({"enrolment": enrolment, "noise": rng.normal(size=n)})
+
+    est = iv_2sls(y, t, z, frame, "z")
+    assert est.details["instrument_explained_by"] == ["enrolment"]
+    assert est.details["first_stage_partial_r2"] < 0.5 * est.details["first_stage_r2_alone"]
 
 
 def test_coverage_over_seeds_and_ols_is_biased() -> None:

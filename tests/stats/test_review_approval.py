@@ -189,10 +189,11 @@ def test_controls_that_absorb_the_instrument_leave_the_2sls_unapproved() -> None
         first_stage_f=68.0,
         first_stage_partial_r2=0.049,
         first_stage_r2_alone=0.4955,
+        instrument_explained_by=["enrolment", "classes"],
     )
     rv = review(_inputs(estimates=[absorbed], declared=("iv",), instrument="z"))
     assert rv.decision is not CritiqueDecision.APPROVE
-    assert "absorb 90%" in rv.verdict
+    assert "absorb 90%" in rv.verdict and "most related to it: enrolment, classes" in rv.verdict
     kept = make_estimate(
         "iv",
         0.005,
