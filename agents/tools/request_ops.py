@@ -206,7 +206,7 @@ def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
                    else opts["moderate"] if size >= float(opts["moderate_min"]) else opts["weak"])
     if base == "significance":
         return str(opts["yes"] if p < alpha else opts["no"])
-    if p >= alpha:
+    if p >= alpha and opts.get("none"):  # without a "none" option the rule is on |r| alone
         return str(opts["none"])
     return str(opts["linear"] if abs(r) >= float(opts.get("r_min", 0.5)) else opts["nonlinear"])
 

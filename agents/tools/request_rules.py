@@ -104,11 +104,11 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str],
         low = [o for o in options if o.lower().startswith(("nonlinear", "non-linear"))]
         lin = [o for o in options if o.lower() == "linear"]
         none = [o for o in options if o.lower() in ("none", "no relationship", "no")]
-        if not (low and lin and none):
+        if not (low and lin):
             return None
         r_min = re.search(r"(?:absolute value of r|\|r\||abs\(r\))[^0-9]{0,30}(0?\.\d+)", context)
         return {"base": "relationship", "alpha": level, "r_min": float(r_min.group(1)) if r_min else 0.5,
-                "linear": lin[0], "nonlinear": low[0], "none": none[0], **_options("corr", context)}
+                "linear": lin[0], "nonlinear": low[0], "none": none[0] if none else None, **_options("corr", context)}
     pos = [o for o in options if re.search(r"\bpositive", o, re.I)]
     neg = [o for o in options if re.search(r"\bnegative", o, re.I)]
     if pos and neg and words & {"type", "direction", "sign"}:

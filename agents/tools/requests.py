@@ -131,6 +131,8 @@ def format_slots(question: str) -> list[tuple[str, str, str]]:
                 about.append(chunk[start - 1 if start and chunk[start - 1] in "\"'`" else start :])
         slash = re.search(r"\b(\w+)/(\w+)\b", placeholder)  # "(Yes/No)": the options themselves
         options = f'"{slash.group(1)}" or "{slash.group(2)}". ' if slash else ""
+        if '"' in placeholder:  # [A string that should be either "Normal" or "Not Normal"]
+            options += placeholder + " "
         out.append((name, placeholder, options + " ".join(about)))
     return out
 
