@@ -226,13 +226,16 @@ def _derive_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
     names = {c.name for c in infos}
     for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
         low = sentence.lower()
-        if not re.search(r"\bnew (?:feature|column|variable)|\bcreate\b|\bgenerate\b|\bcalculate a new\b", low):
+        if not re.search(r"\bnew (?:feature|column|variable)|\bcreate\b|\bgenerate\b|\b(?:calculate|compute|define) (?:a new|the ['\"`])", low):
             continue
         quoted = [q for q in re.findall(r"['\"`]([^'\"`]{1,60})['\"`]", sentence) if q not in names]
         fn = next((f for w, f in (("sum", "sum"), ("difference", "difference"), ("subtract", "difference"),
                                   ("ratio", "ratio"), ("divid", "ratio"), ("product", "product"), ("multipl", "product"),
                                   ("log10", "log10"), ("base 10", "log10"), ("logarithm", "log10")) if w in low), None)
-        cols = [m.column for m in find_columns(sentence, infos)]
+        unquoted = sentence
+        for name in quoted:  # the new column's own name ("power-to-weight") names no input
+            unquoted = unquoted.replace(name, " ")
+        cols = [m.column for m in find_columns(unquoted, infos)]
         need = 1 if fn in ("log10", "log") else 2
         if fn and quoted and len(cols) >= need and all(s["name"] != quoted[0] for s in steps):
             steps.append({"kind": "derive", "name": quoted[0], "fn": fn, "columns": cols[:need]})
