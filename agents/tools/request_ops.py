@@ -290,6 +290,14 @@ def apply_step(df: pd.DataFrame, step: dict[str, Any]) -> pd.DataFrame:
         x = _col(df, step["column"])
         mask = outlier_mask(x, step.get("method", "iqr"), float(step.get("threshold", 1.5)), int(step.get("ddof", 0)))
         return df[~mask.fillna(False)]
+    if kind == "fillna":
+        col = step["column"]
+        if col not in df.columns:
+            return df
+        values = _col(df, col) if step["how"] in ("mean", "median") else df[col]
+        fill = {"mean": lambda: values.mean(), "median": lambda: values.median(),
+                "mode": lambda: values.mode().iloc[0]}[step["how"]]()
+        return df.assign(**{col: values.fillna(fill)})
     if kind == "dropna":
         return df.dropna(subset=step["columns"])
     raise ValueError(f"unknown data step '{kind}'")

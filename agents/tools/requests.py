@@ -69,6 +69,10 @@ _OPS: tuple[tuple[str, str], ...] = (
 )
 
 
+_TRANSFORMED = frozenset("transformed normalized normalised scaled standardized standardised log logged encoded "
+                         "binned squared sqrt".split())
+
+
 class Request(BaseModel):
     """One quantity the question asks for, with everything needed to compute it."""
 
@@ -242,6 +246,25 @@ def _derive_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
     return steps
 
 
+def _fill_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
+    """Missing values the question fills: "replace missing values in LoanAmount with the median",
+    "fill the missing values with the mean of their respective columns"."""
+    steps: list[dict[str, Any]] = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+        low = sentence.lower()
+        if not (re.search(r"\b(?:fill\w*|replac\w*|imput\w*)\b", low) and re.search(r"missing|null|nan\b|\bna\b", low)):
+            continue
+        start = 0
+        for how in re.finditer(r"\bwith (?:the )?(?:column'?s? )?(mean|median|mode)\b", low):
+            cols = [m.column for m in find_columns(sentence[start : how.start()], infos)]
+            if cols:
+                steps.append({"kind": "fillna", "column": cols[-1], "how": how.group(1)})
+            elif re.search(r"respective|each column|all (?:the )?columns|their", low):
+                steps += [{"kind": "fillna", "column": c.name, "how": how.group(1)} for c in infos if c.numeric]
+            start = how.end()
+    return steps
+
+
 def _drop_step(text: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
     low = text.lower()
     match = re.search(r"\b(?:remov\w*|exclud\w*|drop\w*|filter\w* out|eliminat\w*)\b[^.\n]*\boutliers?\b|"
@@ -249,6 +272,8 @@ def _drop_step(text: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
     if not match:
         return None
     sentence_start = max(low.rfind(".", 0, match.start()), low.rfind("\n", 0, match.start())) + 1
+    if re.search(r"\b(?:not|n't|never|without|no need to)\b[^.\n]*$", low[sentence_start : match.start() + 12]):
+        return None  # "do not remove any outliers"
     cols = [m.column for m in find_columns(text[match.start() : match.end() + 80], infos) if _numeric(m.column, infos)]
     cols += [m.column for m in find_columns(text[sentence_start : match.end()], infos) if _numeric(m.column, infos)]
     if not cols:
@@ -275,8 +300,8 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
     context_raw = f"{body}\n{constraints}"
     context = context_raw.lower()
     infos = as_column_infos(frame)
-    steps: list[dict[str, Any]] = _derive_steps(context_raw, infos)
-    infos = infos + [ColumnInfo(name=s["name"], dtype="float64", n_unique=1000) for s in steps]
+    steps: list[dict[str, Any]] = _fill_steps(context_raw, infos) + _derive_steps(context_raw, infos)
+    infos = infos + [ColumnInfo(name=s["name"], dtype="float64", n_unique=1000) for s in steps if s["kind"] == "derive"]
     drop = _drop_step(context_raw, infos)
     if drop:
         steps.append(drop)
@@ -294,6 +319,9 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         if op is None and len(slots) == 1:
             op = _correlation_op(_words(about), context) or _op(_words(about))
         own = _own_columns(name, infos)
+        if op is not None and set(slot_text.split()) & _TRANSFORMED and not any(st["kind"] == "derive" for st in steps):
+            requests.append(Request(slot=name, op="unknown", reason="a transformed column this parser does not build"))
+            continue
         decimals = _decimals(about) if _decimals(about) is not None else default_decimals
         listed = _outlier_list(slot_text, placeholder, about, context, infos, asked) if op is None else None
         if listed is not None:

@@ -152,3 +152,14 @@ def test_strength_and_skewness_classes_from_the_stated_bounds(frame: pd.DataFram
     assert got["strength"] == ("strong" if r >= 0.7 else "moderate" if r >= 0.3 else "weak")
     skew = stats.skew(frame.Fare)
     assert got["fare_skew_type"] == ("symmetric" if abs(skew) <= 0.5 else "skewed_right" if skew > 0 else "skewed_left")
+
+
+def test_stated_imputation_negated_removal_and_unbuilt_transforms(frame: pd.DataFrame) -> None:
+    q = ("Replace the missing values in Age with the median, and do not remove any outliers.\n"
+         "Format: @mean_age[m] @std_age[s] rounded to two decimal places")
+    got = _answers(q, frame)
+    filled = frame.Age.fillna(frame.Age.median())
+    assert got["mean_age"] == f"{filled.mean():.2f}" and got["std_age"] == f"{filled.std():.2f}"
+    spec = parse_requests("Log-transform the fare.\nFormat: @mean_transformed_fare[m] @std_transformed_fare[s]",
+                          frame)
+    assert spec is not None and [r.op for r in spec.requests] == ["unknown", "unknown"]
