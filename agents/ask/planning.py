@@ -38,8 +38,9 @@ def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
         if directed is None:
             return None
         spec, sentence = directed
-    if not spec.computable and len(spec.requests) < 2:
-        return None  # one slot nothing here reads: a worked example may still answer it
+    # A stated format is answered slot by slot even when no slot is read: a worked example chosen
+    # for the whole question would put its one number (or a definition) where the slot asks for
+    # something else; the model, when configured, gets every unread slot instead.
     unknown = [r.slot for r in spec.requests if r.op == "unknown"]
     filled = FilledPlan(
         example_id="requests",
