@@ -48,11 +48,12 @@ __all__ = [
 
 ABSORBED = 0.5
 """A 2SLS whose controls leave less than this share of the instrument's first-stage R² is not approved."""
-_ASSUMED = re.compile(r"orientation unknown|instrument-like|no graph and no temporal knowledge|is not evidence", re.I)
-"""Uncertain roles that rest on the usual stated assumption (a covariate precedes the treatment unless
-something says otherwise) or on a signal the discovery itself calls no evidence (a weak orientation, a
-failure to reject): listed as issues, they do not block approval. A name or metadata that puts a
-column after the treatment does."""
+_AFTER_EVIDENCE = re.compile(r"suggests it is measured after", re.I)
+"""An uncertain role blocks approval only on evidence that the column comes after the treatment (its
+name or wave says so, as :mod:`agents.stats.column_roles` words it). The other uncertain roles rest on
+the usual stated assumption (a covariate precedes the treatment unless something says otherwise), on a
+decision the data supported (a collider signature, a change score's baseline) or on a signal the
+discovery itself calls no evidence: they are listed as issues and do not block."""
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 
 
@@ -213,7 +214,7 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             "moves by less than its standard error."
         )
         doubtful = {c: r for c, r in doubtful.items() if c not in settled}
-    open_doubts = sorted(c for c, r in doubtful.items() if not _ASSUMED.search(str(r)))
+    open_doubts = sorted(c for c, r in doubtful.items() if _AFTER_EVIDENCE.search(str(r)))
     if doubtful:
         score -= 1
         acc.issues.append(

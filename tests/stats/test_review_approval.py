@@ -86,6 +86,9 @@ def test_uncertain_adjustment_listed_every_round_is_never_approved() -> None:
 
 def test_an_unoriented_edge_is_the_stated_assumption_not_a_doubt() -> None:
     for why in (
+        "left out on the collider signature: predicted by treatment and outcome jointly; if it precedes the "
+        "treatment, adjust for it",
+        "kept as the baseline of the change-score outcome (gain = weight1 - weight0)",
         "kept: its edge with the treatment is undirected (orientation unknown)",
         "kept: the graph makes it a mediator, but its best directed path from the treatment has an edge in only "
         "40% of bootstrap resamples; a weak orientation is not evidence that the treatment causes it",
@@ -147,7 +150,7 @@ def test_one_treated_unit_in_a_panel_is_refused() -> None:
 def test_an_uncertain_role_that_does_not_move_the_estimate_is_settled() -> None:
     moves = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.5, "se_without": 0.1}}
     still = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.04, "se_without": 0.1}}
-    cd = {**CD, "doubtful": {"x2": "the graph makes it a descendant, weakly"}}
+    cd = {**CD, "doubtful": {"x2": "kept, but its name ends in _2, which suggests it is measured after the treatment"}}
     assert review(_inputs(confounders={**cd, "doubtful_sensitivity": moves})).decision is not CritiqueDecision.APPROVE
     rv = review(_inputs(confounders={**cd, "doubtful_sensitivity": still}))
     assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
