@@ -49,11 +49,14 @@ __all__ = [
 ABSORBED = 0.5
 """A 2SLS whose controls leave less than this share of the instrument's first-stage R² is not approved."""
 _AFTER_EVIDENCE = re.compile(r"suggests it is measured after", re.I)
-"""An uncertain role blocks approval only on evidence that the column comes after the treatment (its
-name or wave says so, as :mod:`agents.stats.column_roles` words it). The other uncertain roles rest on
-the usual stated assumption (a covariate precedes the treatment unless something says otherwise), on a
-decision the data supported (a collider signature, a change score's baseline) or on a signal the
-discovery itself calls no evidence: they are listed as issues and do not block."""
+"""An uncertain role with evidence that the column comes after the treatment (its name or wave says so,
+as :mod:`agents.stats.column_roles` words it): it blocks approval unless it does not move the answer."""
+_DECIDED = re.compile(r"collider signature|kept as the baseline", re.I)
+"""Uncertain roles the data decided (a collider's signature, a change score's own baseline): listed only."""
+HINGES_SE = 2.0
+"""A role resting on an unverified assumption (an unoriented edge, a weak orientation, a failure to reject)
+blocks approval when the answer with and without the column differs by more than this many standard errors:
+the answer then hinges on timing the data cannot tell, which the metadata can state."""
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 
 
@@ -214,7 +217,13 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             "moves by less than its standard error."
         )
         doubtful = {c: r for c, r in doubtful.items() if c not in settled}
-    open_doubts = sorted(c for c, r in doubtful.items() if _AFTER_EVIDENCE.search(str(r)))
+    named_after = sorted(c for c, r in doubtful.items() if _AFTER_EVIDENCE.search(str(r)))
+    moves = _gaps(cd)
+    hinges = sorted(
+        c
+        for c, r in doubtful.items()
+        if c not in named_after and not _DECIDED.search(str(r)) and moves.get(c, 0.0) > HINGES_SE
+    )
     if doubtful:
         score -= 1
         acc.issues.append(
@@ -222,25 +231,37 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             + "; ".join(f"{c}: {r}" for c, r in sorted(doubtful.items()))
             + ". Re-estimate with and without them, or state their timing in the metadata."
         )
-        if open_doubts:
-            _doubt(acc, head, f"uncertain adjustment: {', '.join(open_doubts)} may be measured after the treatment")
+        if named_after:
+            _doubt(acc, head, f"uncertain adjustment: {', '.join(named_after)} may be measured after the treatment")
+        if hinges:
+            _doubt(
+                acc,
+                head,
+                f"uncertain adjustment: the answer moves by more than {HINGES_SE:g} standard errors with or without "
+                f"{', '.join(hinges)}, whose timing relative to the treatment the data cannot tell; state it in the "
+                "metadata (pre_treatment or post_treatment)",
+            )
     if cd.get("excluded"):
         acc.reasons.append(f"Excluded with reasons: {', '.join(sorted(cd['excluded']))}.")
     return _clip(score)
 
 
-def _settled(cd: dict[str, Any]) -> set[str]:
-    """Doubtful variables whose with/without estimates differ by less than a standard error."""
-    out = set()
+def _gaps(cd: dict[str, Any]) -> dict[str, float]:
+    """Each doubtful variable's with/without difference, in the larger of the two standard errors."""
+    out: dict[str, float] = {}
     for c, r in (cd.get("doubtful_sensitivity") or {}).items():
         try:
             gap = abs(float(r["with"]) - float(r["without"]))
             se = max(float(r["se_with"]), float(r["se_without"]))
         except (KeyError, TypeError, ValueError):
             continue
-        if gap <= se:
-            out.add(str(c))
+        out[str(c)] = gap / se if se > 0 else float("inf")
     return out
+
+
+def _settled(cd: dict[str, Any]) -> set[str]:
+    """Doubtful variables whose with/without estimates differ by less than a standard error."""
+    return {c for c, z in _gaps(cd).items() if z <= 1}
 
 
 def _doubt(acc: _Acc, head: TreatmentEffectResult | None, text: str) -> None:

@@ -208,3 +208,19 @@ def test_controls_that_absorb_the_instrument_leave_the_2sls_unapproved() -> None
         first_stage_r2_alone=0.603,
     )
     assert review(_inputs(estimates=[kept], declared=("iv",), instrument="z")).decision is CritiqueDecision.APPROVE
+
+
+def test_an_answer_that_hinges_on_an_unoriented_column_is_not_approved() -> None:
+    """A self-reported copy of the outcome with an unoriented edge halves the trial's effect when kept."""
+    why = "kept as a possible confounder, but its edge anytest_sr -> tx has this orientation in only 20% of resamples"
+    moves = {"anytest_sr": {"with": 0.122, "se_with": 0.019, "without": 0.246, "se_without": 0.021}}
+    cd = {**CD, "doubtful": {"anytest_sr": why}, "doubtful_sensitivity": moves}
+    rv = review(_inputs(confounders=cd))
+    assert rv.decision is not CritiqueDecision.APPROVE
+    assert "anytest_sr" in rv.verdict and "metadata" in rv.verdict
+    small = {"anytest_sr": {"with": 0.122, "se_with": 0.019, "without": 0.150, "se_without": 0.021}}
+    assert review(_inputs(confounders={**cd, "doubtful_sensitivity": small})).decision is CritiqueDecision.APPROVE
+    collider = {"m": "left out on the collider signature: predicted by treatment and outcome jointly"}
+    big = {"m": {"with": -0.475, "se_with": 0.04, "without": -0.024, "se_without": 0.049}}
+    decided = {**CD, "doubtful": collider, "doubtful_sensitivity": big}
+    assert review(_inputs(confounders=decided)).decision is CritiqueDecision.APPROVE
