@@ -136,8 +136,8 @@ def justified(r: dict[str, Any], case: dict[str, Any]) -> bool:
     pitfalls = set(re.findall(r"[a-z_][a-z0-9_]*", str(case.get("pitfalls") or "").lower()))
     named = set(re.findall(r"'?([a-z_][a-z0-9_]*)'? (?:may be measured|imputed for)", reason))
     named |= set(re.findall(r"values of '([a-z_][a-z0-9_]*)'", reason))
-    for listed in re.findall(r"most related to it: ([^)]*)\)", reason):
-        named |= {c.strip() for c in listed.split(",")}
+    for groups in re.findall(r"most related to it: ([^)]*)\)|with or without ([^;]*), whose timing", reason):
+        named |= {c.strip() for c in (groups[0] or groups[1]).split(",")}
     return bool(named & pitfalls)
 
 
