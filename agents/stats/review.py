@@ -55,8 +55,12 @@ _DECIDED = re.compile(r"collider signature|kept as the baseline", re.I)
 """Uncertain roles the data decided (a collider's signature, a change score's own baseline): listed only."""
 HINGES_SE = 2.0
 """A role resting on an unverified assumption (an unoriented edge, a weak orientation, a failure to reject)
-blocks approval when the answer with and without the column differs by more than this many standard errors:
-the answer then hinges on timing the data cannot tell, which the metadata can state."""
+blocks approval when the answer with and without the column differs by more than this many standard errors
+and the treatment looks randomised but for that column (:func:`_stands_out`): in a trial only what the
+treatment moved is out of balance, so the answer hinges on timing the data cannot tell (the metadata can).
+Where several covariates are out of balance, confounding is the ordinary reading and the column stays."""
+BALANCED_SMD = 0.2
+"""Largest |SMD| of the other covariates for the treatment to look randomised but for one column."""
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 
 
@@ -222,7 +226,10 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
     hinges = sorted(
         c
         for c, r in doubtful.items()
-        if c not in named_after and not _DECIDED.search(str(r)) and moves.get(c, 0.0) > HINGES_SE
+        if c not in named_after
+        and not _DECIDED.search(str(r))
+        and moves.get(c, 0.0) > HINGES_SE
+        and _stands_out(c, inp.ps)
     )
     if doubtful:
         score -= 1
@@ -257,6 +264,20 @@ def _gaps(cd: dict[str, Any]) -> dict[str, float]:
             continue
         out[str(c)] = gap / se if se > 0 else float("inf")
     return out
+
+
+def _stands_out(column: str, ps: dict[str, Any] | None) -> bool:
+    """Whether ``column`` alone is out of balance: every other covariate within :data:`BALANCED_SMD` and
+    the column's own imbalance at least twice the largest of theirs (its one-hot levels count as it)."""
+    balance = (ps or {}).get("balance") or {}
+
+    def own(name: str) -> bool:
+        return name == column or name.startswith(f"{column}_")
+
+    mine = [abs(float(v.get("smd_before", 0.0))) for k, v in balance.items() if own(k)]
+    others = [abs(float(v.get("smd_before", 0.0))) for k, v in balance.items() if not own(k)]
+    top = max(others, default=0.0)
+    return bool(mine) and top < BALANCED_SMD and max(mine) >= 2 * top
 
 
 def _settled(cd: dict[str, Any]) -> set[str]:

@@ -215,11 +215,17 @@ def test_an_answer_that_hinges_on_an_unoriented_column_is_not_approved() -> None
     why = "kept as a possible confounder, but its edge anytest_sr -> tx has this orientation in only 20% of resamples"
     moves = {"anytest_sr": {"with": 0.122, "se_with": 0.019, "without": 0.246, "se_without": 0.021}}
     cd = {**CD, "doubtful": {"anytest_sr": why}, "doubtful_sensitivity": moves}
-    rv = review(_inputs(confounders=cd))
+    trial = {**PS, "balance": {"anytest_sr": {"smd_before": 0.46}, "age": {"smd_before": 0.08}}}
+    rv = review(_inputs(confounders=cd, ps=trial))
     assert rv.decision is not CritiqueDecision.APPROVE
     assert "anytest_sr" in rv.verdict and "metadata" in rv.verdict
     small = {"anytest_sr": {"with": 0.122, "se_with": 0.019, "without": 0.150, "se_without": 0.021}}
-    assert review(_inputs(confounders={**cd, "doubtful_sensitivity": small})).decision is CritiqueDecision.APPROVE
+    assert review(_inputs(confounders={**cd, "doubtful_sensitivity": small}, ps=trial)).decision is (
+        CritiqueDecision.APPROVE
+    )
+    # Several covariates out of balance: confounding is the ordinary reading, and a confounder moves the answer.
+    confounded = {**PS, "balance": {"anytest_sr": {"smd_before": 0.46}, "age": {"smd_before": 0.35}}}
+    assert review(_inputs(confounders=cd, ps=confounded)).decision is CritiqueDecision.APPROVE
     collider = {"m": "left out on the collider signature: predicted by treatment and outcome jointly"}
     big = {"m": {"with": -0.475, "se_with": 0.04, "without": -0.024, "se_without": 0.049}}
     decided = {**CD, "doubtful": collider, "doubtful_sensitivity": big}
