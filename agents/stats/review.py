@@ -28,6 +28,7 @@ from agents.base.state import (
     SensitivityResult,
     TreatmentEffectResult,
 )
+from agents.stats.review_doubts import design_findings, role_doubts, settled
 from agents.stats.review_policy import BALANCE_SMD, OVERLAP_POOR_SHARE, Policy
 from agents.stats.verdict import agreement, degenerate_interval, unrepaired_in_set
 
@@ -46,21 +47,6 @@ __all__ = [
     "is_naive",
 ]
 
-ABSORBED = 0.5
-"""A 2SLS whose controls leave less than this share of the instrument's first-stage R² is not approved."""
-_AFTER_EVIDENCE = re.compile(r"suggests it is measured after", re.I)
-"""An uncertain role with evidence that the column comes after the treatment (its name or wave says so,
-as :mod:`agents.stats.column_roles` words it): it blocks approval unless it does not move the answer."""
-_DECIDED = re.compile(r"collider signature|kept as the baseline", re.I)
-"""Uncertain roles the data decided (a collider's signature, a change score's own baseline): listed only."""
-HINGES_SE = 2.0
-"""A role resting on an unverified assumption (an unoriented edge, a weak orientation, a failure to reject)
-blocks approval when the answer with and without the column differs by more than this many standard errors
-and the treatment looks randomised but for that column (:func:`_stands_out`): in a trial only what the
-treatment moved is out of balance, so the answer hinges on timing the data cannot tell (the metadata can).
-Where several covariates are out of balance, confounding is the ordinary reading and the column stays."""
-BALANCED_SMD = 0.2
-"""Largest |SMD| of the other covariates for the treatment to look randomised but for one column."""
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 
 
@@ -214,23 +200,13 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             "residual confounding: " + ", ".join(f"{c} imputed for {s:.0%} of rows" for c, s in imputed.items()),
         )
     doubtful = cd.get("doubtful") or {}
-    settled = _settled(cd)
-    if settled:
+    done = settled(cd)
+    if done:
         acc.reasons.append(
-            f"Uncertain roles that do not matter: with or without {', '.join(sorted(settled))} the regression estimate "
+            f"Uncertain roles that do not matter: with or without {', '.join(sorted(done))} the regression estimate "
             "moves by less than its standard error."
         )
-        doubtful = {c: r for c, r in doubtful.items() if c not in settled}
-    named_after = sorted(c for c, r in doubtful.items() if _AFTER_EVIDENCE.search(str(r)))
-    moves = _gaps(cd)
-    hinges = sorted(
-        c
-        for c, r in doubtful.items()
-        if c not in named_after
-        and not _DECIDED.search(str(r))
-        and moves.get(c, 0.0) > HINGES_SE
-        and _stands_out(c, inp.ps)
-    )
+        doubtful = {c: r for c, r in doubtful.items() if c not in done}
     if doubtful:
         score -= 1
         acc.issues.append(
@@ -238,51 +214,11 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
             + "; ".join(f"{c}: {r}" for c, r in sorted(doubtful.items()))
             + ". Re-estimate with and without them, or state their timing in the metadata."
         )
-        if named_after:
-            _doubt(acc, head, f"uncertain adjustment: {', '.join(named_after)} may be measured after the treatment")
-        if hinges:
-            _doubt(
-                acc,
-                head,
-                f"uncertain adjustment: the answer moves by more than {HINGES_SE:g} standard errors with or without "
-                f"{', '.join(hinges)}, whose timing relative to the treatment the data cannot tell; state it in the "
-                "metadata (pre_treatment or post_treatment)",
-            )
+        for text in role_doubts(doubtful, cd, inp.ps):
+            _doubt(acc, head, text)
     if cd.get("excluded"):
         acc.reasons.append(f"Excluded with reasons: {', '.join(sorted(cd['excluded']))}.")
     return _clip(score)
-
-
-def _gaps(cd: dict[str, Any]) -> dict[str, float]:
-    """Each doubtful variable's with/without difference, in the larger of the two standard errors."""
-    out: dict[str, float] = {}
-    for c, r in (cd.get("doubtful_sensitivity") or {}).items():
-        try:
-            gap = abs(float(r["with"]) - float(r["without"]))
-            se = max(float(r["se_with"]), float(r["se_without"]))
-        except (KeyError, TypeError, ValueError):
-            continue
-        out[str(c)] = gap / se if se > 0 else float("inf")
-    return out
-
-
-def _stands_out(column: str, ps: dict[str, Any] | None) -> bool:
-    """Whether ``column`` alone is out of balance: every other covariate within :data:`BALANCED_SMD` and
-    the column's own imbalance at least twice the largest of theirs (its one-hot levels count as it)."""
-    balance = (ps or {}).get("balance") or {}
-
-    def own(name: str) -> bool:
-        return name == column or name.startswith(f"{column}_")
-
-    mine = [abs(float(v.get("smd_before", 0.0))) for k, v in balance.items() if own(k)]
-    others = [abs(float(v.get("smd_before", 0.0))) for k, v in balance.items() if not own(k)]
-    top = max(others, default=0.0)
-    return bool(mine) and top < BALANCED_SMD and max(mine) >= 2 * top
-
-
-def _settled(cd: dict[str, Any]) -> set[str]:
-    """Doubtful variables whose with/without estimates differ by less than a standard error."""
-    return {c for c, z in _gaps(cd).items() if z <= 1}
 
 
 def _doubt(acc: _Acc, head: TreatmentEffectResult | None, text: str) -> None:
@@ -591,57 +527,13 @@ def review(inp: ReviewInputs) -> Review:
 
 
 def _design_contract(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None) -> None:
-    """A design the user stated is the question: its estimator headlines, and it must be usable."""
+    """A stated design headlines and its own checks hold (:mod:`agents.stats.review_doubts`)."""
     if head is None:
         return
-    labels = {"iv": "instrumental variables", "rdd": "regression discontinuity", "did": "difference in differences"}
-    stated = [k for k in inp.declared if k in labels]
-    if stated and head.details.family not in stated:
-        kind = stated[0]
-        why = head.details.skipped_methods.get(kind) or "its estimator did not run"
-        acc.blockers.append(
-            f"the design you stated ({labels[kind]}) could not be estimated ({why.rstrip('.')}); "
-            f"{head.method} answers a different question and is not the answer to yours"
-        )
-        return
-    x = {**head.details.extras}
-    panel = x.get("repeated_units")
-    if isinstance(panel, dict) and not head.details.is_design:
-        u, t = panel.get("unit"), panel.get("time")
-        acc.issues.append(
-            f"The rows are a panel: {panel.get('n_units')} units of '{u}' observed over '{t}' (about "
-            f"{panel.get('rows_per_unit', 0):.0f} rows each), but the interval treats every row as independent."
-        )
-        acc.doubts.append(
-            f"repeated units: {panel.get('n_units')} values of '{u}' each seen about {panel.get('rows_per_unit', 0):.0f} "
-            f"times over '{t}', so the interval is too narrow; declare the panel (--unit {u} --time {t}) for unit "
-            "and period effects with errors clustered by unit"
-        )
-    if head.details.family == "iv":
-        kept, alone = x.get("first_stage_partial_r2"), x.get("first_stage_r2_alone")
-        if isinstance(kept, (int, float)) and isinstance(alone, (int, float)) and alone > 0 and kept < ABSORBED * alone:
-            closest = x.get("instrument_explained_by") or []
-            mostly = f" (most related to it: {', '.join(closest)})" if closest else ""
-            acc.doubts.append(
-                f"the controls{mostly} absorb {1 - kept / alone:.0%} of the instrument's pull on the treatment (first-stage "
-                f"R² {alone:.3f} alone, partial R² {kept:.3f} given them): they include what assigns the instrument or "
-                "what the treatment itself moves, and the estimate rests on which of them enter; list those measured "
-                "after the treatment under post_treatment in the metadata and re-run"
-            )
-        f_stat = x.get("first_stage_f")
-        if isinstance(f_stat, (int, float)) and f_stat < 10:
-            acc.blockers.append(
-                f"weak instrument: the first-stage F is {f_stat:.1f} (below 10), so 2SLS is biased towards OLS and "
-                "its interval does not cover at its stated rate"
-            )
-    if head.details.family == "did":
-        treated = x.get("n_treated_units")
-        if x.get("single_treated_unit") or treated == 1:
-            acc.blockers.append(
-                "a single treated unit: standard errors clustered by unit cannot measure the uncertainty of one "
-                "treated cluster, so the interval is not credible (synthetic control or permutation inference is "
-                "the design for one treated unit)"
-            )
+    found = design_findings(head, inp.declared)
+    acc.blockers.extend(found.blockers)
+    acc.doubts.extend(found.doubts)
+    acc.issues.extend(found.issues)
 
 
 def _blockers(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None, applied: set[str]) -> None:
