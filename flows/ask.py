@@ -307,7 +307,7 @@ def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
     if not verbose:
         quiet_prefect_console()
     set_console_reporter(None)
-    from flows.interrupts import cancel_job, interrupt_guard, received
+    from flows.interrupts import cancel_job, ended_by_signal, interrupt_guard, received
 
     cancelled = f"whyflow: cancelled; `whyflow resume {folder.path}` continues it"
 
@@ -323,11 +323,7 @@ def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
             with temporary_server():  # Prefect's own would die with a Ctrl-C to the process group
                 flow(recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True)
     except BaseException as exc:
-        if not isinstance(exc, KeyboardInterrupt) and received() is None:
-            if not isinstance(exc, Exception):
-                raise
-            print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
-            print(f"whyflow: the job is saved; `whyflow resume {folder.path}` tries again", file=sys.stderr)
+        if not ended_by_signal(exc, folder.path):
             return 1
         cancel_job(folder)
     if received() is not None:

@@ -54,7 +54,7 @@ def _validate_metadata(path: str) -> int:
 def _execute(
     plan: Plan, folder: JobFolder, recipe_for_flow: str, overrides: dict[str, str], verbose: bool = False
 ) -> int:
-    from flows.interrupts import interrupt_guard, received
+    from flows.interrupts import ended_by_signal, interrupt_guard, received
 
     def give_up() -> None:
         _cancel_interrupted(folder)
@@ -89,13 +89,7 @@ def _execute(
                 _cancel_interrupted(folder)  # a signal the flow swallowed (Prefect's own handler took it)
             _fail_if_unfinished(folder, ended)
     except BaseException as exc:
-        # After a stop signal, whatever ends the flow (KeyboardInterrupt, Prefect's
-        # TerminationSignal, an event loop's CancelledError) ends it cancelled.
-        if not isinstance(exc, KeyboardInterrupt) and received() is None:
-            if not isinstance(exc, Exception):
-                raise
-            print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
-            print(f"whyflow: the job is saved; `whyflow resume {folder.path}` tries again", file=sys.stderr)
+        if not ended_by_signal(exc, folder.path):
             return 1
         _cancel_interrupted(folder)
     finally:

@@ -36,6 +36,7 @@ __all__ = [
     "stop_signals_interrupt",
     "guard_handler",
     "received",
+    "ended_by_signal",
     "reason",
     "note",
     "cancel_job",
@@ -57,6 +58,22 @@ _received: list[int] = []
 def received() -> int | None:
     """The first stop signal received since the current guard began, or None."""
     return _received[0] if _received else None
+
+
+def ended_by_signal(exc: BaseException, job: object) -> bool:
+    """Whether a flow that raised ``exc`` was stopped by a signal (then the caller cancels the job).
+
+    After a stop signal, whatever ends the flow (KeyboardInterrupt, Prefect's TerminationSignal, an
+    event loop's CancelledError) ends it cancelled. Otherwise an error is one line on stderr naming
+    the job to resume (False), and anything that is not an Exception propagates.
+    """
+    if isinstance(exc, KeyboardInterrupt) or received() is not None:
+        return True
+    if not isinstance(exc, Exception):
+        raise exc
+    print(f"whyflow: error: Prefect could not run the flow: {exc}", file=sys.stderr)
+    print(f"whyflow: the job is saved; `whyflow resume {job}` tries again", file=sys.stderr)
+    return False
 
 
 def note(signum: int) -> None:

@@ -8,6 +8,7 @@ subprocesses), which is how a third-party package's agents are found.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,25 @@ if str(PLUGIN_DIR) not in sys.path:
     sys.path.insert(0, str(PLUGIN_DIR))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+def start_whyflow(argv: list[str], *, ephemeral: bool = False) -> subprocess.Popen[bytes]:
+    """`whyflow` in its own process group, as a terminal runs a foreground job.
+
+    ``ephemeral``: no PREFECT_API_URL, so whyflow starts its temporary Prefect server, which is
+    then in the same process group, as it is for a user without a Prefect server.
+    """
+    env = subprocess_env()
+    if ephemeral:
+        env.pop("PREFECT_API_URL", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        cwd=str(ROOT),
+    )
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:

@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ import pytest
 
 from benchmarks.synthetic import linear_confounding
 from flows.cli import main
-from tests.conftest import subprocess_env
+from tests.conftest import start_whyflow
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "pipelines" / "quick_estimate.yaml")
@@ -538,25 +537,6 @@ def test_hard_but_legitimate_data_end_with_an_answer_or_a_recorded_skip(case: st
 
 
 # ---- faults ------------------------------------------------------------------------------------
-def _start(argv: list[str], *, ephemeral: bool = False) -> subprocess.Popen[bytes]:
-    """`whyflow` in its own process group, as a terminal runs a foreground job.
-
-    ``ephemeral``: no PREFECT_API_URL, so whyflow starts Prefect's temporary server, which is
-    then in the same process group, as it is for a user without a Prefect server.
-    """
-    env = subprocess_env()
-    if ephemeral:
-        env.pop("PREFECT_API_URL", None)
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", *argv],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        cwd=str(ROOT),
-    )
-
-
 def _slow_recipe(folder: Path, sleep: float = 30) -> Path:
     recipe = folder / "slow.yaml"
     recipe.write_text(f"name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {{sleep: {sleep}}}\n")
@@ -579,7 +559,7 @@ def test_ctrl_c_to_the_process_group_cancels_within_seconds(good_csv: Path, tmp_
     """Prefect's temporary server is in the group too (no PREFECT_API_URL): it must survive the Ctrl-C."""
     out = tmp_path / "job"
     argv = ["run", str(_slow_recipe(tmp_path)), "--data", str(good_csv), *T, *Y, "-o", str(out)]
-    proc = _start(argv, ephemeral=True)
+    proc = start_whyflow(argv, ephemeral=True)
     _wait_for(out, "estimating_effects", proc)
     os.killpg(proc.pid, signal.SIGINT)
     sent = time.time()
@@ -600,7 +580,7 @@ def test_ctrl_c_to_the_process_group_cancels_within_seconds(good_csv: Path, tmp_
 
 def test_ctrl_c_during_start_up_leaves_no_traceback_and_no_pending_job(good_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "job"
-    proc = _start(["run", str(_slow_recipe(tmp_path)), "--data", str(good_csv), *T, *Y, "-o", str(out)])
+    proc = start_whyflow(["run", str(_slow_recipe(tmp_path)), "--data", str(good_csv), *T, *Y, "-o", str(out)])
     deadline = time.time() + 60
     while not (out / "state.json").exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.02)  # the job exists; Prefect is still being imported
@@ -648,7 +628,7 @@ def test_full_disk_ends_failed_with_the_reason_and_no_temporary_files(tmp_path: 
     frame.to_csv(path, index=False)
     with tmpfs(tmp_path / "small", "size=2m") as disk:
         out = disk / "job"
-        proc = _start(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(out), *FAST])  # the console a user sees
+        proc = start_whyflow(["run", QUICK, "--data", str(path), *T, *Y, "-o", str(out), *FAST])  # the console a user sees
         stdout, stderr = (b.decode() for b in proc.communicate(timeout=180))
         state = json.loads((out / "state.json").read_text())
         leftovers = [p.name for p in out.rglob("*.tmp")]

@@ -16,14 +16,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from tests.conftest import subprocess_env
+from tests.conftest import start_whyflow
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "pipelines" / "quick_estimate.yaml")
@@ -36,21 +35,6 @@ def small_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("data") / "study.csv"
     linear_confounding(300, effect=2.0, seed=11)[0].to_csv(path, index=False)
     return path
-
-
-def _start(argv: list[str], *, ephemeral: bool = False) -> subprocess.Popen[bytes]:
-    """``ephemeral``: no Prefect server configured, so whyflow starts its temporary one (in the group)."""
-    env = subprocess_env()
-    if ephemeral:
-        env.pop("PREFECT_API_URL", None)
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", *argv],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        cwd=str(ROOT),
-    )
 
 
 def _status(out: Path) -> str | None:
@@ -107,7 +91,7 @@ def test_a_signal_while_the_notebook_runs_cancels_the_run(
     out = tmp_path / "job"
     argv = ["run", QUICK, "--data", str(small_csv), "-t", "treated", "-y", "outcome", "-o", str(out),
             "--set", "notebook_generator.html=false"]  # fmt: skip
-    proc = _start(argv)
+    proc = start_whyflow(argv)
     _wait(proc, lambda: _status(out) == "generating_notebook")
     time.sleep(2.0)  # the notebook is written (about 1 s); its cells run for several seconds more
     took, err = _stop(proc, sig, group)
@@ -125,7 +109,7 @@ def test_sigterm_to_the_group_that_holds_the_temporary_server(small_csv: Path, t
     recipe = tmp_path / "slow.yaml"
     recipe.write_text("name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {sleep: 30}\n")
     out = tmp_path / "job"
-    proc = _start(["run", str(recipe), "--data", str(small_csv), "-t", "treated", "-y", "outcome", "-o", str(out)],
+    proc = start_whyflow(["run", str(recipe), "--data", str(small_csv), "-t", "treated", "-y", "outcome", "-o", str(out)],
                   ephemeral=True)  # fmt: skip
     _wait(proc, lambda: _status(out) == "estimating_effects")
     took, err = _stop(proc, signal.SIGTERM, group=True)
@@ -138,7 +122,7 @@ def test_sigterm_to_the_group_that_holds_the_temporary_server(small_csv: Path, t
 @pytest.mark.parametrize("group", [False, True], ids=["sigterm-to-the-process", "sigterm-to-the-group"])
 def test_sigterm_to_whyflow_ask_cancels_and_exits(group: bool, small_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "ask"
-    proc = _start(["ask", "average outcome by treated", "--data", str(small_csv), "-o", str(out), "--llm", "off"])
+    proc = start_whyflow(["ask", "average outcome by treated", "--data", str(small_csv), "-o", str(out), "--llm", "off"])
     _wait(proc, lambda: _status(out) == "exploratory_analysis")  # writing or running the code
     took, err = _stop(proc, signal.SIGTERM, group)
     assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
@@ -160,7 +144,7 @@ def test_a_signal_to_whyflow_serve_cancels_the_question_it_answers(sig: signal.S
     from websockets.sync.client import connect
 
     port, data_dir = _free_port(), tmp_path / "chat"
-    proc = _start(["serve", "--port", str(port), "--data-dir", str(data_dir), "--llm", "off"])
+    proc = start_whyflow(["serve", "--port", str(port), "--data-dir", str(data_dir), "--llm", "off"])
 
     def up() -> bool:
         with contextlib.suppress(httpx.HTTPError):
@@ -189,7 +173,7 @@ def test_a_signal_to_an_idle_server_exits_130(tmp_path: Path) -> None:
     import httpx
 
     port = _free_port()
-    proc = _start(["serve", "--port", str(port), "--data-dir", str(tmp_path / "chat")])
+    proc = start_whyflow(["serve", "--port", str(port), "--data-dir", str(tmp_path / "chat")])
 
     def up() -> bool:
         with contextlib.suppress(httpx.HTTPError):
