@@ -8,37 +8,29 @@ the verdict. Kept apart so the rules are testable and readable without the agent
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-from agents.base.errors import AgentError
 from agents.base.improvements import codes_in
 from agents.base.queries import (
     adjustment_set_of,
     headline_evalue,
     headline_of,
     latest_round,
-    pair_estimates,
     post_treatment_set,
 )
 from agents.base.state import (
     CritiqueDecision,
-    DataProfile,
-    EDAResult,
-    SensitivityResult,
     TreatmentEffectResult,
 )
 from agents.stats.review_doubts import design_findings, role_doubts, settled
+from agents.stats.review_inputs import Findings, Review, ReviewInputs, is_naive, primary_estimates
 from agents.stats.review_policy import BALANCE_SMD, OVERLAP_POOR_SHARE, Policy
 from agents.stats.verdict import agreement, degenerate_interval, unrepaired_in_set
-
-if TYPE_CHECKING:
-    from agents.base.view import StateView
 
 __all__ = [
     "BALANCE_SMD",
     "OVERLAP_POOR_SHARE",
     "Policy",
+    "Findings",
     "ReviewInputs",
     "Review",
     "review",
@@ -50,77 +42,6 @@ __all__ = [
 _UNIDENTIFIABLE = re.compile(r"not identifiable|unidentifiable|cannot be identified|no valid adjustment", re.I)
 
 
-def is_naive(e: TreatmentEffectResult) -> bool:
-    """Whether an estimate is an unadjusted comparison (its family is ``naive``)."""
-    return e.details.is_naive
-
-
-def primary_estimates(view: StateView, purpose: str) -> tuple[str, str, list[TreatmentEffectResult]]:
-    """The primary pair and its latest round of estimates; ``purpose`` words the error."""
-    pair = view.pair(purpose)
-    treatment, outcome = pair.treatment, pair.outcome
-    _, estimates = pair_estimates(view.treatment_effects, treatment, outcome)
-    if not estimates:
-        raise AgentError(f"no estimate of {treatment} -> {outcome} to {purpose}")
-    return treatment, outcome, estimates
-
-
-@dataclass(frozen=True)
-class ReviewInputs:
-    """Everything the rules look at, gathered from the state by the agent."""
-
-    treatment: str
-    outcome: str
-    estimates: list[TreatmentEffectResult]
-    round: int
-    max_iterations: int
-    ps: dict[str, Any] | None = None
-    sensitivity: list[SensitivityResult] = field(default_factory=list)
-    eda: EDAResult | None = None
-    confounders: dict[str, Any] | None = None
-    profile: DataProfile | None = None
-    repairs: list[dict[str, Any]] = field(default_factory=list)
-    previous_improvements: list[str] = field(default_factory=list)
-    earlier_applied: list[str] = field(default_factory=list)
-    instrument: str | None = None
-    declared: tuple[str, ...] = ()
-    """The designs the user stated ("iv", "rdd", "did"): their estimator must be the headline."""
-    n_input_rows: int | None = None
-    policy: Policy = field(default_factory=Policy)
-
-
-@dataclass
-class Review:
-    """The verdict of :func:`review`."""
-
-    decision: CritiqueDecision
-    scores: dict[str, int]
-    issues: list[str]
-    improvements: list[str]
-    reasoning: list[str]
-    changes_applied: list[str]
-    limit_reached: bool = False
-    blockers: list[str] = field(default_factory=list)
-    """Why the answer cannot be trusted whatever the budget (not identifiable, degenerate, unrepaired data)."""
-    verdict: str = ""
-    """The decision in one sentence (the first reason)."""
-
-
-@dataclass
-class _Acc:
-    """Issues, improvements, reasons and blockers collected while scoring."""
-
-    issues: list[str] = field(default_factory=list)
-    improvements: dict[str, str] = field(default_factory=dict)
-    reasons: list[str] = field(default_factory=list)
-    impossible: list[str] = field(default_factory=list)
-    must_trim: bool = False
-    blockers: list[str] = field(default_factory=list)  # not trustworthy whatever the budget (agents.stats.verdict)
-    disagree: bool = False
-    doubts: list[str] = field(default_factory=list)
-    """Open questions that block approval: approval needs them settled, not a spent budget."""
-
-
 def _clip(score: float) -> int:
     return int(max(1, min(5, round(score))))
 
@@ -130,7 +51,7 @@ def _headline(estimates: list[TreatmentEffectResult]) -> TreatmentEffectResult |
 
 
 # ---- dimensions --------------------------------------------------------------------------
-def _identification(inp: ReviewInputs, acc: _Acc) -> int:
+def _identification(inp: ReviewInputs, acc: Findings) -> int:
     """Is the effect identified with these data, and is the adjustment set well argued?"""
     cd, head, score = inp.confounders, _headline(inp.estimates), 5.0
     if head is not None and head.details.family == "iv":
@@ -221,7 +142,7 @@ def _identification(inp: ReviewInputs, acc: _Acc) -> int:
     return _clip(score)
 
 
-def _doubt(acc: _Acc, head: TreatmentEffectResult | None, text: str) -> None:
+def _doubt(acc: Findings, head: TreatmentEffectResult | None, text: str) -> None:
     """An open doubt about the backdoor adjustment; a design headline (IV, DiD, RDD) does not rest on it."""
     if head is None or not head.details.is_design:
         acc.doubts.append(text)
@@ -241,7 +162,7 @@ def _constant_treatment(inp: ReviewInputs) -> bool:
     return bool(ess) and (ess.get("treated", 1) == 0 or ess.get("control", 1) == 0)
 
 
-def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
+def _overlap(inp: ReviewInputs, acc: Findings, applied: set[str]) -> int:
     """Common support of the propensity score; poor overlap needs trimming before approval."""
     ps = inp.ps
     head = _headline(inp.estimates)
@@ -304,7 +225,7 @@ def _overlap(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
     return _clip(score)
 
 
-def _balance(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
+def _balance(inp: ReviewInputs, acc: Findings, applied: set[str]) -> int:
     """Covariate balance after weighting/matching (max |SMD|)."""
     ps = inp.ps
     head = _headline(inp.estimates)
@@ -326,7 +247,7 @@ def _balance(inp: ReviewInputs, acc: _Acc, applied: set[str]) -> int:
     return _clip(score)
 
 
-def _agreement(inp: ReviewInputs, acc: _Acc) -> int:
+def _agreement(inp: ReviewInputs, acc: Findings) -> int:
     """Do the credible adjusted estimators agree with the headline? (rules in agents.stats.verdict)"""
     head = _headline(inp.estimates)
     if head is None:
@@ -338,7 +259,7 @@ def _agreement(inp: ReviewInputs, acc: _Acc) -> int:
     return verdict.score
 
 
-def _robustness(inp: ReviewInputs, acc: _Acc) -> int:
+def _robustness(inp: ReviewInputs, acc: Findings) -> int:
     """Refuters passed, E-value size, Rosenbaum Gamma, simulated unobserved confounding."""
     if not inp.sensitivity:
         acc.issues.append("No sensitivity analysis: robustness to unmeasured confounding is unknown.")
@@ -374,7 +295,7 @@ def _robustness(inp: ReviewInputs, acc: _Acc) -> int:
     return _clip(score)
 
 
-def _data_quality(inp: ReviewInputs, acc: _Acc) -> int:
+def _data_quality(inp: ReviewInputs, acc: Findings) -> int:
     """EDA's quality score and what data repair had to do."""
     score = 5.0
     if inp.eda is not None and inp.eda.data_quality_score:
@@ -427,7 +348,7 @@ def _imputed_shares(inp: ReviewInputs, adjustment: set[str], threshold: float = 
 # ---- the rule engine ---------------------------------------------------------------------
 def review(inp: ReviewInputs) -> Review:
     """Score, list issues and improvements, and decide; a pure function of ``inp``."""
-    acc = _Acc()
+    acc = Findings()
     head = _headline(inp.estimates)
     this_round = sorted(
         codes_in([c for e in inp.estimates for c in e.details.changes_applied])
@@ -526,7 +447,7 @@ def review(inp: ReviewInputs) -> Review:
     )
 
 
-def _design_contract(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None) -> None:
+def _design_contract(inp: ReviewInputs, acc: Findings, head: TreatmentEffectResult | None) -> None:
     """A stated design headlines and its own checks hold (:mod:`agents.stats.review_doubts`)."""
     if head is None:
         return
@@ -536,7 +457,7 @@ def _design_contract(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult |
     acc.issues.extend(found.issues)
 
 
-def _blockers(inp: ReviewInputs, acc: _Acc, head: TreatmentEffectResult | None, applied: set[str]) -> None:
+def _blockers(inp: ReviewInputs, acc: Findings, head: TreatmentEffectResult | None, applied: set[str]) -> None:
     """Degenerate intervals, unrepaired data on adjusted columns, and what to do about disagreement."""
     if head is not None:
         stats = (inp.profile.numeric_stats.get(inp.outcome) if inp.profile is not None else None) or {}
