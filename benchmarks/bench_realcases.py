@@ -33,6 +33,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_truth import recipe_without_notebook  # noqa: E402
+
 SHARED = ROOT.parent / "shared"
 CASES = SHARED / "datasets" / "realcases" / "cases.json"
 RECIPE = ROOT / "pipelines" / "causal_analysis.yaml"
@@ -55,16 +60,6 @@ COLUMN_DOUBTS = ("uncertain adjustment", "residual confounding", "repeated units
 def load_cases(only: set[str] | None = None) -> list[dict[str, Any]]:
     cases = json.loads(CASES.read_text(encoding="utf-8"))
     return [c for c in cases if not only or c["id"] in only or c["id"].split("_")[0] in only]
-
-
-def recipe_without_notebook(folder: Path) -> Path:
-    import yaml
-
-    spec = yaml.safe_load(RECIPE.read_text(encoding="utf-8"))
-    spec["steps"] = [s for s in spec["steps"] if not (isinstance(s, dict) and s.get("agent") == "notebook_generator")]
-    path = folder / "recipe.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    return path
 
 
 def run_case(case: dict[str, Any], notebook: bool, timeout: int, keep: str | None = None) -> dict[str, Any]:
