@@ -19,7 +19,7 @@ from agents.stats.registry import REGISTRY, keys_where
 
 if TYPE_CHECKING:
     from agents.stats.estimators import Estimate
-    from agents.stats.pair_analysis import PairSetup
+    from agents.stats.pair_setup import PairSetup
 
 __all__ = ["METHODS", "PS_METHODS", "DESIGN_METHODS", "META_MIN_N", "default_methods", "choose_headline"]
 

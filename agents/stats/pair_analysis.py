@@ -6,7 +6,6 @@ each step), so both produce identical estimates for identical choices.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,8 @@ from agents.stats import propensity as P
 from agents.stats.adjustment import Adjustment, Prepared, choose_adjustment, prepare, safe_name
 from agents.stats.estimators import Estimate
 from agents.stats.menu import DESIGN_METHODS, META_MIN_N, METHODS, PS_METHODS, choose_headline, default_methods
-from agents.stats.nuisance import FOLDS, MORE_FOLDS, Nuisance
+from agents.stats.nuisance import MORE_FOLDS
+from agents.stats.pair_setup import PairSetup, covariates_of
 from agents.stats.registry import REGISTRY
 
 __all__ = [
@@ -37,68 +37,6 @@ __all__ = [
     "DESIGN_METHODS",
     "META_MIN_N",
 ]
-
-
-@dataclass
-class PairSetup:
-    """Everything the estimators need for one pair, and what was decided while building it."""
-
-    treatment: str
-    outcome: str
-    frame: pd.DataFrame
-    adjustment: Adjustment
-    prep: Prepared
-    estimand: str
-    design: dict[str, Any]
-    seed: int
-    bootstrap: int
-    ps_model: str = "logistic"
-    ps: np.ndarray | None = None
-    overlap: dict[str, Any] | None = None
-    trim: dict[str, Any] | None = None
-    changes: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)
-    nuisance: Nuisance | None = None
-    folds: int = FOLDS
-    precision: pd.DataFrame | None = None
-    cache_dir: Any = None
-    _dowhy: Any = None
-    _cov_frame: pd.DataFrame | None = None
-    _cov_of: Prepared | None = None
-    _design: np.ndarray | None = None
-    _design_of: Prepared | None = None
-
-    @property
-    def binary(self) -> bool:
-        """Whether the treatment is binary (backdoor estimators apply)."""
-        return self.ps is not None
-
-    @property
-    def no_covariates(self) -> bool:
-        """Whether the adjustment set is empty (after encoding)."""
-        return not set(self.prep.X.columns) - set(self.design.get("_design_cols", []))
-
-    @property
-    def covariates(self) -> pd.DataFrame:
-        """The adjustment covariates (design columns such as the instrument left out)."""
-        return _covariates(self)
-
-    @property
-    def names(self) -> tuple[str, str]:
-        """The treatment and outcome names."""
-        return self.treatment, self.outcome
-
-    def dowhy(self) -> Any:
-        """The DoWhy backdoor model of the pair (built once, shared by OLS, matching, stratification)."""
-        return _dowhy(self)
-
-    @property
-    def scores(self) -> np.ndarray:
-        """The propensity scores (only for a binary treatment)."""
-        if self.ps is None:
-            raise AgentError("propensity scores exist only for a binary treatment")
-        return self.ps
 
 
 def _design(view_design: Any, frame: pd.DataFrame, profile: Any, dk: dict[str, Any] | None) -> dict[str, Any]:
@@ -156,7 +94,7 @@ def setup_pair(
     levels = frame[treatment].dropna().nunique()
     binary = levels == 2
     if not binary:
-        _restore_dose_covariates(frame, treatment, adj)
+        _restore_dosecovariates_of(frame, treatment, adj)
     if not binary and not pd.api.types.is_numeric_dtype(frame[treatment]):
         raise AgentError(
             f"treatment '{treatment}' has {levels} unordered categories; compare two of them (make a binary "
@@ -216,7 +154,7 @@ def setup_pair(
     return setup
 
 
-def _restore_dose_covariates(frame: pd.DataFrame, treatment: str, adj: Adjustment) -> None:
+def _restore_dosecovariates_of(frame: pd.DataFrame, treatment: str, adj: Adjustment) -> None:
     """Undo "deterministic function of the treatment" for a many-valued treatment unless it truly is one.
 
     With a continuous treatment every value is unique, so the level-based test in
@@ -275,16 +213,6 @@ def one_block(X: pd.DataFrame, t: np.ndarray | None = None) -> tuple[pd.DataFram
     return frame, None if t is None else block.T
 
 
-def _covariates(setup: PairSetup) -> pd.DataFrame:
-    """The adjustment covariates (design columns such as the instrument left out), made once per prepared data."""
-    drop = setup.design.get("_design_cols", [])
-    if not drop:
-        return setup.prep.X
-    if setup._cov_of is not setup.prep:
-        setup._cov_of, setup._cov_frame = setup.prep, setup.prep.X.drop(columns=drop)
-    return setup._cov_frame
-
-
 def refit_propensity(setup: PairSetup, model: str) -> dict[str, Any]:
     """(Re)fit the cross-fitted nuisances (``model`` pins the propensity learner, "auto" picks it by CV loss).
 
@@ -292,7 +220,7 @@ def refit_propensity(setup: PairSetup, model: str) -> dict[str, Any]:
     """
     from agents.stats.nuisance import fit_binary
 
-    X = _covariates(setup)
+    X = covariates_of(setup)
     nu = fit_binary(X, setup.prep.t, setup.prep.y, setup.seed, setup.folds, model, cache_dir=setup.cache_dir)
     setup.nuisance = nu
     setup.ps_model = nu.choice["propensity"] if X.shape[1] else model
@@ -350,17 +278,7 @@ def check_balance(setup: PairSetup) -> dict[str, Any]:
     """Balance (SMDs) before/after weighting with the current propensity scores."""
     if setup.ps is None:
         return {}
-    return P.diagnose(_covariates(setup), setup.prep.t, setup.ps, setup.estimand)
-
-
-def _dowhy(setup: PairSetup) -> Any:
-    from agents.stats.estimators import DowhyBackdoor
-
-    if setup._dowhy is None:
-        # The design [1, t, X] in the covariates' memory, while they are the ones it was made with.
-        design = setup._design if setup._design_of is setup.prep else None
-        setup._dowhy = DowhyBackdoor(_covariates(setup), setup.prep.t, setup.prep.y, setup.scores, design=design)
-    return setup._dowhy
+    return P.diagnose(covariates_of(setup), setup.prep.t, setup.ps, setup.estimand)
 
 
 def run_method(setup: PairSetup, name: str) -> Estimate:

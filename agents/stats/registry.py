@@ -22,7 +22,7 @@ from agents.base.estimates import Family
 
 if TYPE_CHECKING:
     from agents.stats.estimators import Estimate
-    from agents.stats.pair_analysis import PairSetup
+    from agents.stats.pair_setup import PairSetup
 
 __all__ = ["Default", "EstimatorSpec", "REGISTRY", "METHOD_KEYS", "keys_where"]
 
