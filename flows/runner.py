@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from agents.base.agent import AgentContext, AgentResult
 from agents.base.ask_state import JobState
@@ -28,14 +28,13 @@ from agents.base.state import JobStatus
 from flows import interrupts
 from flows.dispatch import apply_result, dispatch, missing_required
 from flows.errors import CancelRequested, RunCancelled, RunFailed
-from flows.nested import run_nested_recipe
 from flows.plan import AgentNode, LoopNode, ParallelNode, Plan
 from flows.progress import Reporter
 from flows.store import JobFolder
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Executor", "LocalExecutor", "Runner", "step_key"]
+__all__ = ["Executor", "LocalExecutor", "Runner", "run_nested_recipe", "step_key"]
 
 
 class Executor(Protocol):
@@ -403,3 +402,60 @@ def _llm_client(settings: object, job_dir: object, key: str) -> object:
     from agents.base.llm import client_for
 
     return client_for(settings, Path(str(job_dir)).resolve(), key)
+
+
+def run_nested_recipe(
+    recipe: str, data: str, output: str, treatment: str | None = None, outcome: str | None = None
+) -> dict[str, Any]:
+    """Run ``recipe`` on ``data`` as a nested job in the folder ``output``; return its headline and caveats.
+
+    Agents may not import :mod:`flows`, so the runner hands them this function as
+    ``ctx.run_recipe`` (a causal question asked through `whyflow ask`). The nested job is prepared
+    exactly like ``whyflow run`` and run by this runner in the calling agent's thread, so it works
+    inside a Prefect task or a Dask worker alike.
+
+    Never raises for a failed nested run: the answer says what failed. Bad input (a column the
+    data lacks) raises the usual :class:`~agents.base.errors.DataError`.
+    """
+    from flows.jobs import RunRequest, prepare_job
+    from flows.plan import load_plan
+    from flows.summary import job_summary
+
+    plan = load_plan(recipe)
+    folder = prepare_job(
+        RunRequest(recipe=recipe, data=data, treatment=treatment, outcome=outcome, output=output), plan
+    )
+    state = folder.load()
+    failure = None
+    try:
+        Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
+    except (RunFailed, RunCancelled) as exc:
+        failure = str(exc)
+    head = _headline(state)
+    critique = state.critique_history[-1] if state.critique_history else None
+    return {
+        "job_dir": str(Path(folder.path).resolve()),
+        "status": state.status.value,
+        "error": failure,
+        "treatment": state.get_primary_pair()[0],
+        "outcome": state.get_primary_pair()[1],
+        "headline": head,
+        "critique": None if critique is None else critique.decision.value,
+        "caveats": list(critique.issues if critique else [])[:6] + list(state.recommendations)[:4],
+        "summary": job_summary(state, folder.path),
+    }
+
+
+def _headline(state: Any) -> dict[str, Any] | None:
+    effects = [e for e in state.treatment_effects if e.details.headline] or list(state.treatment_effects)
+    if not effects:
+        return None
+    e = effects[0]
+    return {
+        "method": e.method,
+        "estimand": e.estimand,
+        "estimate": e.estimate,
+        "ci_lower": e.ci_lower,
+        "ci_upper": e.ci_upper,
+        "p_value": e.p_value,
+    }
