@@ -6,10 +6,11 @@ for, wide semi-synthetic covariates with one-hot site dummies, a continuous trea
 instrument, confounding through a square and an interaction, messy numbers, a null effect with a
 collider, poor overlap, plain linear confounding at 10,000 rows, an outcome that is a change
 score with both parts present, a DiD panel, a sharp discontinuity, 50+ covariates, and n = 300.
-Six more each put one tempting column in the file that must never be a covariate (``TEMPTING``):
+Eight more each put one tempting column in the file that must never be a covariate (``TEMPTING``):
 a row index and an id, the outcome's level next to its log, the parts of a total score, a second
-outcome measured later, copies of the treatment, a post-treatment survey in a randomised trial, and
-the answers a score is summed from, recorded only where the score is.
+outcome measured later, copies of the treatment, a post-treatment survey in a randomised trial, the
+answers a score is summed from, recorded only where the score is, and a self-reported copy of the
+outcome in a trial the metadata does not call one.
 
 Every generator is ``(n, seed) -> Case``: the frame, the true effect of the design's estimand,
 the CLI/design arguments (treatment, outcome, and instrument / unit+time / running variable+cutoff
@@ -321,6 +322,24 @@ def survey_score(n: int, seed: int) -> Case:
     return Case(frame, 2.0, _args("treated", "score"))
 
 
+def rct_outcome_report(n: int, seed: int) -> Case:
+    """A randomised trial the metadata does not call one, with the outcome as the participants reported it.
+
+    ``outcome_reported`` is a noisy report of the outcome that the treatment also nudges (the treated
+    report more readily); every other covariate is balanced and prognostic. Adjusting for the report
+    conditions on the outcome itself; effect 1.
+    """
+    rng = np.random.default_rng([seed, 21])
+    x = rng.normal(size=(n, 4))
+    t = rng.binomial(1, 0.5, size=n)
+    y = 1.0 * t + x @ np.array([0.8, 0.5, -0.4, 0.3]) + rng.normal(size=n)
+    report = 0.8 * y + 0.2 * t + rng.normal(scale=0.8, size=n)
+    names = ["age_z", "score0", "income_z", "visits0"]
+    frame = pd.DataFrame({**dict(zip(names, x.T, strict=True)), "treated": t, "outcome": y})
+    frame["outcome_reported"] = report.round(3)
+    return Case(frame, 1.0, _args())
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -344,6 +363,7 @@ KINDS: dict[str, Generator] = {
     "treatment_copies": treatment_copies,
     "rct_post_treatment": rct_post_treatment,
     "survey_score": survey_score,
+    "rct_outcome_report": rct_outcome_report,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -355,6 +375,7 @@ TEMPTING: dict[str, tuple[str, ...]] = {
     "treatment_copies": ("enrolled", "treated_x1"),
     "rct_post_treatment": ("satisfaction",),
     "survey_score": ("answer_a", "answer_b", "answer_c", "answer_d"),
+    "rct_outcome_report": ("outcome_reported",),
 }
 """Kind name -> the columns that must never be covariates (the recipe must name them as left out)."""
 
@@ -379,6 +400,7 @@ DEFAULT_N: dict[str, int] = {
     "treatment_copies": 1500,
     "rct_post_treatment": 1500,
     "survey_score": 1500,
+    "rct_outcome_report": 1500,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

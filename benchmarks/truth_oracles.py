@@ -165,6 +165,12 @@ def survey_score(n: int, seed: int) -> Interval:
     return _ols(_frame("survey_score", n, seed).dropna(subset=["score"]), "score", ["x1", "x2", "x3"])
 
 
+def rct_outcome_report(n: int, seed: int) -> Interval:
+    """OLS on the four baseline covariates (ANCOVA; never the reported outcome)."""
+    frame = _frame("rct_outcome_report", n, seed)
+    return _ols(frame, "outcome", ["age_z", "score0", "income_z", "visits0"])
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -186,6 +192,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "treatment_copies": treatment_copies,
     "rct_post_treatment": rct_post_treatment,
     "survey_score": survey_score,
+    "rct_outcome_report": rct_outcome_report,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

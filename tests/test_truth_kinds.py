@@ -46,6 +46,7 @@ SMALL_N = {
     "treatment_copies": 600,
     "rct_post_treatment": 600,
     "survey_score": 600,
+    "rct_outcome_report": 600,
 }
 
 
