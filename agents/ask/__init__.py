@@ -1,4 +1,4 @@
-"""The ask-the-data agents (seed 001): plan, write code, run it in the sandbox, evaluate, explain.
+"""The ask-the-data agents: plan, write code, run it in the sandbox, evaluate, explain.
 
 They work on :class:`~agents.base.ask_state.AskState` (``pipelines/ask.yaml`` says
 ``state: ask``). Without a model (``ctx.llm is None``) they fill the best worked example of

@@ -1,4 +1,4 @@
-"""The answer package (002's FinalOutput) built from what ran: shared by the explainer, the error
+"""The answer package (a :class:`FinalOutput`) built from what ran: shared by the explainer, the error
 node and the ReAct ``data_scientist`` so that both recipes answer a question the same way.
 
 Every number in an answer comes from the executed code's result (or the causal run's estimate),
@@ -74,7 +74,7 @@ def causal_answer(causal: dict[str, Any] | None, plan: AskPlan) -> FinalOutput:
 
 def error_answer(attempts: int, error: str | None, code: str | None, failed: list[FailedAttempt],
                  plan: AskPlan | None) -> FinalOutput:
-    """001's error answer: the code failed on every attempt; every attempt is kept."""
+    """The error answer: the code failed on every attempt; every attempt is kept."""
     text = (error or "unknown error").strip()
     last = text.splitlines()[0] if text else "unknown error"
     return FinalOutput(

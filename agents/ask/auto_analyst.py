@@ -1,9 +1,9 @@
-"""Seed 004's initial analysis of a freshly uploaded dataset (``pipelines/auto_analyze.yaml``).
+"""The initial analysis of a freshly uploaded dataset (``pipelines/auto_analyze.yaml``).
 
 Deterministic (always): the per-column table (Column, Type, Non-Null Count, Unique Count,
 Description, Typical Values, Issues — every column), a 3–5 sentence summary and a session
 title, from :mod:`agents.tools.column_report`. With a model, the model explores with
-``sql_query`` (on 003's runtime: duplicate calls skipped, artifacts remembered), writes the
+``sql_query`` (on the ask runtime: duplicate calls skipped, artifacts remembered), writes the
 summary with ``output_text`` and ends with ``finalize(session_title=...)``; a summary sentence
 whose numbers appear neither in the table nor in a query result is dropped, and the table is
 always the deterministic one, so it covers every column.
@@ -38,7 +38,7 @@ _TOOLS = {"sql_query": T.SqlQueryCall, "output_text": T.OutputTextArgs, "finaliz
 
 class AutoAnalystParams(AgentParams):
     max_iterations: int = Field(8, ge=1, description="model calls for the exploration")
-    """004 leaves it open; 002's complex budget is 10."""
+    """A default below the data scientist's budget for a complex question (10, in ``BUDGETS``)."""
 
 
 class AutoAnalystAgent(Agent[AutoAnalystParams]):
@@ -110,7 +110,7 @@ def _complete(box: Toolbox) -> None:
 
 def _explore(box: Toolbox, ctx: AgentContext, data_summary: str, budget: int,
              rows: list[Any]) -> tuple[str | None, str | None, int, str]:
-    """004's exploration: (checked summary or None, title or None, model calls, why it ended)."""
+    """The model's exploration: (checked summary or None, title or None, model calls, why it ended)."""
     from agents.base.llm import data_block
     from agents.base.llm.validate import check_numbers, numbers_of
 

@@ -1,4 +1,4 @@
-"""001's code node, second half: run the round's code in the sandbox, record what happened.
+"""The code step, second half: run the round's code in the sandbox, record what happened.
 
 Generated code runs only through :func:`agents.base.sandbox.run_code` (a child process with
 limits and the best isolation available); each dataset is handed over by path under its view

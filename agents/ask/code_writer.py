@@ -1,9 +1,9 @@
-"""001's code node, first half: write the code for this round of the loop.
+"""The code step, first half: write the code for this round of the loop.
 
 Without a model the code is the filled worked example (a retry tries the next example that
 fits, since the same template would fail the same way). With a model, round 1 asks for code
 grounded by the closest examples' code; later rounds show the failed code and its traceback
-(001's fixing prompt) together with every earlier failure, so the model does not repeat one.
+(the fixing prompt) together with every earlier failure, so the model does not repeat one.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The ReAct data scientist (seed 002) on 003's runtime: one agent, ten tools.
+"""The ReAct data scientist on the ask runtime (:mod:`agents.ask.runtime`): one agent, ten tools.
 
 ``pipelines/ask_react.yaml`` runs this one agent. With a model, the model picks each next tool
 among profile_data, sql_query, write_code, execute_code, validate_results, output_text,
 output_table, create_plot, explain_findings and finalize (:mod:`agents.ask.react_loop`), under
-002's safeguards. Without one, or when the model's loop gives nothing usable, the agent takes
+the loop's safeguards. Without one, or when the model's loop gives nothing usable, the agent takes
 the deterministic path of ``pipelines/ask.yaml`` through the same tool functions — profile, the
 filled worked example's code (up to 3 attempts), validation, the table or chart, the
 explanation — so it gives the same answers, and its FinalOutput is always valid.
@@ -32,11 +32,11 @@ __all__ = ["DataScientistAgent", "DataScientistParams", "estimate_complexity", "
 
 _RERUN = re.compile(r"\b(re-?run|run (?:it|this|that) again|recompute|from scratch)\b", re.I)
 BUDGETS = {"simple": 5, "standard": 8, "complex": 10}
-"""002's iteration budget by complexity (model calls of one turn)."""
+"""Model calls allowed per turn, by the question's complexity."""
 
 
 def estimate_complexity(question: str, n_datasets: int) -> str:
-    """002's heuristics: several datasets or a model/cluster question is complex; a test,
+    """Heuristics: several datasets or a model/cluster question is complex; a test,
     correlation or comparison is standard; the rest is simple."""
     q = question.lower()
     if n_datasets > 1 or any(k in q for k in ("predict", "model", "cluster", "segment")):
@@ -156,7 +156,7 @@ class DataScientistParams(AgentParams):
 
 
 class DataScientistAgent(Agent[DataScientistParams]):
-    """002's data scientist: a ReAct loop over ten tools, or the deterministic path without a model."""
+    """The data scientist: a ReAct loop over ten tools, or the deterministic path without a model."""
 
     NAME = "data_scientist"
     DESCRIPTION = "answer a question with a ReAct loop over data tools (deterministic path without a model)"

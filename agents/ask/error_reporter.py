@@ -1,4 +1,4 @@
-"""001's error node: the code failed on every attempt; say so plainly, keep every attempt."""
+"""The error step: the code failed on every attempt; say so plainly, keep every attempt."""
 
 from __future__ import annotations
 

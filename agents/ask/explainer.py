@@ -1,4 +1,4 @@
-"""001's explain node: the answer package (002's FinalOutput) from what ran.
+"""The explain step: the answer package (a :class:`FinalOutput`) from what ran.
 
 Every number in the answer comes from the executed code's result (or the causal run's
 estimate), formatted as the question asks (rounding, units, ``@name[value]`` tokens). A chart

@@ -1,5 +1,5 @@
-"""The deterministic plan of a question and the code of each attempt, shared by the seed-001
-agents (question_planner, code_writer) and the ReAct ``data_scientist``.
+"""The deterministic plan of a question and the code of each attempt, shared by the step-by-step
+ask agents (question_planner, code_writer) and the ReAct ``data_scientist``.
 
 A follow-up is first rewritten against the conversation; a causal question is routed to the
 causal recipe; otherwise the best worked example whose slots the question fills becomes the

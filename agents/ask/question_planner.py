@@ -1,9 +1,9 @@
-"""001's plan node: decide whether the question needs code, evaluation and explanation.
+"""The planner: decide whether the question needs code, evaluation and explanation.
 
 Deterministic order: a follow-up is first rewritten against the conversation ("now by year");
 a causal question ("what is the effect of X on Y?") is routed to the causal recipe; otherwise
 the best worked example whose slots the question fills becomes the plan. With a model, the
-model decides the plan's flags (001's planning prompt), grounded by the closest examples; a
+model decides the plan's flags (the planning prompt), grounded by the closest examples; a
 reply it cannot parse falls back to the deterministic plan.
 """
 
@@ -31,7 +31,7 @@ Return {"needs_code": bool, "needs_evaluation": bool, "needs_explanation": bool,
 
 
 class PlanReply(BaseModel):
-    """The model's plan (001's planning answer)."""
+    """The model's plan: which steps the question needs, and why."""
 
     needs_code: bool
     needs_evaluation: bool = False
@@ -90,7 +90,7 @@ class QuestionPlannerAgent(Agent[QuestionPlannerParams]):
             return plan
         if plan.needs_code and not reply.needs_code:
             # A worked example computes this from the data: "no code" would answer it with prose
-            # and no number from the data (001's rule: data questions always need code).
+            # and no number from the data, so a data question always gets code.
             note = f"The model planned no code, but '{plan.example_id}' computes the answer from the data; code runs."
             return plan.model_copy(update={"reasoning": f"{plan.reasoning} {note}".strip()})
         return plan.model_copy(

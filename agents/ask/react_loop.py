@@ -1,4 +1,4 @@
-"""002's ReAct loop with its safeguards in code, on 003's runtime.
+"""The ReAct loop with its safeguards in code, on the ask runtime (:mod:`agents.ask.runtime`).
 
 Each iteration is one model call that sees the system prompt, the question, the data summary,
 the closest worked examples, every earlier call and observation, and — rebuilt for every call —
@@ -60,7 +60,7 @@ class TurnOutcome:
 
 
 def detect_loop(calls: list[ToolCallRecord]) -> bool:
-    """002's loop check: the model's last two calls used the same tool and two of its last three failed."""
+    """Loop check: the model's last two calls used the same tool and two of its last three failed."""
     mine = [c for c in calls if c.origin == "model"][-3:]
     if len(mine) < 2:
         return False
@@ -139,7 +139,7 @@ def _degrade(box: Toolbox, plan: AskPlan, ctx: AgentContext, iterations: int, wh
 
 
 def _author(ctx: AgentContext, box: Toolbox, summary: str) -> Any:
-    """002's write_code from an approach in words: the model writes the code (one text call)."""
+    """write_code from an approach in words: the model writes the code (one text call)."""
     from agents.ask._shared import llm_text, strip_fences
     from agents.base.llm import data_block
 

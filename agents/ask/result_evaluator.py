@@ -1,7 +1,7 @@
-"""001's evaluate node: interpret the code's output critically, only from what it shows.
+"""The evaluate step: interpret the code's output critically, only from what it shows.
 
 Without a model the evaluation states what the numbers themselves say: a test's p-value against
-5%, a correlation's strength, a table's size, a truncated result. With a model, 001's evaluation
+5%, a correlation's strength, a table's size, a truncated result. With a model, the evaluation
 prompt sees the question, the code and the output (never anything it did not compute).
 """
 
@@ -22,7 +22,7 @@ name trends, outliers or problems (small groups, truncated output). Keep it shor
 
 
 class ResultEvaluatorAgent(Agent[AgentParams]):
-    """Critically evaluates the result (001's evaluation)."""
+    """Critically evaluates the result from what the output shows."""
 
     NAME = "result_evaluator"
     DESCRIPTION = "interpret the result: significance, strength, size, truncation"

@@ -1,10 +1,10 @@
-"""The ReAct data scientist's runtime (seed 003): states, guards, artifact memory, counters.
+"""The ReAct data scientist's runtime: states, guards, artifact memory, counters.
 
 A small pure module: no I/O, no model, no sandbox. The loop asks it before and after every
 tool call:
 
 - **states** ``planning → data_fetching → analyzing → presenting → completed`` (and ``error``),
-  with exactly 003's allowed transitions; an invalid one raises :class:`InvalidStateTransition`
+  with only the transitions in :data:`ALLOWED`; an invalid one raises :class:`InvalidStateTransition`
   (code ``invalid_state``) and is recorded; every transition, accepted or not, is in the trace;
 - **identical tool calls** (tool + normalised arguments) are skipped with a reason;
 - **equivalent artifacts** (the same content hash) are not created twice;
@@ -46,7 +46,7 @@ __all__ = [
 
 
 class RuntimeState(StrEnum):
-    """Where a turn stands (seed 003)."""
+    """Where a turn stands."""
 
     PLANNING = "planning"
     DATA_FETCHING = "data_fetching"
@@ -65,7 +65,7 @@ ALLOWED: dict[RuntimeState, frozenset[RuntimeState]] = {
     S.ERROR: frozenset({S.PLANNING, S.COMPLETED}),
     S.COMPLETED: frozenset(),
 }
-"""Seed 003's allowed transitions; staying in a state is no transition."""
+"""The allowed transitions from each state; staying in a state is no transition."""
 
 TOOL_STATE: dict[str, RuntimeState] = {
     "profile_data": S.DATA_FETCHING,
@@ -83,7 +83,7 @@ TOOL_STATE: dict[str, RuntimeState] = {
 
 
 class InvalidStateTransition(WhyflowError):
-    """A transition 003's state machine does not allow (code ``invalid_state``)."""
+    """A transition :data:`ALLOWED` does not permit (code ``invalid_state``)."""
 
     code = "invalid_state"
 
@@ -118,7 +118,7 @@ def content_hash(content: Any) -> str:
 
 def intent_summary(description: str, columns: list[str], column_types: list[str], rows: int,
                    sample: list[list[Any]]) -> str:
-    """003's short "data intent summary" after a successful query: what was fetched, its
+    """A short "data intent summary" after a successful query: what was fetched, its
     dimensions and measures, how many rows and the time scope when a date column shows one."""
     numeric = ("INT", "DOUBLE", "FLOAT", "DECIMAL", "BIGINT", "HUGEINT", "REAL", "SMALLINT", "TINYINT")
     measures = [c for c, t in zip(columns, column_types, strict=False) if any(n in t.upper() for n in numeric)]
@@ -151,7 +151,7 @@ class Runtime:
 
     # ---- states --------------------------------------------------------------------------
     def transition(self, target: RuntimeState, cause: str) -> None:
-        """Move to ``target``; raise :class:`InvalidStateTransition` (recorded, counted) if 003 forbids it."""
+        """Move to ``target``; raise :class:`InvalidStateTransition` (recorded, counted) if not in :data:`ALLOWED`."""
         step = len(self.transitions) + 1
         if target == self.state:
             return
@@ -171,7 +171,7 @@ class Runtime:
         self.transition(target, tool)
 
     def fail(self, cause: str) -> None:
-        """A tool or runtime error: to ``error`` where 003 allows it (planning cannot fail into error)."""
+        """A tool or runtime error: to ``error`` where :data:`ALLOWED` permits it (planning cannot fail into error)."""
         if RuntimeState.ERROR in ALLOWED[self.state]:
             self.transition(RuntimeState.ERROR, cause)
 
@@ -215,7 +215,7 @@ class Runtime:
         return art, True
 
     def inventory(self) -> str:
-        """The artifact inventory for a model call (003's Option A: in every call)."""
+        """The artifact inventory for a model call (it goes into every call, so the model always knows what exists)."""
         if not self.artifacts:
             return "Artifacts so far: none."
         lines = ["Artifacts so far (reuse them; do not recreate an equivalent one):"]
@@ -254,7 +254,7 @@ class Runtime:
 
     # ---- counters and summary ------------------------------------------------------------
     def count(self, name: str, by: int = 1) -> None:
-        """Bump one of the counters (002's safeguards count here too)."""
+        """Bump one of the counters (the loop's safeguards count here too)."""
         self._count(name, by)
 
     def _count(self, name: str, by: int = 1) -> None:

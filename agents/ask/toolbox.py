@@ -3,7 +3,7 @@ model's ReAct loop call, so the two see the same tool functions and the same saf
 
 :meth:`Toolbox.call` checks a call against the runtime (a duplicate is skipped with a reason, an
 empty code payload gets one guided retry, an invalid state is refused), runs the tool function
-and records the call, its artifacts and the observation the model reads next. 002's mandatory
+and records the call, its artifacts and the observation the model reads next. The mandatory
 validation lives in :meth:`Toolbox.finalize`: a computed result is validated before any final
 answer, by the runtime itself when the caller did not.
 """
@@ -81,7 +81,7 @@ class Toolbox:
     charts: list[str] = field(default_factory=list)
     session_title: str | None = None
     allow_rerun: bool = False
-    """The user asked to run it again: identical calls are not skipped (003's exception)."""
+    """The user asked to run it again: identical calls are not skipped."""
     finalized: bool = False
     causal: dict[str, Any] | None = None
     _con: Any = None
@@ -245,7 +245,7 @@ class Toolbox:
         note = f"; dropped {len(dropped)} sentence(s) whose numbers are not in the result" if dropped else ""
         return "ok", f"explanation kept{note}"
 
-    # ---- 002's mandatory validation ----------------------------------------------------------
+    # ---- mandatory validation ----------------------------------------------------------------
     def finalize(self, args: T.FinalizeArgs, origin: str = "deterministic") -> Observation:
         """End the turn if the result is validated (validating it first when nobody did)."""
         raw = args.model_dump(mode="json")
