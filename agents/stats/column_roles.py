@@ -399,6 +399,9 @@ def classify_columns(
     rest = [c for c in rest if c not in {r.column for r in out}]
     if pd.api.types.is_numeric_dtype(frame[outcome]):
         out += _outcome_roles(frame, outcome, [c for c in rest if not _PRE_NAME.search(str(c))])
+        from agents.stats.sibling_outcomes import sibling_outcomes
+
+        out += sibling_outcomes(frame, outcome, [c for c in rest if c not in {r.column for r in out}], alpha)
     rest = [c for c in rest if c not in {r.column for r in out}]
     tv = (
         frame[treatment].to_numpy(dtype=float, na_value=np.nan)
