@@ -1,4 +1,4 @@
-"""`whyflow serve`: a chat page for asking the data (seed 004's events on whyflow's ask recipes).
+"""`whyflow serve`: a chat page for asking the data, each question a run of one of whyflow's ask recipes.
 
 :func:`create_app` builds the FastAPI app (:mod:`flows.web.app`), :func:`serve` runs it with
 uvicorn. Sessions and messages persist in ``<data-dir>/chat.sqlite3`` (:mod:`flows.web.store`);

@@ -3,9 +3,9 @@
 ``GET /`` the page; ``GET /static/*`` its script and style; ``GET /vendor/*.js`` the vendored
 vega builds (``agents/tools/static``); ``POST /api/sessions?filename=NAME`` the file as the
 request body (CSV or Parquet, at most :data:`MAX_UPLOAD_BYTES`; type, size and parse are checked
-and a failure is 004's ``error`` event as JSON); ``GET /api/sessions`` and
+and a failure is an ``error`` event as JSON); ``GET /api/sessions`` and
 ``GET /api/sessions/{id}`` the sessions and their messages; ``WS /ws/{id}`` the conversation:
-the client sends ``message``, ``auto_analyze`` or ``stop``, the server 004's events. One run at
+the client sends ``message``, ``auto_analyze`` or ``stop``, the server the turn's events. One run at
 a time per session; the run is a Prefect flow run in a worker thread (:mod:`flows.web.runs`).
 """
 

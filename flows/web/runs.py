@@ -1,4 +1,4 @@
-"""One chat turn as a Prefect flow run of an ask recipe, told to the page as seed 004's events.
+"""One chat turn as a Prefect flow run of an ask recipe, told to the page as a stream of events.
 
 A question runs ``pipelines/ask_react.yaml`` (the ReAct data scientist), the first look at an
 upload ``pipelines/auto_analyze.yaml``; both are prepared and run exactly as `whyflow ask` does
@@ -85,7 +85,7 @@ class Turn:
 
 
 def _record(type_: str, payload: dict[str, Any]) -> tuple[str, Any]:
-    """004's message row of a content event: (text, data)."""
+    """The message row of a content event: (text, data)."""
     if type_ == "text":
         return payload["text"], None
     if type_ == "table":
@@ -291,7 +291,7 @@ def _final_events(turn: Turn, state: Any) -> None:
 
 
 def _reasoning(store: ChatStore, session: Session, state: Any, job_dir: str) -> None:
-    """004's reasoning message: saved for the record and later turns, never streamed."""
+    """The reasoning message: saved for the record and later turns, never streamed."""
     lines: list[str] = []
     if state.final_output is not None:
         lines += [str(x) for x in state.final_output.reasoning_trace]

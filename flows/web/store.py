@@ -1,7 +1,7 @@
 """The chat page's sessions and messages in one SQLite file (WAL mode).
 
 A session is one uploaded dataset and its conversation: ``sessions(id, title, dataset_path,
-file_name, created, updated)``. Its messages keep seed 004's roles and types: ``user/text``,
+file_name, created, updated)``. Its messages have a role and a type: ``user/text``,
 ``assistant/text``, ``assistant/table``, ``assistant/plot``, ``assistant/query_result`` and
 ``assistant/reasoning`` (saved, never streamed), each with its text and a JSON payload
 (``data``: the headers and rows of a table, the Vega-Lite spec of a plot, the query and rows of a
@@ -25,7 +25,7 @@ from typing import Any
 __all__ = ["ChatStore", "Message", "Session", "MESSAGE_TYPES", "clean"]
 
 MESSAGE_TYPES = ("text", "table", "plot", "query_result", "reasoning")
-"""Seed 004's message types (the user writes only text)."""
+"""The message types (the user writes only text)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
