@@ -33,6 +33,7 @@ from agents.stats.adjustment_rules import (
     looks_like_id,
 )
 from agents.stats.column_roles import ColumnRole, classify_columns, left_out_summary, left_out_table, outcome_proxies
+from agents.stats.complete_case import complete_case_check
 from agents.stats.confounder_builder import AdjustmentBuilder, ConfounderDiscoveryParams
 from agents.stats.frame_checks import at_most_distinct
 from agents.stats.graphs import Knowledge, dowhy_graph
@@ -114,6 +115,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         copies = [r.column for r in roles if r.leave_out and r.role.startswith("treatment_")]
         out["derived_from_treatment"] = sorted({*out["derived_from_treatment"], *copies})
         out["randomisation_check"] = move.as_dict()
+        out["complete_case"] = complete_case_check(frame, t, y, out["adjustment_set"])
         if view.design.instrument and view.design.instrument not in out["instruments"]:
             out["instruments"] = sorted([*out["instruments"], view.design.instrument])
         n_adj = len(out["adjustment_set"])

@@ -20,6 +20,7 @@ __all__ = [
     "BALANCED_SMD",
     "HINGES_SE",
     "DesignFindings",
+    "complete_case_settled",
     "design_findings",
     "role_doubts",
     "settled",
@@ -158,3 +159,9 @@ def stands_out(column: str, ps: dict[str, Any] | None) -> bool:
 def settled(cd: dict[str, Any]) -> set[str]:
     """Doubtful variables whose with/without estimates differ by less than a standard error."""
     return {c for c, z in _gaps(cd).items() if z <= 1}
+
+
+def complete_case_settled(cd: dict[str, Any]) -> set[str]:
+    """Imputed confounders whose complete-case estimate (``cd["complete_case"]``, rows where the column was
+    measured) agrees with the all-rows estimate within a standard error: the imputation does not move the answer."""
+    return {c for c, z in _gaps({"doubtful_sensitivity": cd.get("complete_case") or {}}).items() if z <= 1}
