@@ -6,7 +6,9 @@ column): pyfixest absorbs unit and period effects from the rows as they are, whe
 linearmodels' PanelOLS refuses a duplicated index. With staggered adoption TWFE compares
 later with earlier adopters and can be biased when effects differ by cohort or grow over time
 (Goodman-Bacon 2021); Gardner's two-stage estimator (pyfixest ``did2s``), which builds the
-counterfactual from untreated rows only, is then reported beside it as a check.
+counterfactual from untreated rows only, is then reported beside it as a check. With a single
+treated unit the clustered interval is replaced by placebo-in-space permutation inference
+(:mod:`agents.stats.did_permutation`) where there are enough units for it.
 """
 
 from __future__ import annotations
@@ -112,6 +114,43 @@ def _did2s(data: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _one_treated_unit(
+    data: pd.DataFrame,
+    est: float,
+    se: float,
+    ci: tuple[float, float],
+    p: float,
+    details: dict[str, Any],
+    assumptions: list[str],
+) -> tuple[float, float, tuple[float, float], float]:
+    """With one treated unit the clustered interval is not credible: placebo-in-space permutation
+    inference replaces it where enough units allow a finite 95% interval (the clustered numbers are kept in
+    ``details``); otherwise it stays, and ``details['permutation']`` says why it cannot be trusted."""
+    from agents.stats.did_permutation import placebo_in_space
+
+    perm = placebo_in_space(data)
+    details["permutation"] = perm
+    details["clustered_se"], details["clustered_ci"] = round(se, 6), [round(ci[0], 6), round(ci[1], 6)]
+    if perm["ci"] is None:
+        assumptions.append(
+            "only one treated unit: SEs clustered by unit are not credible with a single treated cluster, and "
+            "permutation inference gives no finite interval here"
+        )
+        return est, se, ci, p
+    lo, hi = (float(v) for v in perm["ci"])
+    n = perm["n_units_compared"]
+    details["ci_method"] = (
+        f"placebo-in-space permutation over {n} units (the treated one and {n - 1} untreated units each given its "
+        "treatment path), 95% interval by test inversion; the standard error is the interval's half-width / 1.96"
+    )
+    details["se_method"] = "implied by the permutation interval (clustered SE kept as clustered_se)"
+    assumptions.append(
+        "one treated unit: units are exchangeable (the treated unit's deviation from the common trend is like an "
+        "untreated unit's), which the permutation interval rests on"
+    )
+    return est, (hi - lo) / (2 * 1.959964), (lo, hi), float(perm["p_value"])
+
+
 def did_twfe(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome: str) -> Estimate:
     """Two-way fixed effects DiD: y_it = a_i + g_t + tau D_it, SEs clustered by unit (CRV1).
 
@@ -158,9 +197,7 @@ def did_twfe(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome:
         "ci_method": f"t distribution with {n_units - 1} degrees of freedom (clusters - 1)",
     }
     if n_treated == 1:
-        assumptions.append(
-            "only one treated unit: SEs clustered by unit are not credible with a single treated cluster"
-        )
+        est, se, ci, p = _one_treated_unit(data, est, se, ci, p, details, assumptions)
     if staggered:
         details["twfe_note"] = (
             "adoption is staggered: TWFE also compares later with earlier adopters and can be biased when effects "

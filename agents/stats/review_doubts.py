@@ -80,12 +80,26 @@ def design_findings(head: TreatmentEffectResult, declared: tuple[str, ...]) -> D
     if head.details.family == "iv":
         _instrument(x, out)
     if head.details.family == "did" and (x.get("single_treated_unit") or x.get("n_treated_units") == 1):
-        out.blockers.append(
-            "a single treated unit: standard errors clustered by unit cannot measure the uncertainty of one "
-            "treated cluster, so the interval is not credible (synthetic control or permutation inference is "
-            "the design for one treated unit)"
-        )
+        _one_treated_unit(x, out)
     return out
+
+
+def _one_treated_unit(x: dict[str, Any], out: DesignFindings) -> None:
+    """One treated unit: approvable only on a finite placebo-in-space permutation interval."""
+    perm = x.get("permutation")
+    if isinstance(perm, dict) and perm.get("ci") is not None:
+        out.issues.append(
+            f"A single treated unit: the interval is from placebo-in-space permutation over "
+            f"{perm.get('n_units_compared')} units (test inversion), not from standard errors clustered by unit; "
+            "it assumes the units are exchangeable."
+        )
+        return
+    why = f" ({perm['reason']})" if isinstance(perm, dict) and perm.get("reason") else ""
+    out.blockers.append(
+        "a single treated unit: standard errors clustered by unit cannot measure the uncertainty of one "
+        f"treated cluster, so the interval is not credible, and permutation inference over units gives no "
+        f"finite 95% interval{why}"
+    )
 
 
 def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
