@@ -340,6 +340,26 @@ def rct_outcome_report(n: int, seed: int) -> Case:
     return Case(frame, 1.0, _args())
 
 
+def did_one_treated(n: int, seed: int) -> Case:
+    """One treated state among ``n // 8`` observed over 8 quarters, treated from the fifth on; state and
+    quarter effects, AR(1) errors within a state; effect -0.5 (the treated state's ATT).
+
+    Standard errors clustered by state cannot measure one treated cluster; placebo-in-space permutation can.
+    """
+    rng = np.random.default_rng([seed, 22])
+    units, periods = max(n // 8, 2), 8
+    e = np.zeros((units, periods))
+    e[:, 0] = rng.normal(size=units)
+    for k in range(1, periods):
+        e[:, k] = 0.5 * e[:, k - 1] + np.sqrt(0.75) * rng.normal(size=units)
+    u, q = np.meshgrid(np.arange(units), np.arange(periods), indexing="ij")
+    d = ((u == 0) & (q >= periods // 2)).astype(int)
+    y = rng.normal(scale=2.0, size=units)[u] + np.cumsum(rng.normal(scale=0.5, size=periods))[q] - 0.5 * d + e
+    frame = pd.DataFrame({"state": [f"state_{k:02d}" for k in u.ravel()], "quarter": q.ravel()})
+    frame = frame.assign(treated=d.ravel(), outcome=y.ravel().round(4))
+    return Case(frame, -0.5, _args(unit_column="state", time_column="quarter"))
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -364,6 +384,7 @@ KINDS: dict[str, Generator] = {
     "rct_post_treatment": rct_post_treatment,
     "survey_score": survey_score,
     "rct_outcome_report": rct_outcome_report,
+    "did_one_treated": did_one_treated,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -401,6 +422,7 @@ DEFAULT_N: dict[str, int] = {
     "rct_post_treatment": 1500,
     "survey_score": 1500,
     "rct_outcome_report": 1500,
+    "did_one_treated": 240,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

@@ -171,6 +171,16 @@ def rct_outcome_report(n: int, seed: int) -> Interval:
     return _ols(frame, "outcome", ["age_z", "score0", "income_z", "visits0"])
 
 
+def did_one_treated(n: int, seed: int) -> Interval:
+    """TWFE with placebo-in-space permutation inference over the states (interval by test inversion)."""
+    from agents.stats.designs_did import did_panel
+    from agents.stats.did_permutation import placebo_in_space
+
+    perm = placebo_in_space(did_panel(_frame("did_one_treated", n, seed), "state", "quarter", "treated", "outcome"))
+    lo, hi = perm["ci"]
+    return float(perm["estimate"]), float(lo), float(hi)
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -193,6 +203,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct_post_treatment": rct_post_treatment,
     "survey_score": survey_score,
     "rct_outcome_report": rct_outcome_report,
+    "did_one_treated": did_one_treated,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 
