@@ -64,9 +64,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--llm", choices=["on", "off"], help="let the model plan and write code (on) or never (off); sets WHYFLOW_LLM")
     p.add_argument("--session", help="continue a conversation: follow-ups resolve against its history")
     p.add_argument("--verbose", action="store_true", help="show Prefect's own logs too")
-    p.add_argument("--engine", choices=["prefect", "local"], default=os.environ.get("WHYFLOW_ASK_ENGINE") or "prefect",
-                   help="prefect (default): a Prefect flow run with artifacts; local: the same agents in this process "
-                        "without Prefect, about 1 s instead of 15 (also WHYFLOW_ASK_ENGINE)")
+    p.add_argument("--engine", choices=["auto", "prefect", "local"], default=None,
+                   help="auto (default): a Prefect flow run when a Prefect server is configured (PREFECT_API_URL, "
+                        "so the run shows in its UI), else the plain runner; prefect: always a tracked flow run "
+                        "(a temporary server if none is configured, about 10 s more); local: the same agents in this "
+                        "process without Prefect. Same job files and answer either way (also WHYFLOW_ASK_ENGINE)")
 
 
 # ---- the job ---------------------------------------------------------------------------------
@@ -173,8 +175,11 @@ def check_request(request: AskRequest) -> None:
         raise AskInputError(f"--session '{request.session}': use letters, digits, '.', '_' or '-' (at most 64)")
 
 
-def prepare_ask_job(request: AskRequest, plan: Plan) -> JobFolder:
-    """Check the input and create the job folder with its first AskState, run.json and recipe copy."""
+def prepare_ask_job(request: AskRequest, plan: Plan, engine: str | None = None) -> JobFolder:
+    """Check the input and create the job folder with its first AskState, run.json and recipe copy.
+
+    ``engine`` (``prefect`` or ``local``) is recorded in run.json when known.
+    """
     check_request(request)
     frames = _read(request.data)
     store = JobStore(request.runs_dir)
@@ -207,6 +212,7 @@ def prepare_ask_job(request: AskRequest, plan: Plan) -> JobFolder:
                             "schema": first.dtypes},
             "session": request.session,
             "llm": request.llm,
+            "engine": engine,
             "seed": plan.settings.seed,
             "created_at": utcnow().isoformat(),
             "request": {"runs_dir": request.runs_dir, "output": request.output},
@@ -281,22 +287,42 @@ def cmd_ask(args: argparse.Namespace) -> int:
         runs_dir=args.runs_dir,
     )
     check_request(request)
+    engine, why = _engine(getattr(args, "engine", None))
     if args.llm:
         os.environ["WHYFLOW_LLM"] = args.llm  # read where each step's ctx.llm is built
     plan = load_plan(request.recipe)
     if plan.spec.state != "ask":
         raise AskInputError(f"recipe {request.recipe} runs on the '{plan.spec.state}' state; `whyflow ask` needs `state: ask`")
-    folder = prepare_ask_job(request, plan)
-    if getattr(args, "engine", "prefect") == "local":
-        from flows.ask_local import run_ask_local
+    from flows.ask_engine import prewarm_sandbox
 
-        code = run_ask_local(plan, folder)
-    else:
-        code = run_ask_flow(plan, folder, args.verbose)
+    prewarm_sandbox()  # the sandbox's interpreter boots on the other core while the data is read
+    folder = prepare_ask_job(request, plan, engine=engine)
+    code = _run_engine(engine, why, plan, folder, args.verbose)
     state = folder.load_any()
     if request.session and isinstance(state, AskState):
         save_turn(JobStore(request.runs_dir).root, request.session, state)
     return code
+
+
+def _engine(choice: str | None) -> tuple[str, str]:
+    from flows.ask_engine import resolve_engine
+
+    try:
+        return resolve_engine(choice)
+    except ValueError as exc:
+        raise AskInputError(str(exc)) from exc
+
+
+def _run_engine(engine: str, why: str, plan: Plan, folder: JobFolder, verbose: bool) -> int:
+    """Run (or resume) the job on ``engine``; the note saying which one ran; the exit code."""
+    from flows.ask_engine import engine_note
+
+    print(engine_note(engine, why), file=sys.stderr, flush=True)
+    if engine == "local":
+        from flows.ask_local import run_ask_local
+
+        return run_ask_local(plan, folder)
+    return run_ask_flow(plan, folder, verbose)
 
 
 def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
@@ -351,7 +377,11 @@ def resume_ask(folder: JobFolder, verbose: bool = False) -> int:
         state.reopen()
     folder.clear_cancel()
     folder.save(state)
-    return run_ask_flow(load_plan(folder.recipe_path), folder, verbose)
+    engine, why = _engine(None)  # WHYFLOW_ASK_ENGINE, else auto: as `whyflow ask` decides
+    from flows.ask_engine import prewarm_sandbox
+
+    prewarm_sandbox()
+    return _run_engine(engine, why, load_plan(folder.recipe_path), folder, verbose)
 
 
 def status_lines(state: AskState, job_dir: Path) -> list[str]:

@@ -20,7 +20,7 @@ from flows.progress import FanOutReporter, LogReporter, Reporter
 from flows.runner import Executor, Runner
 from flows.store import JobFolder
 
-__all__ = ["run_ask_job", "run_ask_deployment", "write_answer", "publish_answer"]
+__all__ = ["run_ask_job", "run_ask_deployment", "write_answer", "finish_answer", "publish_answer"]
 
 _log = logging.getLogger("whyflow.ask")
 
@@ -46,6 +46,16 @@ def write_answer(folder: JobFolder, state: AskState) -> None:
         html = None
     if html is not None:
         (folder.path / "answer.html").write_text(html, encoding="utf-8")
+
+
+def finish_answer(plan: Plan, folder: JobFolder, state: AskState) -> dict[str, Any]:
+    """The answer files and the drift record of a finished run (either engine); the drift."""
+    write_answer(folder, state)
+    try:
+        return _record_drift(plan, folder)
+    except Exception as exc:  # noqa: BLE001 - drift is a comparison; the answer stands without it
+        _log.warning("drift not recorded: %s", exc)
+        return {}
 
 
 def _record_drift(plan: Plan, folder: JobFolder) -> dict[str, Any]:
@@ -126,8 +136,7 @@ def run_ask_job(plan: Plan, folder: JobFolder, state: AskState, executor: Execut
         outcome = Failed(message=str(exc))
     except RunCancelled as exc:
         outcome = Cancelled(message=str(exc))
-    write_answer(folder, state)
-    drift = _record_drift(plan, folder)
+    drift = finish_answer(plan, folder, state)
     publish_answer(plan, folder, state, drift)
     if outcome is not None:
         return outcome

@@ -1,8 +1,9 @@
 """`whyflow ask --engine local`: the ask recipe run by the plain runner in this process, no Prefect.
 
 The same agents, the same sandbox and the same job folder (``state.json``, ``answer.json``,
-``answer.html``) as the Prefect flow, without what only Prefect gives: no flow run in the UI, no
-artifacts, no task retries by Prefect. It exists because start-up dominates a one-question
+``answer.html``, the drift record in ``run.json``) as the Prefect flow, without what only Prefect
+gives: no flow run in the UI, no artifacts, no task retries by Prefect. `whyflow ask` and
+`whyflow serve` use it by default when no Prefect server is configured (:mod:`flows.ask_engine`). It exists because start-up dominates a one-question
 answer: importing Prefect alone takes about 3 s here and its temporary API server several more,
 while the deterministic agents take well under a second (see the README's ask section).
 """
@@ -16,14 +17,35 @@ if TYPE_CHECKING:
     from flows.plan import Plan
     from flows.store import JobFolder
 
-__all__ = ["run_ask_local"]
+__all__ = ["run_ask_local", "run_ask_plain"]
+
+
+def run_ask_plain(plan: Plan, folder: JobFolder) -> None:
+    """Run (or resume) an ask job with the plain runner and write its answer files; no signals, no printing.
+
+    For callers that own the signals (`whyflow serve` runs it in a worker thread); the outcome
+    is in the job folder's state, as after the flow.
+    """
+    from agents.base.ask_state import AskState
+    from flows.ask_flow import finish_answer
+    from flows.errors import RunCancelled, RunFailed
+    from flows.progress import Reporter
+    from flows.runner import LocalExecutor, Runner
+
+    state = folder.load_any()
+    assert isinstance(state, AskState)
+    try:
+        Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
+    except (RunFailed, RunCancelled):
+        pass  # the state records why; the answer file says it
+    finish_answer(plan, folder, state)  # as the flow does, a stopped run included
 
 
 def run_ask_local(plan: Plan, folder: JobFolder) -> int:
     """Run (or resume) an ask job with the plain runner; print the answer; the exit code."""
     from agents.base.ask_state import AskState
     from flows.ask import print_answer
-    from flows.ask_flow import write_answer
+    from flows.ask_flow import finish_answer
     from flows.errors import RunCancelled, RunFailed
     from flows.interrupts import cancel_job, interrupt_guard
     from flows.progress import Reporter
@@ -49,5 +71,5 @@ def run_ask_local(plan: Plan, folder: JobFolder) -> int:
     if state.status.value == "cancelled":
         print(cancelled, file=sys.stderr)
         return 130
-    write_answer(folder, state)
+    finish_answer(plan, folder, state)
     return print_answer(state, folder)

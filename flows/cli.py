@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None,
                    help="where chat.sqlite3, uploads and their runs live (default ./runs or $WHYFLOW_RUNS_DIR)")
     p.add_argument("--llm", choices=["on", "off"], help="let the model drive the data scientist (on) or never (off); sets WHYFLOW_LLM")
+    p.add_argument("--engine", choices=["auto", "prefect", "local"], default=None,
+                   help="as for ask: auto (default) runs each question as a Prefect flow run when a Prefect server is "
+                        "configured, else with the plain runner (well under a second warm); prefect: always flow runs "
+                        "(on a temporary server if none is configured)")
     return parser
 
 
@@ -189,11 +193,17 @@ def _cmd_serve(args: Any) -> int:
     prepare_environment(False)
     if args.llm:
         os.environ["WHYFLOW_LLM"] = args.llm  # read where each run's ctx.llm is built
+    from flows.ask_engine import resolve_engine
     from flows.store import JobStore
     from flows.web import serve
 
+    try:
+        engine, why = resolve_engine(args.engine)
+    except ValueError as exc:
+        print(f"whyflow: error: {exc}", file=sys.stderr)
+        return 2
     data_dir = args.data_dir or args.runs_dir or str(JobStore().root)
-    return serve(host=args.host, port=args.port, data_dir=data_dir)
+    return serve(host=args.host, port=args.port, data_dir=data_dir, engine=engine, why=why)
 
 
 def _cmd_llm(args: Any) -> int:

@@ -2,26 +2,36 @@
 
 :func:`create_app` builds the FastAPI app (:mod:`flows.web.app`), :func:`serve` runs it with
 uvicorn. Sessions and messages persist in ``<data-dir>/chat.sqlite3`` (:mod:`flows.web.store`);
-each question or first analysis is a Prefect flow run of an ask recipe (:mod:`flows.web.runs`).
+each question or first analysis is a run of an ask recipe (:mod:`flows.web.runs`): a Prefect flow
+run when a Prefect server is configured or ``--engine prefect`` asks for it, else the plain
+runner in a worker thread (:mod:`flows.ask_engine`).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 __all__ = ["create_app", "serve"]
 
 
-def create_app(data_dir: str | Path = "runs") -> Any:
+@contextmanager
+def _no_server() -> Iterator[None]:
+    yield None
+
+
+def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Any:
     """The chat app over ``data_dir`` (see :func:`flows.web.app.create_app`)."""
     from flows.web.app import create_app as _create
 
-    return _create(data_dir)
+    return _create(data_dir, engine)
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path = "runs", log_level: str = "warning") -> int:
+def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path = "runs", log_level: str = "warning",
+          engine: str | None = None, why: str = "") -> int:
     """Serve the chat page until a signal stops it; 130 then (SIGINT, SIGTERM or SIGHUP).
 
     uvicorn takes the signal and shuts down (open connections get 5 s), then raises it again
@@ -32,21 +42,30 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path = "run
     """
     import uvicorn
 
+    from flows.ask_engine import engine_note, prewarm_sandbox, resolve_engine
     from flows.interrupts import GRACE_SECONDS, interrupt_guard, received
-    from flows.progress import quiet_prefect_console
-    from flows.temp_server import temporary_server
     from flows.web.runs import cancel_runs, stop_runs
 
-    app = create_app(data_dir)
-    quiet_prefect_console()
+    if engine is None:
+        engine, why = resolve_engine(None)
+    app = create_app(data_dir, engine)
+    server: Any = _no_server
+    if engine == "prefect":
+        from flows.progress import quiet_prefect_console
+        from flows.temp_server import temporary_server
+
+        quiet_prefect_console()
+        server = temporary_server
+    prewarm_sandbox()  # the first question then finds the sandbox's interpreter ready
     where = f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
     print(f"whyflow: chat page at {where} (data in {Path(data_dir).resolve()}); Ctrl-C stops it", flush=True)
+    print(f"whyflow: {engine_note(engine, why)}", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"whyflow: warning: listening on {host}: anyone who can reach it can upload files and run code in the sandbox",
               flush=True)
     with interrupt_guard(cancel_runs):
         try:
-            with temporary_server():  # Prefect's temporary API server now, not at the first question
+            with server():  # Prefect's temporary API server now (prefect engine), not at the first question
                 try:
                     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
                 except KeyboardInterrupt:  # the signal uvicorn stopped on, raised again by it

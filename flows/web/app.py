@@ -6,7 +6,8 @@ request body (CSV or Parquet, at most :data:`MAX_UPLOAD_BYTES`; type, size and p
 and a failure is an ``error`` event as JSON); ``GET /api/sessions`` and
 ``GET /api/sessions/{id}`` the sessions and their messages; ``WS /ws/{id}`` the conversation:
 the client sends ``message``, ``auto_analyze`` or ``stop``, the server the turn's events. One run at
-a time per session; the run is a Prefect flow run in a worker thread (:mod:`flows.web.runs`).
+a time per session; the run goes in a worker thread, as a Prefect flow run or on the plain runner
+(the app's ``engine``, :mod:`flows.web.runs`).
 """
 
 from __future__ import annotations
@@ -62,13 +63,21 @@ class _Hub:
                 self.sockets.get(session_id, set()).discard(ws)
 
 
-def create_app(data_dir: str | Path = "runs") -> FastAPI:
-    """The app over ``data_dir`` (``chat.sqlite3`` and ``sessions/<id>/`` with each upload and its runs)."""
+def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> FastAPI:
+    """The app over ``data_dir`` (``chat.sqlite3`` and ``sessions/<id>/`` with each upload and its runs).
+
+    ``engine`` runs each turn (``prefect`` or ``local``; None: :func:`flows.ask_engine.resolve_engine`'s
+    choice now).
+    """
+    if engine is None:
+        from flows.ask_engine import resolve_engine
+
+        engine = resolve_engine(None)[0]
     root = Path(data_dir).resolve()
     store = ChatStore(root / "chat.sqlite3")
     hub = _Hub()
     app = FastAPI(title="whyflow chat", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.store, app.state.hub, app.state.data_dir = store, hub, root
+    app.state.store, app.state.hub, app.state.data_dir, app.state.engine = store, hub, root, engine
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:
@@ -138,7 +147,7 @@ def create_app(data_dir: str | Path = "runs") -> FastAPI:
                 except ValueError:
                     await ws.send_json({"type": "error", "message": "send JSON: {\"type\": \"message\", \"text\": ...}"})
                     continue
-                await _handle(incoming if isinstance(incoming, dict) else {}, ws, found, store, hub)
+                await _handle(incoming if isinstance(incoming, dict) else {}, ws, found, store, hub, engine)
         except WebSocketDisconnect:
             pass
         finally:
@@ -147,7 +156,8 @@ def create_app(data_dir: str | Path = "runs") -> FastAPI:
     return app
 
 
-async def _handle(incoming: dict[str, Any], ws: WebSocket, session: Session, store: ChatStore, hub: _Hub) -> None:
+async def _handle(incoming: dict[str, Any], ws: WebSocket, session: Session, store: ChatStore, hub: _Hub,
+                  engine: str) -> None:
     kind = incoming.get("type")
     if kind == "stop":
         turn = hub.turns.get(session.id)
@@ -183,7 +193,7 @@ async def _handle(incoming: dict[str, Any], ws: WebSocket, session: Session, sto
     if kind == "message":
         await asyncio.to_thread(store.add_message, session.id, "user", "text", text)
 
-    threading.Thread(target=run_turn, args=(store, session, kind, text, turn), name=f"chat-{session.id}",
+    threading.Thread(target=run_turn, args=(store, session, kind, text, turn, engine), name=f"chat-{session.id}",
                      daemon=True).start()
 
 

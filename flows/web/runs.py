@@ -1,9 +1,10 @@
-"""One chat turn as a Prefect flow run of an ask recipe, told to the page as a stream of events.
+"""One chat turn as a run of an ask recipe, told to the page as a stream of events.
 
 A question runs ``pipelines/ask_react.yaml`` (the ReAct data scientist), the first look at an
 upload ``pipelines/auto_analyze.yaml``; both are prepared and run exactly as `whyflow ask` does
-(:func:`flows.ask.prepare_ask_job`, the compiled flow of :func:`flows.compile.build_flow`), with
-job folders under the session's folder. While the run goes, every tool call of the agent's
+(:func:`flows.ask.prepare_ask_job`, then the compiled flow of :func:`flows.compile.build_flow`, or
+the plain runner of :func:`flows.ask_local.run_ask_plain` with the ``local`` engine), with job
+folders under the session's folder. While the run goes, every tool call of the agent's
 :class:`~agents.ask.toolbox.Toolbox` is observed: before it a ``status`` line, after it the
 content it showed (``query_result`` for ``sql_query``, ``text``, ``table``, ``plot``). When the
 flow has finished, what the answer holds and no tool showed yet (the code's chart, the answer
@@ -208,25 +209,30 @@ def cancel_runs() -> None:
 
 
 # ---- the turn ----------------------------------------------------------------------------------
-def run_turn(store: ChatStore, session: Session, kind: str, text: str, turn: Turn) -> None:
-    """Run one turn (a ``message`` or ``auto_analyze``) to its end; every outcome ends with ``done``."""
+def run_turn(store: ChatStore, session: Session, kind: str, text: str, turn: Turn, engine: str = "prefect") -> None:
+    """Run one turn (a ``message`` or ``auto_analyze``) to its end; every outcome ends with ``done``.
+
+    ``engine``: ``prefect`` (a flow run of the compiled recipe) or ``local`` (the plain runner).
+    """
     try:
-        _run(store, session, kind, text, turn)
+        _run(store, session, kind, text, turn, engine)
     except Exception as exc:  # noqa: BLE001 - the page gets the reason; the session stays usable
         _log.exception("chat turn failed")
         turn.event("error", message=f"the run failed: {exc}")
     turn.event("done", data_updated=False, **({"stopped": True} if turn.stop.is_set() else {}))
 
 
-def _run(store: ChatStore, session: Session, kind: str, text: str, turn: Turn) -> None:
+def _run(store: ChatStore, session: Session, kind: str, text: str, turn: Turn, engine: str) -> None:
     from agents.base.ask_state import AskState
     from agents.base.errors import WhyflowError
     from flows.ask import AUTO_QUESTION, AskRequest, prepare_ask_job, save_turn
-    from flows.compile import build_flow
     from flows.plan import load_plan
     from flows.store import JobStore
 
     install_tool_hook()
+    from flows.ask_engine import prewarm_sandbox
+
+    ready = prewarm_sandbox()  # the sandbox's template, kept by a thread that outlives this turn's
     auto = kind == "auto_analyze"
     turn.status("Reading the data" if auto else "Planning the answer")
     recipe = AUTO_RECIPE if auto else ASK_RECIPE
@@ -235,18 +241,26 @@ def _run(store: ChatStore, session: Session, kind: str, text: str, turn: Turn) -
     request = AskRequest(AUTO_QUESTION if auto else text, [session.dataset_path], recipe=str(recipe),
                          session=None if auto else session.id, runs_dir=runs_dir)
     try:
-        folder = prepare_ask_job(request, plan)
+        folder = prepare_ask_job(request, plan, engine=engine)
     except WhyflowError as exc:
         turn.event("error", message=str(exc))
         return
+    ready.wait(60)  # at once when it is warm; else it boots while the data is read, not twice
     key = str(folder.path.resolve())
     turn.job_dir = key
     with _lock:
         _turns[key] = turn
     try:
-        build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")(
-            recipe=str(folder.recipe_path.resolve()), job_dir=key, return_state=True
-        )
+        if engine == "local":
+            from flows.ask_local import run_ask_plain
+
+            run_ask_plain(plan, folder)
+        else:
+            from flows.compile import build_flow
+
+            build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")(
+                recipe=str(folder.recipe_path.resolve()), job_dir=key, return_state=True
+            )
     finally:
         with _lock:
             _turns.pop(key, None)
