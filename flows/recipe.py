@@ -153,8 +153,8 @@ class LoopSpec(_Spec):
     """Steps repeated until a condition on the state holds, at most ``max_iterations`` rounds.
 
     When the rounds run out with the condition still false, the ``on_exhausted`` step runs and
-    the run ends there (seed 001's error node); without one the recipe goes on. A critique loop
-    is this loop with ``until: critique_history[-1].decision != "ITERATE"``.
+    the run ends there (the ask recipe's ``error_reporter``); without one the recipe goes on. A
+    critique loop is this loop with ``until: critique_history[-1].decision != "ITERATE"``.
     """
 
     until: str = Field(description="exit condition, checked after each round (e.g. execution_success)")

@@ -370,14 +370,13 @@ def release_unused_memory() -> None:
     context, batch and metrics in cycles (201 MB at 1M x 20), which Python's own collector
     would free only at its next full collection, often while the notebook runs. Inside
     :func:`long_lived_frozen` what survives is frozen, so the next collection scans only the
-    objects made since: the whole call costs 0-20 ms (60 ms over a 100k-row run's steps), where
-    a full collection of a run's ~600,000 objects takes 0.3 s.
+    objects made since, not all of a run's ~600,000 objects that a full collection would scan.
     """
     import sys
 
     _HANDED.clear()  # a frame handed over and not taken by the first step
     gc.collect()
-    if _frozen:  # (gc.get_freeze_count() walks the ~600,000 frozen objects: 60 ms)
+    if _frozen:  # a flag of our own: gc.get_freeze_count() would walk every frozen object
         gc.freeze()
     if "pyarrow" in sys.modules:
         _release_arrow_memory()

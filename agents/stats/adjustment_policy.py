@@ -1,8 +1,9 @@
 """Positive evidence for leaving a variable out of the adjustment set, and with/without estimates.
 
 Why: dropping a true confounder biases the effect; a test that fails to reject is no evidence
-that a variable is harmless to leave out (issue 9: a confounder dropped on an F-test p=0.16, site
-dummies dropped as "possible instruments", x3·x4 dropped for a near-zero marginal association).
+that a variable is harmless to leave out: a true confounder can show an F-test p of 0.16, site
+dummies can look like "possible instruments", and a product x3·x4 can confound with a near-zero
+marginal association.
 So confounder discovery keeps every covariate that may precede the treatment and drops one only
 on positive evidence. This module holds the data facts that count as such evidence:
 

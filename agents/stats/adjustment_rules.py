@@ -321,7 +321,7 @@ def screen_unknown(
        power it is a flag.
     2. Associated with the treatment: the descendant-of-treatment signature (given the treatment,
        no detectable dependence on the other treatment-associated variables). A failure to reject
-       is no evidence (issue 9: a confounder dropped on p=0.16), so this is only a flag.
+       is no evidence (a true confounder can show p=0.16 as well), so this is only a flag.
     3. Otherwise an uncertain orientation of its edge with the treatment: a flag.
     """
     p_t, p_y = checks.p_treatment, checks.p_outcome_given_t
