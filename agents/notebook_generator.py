@@ -44,8 +44,20 @@ _READS: tuple[str, ...] = (
     "agent_traces",
     "created_at",
 )
-_SNAPSHOT_FIELDS = ("job_id", "dataset_info", "treatment_variable", "outcome_variable", "design", "iteration_count",
-                    "max_iterations", "analyzed_pairs", "data_profile", *_READS)  # fmt: skip
+_SNAPSHOT_FIELDS = (
+    "job_id",
+    "dataset_info",
+    "treatment_variable",
+    "outcome_variable",
+    "design",
+    "iteration_count",
+    "max_iterations",
+    "analyzed_pairs",
+    "data_profile",
+    *_READS,
+)
+
+
 class NotebookGeneratorParams(AgentParams):
     """Recipe options: template, whether to execute, time limit in seconds (whole notebook), HTML export, figure sample."""
 
@@ -55,8 +67,11 @@ class NotebookGeneratorParams(AgentParams):
     timeout: int = Field(default=300, ge=1, description="seconds the whole notebook may run")
     html: bool = Field(True, description="export HTML")
     title: str | None = Field(None, description="report title")
-    sample_rows: int = Field(default=100_000, ge=100,
-                           description="above this many rows, figures and the propensity diagnostics' model use a seeded random sample of this size")  # fmt: skip
+    sample_rows: int = Field(
+        default=100_000,
+        ge=100,
+        description="above this many rows, figures and the propensity diagnostics' model use a seeded random sample of this size",
+    )
 
 
 class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
@@ -105,9 +120,11 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
             "n_cells": len(nb.cells),
             "state_file": context["paths"]["state_file"],
         }
-        reasons = [f"rendered {len(nb.cells)} cells from {params.template or 'report.ipynb.j2'}"
-                   + (f" (user templates first: {params.template_dir})" if params.template_dir else ""),
-                   *context["decisions"]]  # fmt: skip
+        reasons = [
+            f"rendered {len(nb.cells)} cells from {params.template or 'report.ipynb.j2'}"
+            + (f" (user templates first: {params.template_dir})" if params.template_dir else ""),
+            *context["decisions"],
+        ]
         errors: list[dict[str, Any]] = []
         exporter = _warm_exporter(nbk) if params.html else None
         if params.execute:
@@ -120,8 +137,15 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
             outputs["warm_kernel"] = report.warm_kernel
             errors = report.errors
             if expired.is_set():
-                errors = [*errors, {"cell": None, "ename": "TimeLimit", "source": "",
-                                    "evalue": f"execution stopped at the time limit of {params.timeout} s"}]  # fmt: skip
+                errors = [
+                    *errors,
+                    {
+                        "cell": None,
+                        "ename": "TimeLimit",
+                        "source": "",
+                        "evalue": f"execution stopped at the time limit of {params.timeout} s",
+                    },
+                ]
             nb.metadata["whyflow"]["execution_errors"] = errors
             _write(nbk, nb, nb_path)
             reasons.append(_execution_reason(report, outputs["execution_s"]))
@@ -178,8 +202,10 @@ def _execution_reason(report: Any, seconds: float) -> str:
     if not report.errors:
         return f"executed every cell without error in {seconds:.1f} s"
     first = report.errors[0]
-    return (f"execution found {len(report.errors)} failing cell(s); first: cell {first['cell']} "
-            f"{first['ename']}: {first['evalue'][:200]}; the notebook was saved with its outputs so far")  # fmt: skip
+    return (
+        f"execution found {len(report.errors)} failing cell(s); first: cell {first['cell']} "
+        f"{first['ename']}: {first['evalue'][:200]}; the notebook was saved with its outputs so far"
+    )
 
 
 def _summary(executed: bool, errors: list[dict[str, Any]], outputs: dict[str, Any]) -> str:

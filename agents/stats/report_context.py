@@ -3,7 +3,9 @@
 :func:`build_context` turns the state snapshot the notebook generator saved into the values the
 sections print (every number comes from the state; nothing is invented here), and
 :func:`recompute_kind` names the cheap estimator a notebook cell uses to reproduce a headline.
-The agent in :mod:`agents.notebook_generator` renders, writes and executes the notebook.
+The refutation table comes from :mod:`agents.stats.report_refuters`; the assumptions, the critique
+rounds and what the language model wrote from :mod:`agents.stats.report_review`. The agent in
+:mod:`agents.notebook_generator` renders, writes and executes the notebook.
 """
 
 from __future__ import annotations
@@ -14,17 +16,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.base.llm.roles import MODEL_MARK
-from agents.base.queries import post_treatment_set
 from agents.stats.ols import block_rows_for
 from agents.stats.report_refuters import flat_details, refuter_context
+from agents.stats.report_review import (
+    assumption_rows,
+    critique_rounds,
+    domain_llm_context,
+    model_text,
+    recommendations,
+)
 
 if TYPE_CHECKING:
     from agents.base.view import StateView
 
 __all__ = ["build_context", "recompute_kind", "model_text"]
 
-_NOT_CHEAP = {"dml", "learner", "xlearner", "slearner", "tlearner", "forest", "matching", "match", "stratification",
-              "iv", "instrument", "instrumental", "rdd", "discontinuity", "did", "difference", "synthetic"}  # fmt: skip
+_NOT_CHEAP = {
+    "dml",
+    "learner",
+    "xlearner",
+    "slearner",
+    "tlearner",
+    "forest",
+    "matching",
+    "match",
+    "stratification",
+    "iv",
+    "instrument",
+    "instrumental",
+    "rdd",
+    "discontinuity",
+    "did",
+    "difference",
+    "synthetic",
+}
 
 
 def recompute_kind(method: str) -> str | None:
@@ -65,31 +90,55 @@ def build_context(view: StateView, snap: dict[str, Any], job_dir: Path, seed: in
     recompute = _recompute(effects, headline, confounders, ps, has_data, binary, decisions)
     agreement = _agreement(effects, headline)
     return {
-        "title": title or (f"Causal analysis: the effect of {treatment} on {outcome}" if treatment and outcome else
-                           f"Data report: {snap['dataset_info'].get('name') or 'dataset'}"),
-        "job_id": snap["job_id"], "created_at": _when(snap.get("created_at")), "seed": seed,
-        "treatment": treatment, "outcome": outcome, "pair_note": pair_note, "treatment_binary": binary,
-        "dataset": _dataset(snap, run_info), "profile": profile, "has_data": has_data,
+        "title": title
+        or (
+            f"Causal analysis: the effect of {treatment} on {outcome}"
+            if treatment and outcome
+            else f"Data report: {snap['dataset_info'].get('name') or 'dataset'}"
+        ),
+        "job_id": snap["job_id"],
+        "created_at": _when(snap.get("created_at")),
+        "seed": seed,
+        "treatment": treatment,
+        "outcome": outcome,
+        "pair_note": pair_note,
+        "treatment_binary": binary,
+        "dataset": _dataset(snap, run_info),
+        "profile": profile,
+        "has_data": has_data,
         "block_rows": block_rows_for(int(profile.get("n_samples") or 0), int(profile.get("n_features") or 0) + 1),
         "paths": _paths(snap, job_dir, decisions),
         "missing": [(c, n) for c, n in profile.get("missing_values", {}).items() if n],
-        "repairs": {"expectations": [r for r in snap.get("data_repairs", []) if r.get("kind") == "expectation"],
-                    "actions": [r for r in snap.get("data_repairs", []) if r.get("kind") == "repair"]},
-        "eda": snap.get("eda_result"), "domain": snap.get("domain_knowledge"),
-        "dag": snap.get("proposed_dag"), **_dag(snap.get("proposed_dag"), treatment, outcome),
-        "confounders": confounders, "ps": ps,
-        "effects": effects, "headline": headline, "other_pairs": _other_pairs(snap, treatment, outcome),
-        "recompute": recompute, "agreement": agreement,
+        "repairs": {
+            "expectations": [r for r in snap.get("data_repairs", []) if r.get("kind") == "expectation"],
+            "actions": [r for r in snap.get("data_repairs", []) if r.get("kind") == "repair"],
+        },
+        "eda": snap.get("eda_result"),
+        "domain": snap.get("domain_knowledge"),
+        "dag": snap.get("proposed_dag"),
+        **_dag(snap.get("proposed_dag"), treatment, outcome),
+        "confounders": confounders,
+        "ps": ps,
+        "effects": effects,
+        "headline": headline,
+        "other_pairs": _other_pairs(snap, treatment, outcome),
+        "recompute": recompute,
+        "agreement": agreement,
         "propensity": _propensity(confounders, ps, headline, has_data, binary),
         "refute": refuter_context(snap, recompute, confounders, has_data),
-        "assumptions": _assumptions(snap, headline, agreement),
+        "assumptions": assumption_rows(snap, headline, agreement),
         "sensitivity": snap.get("sensitivity_results", []),
-        "critique": _critique(snap), "recommendations": _recommendations(snap),
-        "domain_llm": _domain_llm(snap), "model_mark": MODEL_MARK,
-        "traces": _traces(snap), "versions": _versions(),
-        "run_info": run_info, "has_run_json": run_info is not None, "has_recipe": (job_dir / "recipe.yaml").exists(),
+        "critique": critique_rounds(snap),
+        "recommendations": recommendations(snap),
+        "domain_llm": domain_llm_context(snap),
+        "model_mark": MODEL_MARK,
+        "traces": _traces(snap),
+        "versions": _versions(),
+        "run_info": run_info,
+        "has_run_json": run_info is not None,
+        "has_recipe": (job_dir / "recipe.yaml").exists(),
         "decisions": decisions,
-    }  # fmt: skip
+    }
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -110,12 +159,14 @@ def _dataset(snap: dict[str, Any], run_info: dict[str, Any] | None) -> dict[str,
     meta = snap.get("raw_metadata") or {}
     domain = snap.get("domain_knowledge") or {}
     return {
-        "name": info.get("name"), "source": info.get("local_path") or info.get("url"),
-        "rows": profile["n_samples"], "cols": profile["n_features"],
+        "name": info.get("name"),
+        "source": info.get("local_path") or info.get("url"),
+        "rows": profile["n_samples"],
+        "cols": profile["n_features"],
         "sha256": (run_info or {}).get("data_sha256"),
         "description": domain.get("description") or meta.get("description") or info.get("kaggle_description"),
         "duplicates": profile.get("duplicates_note") or "",
-    }  # fmt: skip
+    }
 
 
 def _paths(snap: dict[str, Any], job_dir: Path, decisions: list[str]) -> dict[str, Any]:
@@ -164,8 +215,16 @@ def _effects(snap: dict[str, Any], treatment: str | None, outcome: str | None) -
         if (tv or treatment) != treatment or (ov or outcome) != outcome:
             continue
         d = flat_details(e.get("details"))
-        out.append({**e, "index": index, "details": d, "headline": bool(d.get("headline")),
-                    "round": d.get("round"), "n_used": d.get("n_used")})  # fmt: skip
+        out.append(
+            {
+                **e,
+                "index": index,
+                "details": d,
+                "headline": bool(d.get("headline")),
+                "round": d.get("round"),
+                "n_used": d.get("n_used"),
+            }
+        )
     return out
 
 
@@ -188,8 +247,10 @@ def _sentence(e: dict[str, Any], treatment: str | None, outcome: str | None, bin
     if binary and str(e.get("estimand", "")).upper() == "ATT":
         subject = f"Among those who received it, receiving `{treatment}`"
     size = f" by about {fmt_num(abs(est))}" if est else ""
-    text = (f"{subject} {verb} `{outcome}`{size} (95% CI {fmt_num(e['ci_lower'])} to {fmt_num(e['ci_upper'])}), "
-            f"estimated by {e['method']} ({e.get('estimand', 'ATE')}).")  # fmt: skip
+    text = (
+        f"{subject} {verb} `{outcome}`{size} (95% CI {fmt_num(e['ci_lower'])} to {fmt_num(e['ci_upper'])}), "
+        f"estimated by {e['method']} ({e.get('estimand', 'ATE')})."
+    )
     if e["ci_lower"] <= 0 <= e["ci_upper"]:
         text += " The interval includes zero, so the data are also consistent with no effect."
     return text
@@ -238,8 +299,15 @@ def _bounds(value: Any) -> list[float] | None:
     return None
 
 
-def _recompute(effects: list[dict[str, Any]], headline: dict[str, Any] | None, confounders: dict[str, Any] | None,
-               ps: dict[str, Any] | None, has_data: bool, binary: bool, decisions: list[str]) -> dict[str, Any] | None:  # fmt: skip
+def _recompute(
+    effects: list[dict[str, Any]],
+    headline: dict[str, Any] | None,
+    confounders: dict[str, Any] | None,
+    ps: dict[str, Any] | None,
+    has_data: bool,
+    binary: bool,
+    decisions: list[str],
+) -> dict[str, Any] | None:
     """Which estimate the notebook refits, how, and with which recorded settings."""
     if not has_data or not effects:
         return None
@@ -274,25 +342,43 @@ def _recompute(effects: list[dict[str, Any]], headline: dict[str, Any] | None, c
     exact_fit = kind == "ols" or (kind == "dowhy" and "linear_regression" in str(target["method"]))
     ps_model = d.get("propensity_model") or (ps or {}).get("model") or "logistic"
     return {
-        "index": target["index"], "kind": kind, "method": target["method"], "is_headline": target is headline,
-        "adjustment_set": list(adjustment), "cov_type": cov_type if kind == "ols" else None, "trim": trim,
-        "ps_model": ps_model, "clip": _bounds(d.get("clip")) or [1e-6, 1 - 1e-6],
+        "index": target["index"],
+        "kind": kind,
+        "method": target["method"],
+        "is_headline": target is headline,
+        "adjustment_set": list(adjustment),
+        "cov_type": cov_type if kind == "ols" else None,
+        "trim": trim,
+        "ps_model": ps_model,
+        "clip": _bounds(d.get("clip")) or [1e-6, 1 - 1e-6],
         "estimand": target.get("estimand", "ATE"),
         "target_units": d.get("target_units") or str(target.get("estimand", "ATE")).lower(),
         "method_params": d.get("method_params") or {},
-        "binary": binary, "notes": notes,
-        "description": {"ols": "least squares of the outcome on the treatment and the adjustment set",
-                        "ipw": f"inverse-probability weighting with a {ps_model} propensity model",
-                        "aipw": f"augmented IPW: linear outcome models per arm and a {ps_model} propensity model", "dowhy": f"DoWhy's {target['method']} with the run's method parameters"}[str(kind)],
+        "binary": binary,
+        "notes": notes,
+        "description": {
+            "ols": "least squares of the outcome on the treatment and the adjustment set",
+            "ipw": f"inverse-probability weighting with a {ps_model} propensity model",
+            "aipw": f"augmented IPW: linear outcome models per arm and a {ps_model} propensity model",
+            "dowhy": f"DoWhy's {target['method']} with the run's method parameters",
+        }[str(kind)],
         "tolerance_expr": '1e-6 * max(1.0, abs(EST["estimate"]))' if exact_fit else '0.1 * EST["std_error"] + 1e-9',
-        "tolerance_text": "a relative 1e-6 (the fit is deterministic)" if exact_fit else
-                          "a tenth of its standard error (a propensity model's solver may differ slightly)",
-        "headline_note": f"{headline['method']} depends on fitting details (cross-fitted or learned nuisance models) that a short notebook cell cannot reproduce exactly." if headline else "",
-    }  # fmt: skip
+        "tolerance_text": "a relative 1e-6 (the fit is deterministic)"
+        if exact_fit
+        else "a tenth of its standard error (a propensity model's solver may differ slightly)",
+        "headline_note": f"{headline['method']} depends on fitting details (cross-fitted or learned nuisance models) that a short notebook cell cannot reproduce exactly."
+        if headline
+        else "",
+    }
 
 
-def _propensity(confounders: dict[str, Any] | None, ps: dict[str, Any] | None, headline: dict[str, Any] | None,
-                has_data: bool, binary: bool) -> dict[str, Any] | None:  # fmt: skip
+def _propensity(
+    confounders: dict[str, Any] | None,
+    ps: dict[str, Any] | None,
+    headline: dict[str, Any] | None,
+    has_data: bool,
+    binary: bool,
+) -> dict[str, Any] | None:
     if not (has_data and binary):
         return None
     # Column names as they are in the data: ps_diagnostics lists encoded dummies (region_south),
@@ -308,141 +394,16 @@ def _propensity(confounders: dict[str, Any] | None, ps: dict[str, Any] | None, h
     return {"covariates": list(covs), "model": (ps or {}).get("model") or "logistic", "trim": trim}
 
 
-def _assumptions(
-    snap: dict[str, Any], headline: dict[str, Any] | None, agreement: dict[str, Any] | None
-) -> list[dict[str, str]]:
-    """Each assumption with a status (holds, doubtful, unknown, reported) and the state's evidence."""
-    from agents.stats.notebook import fmt_num, fmt_pct
-
-    rows: list[dict[str, str]] = []
-    cd, ps = snap.get("confounder_discovery") or {}, snap.get("ps_diagnostics") or {}
-    ident = cd.get("identification") or {}
-    if ident:
-        rows.append({"name": "Identification", "status": "holds" if ident.get("identified") else "doubtful",
-                     "evidence": f"{ident.get('method', '')}: {ident.get('estimand', '')}".strip(": ")})  # fmt: skip
-    post = post_treatment_set(cd, snap.get("domain_knowledge"))
-    if headline is not None and headline["details"].get("adjustment_set") is not None:
-        bad = sorted(post & set(headline["details"]["adjustment_set"]))
-        rows.append({"name": "No post-treatment variable adjusted for", "status": "doubtful" if bad else "holds",
-                     "evidence": f"adjusted for {', '.join(bad)}" if bad else f"none of {len(post)} known post-treatment variables is in the headline's adjustment set"})  # fmt: skip
-    sens = snap.get("sensitivity_results", [])
-    rows.append({"name": "No unmeasured confounding", "status": "unknown",
-                 "evidence": "cannot be tested from data; " + ("; ".join(f"{s['method']}: {s['interpretation']}" for s in sens[:3]) if sens else "no sensitivity analysis was run")})  # fmt: skip
-    if ps.get("overlap_ok") is not None:
-        share = (ps.get("outside_support") or {}).get("overall")
-        rows.append({"name": "Overlap (positivity)", "status": "holds" if ps["overlap_ok"] else "doubtful",
-                     "evidence": f"AUC {fmt_num(ps.get('auc'))}" + (f"; {fmt_pct(share)} of rows outside common support" if share is not None else "")})  # fmt: skip
-    if ps.get("balance_ok") is not None:
-        rows.append({"name": "Covariate balance after weighting", "status": "holds" if ps["balance_ok"] else "doubtful",
-                     "evidence": f"largest |SMD| {fmt_num(ps.get('max_smd_before'))} before, {fmt_num(ps.get('max_smd_after'))} after weighting"})  # fmt: skip
-    if headline is not None and headline.get("assumptions_tested"):
-        rows.append(
-            {
-                "name": "Checks run by the estimator",
-                "status": "reported",
-                "evidence": "; ".join(headline["assumptions_tested"]),
-            }
-        )
-    if agreement and agreement.get("n", 0) >= 2:
-        agree = agreement["same_sign"] == agreement["n"] and agreement["covering"] == agreement["n"]
-        rows.append(
-            {"name": "Estimators agree", "status": "holds" if agree else "doubtful", "evidence": agreement["text"]}
-        )
-    issues = (snap.get("eda_result") or {}).get("data_quality_issues") or []
-    if snap.get("eda_result"):
-        rows.append({"name": "Data quality", "status": "doubtful" if issues else "holds",
-                     "evidence": "; ".join(issues[:3]) or "no data-quality issues flagged"})  # fmt: skip
-    history = snap.get("critique_history", [])
-    if history:
-        last = history[-1]
-        why = last.get("verdict") or "; ".join(last["issues"][:2])
-        rows.append({
-            "name": "Critique approval",
-            "status": "holds" if last["decision"] == "APPROVE" else "doubtful",
-            "evidence": f"final decision {_decision_label(last)}" + (f": {why}" if why else ""),
-        })
-    return rows
-
-
-def _decision_label(c: dict[str, Any]) -> str:
-    """APPROVE, ITERATE or REJECT; a loop that stopped on its limit unapproved says so."""
-    return "NOT APPROVED (limit)" if c.get("limit_reached") and c["decision"] != "APPROVE" else str(c["decision"])
-
-
-def _critique(snap: dict[str, Any]) -> list[dict[str, Any]]:
-    debate = snap.get("debate_history", [])
-    rounds = []
-    for i, c in enumerate(snap.get("critique_history", []), start=1):
-        changes = [ch for d in debate if d.get("round") == i for ch in d.get("changes_applied", [])]
-        asked = [d for d in debate if d.get("round") == i and "llm_review" in d]
-        rounds.append({"round": i, "decision": _decision_label(c), "scores": c.get("scores", {}), "issues": c.get("issues", []),
-                       "improvements": c.get("improvements", []), "reasoning": c.get("reasoning", ""), "changes_applied": changes,
-                       "model": _model_review(asked[-1]["llm_review"], c["decision"]) if asked else None})  # fmt: skip
-    return rounds
-
-
-# ---- what the language model wrote (text only, marked, with what it changed) ------------------------
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~$])")
-
-
-def model_text(value: Any, limit: int = 600) -> str:
-    """Model-written text as plain text inside Markdown: no HTML, links, emphasis, maths or block syntax."""
-    text = " ".join(str(value).split())[:limit]
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _MD_SPECIAL.sub(r"\\\1", text)
-    text = re.sub(r"(?i)(?<=[a-z])(:)(?=//)|(?<=www)(\.)", lambda m: f"&#{ord(m.group(0))};", text)  # no autolinks
-    text = re.sub(r"^(\d+)\.", r"\1\\.", text)  # no numbered item, list or heading underline at the start
-    return re.sub(r"^([-=])", r"\\\1", text)
-
-
-def _recommendations(snap: dict[str, Any]) -> list[str]:
-    """The recommendations; a model-written one keeps its mark and is rendered as text."""
-    return [f"{MODEL_MARK} {model_text(r.removeprefix(MODEL_MARK), 2000)}" if str(r).startswith(MODEL_MARK) else r
-            for r in snap.get("recommendations", [])]  # fmt: skip
-
-
-def _model_review(review: dict[str, Any] | None, decision: str) -> dict[str, Any]:
-    """The critique's model points for the notebook, escaped, with what they changed (nothing)."""
-    if not review:
-        why = "nothing: the model's answer was rejected by the checks, so none of it is shown"
-        return {"points": [], "changed": why}
-    agrees = review.get("agrees_with_rules")
-    opinion = "would approve it" if review.get("would_approve") else "would not approve it"
-    if agrees is not None:
-        opinion += " (agreeing with the rules)" if agrees else " (disagreeing with the rules)"
-    return {
-        "model": model_text(review.get("model") or "the language model", 120),
-        "points": [model_text(p) for p in review.get("points", []) if str(p).strip()],
-        "opinion": f"The model says it {opinion}",
-        "changed": f"nothing: the points are advisory and the rule-based decision ({decision}) stands; no estimate was touched",
-    }
-
-
-def _domain_llm(snap: dict[str, Any]) -> dict[str, Any] | None:
-    """domain_knowledge's model suggestions for the notebook, escaped, with what they changed."""
-    sug = (snap.get("domain_knowledge") or {}).get("llm_suggestions")
-    if not sug:
-        return None
-    reasons = sug.get("reasons") or {}
-    rows = [{"column": model_text(col, 120), "role": model_text(role, 40), "reason": model_text(reasons.get(col, ""), 200)}
-            for col, role in (sug.get("roles") or {}).items()]  # fmt: skip
-    order = [", ".join(model_text(c, 120) for c in tier) for tier in sug.get("temporal_order") or [] if tier]
-    if sug.get("applied"):
-        what = [f"gave {len(rows)} column(s) without a declared role the suggested role"] if rows else []
-        what += ["took the time order from the model (none was declared)"] if order else []
-        changed = ("; ".join(what) or "nothing: it suggested no role") + (
-            ". Declared roles, the treatment and the outcome were never overridden; roles feed the graph and the "
-            "adjustment set, but every estimate is computed from the data, never by the model")  # fmt: skip
-    else:
-        changed = ("nothing: the suggestions were recorded, not applied (the domain_knowledge option `llm: apply` "
-                   "would fill in the undeclared roles)")  # fmt: skip
-    return {"model": model_text(sug.get("model") or "the language model", 120), "rows": rows, "order": order,
-            "applied": bool(sug.get("applied")), "changed": changed}  # fmt: skip
-
-
 def _traces(snap: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"agent": t["agent_name"], "action": t.get("action", ""), "seconds": t.get("duration_ms", 0) / 1000,
-             "summary": str((t.get("outputs") or {}).get("summary", ""))[:160]} for t in snap.get("agent_traces", [])]  # fmt: skip
+    return [
+        {
+            "agent": t["agent_name"],
+            "action": t.get("action", ""),
+            "seconds": t.get("duration_ms", 0) / 1000,
+            "summary": str((t.get("outputs") or {}).get("summary", ""))[:160],
+        }
+        for t in snap.get("agent_traces", [])
+    ]
 
 
 def _versions() -> dict[str, str | None]:

@@ -8,8 +8,11 @@ from typing import Any
 __all__ = ["flat_details", "refuter_context"]
 
 
-_REFUTERS = {"placebo_treatment": "placebo treatment", "random_common_cause": "random common cause",
-             "data_subset": "data subset"}  # fmt: skip
+_REFUTERS = {
+    "placebo_treatment": "placebo treatment",
+    "random_common_cause": "random common cause",
+    "data_subset": "data subset",
+}
 """The p-value refuters the sensitivity analyst records, by ``SensitivityResult.method``."""
 
 
@@ -28,8 +31,9 @@ def _finite(value: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def refuter_context(snap: dict[str, Any], recompute: dict[str, Any] | None, confounders: dict[str, Any] | None,
-            has_data: bool) -> dict[str, Any] | None:  # fmt: skip
+def refuter_context(
+    snap: dict[str, Any], recompute: dict[str, Any] | None, confounders: dict[str, Any] | None, has_data: bool
+) -> dict[str, Any] | None:
     """The run's refuter results (``sensitivity_results``) as literals for the notebook's table.
 
     The notebook shows these numbers instead of rerunning the refuters (hundreds of refits);
@@ -43,22 +47,35 @@ def refuter_context(snap: dict[str, Any], recompute: dict[str, Any] | None, conf
         if r.get("method") in _REFUTERS:
             common, p = common or d, _finite(d.get("p_value"))
             passed = d.get("passed") if d.get("passed") is not None else p is None or p >= 0.05
-            rows.append({"refuter": _REFUTERS[r["method"]], "new effect": _finite(d.get("new_effect")), "p-value": p,
-                         "verdict": "passed" if passed else "failed"})  # fmt: skip
+            rows.append(
+                {
+                    "refuter": _REFUTERS[r["method"]],
+                    "new effect": _finite(d.get("new_effect")),
+                    "p-value": p,
+                    "verdict": "passed" if passed else "failed",
+                }
+            )
         elif r.get("method") == "unobserved_common_cause" and d.get("new_effects"):
             common = common or d
-            grid = {"effects": [[_finite(v) for v in row] for row in d["new_effects"]],
-                    "strengths_treatment": list(d.get("strengths_treatment") or []),
-                    "strengths_outcome_sd": list(d.get("strengths_outcome_sd") or []),
-                    "flip": d.get("effect_on_treatment") == "binary_flip", "meaningful": d.get("meaningful", True)}  # fmt: skip
+            grid = {
+                "effects": [[_finite(v) for v in row] for row in d["new_effects"]],
+                "strengths_treatment": list(d.get("strengths_treatment") or []),
+                "strengths_outcome_sd": list(d.get("strengths_outcome_sd") or []),
+                "flip": d.get("effect_on_treatment") == "binary_flip",
+                "meaningful": d.get("meaningful", True),
+            }
     if not rows and grid is None:
         return None
-    out = {"rows": rows, "grid": grid, "estimate": _finite(common.get("refuted_estimate")),
-           "n_used": common.get("n_used"), "simulations": common.get("simulations"),
-           "subset_fraction": _finite(common.get("subset_fraction")),
-           "placebo": next((row["new effect"] for row in rows if row["refuter"] == "placebo treatment"), None)}  # fmt: skip
+    out = {
+        "rows": rows,
+        "grid": grid,
+        "estimate": _finite(common.get("refuted_estimate")),
+        "n_used": common.get("n_used"),
+        "simulations": common.get("simulations"),
+        "subset_fraction": _finite(common.get("subset_fraction")),
+        "placebo": next((row["new effect"] for row in rows if row["refuter"] == "placebo treatment"), None),
+    }
     adjustment = (recompute or {}).get("adjustment_set") or (confounders or {}).get("adjustment_set")
     known = None not in [out[k] for k in ("estimate", "n_used", "simulations", "placebo")]
     out["recheck_adjustment"] = list(adjustment) if has_data and adjustment is not None and known else None
     return out
-

@@ -101,8 +101,13 @@ def analysis(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         edges=[CausalEdge(source=s, target=t, confidence=0.8) for s, t in edges]
         + [CausalEdge(source="married", target="age", edge_type="undirected", confidence=0.3)],
     )
-    state.confounder_discovery = {"treatment": "training", "outcome": "earnings", "adjustment_set": CONFOUNDERS,
-                                  "mediators": ["skills_score"], "excluded": {"skills_score": "mediator"}}  # fmt: skip
+    state.confounder_discovery = {
+        "treatment": "training",
+        "outcome": "earnings",
+        "adjustment_set": CONFOUNDERS,
+        "mediators": ["skills_score"],
+        "excluded": {"skills_score": "mediator"},
+    }
     run_single_agent("sensitivity_analyst", state, job, {"simulations": 20}, seed=3)  # the refuters the notebook shows
     (job / "state.json").write_text(state.to_json())  # what the runner persists before this step
     user = job / "my_templates" / "sections"
@@ -179,8 +184,15 @@ def test_a_collinear_adjustment_set_is_checked_at_a_hundredth_of_a_standard_erro
 
 def test_every_applicable_figure_is_drawn(analysis: dict[str, Any]) -> None:
     nb = analysis["nb"]
-    for tag in ("figure-distributions", "figure-correlation", "figure-dag", "figure-overlap", "figure-love",
-                "figure-forest", "refuters"):  # fmt: skip
+    for tag in (
+        "figure-distributions",
+        "figure-correlation",
+        "figure-dag",
+        "figure-overlap",
+        "figure-love",
+        "figure-forest",
+        "refuters",
+    ):
         cells = _tagged(nb, tag)
         assert cells, f"no cell tagged {tag}"
         pngs = [o for c in cells for o in c.outputs if "image/png" in o.get("data", {})]
@@ -338,9 +350,19 @@ def test_text_outside_a_cell_is_a_template_error() -> None:
 
 @pytest.mark.parametrize(
     ("method", "kind"),
-    [("ols", "ols"), ("linear_regression", "ols"), ("ipw", "ipw"), ("backdoor.propensity_score_weighting", "dowhy"),
-     ("aipw", "aipw"), ("doubly_robust", "aipw"), ("backdoor.econml.dml.LinearDML", None), ("x_learner", None), ("dml", None), ("iv.instrumental_variable", None),
-     ("propensity_score_matching", None)],
-)  # fmt: skip
+    [
+        ("ols", "ols"),
+        ("linear_regression", "ols"),
+        ("ipw", "ipw"),
+        ("backdoor.propensity_score_weighting", "dowhy"),
+        ("aipw", "aipw"),
+        ("doubly_robust", "aipw"),
+        ("backdoor.econml.dml.LinearDML", None),
+        ("x_learner", None),
+        ("dml", None),
+        ("iv.instrumental_variable", None),
+        ("propensity_score_matching", None),
+    ],
+)
 def test_recompute_kind(method: str, kind: str | None) -> None:
     assert recompute_kind(method) == kind

@@ -30,8 +30,11 @@ def sampled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     job = tmp_path_factory.mktemp("job")
     frame, _ = job_training(n=1200, seed=5)
     state = make_state(frame, job, "training", "earnings")
-    state.confounder_discovery = {"treatment": "training", "outcome": "earnings",
-                                  "adjustment_set": ["age", "education_years", "prior_earnings", "married", "region"]}  # fmt: skip
+    state.confounder_discovery = {
+        "treatment": "training",
+        "outcome": "earnings",
+        "adjustment_set": ["age", "education_years", "prior_earnings", "married", "region"],
+    }
     top = job / "short.ipynb.j2"
     top.write_text(SECTIONS)
     result = run_single_agent(
@@ -75,9 +78,19 @@ def _helpers(sample_rows: int = 500) -> dict[str, Any]:
     """The setup template's helper cell, executed here (the functions the cells call)."""
     from agents.stats.notebook import make_environment, render_template, split_cells
 
-    text = render_template(make_environment(), "sections/00_setup.j2", {
-        "has_data": True, "seed": 0, "sample_rows": sample_rows, "paths": {"job_dir": ".", "state_file": "s.json", "data_file": "d.parquet"},
-        "dataset": {"rows": 10}, "treatment": "training", "outcome": "earnings"})  # fmt: skip
+    text = render_template(
+        make_environment(),
+        "sections/00_setup.j2",
+        {
+            "has_data": True,
+            "seed": 0,
+            "sample_rows": sample_rows,
+            "paths": {"job_dir": ".", "state_file": "s.json", "data_file": "d.parquet"},
+            "dataset": {"rows": 10},
+            "treatment": "training",
+            "outcome": "earnings",
+        },
+    )
     (helpers,) = [c for c in split_cells(text) if "helpers" in c["tags"]]
     scope: dict[str, Any] = {"np": np, "pd": pd, "SEED": 0}
     exec(helpers["source"], scope)  # noqa: S102 - the template's own code
@@ -96,9 +109,18 @@ def test_the_setup_cell_reads_the_frame_pandas_reads(tmp_path: Path) -> None:
     frame["day"] = pd.date_range("2024-01-01", periods=len(frame), freq="D", tz="UTC")
     frame.to_parquet(tmp_path / "d.parquet", index=False)
     (tmp_path / "s.json").write_text('{"job_id": "j"}')
-    text = render_template(make_environment(), "sections/00_setup.j2", {
-        "has_data": True, "seed": 0, "paths": {"job_dir": str(tmp_path), "state_file": "s.json", "data_file": "d.parquet"},
-        "dataset": {"rows": len(frame)}, "treatment": "training", "outcome": "earnings"})  # fmt: skip
+    text = render_template(
+        make_environment(),
+        "sections/00_setup.j2",
+        {
+            "has_data": True,
+            "seed": 0,
+            "paths": {"job_dir": str(tmp_path), "state_file": "s.json", "data_file": "d.parquet"},
+            "dataset": {"rows": len(frame)},
+            "treatment": "training",
+            "outcome": "earnings",
+        },
+    )
     (setup,) = [c for c in split_cells(text) if "setup" in c["tags"]]
     scope: dict[str, Any] = {}
     exec("\n".join(line for line in setup["source"].splitlines() if not line.startswith("%")), scope)  # noqa: S102

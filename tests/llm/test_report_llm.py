@@ -71,12 +71,16 @@ def test_job_summary_prints_tokens_per_agent_only_when_the_model_was_used(tmp_pa
     line = next(x for x in job_summary(state, tmp_path) if x.startswith("Language model"))
     assert line == "Language model: 1,545 tokens in 3 call(s) (domain_knowledge 1,200, critique 345)"
     # A job folder's traces.jsonl (the full record) wins over the state's compressed copy.
-    trace = AgentTrace(agent_name="orchestrator", action="x", reasoning="",
-                       token_usage={"calls": 2, "cached_calls": 2})  # fmt: skip
-    (tmp_path / "traces.jsonl").write_text(trace.model_dump_json() + "\n" + AgentTrace(
-        agent_name="eda_agent", action="x", reasoning="").model_dump_json() + "\n")  # fmt: skip
-    assert model_usage(state, tmp_path) == {"orchestrator": {"calls": 2, "cached_calls": 2, "total_tokens": 0,
-                                                             "prompt_tokens": 0, "completion_tokens": 0}}  # fmt: skip
+    trace = AgentTrace(agent_name="orchestrator", action="x", reasoning="", token_usage={"calls": 2, "cached_calls": 2})
+    (tmp_path / "traces.jsonl").write_text(
+        trace.model_dump_json()
+        + "\n"
+        + AgentTrace(agent_name="eda_agent", action="x", reasoning="").model_dump_json()
+        + "\n"
+    )
+    assert model_usage(state, tmp_path) == {
+        "orchestrator": {"calls": 2, "cached_calls": 2, "total_tokens": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    }
     assert "Language model: 0 tokens in 2 call(s); 2 answered from the cache (orchestrator 0)" in job_summary(
         state, tmp_path
     )

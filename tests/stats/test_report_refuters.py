@@ -15,22 +15,36 @@ def _result(method: str, typed: bool, **extras: Any) -> dict[str, Any]:
     kind = "unobserved" if method == "unobserved_common_cause" else "refuter"
     passed = extras.pop("passed", None)
     if typed:
-        details = {"kind": kind, "passed": passed, "estimate_method": None, "headline": False,
-                   "extras": {**COMMON, **extras}}  # fmt: skip
+        details = {
+            "kind": kind,
+            "passed": passed,
+            "estimate_method": None,
+            "headline": False,
+            "extras": {**COMMON, **extras},
+        }
     else:
         details = {"kind": kind, "passed": passed, **COMMON, **extras}
     return {"method": method, "robustness_value": 0.5, "interpretation": "", "details": details}
 
 
 def _snap(typed: bool) -> dict[str, Any]:
-    return {"sensitivity_results": [
-        _result("e_value", typed),
-        _result("placebo_treatment", typed, new_effect=0.9, p_value=0.497, passed=True),
-        _result("random_common_cause", typed, new_effect=1353.7, p_value=math.nan, passed=False),
-        _result("data_subset", typed, new_effect=1359.7, p_value=0.01),
-        _result("unobserved_common_cause", typed, new_effects=[[1.0, 2.0], [3.0, math.inf]], strengths_treatment=[0.02, 0.1],
-                strengths_outcome_sd=[0.05, 0.25], effect_on_treatment="binary_flip", meaningful=True),
-    ]}  # fmt: skip
+    return {
+        "sensitivity_results": [
+            _result("e_value", typed),
+            _result("placebo_treatment", typed, new_effect=0.9, p_value=0.497, passed=True),
+            _result("random_common_cause", typed, new_effect=1353.7, p_value=math.nan, passed=False),
+            _result("data_subset", typed, new_effect=1359.7, p_value=0.01),
+            _result(
+                "unobserved_common_cause",
+                typed,
+                new_effects=[[1.0, 2.0], [3.0, math.inf]],
+                strengths_treatment=[0.02, 0.1],
+                strengths_outcome_sd=[0.05, 0.25],
+                effect_on_treatment="binary_flip",
+                meaningful=True,
+            ),
+        ]
+    }
 
 
 def test_refuter_rows_come_from_typed_or_flat_details_alike() -> None:
