@@ -110,8 +110,8 @@ def hand_over(path: str | Path, frame: pd.DataFrame) -> None:
     """Give ``frame``, as :func:`read_table` returned it for ``path`` and unmodified, to the next reader.
 
     ``whyflow run`` reads the user's file to check it before the job exists, and the data
-    profiler reads it again as the run's first step: parsing a CSV of 1M rows x 20 columns
-    takes about 3 s (0.3 s at 100k). The next :func:`read_table` of the same file, unchanged
+    profiler reads it again as the run's first step, and parsing a CSV of a million rows takes
+    seconds. The next :func:`read_table` of the same file, unchanged
     (same size and modification time), takes the frame instead of parsing it again; it is kept
     at most until the next :func:`read_table` of any file (which lets it go unless it is that
     file's) or the end of the run's first step (:func:`release_unused_memory`).
@@ -151,8 +151,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
         if suffix in COMPRESSED_SUFFIXES:
             suffix = Path(p.stem).suffix.lower()  # data.tsv.gz: a tab-separated file
         if suffix in _PARQUET:
-            # A column per block, each keeping Arrow's buffer, Arrow's table freed as it converts: at
-            # 1M x 20 the read peaked 56 MB lower and took half the time of one consolidated block.
+            # A column per block, each keeping Arrow's buffer, Arrow's table freed as it converts: a
+            # lower peak and a quicker read than copying every column into one consolidated block.
             frame = pd.read_parquet(p, to_pandas_kwargs={"split_blocks": True, "self_destruct": True})
             _release_arrow_memory()
         else:
@@ -428,8 +428,8 @@ def unmap_large_blocks(cells: int) -> None:
     about 190 MB more at its peak than with a fixed threshold (which also ends the raising).
 
     Called when a job's run starts (``cells``: its data's rows x columns); below
-    :data:`LARGE_DATA_CELLS` it does nothing, as the heaps' reuse of freed blocks is faster (about
-    0.6 s of a run at 100k rows) and what they keep is small. The notebook's kernel and the
+    :data:`LARGE_DATA_CELLS` it does nothing, as the heaps' reuse of freed blocks is faster there
+    and what they keep is small. The notebook's kernel and the
     figure worker, started after, get it through ``MALLOC_MMAP_THRESHOLD_``. A threshold the user
     set in the environment is kept; a no-op where there is no glibc. It lasts for the process: a
     server that ran one large job keeps it for the next (glibc's raising cannot be turned back on).
