@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import tempfile
 from dataclasses import dataclass
@@ -82,6 +83,10 @@ def _check_writable(folder: Path) -> None:
             probe.unlink(missing_ok=True)
         reason = exc.strerror or type(exc).__name__
         raise OutputNotWritable(f"cannot write the job folder {folder}: {reason.lower()}") from None
+
+
+_ASK_KIND = re.compile(r'^  "kind": "ask",?$', re.M)
+"""An ask job's state says so in a top-level field (``to_json`` indents the top level by two)."""
 
 
 def damage_message(folder: JobFolder, path: Path, exc: BaseException | None) -> str:
@@ -206,9 +211,8 @@ class JobFolder:
 
         try:
             text = path.read_text(encoding="utf-8")
-            if '"kind": "ask"' in text[:200]:
-                return AskState.from_json(text)
-            return AnalysisState.from_json(text)
+            model: type[AskState] | type[AnalysisState] = AskState if _ASK_KIND.search(text) else AnalysisState
+            return model.from_json(text)
         except (OSError, UnicodeDecodeError, ValidationError, ValueError) as exc:
             raise DamagedJob(damage_message(self, path, exc)) from None
 

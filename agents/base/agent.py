@@ -36,8 +36,8 @@ from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
-from agents.base.ask_state import STATE_MODELS
 from agents.base.errors import AgentRegistrationError
+from agents.base.job import JobLifecycle
 from agents.base.state import RUNNER_FIELDS, AnalysisState, JobStatus
 from agents.base.view import StateView
 
@@ -210,8 +210,8 @@ def check_contract(cls: type[Agent[Any]]) -> None:
     if not cls.NAME or not cls.NAME.isidentifier():
         problems.append(f"NAME must be a non-empty identifier, got {cls.NAME!r}")
     model = cls.STATE_MODEL
-    if model not in STATE_MODELS.values():
-        problems.append(f"STATE_MODEL must be one of {', '.join(m.__name__ for m in STATE_MODELS.values())}")
+    if not (isinstance(model, type) and issubclass(model, JobLifecycle)):
+        problems.append(f"STATE_MODEL must be a job state (a subclass of JobLifecycle), got {model!r}")
         model = AnalysisState
     fields = state_fields_of(model)
     for attr in ("REQUIRED_STATE_FIELDS", "OPTIONAL_STATE_FIELDS", "WRITES_STATE_FIELDS"):

@@ -1,17 +1,16 @@
-"""The second state model: one question about one or more datasets (seed 001's AgentState).
+"""The ask family's state: one question about one or more datasets.
 
-:class:`AskState` holds 001's fields (question, datasets, data summary, messages, plan, code,
-execution result and success, error, attempts, failed attempts, evaluation, explanation, final
-output) plus the fields the runner keeps for every job (id, status, timestamps, progress,
-completed steps, loop rounds, traces, error). Contracts are enforced exactly as for
-:class:`~agents.base.state.AnalysisState`: agents declare ``STATE_MODEL = AskState`` and get a
-read-only view of their declared fields; the runner is the only writer.
+:class:`AskState` holds the question, the datasets, a data summary, the conversation so far, the
+plan, the code and its execution result, the failed attempts, the evaluation, the explanation
+and the final output, on top of the lifecycle every job shares
+(:class:`~agents.base.job.JobLifecycle`: id, status, timestamps, progress, completed steps, loop
+rounds, traces, error). Contracts are enforced exactly as for the analysis state: agents declare
+``STATE_MODEL = AskState`` and get a read-only view of their declared fields; the runner is the
+only writer.
 
-The job lifecycle (status transitions, traces, persistence) follows the same rules and the same
-:class:`~agents.base.state.JobStatus` phases as the analysis state, so ``whyflow status``,
-``resume`` and ``cancel`` work unchanged. Ask agents use these phases:
-planning = PROFILING, writing and running code = EXPLORATORY_ANALYSIS, a causal sub-run =
-ESTIMATING_EFFECTS, evaluating = CRITIQUE_REVIEW, explaining or reporting an error =
+Ask agents use the analysis's status phases, so ``whyflow status``, ``resume`` and ``cancel``
+work unchanged: planning = PROFILING, writing and running code = EXPLORATORY_ANALYSIS, a causal
+sub-run = ESTIMATING_EFFECTS, evaluating = CRITIQUE_REVIEW, explaining or reporting an error =
 GENERATING_NOTEBOOK.
 
 :data:`STATE_MODELS` names the state models a recipe may run on (``state: ask``).
@@ -19,25 +18,13 @@ GENERATING_NOTEBOOK.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, Field
 
-from agents.base.errors import IllegalTransition
-from agents.base.state import (
-    MAX_TRACE_OUTPUT_LEN,
-    MAX_TRACE_REASONING_LEN,
-    MAX_TRACES,
-    RUNNER_FIELDS,
-    AgentTrace,
-    AnalysisState,
-    JobStatus,
-    is_legal_transition,
-    utcnow,
-)
+from agents.base.job import JOB_CONFIG, RUNNER_FIELDS, JobLifecycle
+from agents.base.state import AnalysisState
 
 __all__ = [
     "ArtifactRecord",
@@ -57,7 +44,7 @@ __all__ = [
     "state_model_name",
 ]
 
-_CONFIG = ConfigDict(extra="forbid", validate_assignment=True, ser_json_inf_nan="constants")
+_CONFIG = JOB_CONFIG
 
 
 class _Model(BaseModel):
@@ -212,10 +199,8 @@ class RuntimeSummary(_Model):
     counters: RuntimeCounters = RuntimeCounters()
 
 
-class AskState(BaseModel):
+class AskState(JobLifecycle):
     """The state of one question's job; written only by the runner."""
-
-    model_config = _CONFIG
 
     RUNNER_FIELDS: ClassVar[frozenset[str]] = RUNNER_FIELDS | {"kind"}
     INPUT_FIELDS: ClassVar[frozenset[str]] = frozenset({"job_id", "question", "datasets", "data_summary", "messages"})
@@ -224,9 +209,7 @@ class AskState(BaseModel):
     )
 
     kind: Literal["ask"] = "ask"
-    job_id: str
-    status: JobStatus = JobStatus.PENDING
-    # 001's AgentState
+    # The question, the data it is about, and what answering it produced.
     question: str
     datasets: dict[str, AskDataset] = {}
     data_summary: str = ""
@@ -243,105 +226,9 @@ class AskState(BaseModel):
     final_output: FinalOutput | None = None
     # A causal question's nested run of pipelines/causal_analysis.yaml.
     causal_result: dict[str, Any] | None = None
-    # The ReAct data scientist's runtime (seeds 002/003) and an initial analysis' title (004).
+    # The ReAct data scientist's runtime summary, and the session title a first analysis gives.
     runtime: RuntimeSummary | None = None
     session_title: str | None = None
-    # Kept by the runner, as in AnalysisState.
-    iteration_count: int = 0
-    max_iterations: int = 3
-    agent_traces: list[AgentTrace] = []
-    error_message: str | None = None
-    error_agent: str | None = None
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
-    completed_at: datetime | None = None
-    progress_percentage: float = 0.0
-    completed_steps: list[str] = []
-
-    _trace_sink: Callable[[AgentTrace], None] | None = PrivateAttr(default=None)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
-        if name != "updated_at" and not name.startswith("_"):
-            super().__setattr__("updated_at", utcnow())
-
-    def set_trace_sink(self, sink: Callable[[AgentTrace], None] | None) -> None:
-        """Receive every full trace before truncation (the job store keeps them all)."""
-        self._trace_sink = sink
-
-    # ---- status (the same rules as AnalysisState) -------------------------------------------
-    def transition(self, target: JobStatus) -> None:
-        """Move to ``target``, raising :class:`IllegalTransition` when the diagram forbids it."""
-        target = JobStatus(target)
-        if target == self.status:
-            if self.status.is_terminal:
-                raise IllegalTransition(self.status.value, target.value)
-            return
-        if not is_legal_transition(self.status, target):
-            raise IllegalTransition(self.status.value, target.value)
-        self.status = target
-
-    def mark_failed(self, error: str, agent: str) -> None:
-        """Set FAILED and record the error and the agent that raised it."""
-        self.transition(JobStatus.FAILED)
-        self.error_message = error
-        self.error_agent = agent
-
-    def mark_completed(self) -> None:
-        """Set COMPLETED and record when."""
-        self.transition(JobStatus.COMPLETED)
-        self.completed_at = utcnow()
-        self.progress_percentage = 100.0
-
-    def mark_cancelling(self) -> None:
-        """Set CANCELLING: a graceful stop is under way."""
-        self.transition(JobStatus.CANCELLING)
-
-    def mark_cancelled(self, reason: str = "Cancelled by user") -> None:
-        """Set CANCELLED and record the reason in ``error_message``."""
-        if self.status not in (JobStatus.PENDING, JobStatus.CANCELLING):
-            self.mark_cancelling()
-        self.transition(JobStatus.CANCELLED)
-        self.error_message = reason
-
-    def reopen(self) -> None:
-        """Return a failed, cancelled or interrupted job to PENDING so it can be resumed."""
-        if self.status is JobStatus.COMPLETED:
-            raise IllegalTransition(self.status.value, JobStatus.PENDING.value)
-        self.status = JobStatus.PENDING
-        self.error_message = None
-        self.error_agent = None
-
-    def should_iterate(self) -> bool:
-        """Ask jobs have no critique: a loop's ``until:`` decides (kept for the runner's protocol)."""
-        return False
-
-    # ---- traces -----------------------------------------------------------------------------
-    def add_trace(self, trace: AgentTrace) -> None:
-        """Append a trace (full copy to the sink first), truncating long outputs in the state."""
-        if self._trace_sink is not None:
-            self._trace_sink(trace)
-        outputs = {k: _truncate(v, MAX_TRACE_OUTPUT_LEN) for k, v in trace.outputs.items()}
-        reasoning = trace.reasoning
-        if len(reasoning) > MAX_TRACE_REASONING_LEN:
-            reasoning = reasoning[:MAX_TRACE_REASONING_LEN] + "... [truncated]"
-        traces = [*self.agent_traces, trace.model_copy(update={"outputs": outputs, "reasoning": reasoning})]
-        self.agent_traces = traces[-2 * MAX_TRACES :]
-
-    # ---- persistence ------------------------------------------------------------------------
-    def to_json(self) -> str:
-        """The state as indented JSON (what ``state.json`` holds)."""
-        return self.model_dump_json(indent=2)
-
-    @classmethod
-    def from_json(cls, text: str) -> AskState:
-        """Parse a state written by :meth:`to_json`."""
-        return cls.model_validate_json(text)
-
-
-def _truncate(value: Any, limit: int) -> Any:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return value if len(text) <= limit else text[:limit] + f"... [truncated, {len(text)} chars]"
 
 
 JobState = AnalysisState | AskState

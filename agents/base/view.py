@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agents.base.errors import ContractViolation, MissingPair
 
 if TYPE_CHECKING:
-    from agents.base.ask_state import JobState
+    from agents.base.job import JobLifecycle
     from agents.base.state import TreatmentEffectResult
 
 __all__ = ["Pair", "StateView"]
@@ -33,7 +33,7 @@ class StateView:
 
     __slots__ = ("_agent", "_readable", "_snapshot")
 
-    def __init__(self, state: JobState, agent: str, readable: frozenset[str]) -> None:
+    def __init__(self, state: JobLifecycle, agent: str, readable: frozenset[str]) -> None:
         object.__setattr__(self, "_snapshot", state.model_copy(deep=True))
         object.__setattr__(self, "_agent", agent)
         object.__setattr__(self, "_readable", readable)
