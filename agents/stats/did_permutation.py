@@ -27,6 +27,8 @@ MIN_UNITS = 20
 """Fewest units (the treated one included) for which a permutation p-value can reach 0.05 (1/20)."""
 MAX_PLACEBOS = 400
 """Placebo units used at most (a seeded sample beyond it: a Monte Carlo permutation test)."""
+_CELLS = 4_000_000
+"""Values of the placebo indicators demeaned at once (rows x columns), about 32 MB."""
 _Y, _D, _U, _T = "y_", "d_", "unit_", "time_"
 
 
@@ -98,15 +100,20 @@ def placebo_in_space(data: pd.DataFrame, alpha: float = 0.05, seed: int = 0) -> 
     controls = np.setdiff1d(np.unique(unit), [star])
     if controls.size > MAX_PLACEBOS:
         controls = np.sort(np.random.default_rng(seed).choice(controls, MAX_PLACEBOS, replace=False))
-    P = np.column_stack([dose * (unit == j) for j in controls]) if controls.size else np.empty((len(d), 0))
-    R = _within(np.column_stack([data[_Y].to_numpy(dtype=float), d, P]), unit, time)
-    y_t, d_t, P_t = R[:, 0], R[:, 1], R[:, 2:]
+    R = _within(np.column_stack([data[_Y].to_numpy(dtype=float), d]), unit, time)
+    y_t, d_t = R[:, 0], R[:, 1]
     est = float(d_t @ y_t / (d_t @ d_t))
-    norms = np.einsum("ij,ij->j", P_t, P_t)
-    usable = norms > 1e-12 * max(float(d_t @ d_t), 1e-300)
-    a = (P_t[:, usable].T @ y_t) / norms[usable]
-    b = (P_t[:, usable].T @ d_t) / norms[usable]
-    n = int(usable.sum()) + 1
+    a_parts, b_parts = [], []
+    step = max(1, _CELLS // max(len(d), 1))  # placebo columns demeaned at once, to bound the memory
+    for start in range(0, controls.size, step):
+        P_t = _within(np.column_stack([dose * (unit == j) for j in controls[start : start + step]]), unit, time)
+        norms = np.einsum("ij,ij->j", P_t, P_t)
+        usable = norms > 1e-12 * max(float(d_t @ d_t), 1e-300)
+        a_parts.append((P_t[:, usable].T @ y_t) / norms[usable])
+        b_parts.append((P_t[:, usable].T @ d_t) / norms[usable])
+    a = np.concatenate(a_parts) if a_parts else np.empty(0)
+    b = np.concatenate(b_parts) if b_parts else np.empty(0)
+    n = a.size + 1
     p0 = (1 + int(np.sum(np.abs(a) >= abs(est) - 1e-12 * max(abs(est), 1.0)))) / n
     out: dict[str, Any] = {
         "method": "placebo-in-space permutation over units, interval by test inversion",
