@@ -166,7 +166,7 @@ def run_ask_deployment(
     plan = load_plan(recipe)
     runs_dir = str(JobStore().root.resolve())
     request = AskRequest(question, data, recipe=recipe, output=output, session=session, runs_dir=runs_dir)
-    folder = prepare_ask_job(request, plan)
+    folder = prepare_ask_job(request, plan, engine="prefect")
     run = folder.read_run()
     run["flow_run_id"] = flow_run_id
     folder.write_run(run)

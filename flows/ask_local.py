@@ -14,10 +14,35 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from flows.plan import Plan
+    from agents.base.agent import AgentContext, AgentResult
+    from agents.base.ask_state import JobState
+    from flows.plan import AgentNode, Plan
+    from flows.runner import LocalExecutor
     from flows.store import JobFolder
 
 __all__ = ["run_ask_local", "run_ask_plain"]
+
+
+def _executor() -> LocalExecutor:
+    """Plain calls, except that an agent returning after a stop signal does not count.
+
+    A causal question runs a nested job in the agent's own call; a Ctrl-C or SIGTERM cancels
+    that job, and the agent then returns an answer saying the estimate is missing. Under the
+    flow the signal ends the flow as well; here the run is cancelled before that answer is
+    kept, so the run ends cancelled (exit 130) and `whyflow resume` asks again.
+    """
+    from flows import interrupts
+    from flows.errors import CancelRequested
+    from flows.runner import LocalExecutor
+
+    class StoppableExecutor(LocalExecutor):
+        def run(self, node: AgentNode, state: JobState, ctx: AgentContext) -> AgentResult:
+            result = super().run(node, state, ctx)
+            if interrupts.received() is not None:
+                raise CancelRequested(interrupts.reason())
+            return result
+
+    return StoppableExecutor()
 
 
 def run_ask_plain(plan: Plan, folder: JobFolder) -> None:
@@ -30,12 +55,12 @@ def run_ask_plain(plan: Plan, folder: JobFolder) -> None:
     from flows.ask_flow import finish_answer
     from flows.errors import RunCancelled, RunFailed
     from flows.progress import Reporter
-    from flows.runner import LocalExecutor, Runner
+    from flows.runner import Runner
 
     state = folder.load_any()
     assert isinstance(state, AskState)
     try:
-        Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
+        Runner(plan, folder, state, _executor(), Reporter()).run()
     except (RunFailed, RunCancelled):
         pass  # the state records why; the answer file says it
     finish_answer(plan, folder, state)  # as the flow does, a stopped run included
@@ -49,7 +74,7 @@ def run_ask_local(plan: Plan, folder: JobFolder) -> int:
     from flows.errors import RunCancelled, RunFailed
     from flows.interrupts import cancel_job, interrupt_guard
     from flows.progress import Reporter
-    from flows.runner import LocalExecutor, Runner
+    from flows.runner import Runner
 
     cancelled = f"whyflow: cancelled; `whyflow resume {folder.path}` continues it"
 
@@ -61,7 +86,7 @@ def run_ask_local(plan: Plan, folder: JobFolder) -> int:
     assert isinstance(state, AskState)
     try:
         with interrupt_guard(give_up):  # SIGINT, SIGTERM, SIGHUP: cancelled, exit 130
-            Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
+            Runner(plan, folder, state, _executor(), Reporter()).run()
     except (RunFailed, RunCancelled):
         pass  # the state records why; the answer file says it
     except KeyboardInterrupt:

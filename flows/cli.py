@@ -105,21 +105,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "validate" and not args.recipes and not args.metadata:
         parser.error("validate needs a RECIPE, a --metadata FILE, or both")
-    from flows import commands
+    handlers: dict[str, Any] = {"llm": _cmd_llm, "ask": _cmd_ask, "serve": _cmd_serve}
+    if args.command not in handlers:  # flows.commands (recipe metadata, summaries) only where used
+        from flows import commands
 
-    handlers = {
-        "validate": commands.cmd_validate,
-        "run": commands.cmd_run,
-        "resume": commands.cmd_resume,
-        "status": commands.cmd_status,
-        "list": commands.cmd_list,
-        "cancel": commands.cmd_cancel,
-        "agents": commands.cmd_agents,
-        "history": commands.cmd_history,
-        "llm": _cmd_llm,
-        "ask": _cmd_ask,
-        "serve": _cmd_serve,
-    }
+        handlers.update({
+            "validate": commands.cmd_validate,
+            "run": commands.cmd_run,
+            "resume": commands.cmd_resume,
+            "status": commands.cmd_status,
+            "list": commands.cmd_list,
+            "cancel": commands.cmd_cancel,
+            "agents": commands.cmd_agents,
+            "history": commands.cmd_history,
+        })
     if args.command == "doctor":
         from agents.base.sandbox_doctor import doctor
 

@@ -175,3 +175,36 @@ def test_serve_answers_on_the_plain_runner(tmp_path: Path) -> None:
     answers = [json.loads(p.read_text()) for p in (tmp_path / "chat").rglob("answer.json")]
     assert len(answers) == 2 and all(a["output_type"] != "error" for a in answers)
     assert seconds[1] < 30, seconds  # warm: about 0.5 s on an idle 2-core machine
+
+
+# ---- a stop signal on the plain runner ---------------------------------------------------------
+@pytest.mark.slow
+def test_sigterm_during_a_causal_question_cancels_the_plain_run(tmp_path: Path) -> None:
+    """The nested causal job the signal cancels does not become the answer: the ask job ends
+    cancelled (exit 130) with its answering step still to run, so a resume asks again."""
+    import signal
+
+    from tests.conftest import start_whyflow
+    from tests.web.conftest import JOB_TRAINING
+
+    out = tmp_path / "ask"
+    proc = start_whyflow(["ask", "What is the effect of training on earnings?", "--data", str(JOB_TRAINING),
+                          "-o", str(out), "--engine", "auto"], ephemeral=True)
+
+    def nested_status() -> str | None:
+        try:
+            return str(json.loads((out / "causal" / "state.json").read_text())["status"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    deadline = time.monotonic() + 180
+    while nested_status() in (None, "pending", "fetching_data", "profiling") and proc.poll() is None:
+        assert time.monotonic() < deadline, "the nested causal job never started estimating"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()[-3000:]
+    assert "engine: local" in err.decode() and f"whyflow resume {out}" in err.decode()
+    state = json.loads((out / "state.json").read_text())
+    assert state["status"] == "cancelled" and "SIGTERM" in state["error_message"]
+    assert "causal_runner" not in state["completed_steps"] and state.get("final_output") is None, state["completed_steps"]
