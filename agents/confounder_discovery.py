@@ -37,6 +37,7 @@ from agents.stats.complete_case import complete_case_check
 from agents.stats.confounder_builder import AdjustmentBuilder, ConfounderDiscoveryParams
 from agents.stats.frame_checks import at_most_distinct
 from agents.stats.graphs import Knowledge, dowhy_graph
+from agents.stats.iv_controls import iv_treatment_copies
 from agents.stats.randomised_move import MoveCheck, randomised_move, says_randomised
 
 if TYPE_CHECKING:
@@ -153,6 +154,9 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         z, alpha = view.design.instrument, params.alpha
         roles = classify_columns(frame, t, y, candidates, protected=set(pre), instrument=z, alpha=alpha, seed=seed)
         rest = [c for c in candidates if c not in pre and c not in {r.column for r in roles}]
+        if z and z in frame.columns:
+            roles += iv_treatment_copies(frame, t, z, rest)
+            rest = [c for c in rest if c not in {r.column for r in roles}]
         path = view.dataset_info.local_path if view.dataset_info is not None else None
         roles += outcome_proxies(as_read(path, frame, [y, *rest]), y, rest)
         for r in roles:

@@ -6,11 +6,11 @@ for, wide semi-synthetic covariates with one-hot site dummies, a continuous trea
 instrument, confounding through a square and an interaction, messy numbers, a null effect with a
 collider, poor overlap, plain linear confounding at 10,000 rows, an outcome that is a change
 score with both parts present, a DiD panel, a sharp discontinuity, 50+ covariates, and n = 300.
-Eight more each put one tempting column in the file that must never be a covariate (``TEMPTING``):
+Nine more each put one tempting column in the file that must never be a covariate (``TEMPTING``):
 a row index and an id, the outcome's level next to its log, the parts of a total score, a second
 outcome measured later, copies of the treatment, a post-treatment survey in a randomised trial, the
-answers a score is summed from, recorded only where the score is, and a self-reported copy of the
-outcome in a trial the metadata does not call one.
+answers a score is summed from, recorded only where the score is, a self-reported copy of the
+outcome in a trial the metadata does not call one, and a reported copy of an instrumented treatment.
 
 Every generator is ``(n, seed) -> Case``: the frame, the true effect of the design's estimand,
 the CLI/design arguments (treatment, outcome, and instrument / unit+time / running variable+cutoff
@@ -340,6 +340,25 @@ def rct_outcome_report(n: int, seed: int) -> Case:
     return Case(frame, 1.0, _args())
 
 
+def iv_treatment_copy(n: int, seed: int) -> Case:
+    """:func:`continuous_instrument` with ``educ_reported``, schooling as reported in a later survey
+    (the treatment plus reporting noise, r about 0.94): as an IV control it absorbs about 85% of the
+    first stage and 2SLS turns negative with a tight interval. Effect 0.1.
+    """
+    rng = np.random.default_rng([seed, 26])
+    z = rng.binomial(1, 0.5, size=n)
+    u = rng.normal(size=n)
+    exper = rng.normal(10, 4, size=n)
+    educ = np.clip(np.round(12 + 1.5 * z + 1.2 * u + 0.05 * exper + rng.normal(scale=1.5, size=n)), 6, 23)
+    wage = 1.0 + 0.1 * educ + 0.3 * u + 0.02 * exper + rng.normal(scale=0.3, size=n)
+    reported = np.round(educ + rng.normal(scale=0.7, size=n))
+    frame = pd.DataFrame(
+        {"near_college": z, "exper": exper.round(1), "educ": educ.astype(int), "educ_reported": reported.astype(int)}
+    )
+    frame["lwage"] = wage
+    return Case(frame, 0.1, _args("educ", "lwage", instrument="near_college"))
+
+
 def did_one_treated(n: int, seed: int) -> Case:
     """One treated state among ``n // 8`` observed over 8 quarters, treated from the fifth on; state and
     quarter effects, AR(1) errors within a state; effect -0.5 (the treated state's ATT).
@@ -383,6 +402,7 @@ KINDS: dict[str, Generator] = {
     "treatment_copies": treatment_copies,
     "rct_post_treatment": rct_post_treatment,
     "survey_score": survey_score,
+    "iv_treatment_copy": iv_treatment_copy,
     "rct_outcome_report": rct_outcome_report,
     "did_one_treated": did_one_treated,
 }
@@ -396,6 +416,7 @@ TEMPTING: dict[str, tuple[str, ...]] = {
     "treatment_copies": ("enrolled", "treated_x1"),
     "rct_post_treatment": ("satisfaction",),
     "survey_score": ("answer_a", "answer_b", "answer_c", "answer_d"),
+    "iv_treatment_copy": ("educ_reported",),
     "rct_outcome_report": ("outcome_reported",),
 }
 """Kind name -> the columns that must never be covariates (the recipe must name them as left out)."""
@@ -421,6 +442,7 @@ DEFAULT_N: dict[str, int] = {
     "treatment_copies": 1500,
     "rct_post_treatment": 1500,
     "survey_score": 1500,
+    "iv_treatment_copy": 2000,
     "rct_outcome_report": 1500,
     "did_one_treated": 240,
 }

@@ -171,6 +171,16 @@ def rct_outcome_report(n: int, seed: int) -> Interval:
     return _ols(frame, "outcome", ["age_z", "score0", "income_z", "visits0"])
 
 
+def iv_treatment_copy(n: int, seed: int) -> Interval:
+    """2SLS of lwage on educ instrumented by near_college, exper exogenous (never the reported schooling)."""
+    from linearmodels.iv import IV2SLS
+
+    f = _frame("iv_treatment_copy", n, seed)
+    fit = IV2SLS.from_formula("lwage ~ 1 + exper + [educ ~ near_college]", f).fit(cov_type="robust")
+    lo, hi = fit.conf_int(0.95).loc["educ"]
+    return float(fit.params["educ"]), float(lo), float(hi)
+
+
 def did_one_treated(n: int, seed: int) -> Interval:
     """TWFE with placebo-in-space permutation inference over the states (interval by test inversion)."""
     from agents.stats.designs_did import did_panel
@@ -203,6 +213,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct_post_treatment": rct_post_treatment,
     "survey_score": survey_score,
     "rct_outcome_report": rct_outcome_report,
+    "iv_treatment_copy": iv_treatment_copy,
     "did_one_treated": did_one_treated,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""

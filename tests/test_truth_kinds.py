@@ -47,6 +47,7 @@ SMALL_N = {
     "rct_post_treatment": 600,
     "survey_score": 600,
     "rct_outcome_report": 600,
+    "iv_treatment_copy": 800,
     "did_one_treated": 240,
 }
 
