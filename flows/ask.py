@@ -377,11 +377,27 @@ def resume_ask(folder: JobFolder, verbose: bool = False) -> int:
         state.reopen()
     folder.clear_cancel()
     folder.save(state)
+    _set_aside_unfinished_nested(folder)
     engine, why = _engine(None)  # WHYFLOW_ASK_ENGINE, else auto: as `whyflow ask` decides
     from flows.ask_engine import prewarm_sandbox
 
     prewarm_sandbox()
     return _run_engine(engine, why, load_plan(folder.recipe_path), folder, verbose)
+
+
+def _set_aside_unfinished_nested(folder: JobFolder) -> None:
+    """A nested job (a causal question's ``causal/``) that a stop left unfinished is moved to
+    ``<name>.stopped``: the step that runs it starts it afresh on resume (it refuses a folder
+    that holds a job), and the stopped one stays readable beside it."""
+    for child in sorted(folder.path.iterdir()):
+        try:
+            status = json.loads((child / "state.json").read_text(encoding="utf-8")).get("status")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if status != "completed":
+            aside = child.with_name(f"{child.name}.stopped")
+            shutil.rmtree(aside, ignore_errors=True)
+            child.rename(aside)
 
 
 def status_lines(state: AskState, job_dir: Path) -> list[str]:

@@ -181,7 +181,7 @@ def test_serve_answers_on_the_plain_runner(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_sigterm_during_a_causal_question_cancels_the_plain_run(tmp_path: Path) -> None:
     """The nested causal job the signal cancels does not become the answer: the ask job ends
-    cancelled (exit 130) with its answering step still to run, so a resume asks again."""
+    cancelled (exit 130) with its answering step still to run, and a resume asks again."""
     import signal
 
     from tests.conftest import start_whyflow
@@ -208,3 +208,10 @@ def test_sigterm_during_a_causal_question_cancels_the_plain_run(tmp_path: Path) 
     state = json.loads((out / "state.json").read_text())
     assert state["status"] == "cancelled" and "SIGTERM" in state["error_message"]
     assert "causal_runner" not in state["completed_steps"] and state.get("final_output") is None, state["completed_steps"]
+
+    env = _no_server_env(tmp_path)  # the resume starts the stopped nested job afresh, beside the old one
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "resume", str(out)], capture_output=True, text=True,
+                          timeout=900, cwd=ROOT, env=env)
+    assert done.returncode == 0 and "causal effect of 'training' on 'earnings'" in done.stdout, done.stderr[-3000:]
+    assert (out / "causal.stopped" / "state.json").exists()
+    assert json.loads((out / "state.json").read_text())["status"] == "completed"
