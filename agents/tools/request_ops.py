@@ -206,9 +206,67 @@ def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
                    else opts["moderate"] if size >= float(opts["moderate_min"]) else opts["weak"])
     if base == "significance":
         return str(opts["yes"] if p < alpha else opts["no"])
+    if base == "r_threshold":
+        return str(opts["yes"] if abs(r) >= float(opts["r_min"]) else opts["no"])
     if p >= alpha and opts.get("none"):  # without a "none" option the rule is on |r| alone
         return str(opts["none"])
     return str(opts["linear"] if abs(r) >= float(opts.get("r_min", 0.5)) else opts["nonlinear"])
+
+
+def _model(opts: dict[str, Any]) -> Any:
+    """The named scikit-learn estimator with the question's stated parameters."""
+    from sklearn import ensemble, linear_model, neighbors, tree
+
+    params, seed, classifier = dict(opts.get("params") or {}), int(opts.get("seed", 42)), bool(opts.get("classifier"))
+    kind = opts["model"]
+    if kind == "linear":
+        return linear_model.LinearRegression()
+    if kind == "logistic":
+        return linear_model.LogisticRegression(random_state=seed, max_iter=1000, **params)
+    if kind == "knn":
+        return (neighbors.KNeighborsClassifier if classifier else neighbors.KNeighborsRegressor)(**params)
+    family = {"tree": (tree.DecisionTreeClassifier, tree.DecisionTreeRegressor),
+              "forest": (ensemble.RandomForestClassifier, ensemble.RandomForestRegressor)}[kind]
+    return family[0 if classifier else 1](random_state=seed, **params)
+
+
+def fit_model(df: pd.DataFrame, opts: dict[str, Any]) -> float:
+    """A model's metric on the test share of a seeded split: rows without a target are dropped,
+    missing numeric features take the column's mean, text features are one-hot encoded."""
+    from sklearn import metrics, preprocessing
+    from sklearn.model_selection import train_test_split
+
+    target, features = opts["target"], list(opts["features"])
+    data = df[df[target].notna()]
+    y = data[target] if opts.get("classifier") and not pd.api.types.is_numeric_dtype(data[target]) else _col(data, target)
+    parts = []
+    for name in features:
+        values = numeric(data[name])
+        if values.notna().sum() >= 0.9 * data[name].notna().sum() and data[name].notna().any():
+            parts.append(values.fillna(values.mean()).rename(name))
+        else:
+            parts.append(pd.get_dummies(data[name], prefix=name, dtype=float))
+    x = pd.concat(parts, axis=1)
+    keep = y.notna()
+    x, y = x[keep], y[keep]
+    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=float(opts["test_size"]),
+                                                        random_state=int(opts.get("seed", 42)))
+    if opts.get("scale"):
+        scaler = (preprocessing.StandardScaler if opts["scale"] == "standard" else preprocessing.MinMaxScaler)()
+        x_train, x_test = scaler.fit_transform(x_train), scaler.transform(x_test)
+    fitted = _model(opts).fit(x_train, y_train)
+    predicted = fitted.predict(x_test)
+    metric = opts["metric"]
+    if metric == "accuracy":
+        if opts["model"] == "linear":  # a regression read as a classifier: the nearest class
+            predicted = (np.asarray(predicted) >= 0.5).astype(int)
+        return float(metrics.accuracy_score(y_test, predicted))
+    if metric == "prediction_corr":
+        return float(np.corrcoef(np.asarray(predicted, float), np.asarray(y_test, float))[0, 1])
+    scores = {"mse": metrics.mean_squared_error, "mae": metrics.mean_absolute_error, "r2": metrics.r2_score}
+    if metric == "rmse":
+        return float(math.sqrt(metrics.mean_squared_error(y_test, predicted)))
+    return float(scores[metric](y_test, predicted))
 
 
 def _plain(value: Any) -> str:
@@ -220,10 +278,11 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
     """The value one request asks for, computed on ``df``."""
     op, cols, opts = request["op"], list(request.get("columns") or []), dict(request.get("options") or {})
     where = opts.get("where")
-    if where:  # this request's own group: "mean_fare_class1" is the mean over Pclass == 1
-        df = df[df[where["column"]] == where["value"]]
+    for cond in [where] if isinstance(where, dict) else where or []:
+        # this request's own group: "mean_fare_class1" is the mean over Pclass == 1
+        df = df[df[cond["column"]] == cond["value"]]
         if df.empty:
-            raise ValueError(f"no rows with {where['column']} = {where['value']}")
+            raise ValueError(f"no rows with {cond['column']} = {cond['value']}")
     if op in NUMBER_OPS:
         if not cols:
             raise ValueError("no column named for this part")
@@ -232,6 +291,11 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return len(df)
     if op == "missing":
         return int(df[cols].isna().sum().sum()) if cols else int(df.isna().sum().sum())
+    if op == "missing_percent":
+        return float(100 * (df[cols].isna().sum().sum() / (len(df) * len(cols)) if cols else df.isna().mean().mean()))
+    if op == "most_missing":
+        counts = df.isna().sum()
+        return ", ".join(str(c) for c in counts[counts == counts.max()].index) if counts.max() > 0 else "none"
     if op == "unique":
         return int(df[cols[0]].nunique())
     if op in ("corr", "corr_p"):
@@ -259,6 +323,8 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return _verdict(df, cols, opts)
     if op == "effect":
         return causal_effect(df, opts)
+    if op == "model":
+        return fit_model(df, opts)
     if op == "count_within_sd":
         x = _col(df, cols[0]).dropna()
         k = float(opts.get("k", 1.0))
@@ -273,10 +339,14 @@ def apply_step(df: pd.DataFrame, step: dict[str, Any]) -> pd.DataFrame:
     """One data step: a derived column, a row filter, or removing a column's outliers."""
     kind = step["kind"]
     if kind == "derive":
-        a, b = _col(df, step["columns"][0]), (_col(df, step["columns"][1]) if len(step["columns"]) > 1 else None)
+        parts = [_col(df, c) for c in step["columns"]]
+        a, b = parts[0], (parts[1] + float(step.get("epsilon", 0.0)) if len(parts) > 1 else None)
         fn = step["fn"]
-        values = {"sum": lambda: a + b, "difference": lambda: a - b, "ratio": lambda: a / b,
-                  "product": lambda: a * b, "log10": lambda: np.log10(a), "log": lambda: np.log(a)}[fn]()
+        values = {"sum": lambda: sum(parts[1:], parts[0]), "difference": lambda: a - b, "ratio": lambda: a / b,
+                  "product": lambda: math.prod(parts[1:], start=parts[0]), "log10": lambda: np.log10(a),
+                  "log": lambda: np.log(a)}[fn]()
+        if step.get("zero_for_infinite"):  # "a ratio over a zero denominator is defined as zero"
+            values = values.replace([np.inf, -np.inf], 0.0)
         return df.assign(**{step["name"]: values})
     if kind == "filter":
         col, op, value = step["column"], step["op"], step["value"]

@@ -92,8 +92,8 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str],
     options = [o for o in _quoted_options(about) if _norm(o) not in names and " is " not in o]
     short = [o for o in options if len(o.split()) <= 4]
     options = short if len(short) >= 2 else options
-    if not options and re.search(r"\bboolean\b", about, re.I):
-        options = ["True", "False"]
+    if not options and re.search(r"\bboolean\b", about, re.I):  # as the format spells them: "(true)", "(false)"
+        options = ["true", "false"] if re.search(r"\btrue\b", about) and re.search(r"\bfalse\b", about) else ["True", "False"]
     yes = [o for o in options if not _NEGATIVE.search(o)]
     no = [o for o in options if _NEGATIVE.search(o)]
     alpha = re.search(r"(?:alpha|significance level)[^0-9]{0,20}(0?\.\d+)|p-?value[^.]{0,30}?(?:less|greater|smaller|"
@@ -105,7 +105,7 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str],
         lin = [o for o in options if o.lower() == "linear"]
         none = [o for o in options if o.lower() in ("none", "no relationship", "no")]
         if not (low and lin):
-            return None
+            return _verdict(" ".join(words - {"relationship", "relation"}), about, context, names, group_test)
         r_min = re.search(r"(?:absolute value of r|\|r\||abs\(r\))[^0-9]{0,30}(0?\.\d+)", context)
         return {"base": "relationship", "alpha": level, "r_min": float(r_min.group(1)) if r_min else 0.5,
                 "linear": lin[0], "nonlinear": low[0], "none": none[0] if none else None, **_options("corr", context)}
@@ -141,8 +141,19 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str],
         return {"base": base, "alpha": level, "yes": yes[0], "no": no[0], **test}
     if words & {"significant", "significance", "difference"} and _GROUP_TEST.search(context) and group_test:
         return {"base": "group_test", "alpha": level, "yes": yes[0], "no": no[0], **group_test}
-    if words & {"significant", "significance"} and "correlat" in context and not re.search(r"t-?test|anova|chi", context):
+    correlation = "correlat" in context and not re.search(r"t-?test|anova|\bchi\b|chi-?squared?", context)
+    if correlation and (words & {"significant", "significance"} or "correlat" in yes[0].lower()):
+        if "p-value" not in context and "p value" not in context:  # "correlate if |r| >= 0.1": a rule on r alone
+            r_min = re.search(r"(?:absolute value of r|\|r\|)[^0-9.]{0,40}(0?\.\d+)", context)
+            return ({"base": "r_threshold", "r_min": float(r_min.group(1)), "yes": yes[0], "no": no[0],
+                     **_options("corr", context)} if r_min else None)
         return {"base": "significance", "alpha": level, "yes": yes[0], "no": no[0], **_options("corr", context)}
+    if correlation and words & {"relationship", "relation", "status"} and re.search(
+            r"(?:absolute value of r|\|r\|)[^0-9.]{0,40}(0?\.\d+)", context) and "p-value" not in context:
+        r_min = re.search(r"(?:absolute value of r|\|r\|)[^0-9.]{0,40}(0?\.\d+)", context)
+        assert r_min is not None
+        return {"base": "r_threshold", "r_min": float(r_min.group(1)), "yes": yes[0], "no": no[0],
+                **_options("corr", context)}
     return None
 
 
@@ -199,3 +210,20 @@ def _outlier_list(slot_text: str, placeholder: str, about: str, context: str, in
     sep = "," if re.search(r"\w,\w", placeholder) else ", "
     return {"label": label, "separator": sep, "sort": bool(re.search(r"ascending|sorted", about, re.I)),
             "columns": values[:1], **_outlier_rule(context)}
+
+
+def _special_op(slot_text: str, about: str) -> str | None:
+    """Operations a slot names only with its format's words: the outliers as a count ("class1_outliers"
+    is a non-negative integer), the share of missing values in percent, the column with the most
+    missing values ("max_missing_values[column_name]")."""
+    words = set(slot_text.split())
+    low = about.lower()
+    if words & {"outlier", "outliers"} and not words & {"list", "ids", "id", "values", "range", "names", "index"}:
+        if re.search(r"\b(?:integers?|counts?|number of)\b", low):
+            return "outlier_count"
+    if words & {"missing", "null", "nan", "na"}:
+        if words & {"percentage", "percent", "proportion", "pct"}:
+            return "missing_percent"
+        if words & {"column", "name"} or re.search(r"\bname of the column\b|\bcolumn name\b", low):
+            return "most_missing"
+    return None

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.tools.answers import _DECIMALS, _INTEGER, _WORDS
+from agents.tools.request_groups import group_conditions, stated_filters
+from agents.tools.request_ml import model_request
 from agents.tools.request_rules import (
     _GROUP_TEST,
     _ORDINALS,
@@ -32,8 +34,11 @@ from agents.tools.request_rules import (
     _options,
     _outlier_list,
     _outlier_rule,
+    _quoted_options,
+    _special_op,
     _verdict,
 )
+from agents.tools.request_steps import derive_steps, fill_steps
 from agents.tools.slots import ColumnInfo, as_column_infos, find_columns
 
 if TYPE_CHECKING:
@@ -65,10 +70,13 @@ _OPS: tuple[tuple[str, str], ...] = (
     (r"\b(?:minimum|min)\b", "min"),
     (r"\b(?:maximum|max)\b", "max"),
     (r"\b(?:sum)\b", "sum"),
+    (r"^(?!.*\boutliers?\b).*\brange\b", "range"),
     (r"\b(?:rows|entries|records|count|number)\b", "rows"),
 )
 
 
+_VERDICT_WORDS = frozenset("relationship relation type status significance significant correlation correlated "
+                           "normality normal is distribution direction strength decision result".split())
 _TRANSFORMED = frozenset("transformed normalized normalised scaled standardized standardised log logged encoded "
                          "binned squared sqrt".split())
 
@@ -154,7 +162,8 @@ _GENERIC = frozenset(
     "sum total count number num n no skew skewness kurtosis correlation corr coefficient coef p value values pvalue "
     "pval r outlier outliers missing null nan na unique distinct rows row entries records of the in for and a an new "
     "after before original with without clean cleaned removed removal within one data dataset overall all slope "
-    "intercept squared r2 rsquared calculated computed test statistic stat result by per norm normality shapiro wilk "
+    "intercept squared r2 rsquared calculated computed test statistic stat result by per norm normality shapiro wilk range "
+    "percentage percent column "
     "ks pearson spearman kendall significance level".split()
 )
 
@@ -168,7 +177,8 @@ def _own_columns(name: str, infos: list[ColumnInfo]) -> list[str]:
     the question-style matching finds them."""
     words = re.findall(r"[a-z]+|\d+", _words(name))
     joins = {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
-    exact = [c.name for c in infos if c.numeric and _norm(c.name) in joins and len(_norm(c.name)) > 1]
+    exact = sorted((c.name for c in infos if c.numeric and _norm(c.name) in joins and len(_norm(c.name)) > 1),
+                   key=lambda n: -len(_norm(n)))  # the longest name the slot spells: "income per member" over "income"
     found = [m.column for m in find_columns(_words(name), infos) if _numeric(m.column, infos)]
     return list(dict.fromkeys(exact + found))
 
@@ -214,7 +224,7 @@ def _correlation_op(slot_text: str, context: str) -> str | None:
     if re.search(r"\bp ?val(?:ue)?\b|\bpvalue\b", slot_text):
         if re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context):
             return "normality_p"
-        if "correlat" in context and not re.search(r"t-?test|anova|chi|mann", context):
+        if "correlat" in context and not re.search(r"t-?test|anova|\bchi\b|chi-?squared?|\bmann\b", context):
             return "corr_p"
         if _GROUP_TEST.search(context):
             return "group_test_p"
@@ -222,47 +232,6 @@ def _correlation_op(slot_text: str, context: str) -> str | None:
     if re.search(r"\bcorr(?:elation)?\b|\bcoefficient\b|\br\b", slot_text) and "correlat" in context:
         return "corr"
     return None
-
-
-def _derive_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
-    """New columns the question defines: "a new feature 'X' ... the sum/difference/ratio of A and B"."""
-    steps: list[dict[str, Any]] = []
-    names = {c.name for c in infos}
-    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
-        low = sentence.lower()
-        if not re.search(r"\bnew (?:feature|column|variable)|\bcreate\b|\bgenerate\b|\b(?:calculate|compute|define) (?:a new|the ['\"`])", low):
-            continue
-        quoted = [q for q in re.findall(r"['\"`]([^'\"`]{1,60})['\"`]", sentence) if q not in names]
-        fn = next((f for w, f in (("sum", "sum"), ("difference", "difference"), ("subtract", "difference"),
-                                  ("ratio", "ratio"), ("divid", "ratio"), ("product", "product"), ("multipl", "product"),
-                                  ("log10", "log10"), ("base 10", "log10"), ("logarithm", "log10")) if w in low), None)
-        unquoted = sentence
-        for name in quoted:  # the new column's own name ("power-to-weight") names no input
-            unquoted = unquoted.replace(name, " ")
-        cols = [m.column for m in find_columns(unquoted, infos)]
-        need = 1 if fn in ("log10", "log") else 2
-        if fn and quoted and len(cols) >= need and all(s["name"] != quoted[0] for s in steps):
-            steps.append({"kind": "derive", "name": quoted[0], "fn": fn, "columns": cols[:need]})
-    return steps
-
-
-def _fill_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
-    """Missing values the question fills: "replace missing values in LoanAmount with the median",
-    "fill the missing values with the mean of their respective columns"."""
-    steps: list[dict[str, Any]] = []
-    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
-        low = sentence.lower()
-        if not (re.search(r"\b(?:fill\w*|replac\w*|imput\w*)\b", low) and re.search(r"missing|null|nan\b|\bna\b", low)):
-            continue
-        start = 0
-        for how in re.finditer(r"\bwith (?:the )?(?:column'?s? )?(mean|median|mode)\b", low):
-            cols = [m.column for m in find_columns(sentence[start : how.start()], infos)]
-            if cols:
-                steps.append({"kind": "fillna", "column": cols[-1], "how": how.group(1)})
-            elif re.search(r"respective|each column|all (?:the )?columns|their", low):
-                steps += [{"kind": "fillna", "column": c.name, "how": how.group(1)} for c in infos if c.numeric]
-            start = how.end()
-    return steps
 
 
 def _drop_step(text: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
@@ -300,7 +269,7 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
     context_raw = f"{body}\n{constraints}"
     context = context_raw.lower()
     infos = as_column_infos(frame)
-    steps: list[dict[str, Any]] = _fill_steps(context_raw, infos) + _derive_steps(context_raw, infos)
+    steps: list[dict[str, Any]] = fill_steps(context_raw, infos) + derive_steps(context_raw, infos)
     infos = infos + [ColumnInfo(name=s["name"], dtype="float64", n_unique=1000) for s in steps if s["kind"] == "derive"]
     drop = _drop_step(context_raw, infos)
     if drop:
@@ -312,17 +281,27 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
     requests = []
     word_sets = [set(_name_words(name)) for name, _, _ in slots]
     shared = set.intersection(*word_sets) if len(slots) > 1 else word_sets[0]
-    all_names = {_norm(n) for n, _, _ in slots} | {_norm(p) for _, p, _ in slots}
+    all_names = {_norm(n) for n, _, _ in slots} | {_norm(p) for _, p, _ in slots} | {_norm(c) for c in frame.columns}
     for name, placeholder, about in slots:
         slot_text = _words(f"{name} {placeholder}")
-        op = _correlation_op(slot_text, context) or _op(slot_text)
+        decimals = _decimals(about) if _decimals(about) is not None else default_decimals
+        model = model_request(slot_text, about, context_raw, infos)
+        if model is not None:
+            requests.append(Request(slot=name, op="model", columns=[model["target"], *model["features"]],
+                                    options=model, decimals=decimals))
+            continue
+        own = _own_columns(name, infos)
+        named = {w for c in own for w in re.findall(r"[a-z]+|\d+", _words(c))} & _TEXT_WORDS  # "importance.score"
+        op_text = " ".join(w for w in slot_text.split() if w not in named)
+        op = _special_op(op_text, about) or _correlation_op(op_text, context) or _op(op_text)
+        own_string = rf"(?:{re.escape(name)}|{re.escape(placeholder)})[\"'`]?\s+is a string\b"
+        if op is not None and re.search(own_string, about) and len(_quoted_options(about)) >= 2:
+            op = None  # the format says this part is one of its listed words, not a number
         if op is None and len(slots) == 1:
             op = _correlation_op(_words(about), context) or _op(_words(about))
-        own = _own_columns(name, infos)
         if op is not None and set(slot_text.split()) & _TRANSFORMED and not any(st["kind"] == "derive" for st in steps):
             requests.append(Request(slot=name, op="unknown", reason="a transformed column this parser does not build"))
             continue
-        decimals = _decimals(about) if _decimals(about) is not None else default_decimals
         listed = _outlier_list(slot_text, placeholder, about, context, infos, asked) if op is None else None
         if listed is not None:
             drop = next((st["column"] for st in steps if st["kind"] == "drop_outliers"), None)
@@ -342,6 +321,10 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             else:
                 cols = _columns_for("mean" if single else "corr", own, asked if single else (paired or asked), steps)
             if cols is not None:
+                rest = [w for w in _leftover(name, cols, set()) if w not in _VERDICT_WORDS]
+                group = group_conditions(rest, frame, infos, set(cols)) if rest else None
+                if group:  # "relationship_type_female": the verdict on that group's rows
+                    verdict["where"] = group[0] if len(group) == 1 else group
                 requests.append(Request(slot=name, op="verdict", columns=cols, options=verdict))
                 continue
         if op is None:
@@ -355,8 +338,8 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
                 continue
             requests.append(Request(slot=name, op=op, columns=test.pop("columns"), options=test, decimals=decimals))
             continue
-        if op in ("missing", "unique"):
-            cue = r"\b(?:missing|null|nan|na|empty)\b" if op == "missing" else r"\b(?:unique|distinct)\b"
+        if op in ("missing", "unique", "missing_percent"):
+            cue = r"\b(?:unique|distinct)\b" if op == "unique" else r"\b(?:missing|null|nan|na|empty)\b"
             near = [c for sentence in re.split(r"(?<=[.!?])\s+|\n", context_raw) if re.search(cue, sentence, re.I)
                     for c in [q for q in re.findall(r"[\"'`]([^\"'`]{1,60})[\"'`]", sentence) if q in frame.columns]
                     + [m.column for m in find_columns(sentence, infos) if m.column in frame.columns]]
@@ -377,7 +360,17 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             options["where"] = group
         requests.append(Request(slot=name, op=op, columns=cols, options=options, decimals=decimals,
                                 stage=_stage(slot_text, op)))
+    if not any(r.op == "model" for r in requests):
+        used = {c for r in requests for c in r.columns} | {c for s in steps for c in s.get("columns", [s.get("column")])}
+        used |= {w["column"] for r in requests for w in _conditions(r.options.get("where"))}
+        filters = stated_filters(context_raw, frame, {c for c in used if c})
+        cut = next((i for i, s in enumerate(steps) if s["kind"] == "drop_outliers"), len(steps))
+        steps = steps[:cut] + filters + steps[cut:]
     return RequestSpec(requests=_distinct(requests), steps=steps)
+
+
+def _conditions(where: Any) -> list[dict[str, Any]]:
+    return [where] if isinstance(where, dict) else list(where or [])
 
 
 def _distinct(requests: list[Request]) -> list[Request]:
@@ -395,12 +388,16 @@ def _distinct(requests: list[Request]) -> list[Request]:
 
 
 def _qualified(name: str, op: str, cols: list[str], own: list[str], asked: list[str], shared: set[str],
-               frame: pd.DataFrame, infos: list[ColumnInfo]) -> tuple[list[str], dict[str, Any] | None] | None:
+               frame: pd.DataFrame, infos: list[ColumnInfo]) -> tuple[list[str], Any] | None:
     """The request's columns and its group (``mean_fare_class1``: Fare where Pclass is 1), or None
     when a word that sets this slot apart from the others is not understood."""
     if op == "rows":
         return (cols, None) if not own and not _leftover(name, cols, shared) else None
     candidates = [cols] + ([[c] for c in own + asked if [c] != cols] if len(cols) == 1 else [])
+    for option in candidates:  # every word of the slot's group is read, also one all slots share
+        conditions = group_conditions(_leftover(name, option, set()), frame, infos, set(option))
+        if conditions is not None:
+            return option, conditions[0] if len(conditions) == 1 else conditions
     for option in candidates:
         if not _leftover(name, option, shared):
             return option, None
@@ -414,6 +411,10 @@ def _correlated(text: str, infos: list[ColumnInfo]) -> list[str]:
     """The two columns of the first sentence that correlates two named columns."""
     for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
         if re.search(r"correlat|relat|associat", sentence, re.I):
+            between = re.search(r"\bbetween\b(.*)", sentence, re.I)  # "adding A and B, then correlate C and D"
+            cols = [m.column for m in find_columns(between.group(1), infos) if _numeric(m.column, infos)] if between else []
+            if len(cols) >= 2:
+                return cols[:2]
             cols = [m.column for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
             if len(cols) >= 2:
                 return cols[:2]
@@ -427,8 +428,10 @@ def _columns_for(op: str, own: list[str], asked: list[str], steps: list[dict[str
     derived = [s["name"] for s in steps if s["kind"] == "derive"]
     if op == "rows":
         return own
-    if op in ("missing", "unique"):
+    if op in ("missing", "unique", "missing_percent"):
         return own[:1] or anything[:1]
+    if op == "most_missing":
+        return []
     pool = list(dict.fromkeys(own + asked + derived))
     if op in ("corr", "corr_p", "slope", "intercept", "r2"):
         return pool[:2] if len(pool) >= 2 else None

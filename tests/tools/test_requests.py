@@ -160,6 +160,6 @@ def test_stated_imputation_negated_removal_and_unbuilt_transforms(frame: pd.Data
     got = _answers(q, frame)
     filled = frame.Age.fillna(frame.Age.median())
     assert got["mean_age"] == f"{filled.mean():.2f}" and got["std_age"] == f"{filled.std():.2f}"
-    spec = parse_requests("Log-transform the fare.\nFormat: @mean_transformed_fare[m] @std_transformed_fare[s]",
+    spec = parse_requests("Apply a Box-Cox transformation to the fare.\nFormat: @mean_transformed_fare[m] @std_transformed_fare[s]",
                           frame)
     assert spec is not None and [r.op for r in spec.requests] == ["unknown", "unknown"]

@@ -1,0 +1,132 @@
+"""The rows a slot's own words select: ``mean_fare_class1`` (Pclass is 1), ``not_graduate_mean_loan``
+(Education is "Not Graduate"), ``mean_familysize_did_not_survive`` (Survived is 0),
+``average_age_male_class2`` (Sex is male and Pclass is 2). Used by :mod:`agents.tools.requests`.
+
+Every leftover word of the slot must be read as part of a condition; otherwise there is no group
+and the request is left uncomputed rather than computed on the wrong rows.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from agents.tools.request_rules import _ORDINALS
+from agents.tools.slots import ColumnInfo
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_NEGATIONS = frozenset({"not", "non", "no", "did", "didnt", "does", "doesnt", "were", "was", "is", "are"})
+_FILLER = frozenset({"passengers", "passenger", "people", "persons", "group", "those", "who", "with", "without"})
+
+
+def _words(text: str) -> list[str]:
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    return re.findall(r"[a-z]+|\d+", text.lower())
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
+def _binary_values(frame: pd.DataFrame, column: str) -> tuple[Any, Any] | None:
+    """The (yes, no) values of a 0/1, boolean or yes/no column."""
+    values = {_plain(v) for v in frame[column].dropna().unique()}
+    for yes, no in ((1, 0), (True, False), ("yes", "no"), ("Yes", "No"), ("Y", "N"), ("True", "False")):
+        if values == {yes, no}:
+            return yes, no
+    return None
+
+
+def _value_match(words: list[str], start: int, frame: pd.DataFrame, info: ColumnInfo) -> tuple[int, Any] | None:
+    """The longest run of words from ``start`` that spells one value of the column: (length, value)."""
+    by_text: dict[str, Any] = {}
+    for value in frame[info.name].dropna().unique():
+        text = "".join(_words(str(value).removesuffix(".0")))
+        if text:
+            by_text.setdefault(text, _plain(value))
+    for end in range(len(words), start, -1):
+        joined = "".join(words[start:end])
+        if joined in by_text and (not joined.isdigit() or end - start == 1):
+            return end - start, by_text[joined]
+    return None
+
+
+def group_conditions(left: list[str], frame: pd.DataFrame, infos: list[ColumnInfo],
+                     exclude: set[str]) -> list[dict[str, Any]] | None:
+    """One ``{"column", "value"}`` per condition the leftover words state, or None when a word is
+    not read. A value is a run of words that spells it (``not graduate``); a 0/1 column is named by
+    its own word (``survived``), negated by a word before it (``did not survive``); a number names a
+    value of the column whose name is next to it (``class1``, ``third class``)."""
+    words = [_ORDINALS.get(w, w) for w in left]
+    if not words:
+        return None
+    columns = [c for c in infos if c.name in frame.columns and c.name not in exclude and (c.n_unique or 0) <= 50]
+    conditions: list[dict[str, Any]] = []
+    used_columns: set[str] = set()
+    i = 0
+    while i < len(words):
+        if words[i] in {w for c in used_columns for w in _words(c)}:  # "eligible for free agency": one column's name
+            i += 1
+            continue
+        found: tuple[int, dict[str, Any]] | None = None
+        for info in columns:
+            if info.name in used_columns:
+                continue
+            name_words = set(_words(info.name))
+            binary = _binary_values(frame, info.name)
+            j = i
+            negated = False
+            while j < len(words) and words[j] in _NEGATIONS:
+                negated = negated or words[j] in ("not", "non", "no", "didnt", "doesnt")
+                j += 1
+            if binary and j < len(words) and any(words[j][:5] == nw[:5] and len(words[j]) > 3 for nw in name_words):
+                found = (j + 1 - i, {"column": info.name, "value": binary[1] if negated else binary[0]})
+                break
+            named = i < len(words) and any(words[i] in nw or nw in words[i] for nw in name_words if len(words[i]) > 2)
+            start = i + 1 if named else i
+            match = _value_match(words, start, frame, info) if start < len(words) else None
+            if match and (not str(match[1]).lstrip("-").replace(".", "").isdigit() or named
+                          or (i > 0 and any(words[i - 1] in nw for nw in name_words))):
+                found = (start - i + match[0], {"column": info.name, "value": match[1]})
+                break
+        if found is None:
+            if words[i] in _FILLER or (words[i] in name_words_all(columns) and conditions):
+                i += 1
+                continue
+            return None
+        conditions.append(found[1])
+        used_columns.add(found[1]["column"])
+        i += found[0]
+    return conditions or None
+
+
+def name_words_all(columns: list[ColumnInfo]) -> set[str]:
+    """Every word of the candidate columns' names (``class`` after ``class1`` was read)."""
+    return {w for c in columns for w in _words(c.name)}
+
+
+def stated_filters(text: str, frame: pd.DataFrame, used: set[str]) -> list[dict[str, Any]]:
+    """Row filters the question states in words for columns no request computes on or groups by
+    ("male passengers who survived", "hotels with a star rating of 5"), as ``filter`` steps."""
+    from agents.tools.filters import find_filters
+    from agents.tools.slots import as_column_infos, find_columns, value_mentions
+
+    infos = as_column_infos(frame)
+    named = find_columns(text, infos)
+    mentions = sorted([*named, *value_mentions(text, infos, named)], key=lambda m: m.start)
+    handled = {m.column for sentence in re.split(r"(?<=[.!?])\s+|\n", text)  # "replace missing Self_Employed"
+               if re.search(r"missing|\bfill|replac|imput|encod|convert|transform|normali[sz]|scal", sentence, re.I)
+               for m in find_columns(sentence, infos)}
+    unused = [m for m in mentions if m.column not in used | handled]
+    steps = []
+    for found in find_filters(text, infos, unused, used | handled):
+        value: Any = found.value
+        if found.source == "value" and not re.search(rf"(?<!\bper )(?<!\beach )(?<!\bevery )(?<!\ba )(?<!\ban )"
+                                                     rf"\b{re.escape(str(value))}\b", text, re.I):
+            continue  # "hotels", "per hotel", "a hotel" name the rows; a category is named by its own word
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        steps.append({"kind": "filter", "column": found.column, "op": found.op, "value": value})
+    return steps

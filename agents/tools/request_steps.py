@@ -1,0 +1,113 @@
+"""Data steps a question states for all of its parts, read once: missing values filled ("replace
+missing values in LoanAmount with the median"), new columns derived ("a new feature 'TotalIncome'
+by adding ApplicantIncome and CoapplicantIncome", "'Trips per Membership' is the ratio of A to B"),
+and columns transformed in place ("apply a natural log transformation to horsepower"). Used by
+:mod:`agents.tools.requests`; computed by ``request_ops.apply_step``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agents.tools.slots import ColumnInfo, find_columns
+
+__all__ = ["derive_steps", "fill_steps"]
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n")
+_NEW = re.compile(r"\bnew (?:feature|column|variable)|\bcreate\b|\bgenerate\b|"
+                  r"\b(?:calculate|compute|define) (?:a new|the ['\"`])", re.I)
+_FUNCTIONS = (
+    (r"\bsum\b|\badd(?:ing|ed)?\b|\bplus\b|\btotal of\b", "sum"),
+    (r"\bdifference\b|\bsubtract", "difference"),
+    (r"\bratio\b|\bdivid|\bdivision of\b", "ratio"),
+    (r"\bproduct\b|\bmultipl", "product"),
+    (r"\blog10\b|\bbase 10\b|\blogarithm", "log10"),
+)
+_QUOTED = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]")
+
+
+def _function(low: str) -> str | None:
+    """The operation a sentence names first ("by dividing A by B. Add a constant" is a ratio)."""
+    found = [(m.start(), fn) for pattern, fn in _FUNCTIONS for m in [re.search(pattern, low)] if m]
+    return min(found)[1] if found else None
+
+
+def _guards(text: str, fn: str) -> dict[str, Any]:
+    """How a ratio treats a zero denominator: a constant added to it, or zero where it is zero."""
+    low = text.lower()
+    out: dict[str, Any] = {}
+    constant = re.search(r"add(?:ing)? a small (?:constant|value|number|epsilon)[^0-9]{0,20}\(?([0-9.]+e-?\d+|0\.0*1)\)?"
+                         r"[^.]{0,40}denominator", low)
+    if fn == "ratio" and constant:
+        out["epsilon"] = float(constant.group(1))
+    if fn == "ratio" and re.search(r"(?:division|dividing|divisions) by zero|(?:of|is) zero[^.]{0,60}(?:ratio|defined)|"
+                                   r"infinit\w*[^.]{0,40}\bzero", low) and re.search(r"\b(?:as|with|to be) zero\b|"
+                                                                                    r"defined as zero|with zero", low):
+        out["zero_for_infinite"] = True
+    return out
+
+
+def derive_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
+    """New columns the question defines: "a new feature 'X' ... the sum/difference/ratio of A and B";
+    a name declared in one sentence ("a new column called 'X'") may be defined in a later one
+    ("'X' is calculated as the ratio of A to B"). A sum or product takes every column named."""
+    steps: list[dict[str, Any]] = []
+    names = {c.name for c in infos}
+    sentences = _SENTENCES.split(text)
+    declared = [q for s in sentences if _NEW.search(s) for q in _QUOTED.findall(s) if q not in names]
+    for sentence in sentences:
+        low = sentence.lower()
+        quoted = [q for q in _QUOTED.findall(sentence) if q not in names]
+        if not (_NEW.search(low) or (quoted and quoted[0] in declared)):
+            continue
+        clause = re.split(r",?\s*(?:and )?then\b", sentence)[0]  # "adding A and B, then correlate it with C"
+        fn = _function(clause.lower())
+        unquoted = clause
+        for name in quoted:  # the new column's own name ("power-to-weight") names no input
+            unquoted = unquoted.replace(name, " ")
+        cols = list(dict.fromkeys(m.column for m in find_columns(unquoted, infos)))
+        need = 1 if fn in ("log10", "log") else 2
+        if fn and quoted and len(cols) >= need and all(s["name"] != quoted[0] for s in steps):
+            take = cols if fn in ("sum", "product") else cols[:need]
+            steps.append({"kind": "derive", "name": quoted[0], "fn": fn, "columns": take, **_guards(text, fn)})
+    return steps + _transform_steps(text, infos, {s["name"] for s in steps})
+
+
+def _transform_steps(text: str, infos: list[ColumnInfo], taken: set[str]) -> list[dict[str, Any]]:
+    """A column replaced by its logarithm: "apply a (natural) log transformation to the X column",
+    "transform X by applying the logarithm (base 10)"; the natural log unless base 10 is stated."""
+    steps: list[dict[str, Any]] = []
+    for sentence in _SENTENCES.split(text):
+        low = sentence.lower()
+        if not re.search(r"\blog(?:arithm(?:ic)?)?[- ]?transform|\btransform\w*\b[^.]{0,60}\blog(?:arithm)?\b|"
+                         r"\bapply\w*\b[^.]{0,30}\b(?:natural )?log(?:arithm)?\b", low):
+            continue
+        if re.search(r"\bif\b|\bnew (?:feature|column)", low):  # conditional, or a new column: not in place
+            continue
+        cols = [m.column for m in find_columns(sentence, infos)]
+        cols = [c for c in cols if next((i.numeric for i in infos if i.name == c), False) and c not in taken]
+        if len(cols) != 1 or any(s["name"] == cols[0] for s in steps):
+            continue
+        base10 = bool(re.search(r"base[- ]?10|log10", text.lower()))
+        steps.append({"kind": "derive", "name": cols[0], "fn": "log10" if base10 else "log", "columns": cols})
+    return steps
+
+
+def fill_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
+    """Missing values the question fills: "replace missing values in LoanAmount with the median",
+    "fill the missing values with the mean of their respective columns"."""
+    steps: list[dict[str, Any]] = []
+    for sentence in _SENTENCES.split(text):
+        low = sentence.lower()
+        if not (re.search(r"\b(?:fill\w*|replac\w*|imput\w*)\b", low) and re.search(r"missing|null|nan\b|\bna\b", low)):
+            continue
+        start = 0
+        for how in re.finditer(r"\bwith (?:the )?(?:column'?s? )?(mean|median|mode)\b", low):
+            cols = [m.column for m in find_columns(sentence[start : how.start()], infos)]
+            if cols:
+                steps.append({"kind": "fillna", "column": cols[-1], "how": how.group(1)})
+            elif re.search(r"respective|each column|all (?:the )?columns|their", low):
+                steps += [{"kind": "fillna", "column": c.name, "how": how.group(1)} for c in infos if c.numeric]
+            start = how.end()
+    return steps
