@@ -67,6 +67,7 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     """Run the recipe on ``case`` in ``workdir``; return the headline, the final decision, any error."""
     import yaml
 
+    from agents.base.queries import headline_estimate
     from agents.base.state import StudyDesign
     from flows.errors import RunFailed
     from flows.jobs import RunRequest, prepare_job
@@ -100,7 +101,7 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     except RunFailed as exc:
         out["error"] = str(exc).splitlines()[0][:200]
         return out
-    head = next((e for e in state.treatment_effects if e.details.headline), None)
+    head = headline_estimate(state)
     if head is not None:
         out.update(estimate=head.estimate, lo=head.ci_lower, hi=head.ci_upper, method=head.method)
     if state.critique_history:
@@ -141,7 +142,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
     n = len(rows)
     est = [r for r in rows if r.get("estimate") is not None]
     bias = sum(r["estimate"] - r["truth"] for r in est) / len(est) if est else float("nan")
-    rel = sum(abs(r["estimate"] - r["truth"]) / max(abs(r["truth"]), 1.0) for r in est) / len(est) if est else float("nan")
+    rel = (
+        sum(abs(r["estimate"] - r["truth"]) / max(abs(r["truth"]), 1.0) for r in est) / len(est)
+        if est
+        else float("nan")
+    )
     wrong_approved = sum(1 for r in rows if not covered(r) and r.get("decision") == "APPROVE")
     return {
         "runs": n,
@@ -300,7 +305,9 @@ def _print_run(r: dict[str, Any]) -> None:
         if r.get("estimate") is not None
         else "no headline"
     )
-    model = "" if r.get("llm") is None else (f"  model on ({r.get('tokens', 0):,} tokens)" if r["llm"] else "  model off")
+    model = (
+        "" if r.get("llm") is None else (f"  model on ({r.get('tokens', 0):,} tokens)" if r["llm"] else "  model off")
+    )
     print(
         f"{r['kind']:<22} seed {r['seed']:>2}  truth {r['truth']:<6} {what}  "
         f"{r.get('decision')}  covered={covered(r)}  {r['seconds']:.0f}s{model}",
@@ -335,7 +342,9 @@ def _print_oracle(kinds: list[str], args: argparse.Namespace, logged: list[dict[
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=20, help="seeds per kind (default 20)")
-    parser.add_argument("--first-seed", type=int, default=0, help="start at this seed (resume a run cut by --budget-min)")
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="start at this seed (resume a run cut by --budget-min)"
+    )
     parser.add_argument("--from-log", default="", help="print the table of the runs in this --out file; run nothing")
     parser.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")

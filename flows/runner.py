@@ -447,10 +447,11 @@ def run_nested_recipe(
 
 
 def _headline(state: Any) -> dict[str, Any] | None:
-    effects = [e for e in state.treatment_effects if e.details.headline] or list(state.treatment_effects)
-    if not effects:
+    from agents.base.queries import headline_estimate
+
+    e = headline_estimate(state)
+    if e is None:
         return None
-    e = effects[0]
     return {
         "method": e.method,
         "estimand": e.estimand,

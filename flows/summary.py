@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.base.numbers import fmt_number
+from agents.base.queries import pair_estimates
 from agents.base.state import AnalysisState, TreatmentEffectResult
 
 __all__ = ["fmt", "estimate_lines", "job_summary", "not_trustworthy", "model_usage", "model_usage_line"]
@@ -65,7 +66,8 @@ def estimate_lines(state: AnalysisState) -> list[str]:
         effects = state.get_effects_for_pair(str(treatment), str(outcome))
         if not effects:
             continue
-        heads = [e for e in effects if e.details.headline]
+        head, _ = pair_estimates(effects, str(treatment), str(outcome))
+        heads = [head] if head is not None and head.details.headline else []
         ordered = heads + [e for e in effects if e not in heads]
         lines.append(f"Effect of {treatment} on {outcome}:")
         width = max(len(e.method) for e in ordered)

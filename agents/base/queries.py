@@ -11,12 +11,13 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agents.base.state import SensitivityResult, TreatmentEffectResult
+from agents.base.state import AnalysisState, SensitivityResult, TreatmentEffectResult
 
 __all__ = [
     "POST_TREATMENT_ROLES",
     "latest_round",
     "headline_of",
+    "headline_estimate",
     "pair_estimates",
     "refuter_tally",
     "headline_evalue",
@@ -48,6 +49,19 @@ def pair_estimates(
     """The headline and the latest round of one pair's estimates."""
     mine = latest_round(e for e in effects if e.treatment_variable == treatment and e.outcome_variable == outcome)
     return headline_of(mine), mine
+
+
+def headline_estimate(state: AnalysisState) -> TreatmentEffectResult | None:
+    """The analysis's answer: the headline of the primary pair's latest round (``None`` without one).
+
+    Every reader of a finished analysis (the run summary, a nested run's answer, the model's
+    summary, the benchmarks) takes the answer from here, so an earlier round's headline or
+    another pair's is never reported as the answer.
+    """
+    treatment, outcome = state.get_primary_pair()
+    if not (treatment and outcome):
+        return None
+    return pair_estimates(state.treatment_effects, treatment, outcome)[0]
 
 
 def refuter_tally(sensitivity: Iterable[SensitivityResult]) -> tuple[int, int]:

@@ -25,6 +25,7 @@ from agents.base.llm.validate import (
     numbers_of,
     unknown_columns,
 )
+from agents.base.queries import headline_of
 
 __all__ = [
     "annotated",
@@ -42,8 +43,16 @@ MODEL_MARK = "[written by the language model; numbers checked against the analys
 _MAX_COLUMNS = 40
 
 Role = Literal[
-    "confounder", "mediator", "collider", "instrument", "effect_modifier",
-    "pre_treatment", "post_treatment", "id", "time", "other",
+    "confounder",
+    "mediator",
+    "collider",
+    "instrument",
+    "effect_modifier",
+    "pre_treatment",
+    "post_treatment",
+    "id",
+    "time",
+    "other",
 ]
 
 
@@ -91,7 +100,8 @@ def suggest_roles(
         f"causal role, one of: {', '.join(sorted(ROLES))}, with a reason of at most 8 words. "
         "Only name columns from the list."
         + (" Also give temporal_order: lists of columns from earliest measured to latest." if want_order else "")
-        + "\n" + data_block("columns", listing)
+        + "\n"
+        + data_block("columns", listing)
     )
     fixed = {**known_roles, **{c: r for c, r in (("treatment", treatment), ("outcome", outcome)) if r}}
 
@@ -148,7 +158,9 @@ def propose_orientations(
 
     def check(ans: Orientations) -> list[str]:
         edges = [(o.source, o.target) for o in ans.orientations]
-        problems = [f"{a} -- {b} is not one of the undirected edges" for a, b in edges if frozenset((a, b)) not in pairs]
+        problems = [
+            f"{a} -- {b} is not one of the undirected edges" for a, b in edges if frozenset((a, b)) not in pairs
+        ]
         return problems + check_edges(edges, nodes, fixed=directed, forbid=forbid)
 
     msgs = [{"role": "user", "content": ask}]
@@ -183,7 +195,9 @@ def critique_review(llm: Any, facts: dict[str, Any], decision: str) -> dict[str,
     def check(ans: ReviewPoints) -> list[str]:
         return [p for s in ans.points for p in _numbers_check(allowed)(s)]
 
-    ans = llm.structured([{"role": "user", "content": ask}], ReviewPoints, purpose="critique", check=check, max_tokens=250)
+    ans = llm.structured(
+        [{"role": "user", "content": ask}], ReviewPoints, purpose="critique", check=check, max_tokens=250
+    )
     if ans is None:
         return None
     agrees = ans.would_approve == (decision == "APPROVE")
@@ -295,9 +309,7 @@ def domain_knowledge_mode(
     """
     roles: dict[str, str] = knowledge["roles"]
     want_order = not knowledge.get("temporal_order")
-    ans = suggest_roles(
-        llm, columns, knowledge.get("column_descriptions") or {}, roles, treatment, outcome, want_order
-    )
+    ans = suggest_roles(llm, columns, knowledge.get("column_descriptions") or {}, roles, treatment, outcome, want_order)
     if ans is None:
         return []
     suggested = {s.column: s.role for s in ans.suggestions}
@@ -351,7 +363,9 @@ def dag_expert_mode(
     if ans is None or not ans.orientations:
         return edges, [], []
     chosen = {frozenset((o.source, o.target)): o for o in ans.orientations}
-    said = "; ".join(f"{o.source} -> {o.target}" + (f" ({o.reason[:80]})" if o.reason else "") for o in ans.orientations)
+    said = "; ".join(
+        f"{o.source} -> {o.target}" + (f" ({o.reason[:80]})" if o.reason else "") for o in ans.orientations
+    )
     if mode != "apply":
         return edges, [], [f"The language model suggests orienting {said}; not applied (dag_expert option llm: apply)."]
     out, changed = [], []
@@ -427,7 +441,7 @@ def orchestrator_summary(
     domain = domain or {}
     described = "; ".join(f"{c}: {d}" for c, d in list((domain.get("column_descriptions") or {}).items())[:12])
     context = " ".join(x for x in (str(domain.get("description") or ""), described) if x)
-    head = next((e for e in estimates if e.details.headline), None)
+    head = headline_of(estimates)
     out = write_summary(llm, facts, context, anchor=float(head.estimate) if head is not None else None)
     if not out:
         return []
