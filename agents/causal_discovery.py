@@ -33,7 +33,14 @@ from agents.stats.discovery_matrix import named_in_knowledge, prepare_matrix, sc
 from agents.stats.graphs import Knowledge, break_cycles, edge_key
 from agents.stats.pc_search import Skeleton, orient, pc_skeleton
 
-__all__ = ["CausalDiscoveryAgent", "CausalDiscoveryParams", "prepare_matrix", "learn_edges", "learn_pc", "screen_columns"]
+__all__ = [
+    "CausalDiscoveryAgent",
+    "CausalDiscoveryParams",
+    "prepare_matrix",
+    "learn_edges",
+    "learn_pc",
+    "screen_columns",
+]
 
 RawEdge = tuple[str, str, str, str]
 """(source, target, edge_type, raw causal-learn mark such as "-->", "o->", "---")."""
@@ -75,10 +82,15 @@ def learn_pc(
     """PC (Fisher z) with causal-learn's decisions, a depth cap and a deadline; edges and the search record."""
     p = len(names)
     banned = np.array(
-        [[i != j and bool(knowledge.forbid_reason(a, b)) and bool(knowledge.forbid_reason(b, a))
-          for j, b in enumerate(names)] for i, a in enumerate(names)],
+        [
+            [
+                i != j and bool(knowledge.forbid_reason(a, b)) and bool(knowledge.forbid_reason(b, a))
+                for j, b in enumerate(names)
+            ]
+            for i, a in enumerate(names)
+        ],
         dtype=bool,
-    ).reshape(p, p)  # fmt: skip
+    ).reshape(p, p)
     with np.errstate(divide="ignore", invalid="ignore"):
         corr = np.corrcoef(x, rowvar=False)
     sinks = np.array([knowledge.is_sink(name) for name in names], dtype=bool)
@@ -107,7 +119,9 @@ def learn_edges(
             bk = knowledge.causallearn(names)
             depth = -1 if max_depth is None else max_depth
             with contextlib.redirect_stdout(io.StringIO()):  # FCI prints its edges
-                g, _ = fci(x, "fisherz", alpha, depth=depth, background_knowledge=bk, show_progress=False, node_names=names)
+                g, _ = fci(
+                    x, "fisherz", alpha, depth=depth, background_knowledge=bk, show_progress=False, node_names=names
+                )
             return _decode(g.graph, names)
         if method == "ges":
             from causallearn.search.ScoreBased.GES import ges
@@ -198,7 +212,11 @@ class CausalDiscoveryAgent(Agent[CausalDiscoveryParams]):
         """Prepare the matrix, screen, learn the graph, bootstrap confidences, return the DAG."""
         if not 0 < params.alpha < 1 or params.bootstrap < 0 or params.max_rows < 100:
             raise AgentError("causal_discovery needs 0 < alpha < 1, bootstrap >= 0 and max_rows >= 100")
-        if params.max_seconds <= 0 or params.max_variables < 2 or (params.max_depth is not None and params.max_depth < 0):
+        if (
+            params.max_seconds <= 0
+            or params.max_variables < 2
+            or (params.max_depth is not None and params.max_depth < 0)
+        ):
             raise AgentError("causal_discovery needs max_seconds > 0, max_variables >= 2 and max_depth >= 0")
         started = time.perf_counter()
         found = view.maybe_pair()
@@ -290,19 +308,33 @@ class CausalDiscoveryAgent(Agent[CausalDiscoveryParams]):
     ) -> tuple[list[RawEdge], int | None, str]:
         """The main fit: edges, the depth to use for resamples, and what was cut (or "")."""
         if params.method != "pc":
-            return learn_edges(params.method, x, names, params.alpha, knowledge, ctx.seed, params.max_depth), params.max_depth, ""
+            return (
+                learn_edges(params.method, x, names, params.alpha, knowledge, ctx.seed, params.max_depth),
+                params.max_depth,
+                "",
+            )
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=RuntimeWarning)
-            raw, skel = learn_pc(x, names, params.alpha, knowledge, params.max_depth, started + 0.6 * params.max_seconds)
+            raw, skel = learn_pc(
+                x, names, params.alpha, knowledge, params.max_depth, started + 0.6 * params.max_seconds
+            )
         if skel.stopped == "time budget":
-            return raw, skel.depth_done, (
-                f"time budget max_seconds={params.max_seconds:g}: the search stopped after conditioning sets of "
-                f"size {skel.depth_done} (more edges kept than a full search would keep; {skel.n_tests:,} tests)"
+            return (
+                raw,
+                skel.depth_done,
+                (
+                    f"time budget max_seconds={params.max_seconds:g}: the search stopped after conditioning sets of "
+                    f"size {skel.depth_done} (more edges kept than a full search would keep; {skel.n_tests:,} tests)"
+                ),
             )
         if skel.stopped == "depth cap":
-            return raw, skel.depth_done, (
-                f"conditioning sets capped at max_depth={params.max_depth} "
-                f"(edges that only larger sets would remove are kept; {skel.n_tests:,} tests)"
+            return (
+                raw,
+                skel.depth_done,
+                (
+                    f"conditioning sets capped at max_depth={params.max_depth} "
+                    f"(edges that only larger sets would remove are kept; {skel.n_tests:,} tests)"
+                ),
             )
         return raw, params.max_depth, ""
 
@@ -398,9 +430,12 @@ class CausalDiscoveryAgent(Agent[CausalDiscoveryParams]):
             lines.append(boot_note + ".")
         lines.append(
             "Confidence = share of bootstrap resamples containing the edge with the same orientation"
-            + ("." if "stopped after 0 of" not in boot_note else "; no resample finished, so every edge gets 0.5 (unknown).")
+            + (
+                "."
+                if "stopped after 0 of" not in boot_note
+                else "; no resample finished, so every edge gets 0.5 (unknown)."
+            )
             if params.bootstrap
             else "No bootstrap: confidences are not estimated (1.0 for definite marks, 0.5 for circle marks)."
         )
         return "\n".join(lines)
-

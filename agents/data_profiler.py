@@ -105,8 +105,11 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
             + (f", {n_missing:,} missing cells" if n_missing else "")
             + (f"; {duplicates.sentence()}" if duplicates.rows else "")
             + "".join(f"; {n:,} infinite values in {c} read as missing" for c, n in report.infinite.items())
-            + "".join(f"; {c} holds dates (time axis, not a covariate)" for c, k in prof.feature_types.items()
-                      if k == "datetime" and c not in (treatment, outcome))  # fmt: skip
+            + "".join(
+                f"; {c} holds dates (time axis, not a covariate)"
+                for c, k in prof.feature_types.items()
+                if k == "datetime" and c not in (treatment, outcome)
+            )
         )
         read_note = describe_read(frame)
         if duplicates.rows:

@@ -38,6 +38,7 @@ from agents.stats.repair_rules import (
 
 __all__ = ["DataRepairAgent", "DataRepairParams"]
 
+
 def _short(entry: dict[str, Any]) -> str:
     """A repair in a few words for the console: "x2: 6 recording errors set to missing"."""
     where = f"{entry['column']}: " if entry.get("column") else ""
@@ -159,8 +160,11 @@ class DataRepairAgent(Agent[DataRepairParams]):
         summary = (
             f"{len(failures)} failed expectations, {len(repairs)} repairs"
             + "".join(f"; {_short(e)}" for e in repairs)
-            + (f"; still failing after repair: {', '.join(str(e['column'] or 'table') for e in open_issues)}"
-               if open_issues else "")  # fmt: skip
+            + (
+                f"; still failing after repair: {', '.join(str(e['column'] or 'table') for e in open_issues)}"
+                if open_issues
+                else ""
+            )
             + f"; {raw.shape[0]:,} -> {frame.shape[0]:,} rows, {raw.shape[1]} -> {frame.shape[1]} columns"
         )
         reasoning = "\n".join(
@@ -239,13 +243,25 @@ class DataRepairAgent(Agent[DataRepairParams]):
             counts[col] = counts.get(col, 0) + n
         for col, n in counts.items():
             repairs.append(
-                _repair(col, "infinite values", "set to missing (inf/-inf are not measurements)", n, 0,
-                        f"{n:,} infinite values set to missing")  # fmt: skip
+                _repair(
+                    col,
+                    "infinite values",
+                    "set to missing (inf/-inf are not measurements)",
+                    n,
+                    0,
+                    f"{n:,} infinite values set to missing",
+                )
             )
         for col, (n, bad) in parse_date_columns(frame, profile).items():
             repairs.append(
-                _repair(col, "dates stored as text", "parsed as dates: a time axis, not a covariate", n, n - bad,
-                        f"{n:,} values parsed, {bad:,} unparseable set to missing")  # fmt: skip
+                _repair(
+                    col,
+                    "dates stored as text",
+                    "parsed as dates: a time axis, not a covariate",
+                    n,
+                    n - bad,
+                    f"{n:,} values parsed, {bad:,} unparseable set to missing",
+                )
             )
 
     @staticmethod
@@ -261,8 +277,14 @@ class DataRepairAgent(Agent[DataRepairParams]):
             frame[col] = frame[col].mask(mask)
             n = int(mask.sum())
             repairs.append(
-                _repair(col, "recording errors", f"set to missing (values about x{factor} the rest, e.g. {examples})",
-                        n, 0, f"{n:,} values at the wrong scale set to missing, then imputed like other gaps")  # fmt: skip
+                _repair(
+                    col,
+                    "recording errors",
+                    f"set to missing (values about x{factor} the rest, e.g. {examples})",
+                    n,
+                    0,
+                    f"{n:,} values at the wrong scale set to missing, then imputed like other gaps",
+                )
             )
 
     @staticmethod

@@ -196,7 +196,9 @@ class EDAParams(AgentParams):
     """VIF is a property of the covariates' joint spread, so a sample estimates it well."""
     correlation_threshold: float = Field(0.7, ge=0, le=1, description="|correlation| above which a pair is flagged")
     vif_threshold: float = Field(10.0, ge=1, description="VIF above which a covariate is flagged as collinear")
-    smd_threshold: float = Field(0.1, ge=0, description="|standardised mean difference| above which a covariate is imbalanced")
+    smd_threshold: float = Field(
+        0.1, ge=0, description="|standardised mean difference| above which a covariate is imbalanced"
+    )
     plots: bool = Field(True, description="draw the figures")
 
 
@@ -257,8 +259,14 @@ class EDAAgent(Agent[EDAParams]):
             try:
                 figures.draw(
                     eda_figures.draw_all,
-                    ctx.plots_dir, shown, continuous, matrix, balance, params.smd_threshold, len(sample),
-                )  # fmt: skip
+                    ctx.plots_dir,
+                    shown,
+                    continuous,
+                    matrix,
+                    balance,
+                    params.smd_threshold,
+                    len(sample),
+                )
                 plots = eda_figures.planned(ctx.plots_dir, continuous, matrix, balance)
             except Exception as exc:  # noqa: BLE001 - a figure that fails is a recorded skip, not a failed run
                 import matplotlib.pyplot as plt

@@ -133,12 +133,22 @@ def _spawn(port: int) -> subprocess.Popen[bytes]:
         **get_current_settings().to_environment_variables(exclude_unset=True),
     }
     command = [
-        sys.executable, "-m", "uvicorn",
-        "--app-dir", str(Path(prefect.__file__).resolve().parent.parent),
-        "--factory", "prefect.server.api.server:create_app",
-        "--host", "127.0.0.1", "--port", str(port),
-        "--log-level", "error", "--lifespan", "on",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--app-dir",
+        str(Path(prefect.__file__).resolve().parent.parent),
+        "--factory",
+        "prefect.server.api.server:create_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+        "--lifespan",
+        "on",
+    ]
     shield = threading.current_thread() is threading.main_thread()
     # SIGHUP too: a closed terminal sends it to the whole group; whyflow stops the server itself.
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP}) if shield else None

@@ -89,8 +89,20 @@ def test_a_signal_while_the_notebook_runs_cancels_the_run(
     sig: signal.Signals, group: bool, small_csv: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "job"
-    argv = ["run", QUICK, "--data", str(small_csv), "-t", "treated", "-y", "outcome", "-o", str(out),
-            "--set", "notebook_generator.html=false"]  # fmt: skip
+    argv = [
+        "run",
+        QUICK,
+        "--data",
+        str(small_csv),
+        "-t",
+        "treated",
+        "-y",
+        "outcome",
+        "-o",
+        str(out),
+        "--set",
+        "notebook_generator.html=false",
+    ]
     proc = start_whyflow(argv)
     _wait(proc, lambda: _status(out) == "generating_notebook")
     time.sleep(2.0)  # the notebook is written (about 1 s); its cells run for several seconds more
@@ -109,8 +121,9 @@ def test_sigterm_to_the_group_that_holds_the_temporary_server(small_csv: Path, t
     recipe = tmp_path / "slow.yaml"
     recipe.write_text("name: slow\nsteps:\n  - agent: toy_profiler\n  - agent: toy_estimator\n    with: {sleep: 30}\n")
     out = tmp_path / "job"
-    proc = start_whyflow(["run", str(recipe), "--data", str(small_csv), "-t", "treated", "-y", "outcome", "-o", str(out)],
-                  ephemeral=True)  # fmt: skip
+    proc = start_whyflow(
+        ["run", str(recipe), "--data", str(small_csv), "-t", "treated", "-y", "outcome", "-o", str(out)], ephemeral=True
+    )
     _wait(proc, lambda: _status(out) == "estimating_effects")
     took, err = _stop(proc, signal.SIGTERM, group=True)
     assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
@@ -122,7 +135,9 @@ def test_sigterm_to_the_group_that_holds_the_temporary_server(small_csv: Path, t
 @pytest.mark.parametrize("group", [False, True], ids=["sigterm-to-the-process", "sigterm-to-the-group"])
 def test_sigterm_to_whyflow_ask_cancels_and_exits(group: bool, small_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "ask"
-    proc = start_whyflow(["ask", "average outcome by treated", "--data", str(small_csv), "-o", str(out), "--llm", "off"])
+    proc = start_whyflow(
+        ["ask", "average outcome by treated", "--data", str(small_csv), "-o", str(out), "--llm", "off"]
+    )
     _wait(proc, lambda: _status(out) == "exploratory_analysis")  # writing or running the code
     took, err = _stop(proc, signal.SIGTERM, group)
     assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
@@ -152,8 +167,12 @@ def test_a_signal_to_whyflow_serve_cancels_the_question_it_answers(sig: signal.S
         return False
 
     _wait(proc, up)
-    res = httpx.post(f"http://127.0.0.1:{port}/api/sessions", params={"filename": JOB_TRAINING.name},
-                     content=JOB_TRAINING.read_bytes(), timeout=60)  # fmt: skip
+    res = httpx.post(
+        f"http://127.0.0.1:{port}/api/sessions",
+        params={"filename": JOB_TRAINING.name},
+        content=JOB_TRAINING.read_bytes(),
+        timeout=60,
+    )
     sid = res.json()["session"]["id"]
     with connect(f"ws://127.0.0.1:{port}/ws/{sid}") as ws:
         ws.send(json.dumps({"type": "message", "text": "What is the average earnings by region?"}))

@@ -25,8 +25,11 @@ UNSAFE_REASON = re.compile(
     r"high-cardinality|role '(id|time|outcome|treatment)'",
     re.IGNORECASE,
 )
-_OUTCOME_PART = re.compile(r"outcome\W.*\b(part|component|fit|difference|sum|change|predict)|"
-                           r"\b(part|component|copy|fit)\b.*outcome", re.IGNORECASE)  # fmt: skip
+_OUTCOME_PART = re.compile(
+    r"outcome\W.*\b(part|component|fit|difference|sum|change|predict)|"
+    r"\b(part|component|copy|fit)\b.*outcome",
+    re.IGNORECASE,
+)
 MAX_LEVELS = 10
 
 

@@ -239,9 +239,18 @@ def run_refuters(
         estimate = float(fit.effect(t, y))
         out: dict[str, Any] = {"estimate": estimate, "n_used": len(data), "simulations": simulations}
         job = _RefuterJob(
-            fit, estimate, data, treatment, outcome, binary_t, simulations, seed, subset_fraction, flip_probabilities,
+            fit,
+            estimate,
+            data,
+            treatment,
+            outcome,
+            binary_t,
+            simulations,
+            seed,
+            subset_fraction,
+            flip_probabilities,
             outcome_strengths_sd,
-        )  # fmt: skip
+        )
         for name, (ok, value) in zip(REFUTERS, map_parts(job, REFUTERS, name="refuter"), strict=True):
             if ok:
                 out[name] = value

@@ -33,7 +33,14 @@ _KEYS = {"naive_difference": "naive", "regression_adjustment": "ols", "ipw": "ip
 
 def _result(method: str, est: float, se: float, rnd: int, **details: Any) -> TreatmentEffectResult:
     return make_estimate(
-        _KEYS[method], est, se, round=rnd, label=method, ci=(est - 1.96 * se, est + 1.96 * se), adjustment_set=ADJ, **details
+        _KEYS[method],
+        est,
+        se,
+        round=rnd,
+        label=method,
+        ci=(est - 1.96 * se, est + 1.96 * se),
+        adjustment_set=ADJ,
+        **details,
     )
 
 
@@ -425,13 +432,21 @@ def test_unrepaired_failed_expectation_on_an_adjusted_column_blocks_approval(tmp
     state2 = _analysis(frame, tmp_path / "b")
     state2.data_repairs = [
         failed,
-        {"kind": "repair", "column": "x2", "issue": "x100 recording errors", "action": "set to missing",
-         "n_before": 40, "n_after": 0},
-    ]  # fmt: skip
+        {
+            "kind": "repair",
+            "column": "x2",
+            "issue": "x100 recording errors",
+            "action": "set to missing",
+            "n_before": 40,
+            "n_after": 0,
+        },
+    ]
     assert _critique(state2, tmp_path / "b").decision is CritiqueDecision.APPROVE
     # Outliers that data repair kept on purpose (reported, not a data error) do not block either.
     state3 = _analysis(frame, tmp_path / "c")
-    state3.data_repairs = [{**failed, "repaired": False, "kept": "outliers are reported, not changed; not a data error"}]
+    state3.data_repairs = [
+        {**failed, "repaired": False, "kept": "outliers are reported, not changed; not a data error"}
+    ]
     assert _critique(state3, tmp_path / "c").decision is CritiqueDecision.APPROVE
 
 
@@ -442,10 +457,15 @@ def test_open_expectation_count_reads_each_entrys_repaired_flag(tmp_path: Path) 
     state = _analysis(frame, tmp_path)
     state.data_repairs = [
         {**base, "expectation": "expect_column_values_to_not_be_null", "column": "x1", "repaired": True},
-        {**base, "expectation": "expect_column_values_to_be_between", "column": "x2", "repaired": False,
-         "kept": "outliers are reported, not changed; not a data error"},
+        {
+            **base,
+            "expectation": "expect_column_values_to_be_between",
+            "column": "x2",
+            "repaired": False,
+            "kept": "outliers are reported, not changed; not a data error",
+        },
         {**base, "expectation": "expect_column_values_to_be_of_type", "column": "age", "repaired": False},
-    ]  # fmt: skip
+    ]
     fb = _critique(state, tmp_path)
     assert [i for i in fb.issues if "not repaired" in i] == ["1 failed data expectation(s) were not repaired (age)."]
     state.data_repairs = state.data_repairs[:2]

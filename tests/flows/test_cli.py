@@ -321,13 +321,22 @@ def test_the_console_script_exits_with_the_runs_code_and_its_whole_summary(data:
     cmd = [sys.executable, "-m", "flows.cli", "run", str(RECIPES / "valid_toy.yaml"), "--data", str(data)]
     out = subprocess.run(
         [*cmd, "-t", "treated", "-y", "outcome", "-o", str(tmp_path / "job")],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.rstrip().splitlines()[-1].startswith("State:")  # the last line of the summary
     assert json.loads((tmp_path / "job" / "state.json").read_text())["status"] == "completed"
     home = str(tmp_path / "prefect")
     left = [p.pid for p in psutil.process_iter(["environ"]) if (p.info["environ"] or {}).get("PREFECT_HOME") == home]
     assert not left  # neither the temporary server nor a kernel outlived the exit
-    bad = subprocess.run([*cmd, "-t", "nope", "-y", "outcome", "-o", str(tmp_path / "bad")], env=env, capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(
+        [*cmd, "-t", "nope", "-y", "outcome", "-o", str(tmp_path / "bad")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 2 and bad.stderr.strip().startswith("whyflow: error: treatment column 'nope'")

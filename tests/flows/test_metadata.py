@@ -106,9 +106,14 @@ def test_every_shipped_example_loads_unchanged(path: Path) -> None:
 def test_json_metadata_reaches_the_state(data: Path, tmp_path: Path) -> None:
     path = FIXTURES / "valid.json"
     request = RunRequest(
-        recipe=QUICK, data=str(data), treatment="treated", outcome="outcome", design=StudyDesign(),
-        metadata=str(path), runs_dir=str(tmp_path / "runs"),
-    )  # fmt: skip
+        recipe=QUICK,
+        data=str(data),
+        treatment="treated",
+        outcome="outcome",
+        design=StudyDesign(),
+        metadata=str(path),
+        runs_dir=str(tmp_path / "runs"),
+    )
     folder = prepare_job(request, load_plan(QUICK))
     raw = folder.load().raw_metadata
     assert raw == json.loads(path.read_text())

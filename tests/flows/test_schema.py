@@ -113,8 +113,12 @@ def test_branches_are_generated_from_the_params_models() -> None:
     registry.register(_Bounded)
     schema = recipe_schema(registry)
     assert schema["$defs"]["bounded_params"]["properties"]["rounds"] == {
-        "default": 2, "maximum": 5, "minimum": 1, "title": "Rounds", "type": "integer"
-    }  # fmt: skip
+        "default": 2,
+        "maximum": 5,
+        "minimum": 1,
+        "title": "Rounds",
+        "type": "integer",
+    }
     check = _validator(schema)
     assert check.is_valid({"name": "r", "steps": [{"agent": "bounded", "with": {"rounds": 5, "mode": "slow"}}]})
     for bad in ({"rounds": 6}, {"rounds": 0}, {"share": 1.0}, {"mode": "medium"}, {"round": 2}):

@@ -36,8 +36,24 @@ pytestmark = [
 
 
 def _run(data: Path, out: Path, llm: str, *extra: str) -> int:
-    return main(["run", RECIPE, "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out),
-                 "--llm", llm, *QUICKER, *extra])  # fmt: skip
+    return main(
+        [
+            "run",
+            RECIPE,
+            "--data",
+            str(data),
+            "-t",
+            "treated",
+            "-y",
+            "outcome",
+            "-o",
+            str(out),
+            "--llm",
+            llm,
+            *QUICKER,
+            *extra,
+        ]
+    )
 
 
 def _headline(job: Path) -> dict[str, Any]:

@@ -17,16 +17,28 @@ from agents.tools.render import write_answer_html
 from tests.tools.test_render import EVIL
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine (make install adds it where apt-get works)")
+pytestmark = pytest.mark.skipif(
+    BROWSER is None, reason="no Chromium on this machine (make install adds it where apt-get works)"
+)
 
 
 def _dom(page: Path) -> str:
     """The page's DOM after its scripts ran (no network: the vega builds are inlined)."""
     assert BROWSER is not None
     proc = subprocess.run(
-        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            BROWSER,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-500:]
     return proc.stdout
 
@@ -38,9 +50,13 @@ def test_the_chart_draws_and_injected_markup_stays_text(tmp_path: Path) -> None:
         "confidence": 0.9,
         "output_type": "visualization",
         "result": {"columns": ["region", "mean"], "rows": [[r["region"], r["mean"]] for r in rows], "row_count": 3},
-        "figure": {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": "Mean by region",
-                   "data": {"values": rows}, "mark": "bar",
-                   "encoding": {"x": {"field": "region", "type": "nominal"}, "y": {"field": "mean", "type": "quantitative"}}},
+        "figure": {
+            "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "title": "Mean by region",
+            "data": {"values": rows},
+            "mark": "bar",
+            "encoding": {"x": {"field": "region", "type": "nominal"}, "y": {"field": "mean", "type": "quantitative"}},
+        },
         "code": "result = df.groupby('region')['earnings'].mean()",
         "caveats": [EVIL],
         "reasoning_trace": [],

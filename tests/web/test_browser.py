@@ -25,9 +25,13 @@ from websockets.sync.client import ClientConnection, connect
 from tests.web.conftest import JOB_TRAINING, LiveServer, free_port
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine (make install adds it where apt-get works)")]
-EVIL = '<img src=x onerror="document.title=\'pwned\'">'
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        BROWSER is None, reason="no Chromium on this machine (make install adds it where apt-get works)"
+    ),
+]
+EVIL = "<img src=x onerror=\"document.title='pwned'\">"
 
 
 class Page:
@@ -65,10 +69,21 @@ def _open(url: str, profile: Path) -> tuple[subprocess.Popen[bytes], Page]:
     assert BROWSER is not None
     port = free_port()
     proc = subprocess.Popen(
-        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
-         f"--user-data-dir={profile}", f"--remote-debugging-port={port}", "--window-size=1366,900", url],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            BROWSER,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--remote-debugging-port={port}",
+            "--window-size=1366,900",
+            url,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -114,17 +129,29 @@ def test_upload_first_analysis_and_a_chart_in_chromium(live_server: LiveServer, 
             t.value = 'Show a bar chart of the average earnings by region';
             t.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); })()""")
         page.wait("document.body.dataset.turns === '3'", 90, "the chart answer")
-        page.wait("document.querySelectorAll('#conversation .msg.plot svg .marks, #conversation .msg.plot svg.marks').length > 0",
-                  20, "the drawn chart")
+        page.wait(
+            "document.querySelectorAll('#conversation .msg.plot svg .marks, #conversation .msg.plot svg.marks').length > 0",
+            20,
+            "the drawn chart",
+        )
         bars = page.js("document.querySelectorAll('#conversation .msg.plot [role=\"graphics-symbol\"]').length")
         assert bars >= 4, bars  # one bar per region
         assert page.js("document.querySelectorAll('#conversation .msg.error').length") == 0
         # a query result as the server sends one (a model's sql_query), markup in every field: folded, shown as text
-        event = {"type": "query_result", "description": EVIL, "query": f"SELECT '{EVIL}' AS x", "columns": [EVIL],
-                 "rows": [[EVIL]] * 7, "row_count": 7, "is_error": False}
+        event = {
+            "type": "query_result",
+            "description": EVIL,
+            "query": f"SELECT '{EVIL}' AS x",
+            "columns": [EVIL],
+            "rows": [[EVIL]] * 7,
+            "row_count": 7,
+            "is_error": False,
+        }
         page.js(f"window.whyflowChat.onEvent({json.dumps(event)})")
         assert page.js("document.querySelector('#conversation .msg.query_result details').open") is False
-        assert page.js("document.querySelectorAll('#conversation .msg.query_result tbody tr:not([hidden])').length") == 5
+        assert (
+            page.js("document.querySelectorAll('#conversation .msg.query_result tbody tr:not([hidden])').length") == 5
+        )
         assert EVIL in page.js("document.querySelector('#conversation .msg.query_result summary').textContent")
         assert page.js("document.querySelectorAll('#conversation img').length") == 0
         page.js("document.querySelector('#conversation .msg.query_result').remove()")
