@@ -154,8 +154,10 @@ def test_resume_after_the_data_file_is_deleted(tmp_path: Path, capsys: pytest.Ca
         data = tmp_path / f"{case}.csv"
         study(300).to_csv(data, index=False)
         out = tmp_path / case
-        folder = prepare_job(RunRequest(recipe=str(recipe), data=str(data), treatment="treated",
-                                        outcome="outcome", output=str(out)), plan)  # fmt: skip
+        folder = prepare_job(
+            RunRequest(recipe=str(recipe), data=str(data), treatment="treated", outcome="outcome", output=str(out)),
+            plan,
+        )
         if case == "copy":  # the profiler ran, then the run stopped
             state = folder.load()
             run_single_agent("data_profiler", state, out)

@@ -237,8 +237,9 @@ def test_dropped_duplicates_and_an_empty_column_are_said_everywhere(
     assert "300 exact duplicate rows dropped: x1 is continuous" in printed  # the profiler's copy holds none
     assert "300 -> 300 rows, 6 -> 5 columns" in printed
 
-    trace = next(t for t in map(json.loads, (out / "traces.jsonl").read_text().splitlines())
-                 if t["agent_name"] == "data_repair")  # fmt: skip
+    trace = next(
+        t for t in map(json.loads, (out / "traces.jsonl").read_text().splitlines()) if t["agent_name"] == "data_repair"
+    )
     assert all(s in trace["outputs"]["summary"] for s in said), trace["outputs"]["summary"]
     assert "exact duplicate rows [None]: dropped the repeats, kept the first (data profiler)" in trace["reasoning"]
     assert "empty column [notes]: dropped from the analysis" in trace["reasoning"]
@@ -296,8 +297,11 @@ def test_a_date_column_with_the_notebook_executed(tmp_path: Path) -> None:
     details = [e["details"] for e in state["treatment_effects"] if "adjustment_set" in e["details"]]
     assert details and all("visit_on" not in d["adjustment_set"] for d in details)
     assert any({"x1", "x2", "x3"} <= set(d["adjustment_set"]) for d in details)
-    trace = next(t for t in map(json.loads, (out / "traces.jsonl").read_text().splitlines())
-                 if t["agent_name"] == "notebook_generator")  # fmt: skip
+    trace = next(
+        t
+        for t in map(json.loads, (out / "traces.jsonl").read_text().splitlines())
+        if t["agent_name"] == "notebook_generator"
+    )
     assert trace["outputs"]["execution_errors"] == [] and "execution_s" in trace["outputs"]
     nb = json.loads((out / "report.ipynb").read_text())
     code_cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
