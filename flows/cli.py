@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=["auto", "prefect", "local"], default=None,
                    help="as for ask: auto (default) runs each question as a Prefect flow run when a Prefect server is "
                         "configured, else with the plain runner (well under a second warm); prefect: always flow runs "
-                        "(on a temporary server if none is configured)")
+                        "(on a temporary server if none is configured); also WHYFLOW_ASK_ENGINE")
     return parser
 
 
