@@ -172,7 +172,9 @@ def _balanced_but_for(
     each at least :data:`STANDS_OUT` times the largest imbalance of the others and at least
     :data:`OTHERS_SMD` themselves. In a trial only what the treatment moved is out of balance; in
     observational data the treatment's causes are rarely one or two columns among balanced ones.
-    None when the pattern is not there.
+    Two more conditions make the balance evidence and tell a descendant of the outcome from a lone
+    confounder (:func:`_inherits`): the balanced covariates predict the outcome, and each exception
+    depends on them as the outcome does. None when the pattern is not there.
     """
     ranked = sorted(smd, key=lambda c: -smd[c])
     for k in range(1, most + 1):
