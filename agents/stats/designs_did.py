@@ -128,7 +128,10 @@ def _one_treated_unit(
     ``details``); otherwise it stays, and ``details['permutation']`` says why it cannot be trusted."""
     from agents.stats.did_permutation import placebo_in_space
 
-    perm = placebo_in_space(data)
+    try:
+        perm = placebo_in_space(data)
+    except Exception as exc:  # noqa: BLE001 - the clustered interval stays, and the review refuses it
+        perm = {"ci": None, "reason": f"permutation inference failed: {str(exc)[:200]}"}
     details["permutation"] = perm
     details["clustered_se"], details["clustered_ci"] = round(se, 6), [round(ci[0], 6), round(ci[1], 6)]
     if perm["ci"] is None:
