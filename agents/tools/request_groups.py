@@ -71,6 +71,12 @@ def group_conditions(left: list[str], frame: pd.DataFrame, infos: list[ColumnInf
             i += 1
             continue
         found: tuple[int, dict[str, Any]] | None = None
+        nulls = _null_condition(words, i, frame, infos, exclude)  # "tree_null", "tree_notnull": missing or not
+        if nulls is not None:
+            conditions.append(nulls[1])
+            used_columns.add(nulls[1]["column"])
+            i += nulls[0]
+            continue
         for info in columns:
             if info.name in used_columns:
                 continue
@@ -121,7 +127,9 @@ def stated_filters(text: str, frame: pd.DataFrame, used: set[str]) -> list[dict[
                for m in find_columns(sentence, infos)}
     unused = [m for m in mentions if m.column not in used | handled]
     steps = []
-    for found in find_filters(text, infos, unused, used | handled):
+    steps += _named_filters(text, frame, infos, used | handled)
+    taken = {st["column"] for st in steps}
+    for found in find_filters(text, infos, [m for m in unused if m.column not in taken], used | handled | taken):
         value: Any = found.value
         if found.source == "value" and not re.search(rf"(?<!\bper )(?<!\beach )(?<!\bevery )(?<!\ba )(?<!\ban )"
                                                      rf"\b{re.escape(str(value))}\b", text, re.I):
@@ -130,3 +138,75 @@ def stated_filters(text: str, frame: pd.DataFrame, used: set[str]) -> list[dict[
             value = int(value)
         steps.append({"kind": "filter", "column": found.column, "op": found.op, "value": value})
     return steps
+
+
+_COMPARE = (("greater than or equal to", ">="), ("less than or equal to", "<="), ("greater than", ">"),
+            ("higher than", ">"), ("more than", ">"), ("above", ">"), ("less than", "<"), ("lower than", "<"),
+            ("below", "<"))
+
+
+def _named_filters(text: str, frame: pd.DataFrame, infos: list[ColumnInfo], used: set[str]) -> list[dict[str, Any]]:
+    """Filters find_filters leaves out: a quoted value next to its column's name ("the 'Assault'
+    category"), and a column compared with its own statistic ("a fare greater than the average fare")."""
+    from agents.tools.slots import find_columns
+
+    steps: list[dict[str, Any]] = []
+    for m in re.finditer(r"['\"]([^'\"]{2,40})['\"]\s+(\w+)|\b(\w+)\s+(?:of\s+|is\s+|=\s*)?['\"]([^'\"]{2,40})['\"]", text):
+        value, word = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        for info in infos:
+            if info.name in used or info.name not in frame.columns or info.numeric or (info.n_unique or 0) > 200:
+                continue
+            if not any(word.lower() in w or w in word.lower() for w in _words(info.name) if len(w) > 3):
+                continue
+            hits = [v for v in frame[info.name].dropna().unique() if str(v).strip().lower() == value.strip().lower()]
+            if hits and all(st["column"] != info.name for st in steps):
+                steps.append({"kind": "filter", "column": info.name, "op": "==", "value": _plain(hits[0])})
+    low = text.lower()
+    for m in re.finditer(r"\b(first|second|third|1st|2nd|3rd)[- ]+(\w+)", low):  # "in first class": Pclass == 1
+        named = find_columns(m.group(2), infos)
+        number = int(_ORDINALS[m.group(1)])
+        if len(named) == 1 and named[0].column in frame.columns and named[0].column not in used:
+            column = named[0].column
+            values = {_plain(v) for v in frame[column].dropna().unique()}
+            if number in values and len(values) <= 20 and all(st["column"] != column for st in steps):
+                steps.append({"kind": "filter", "column": column, "op": "==", "value": number})
+    for m in re.finditer(r"\bthe (\w+) with the (highest|largest|maximum|greatest|lowest|smallest|minimum) "
+                         r"(?!(?:average|mean|total|number|median|sum)\b)([\w .]{2,40})", low):
+        named = find_columns(text[m.start(3) : m.end()], infos)  # "the storm with the highest category": that row
+        if named and named[0].column not in used and _plain_numeric(frame, named[0].column) and not steps:
+            steps.append({"kind": "extreme_row", "column": named[0].column,
+                          "largest": m.group(2) in ("highest", "largest", "maximum", "greatest")})
+            break
+    for phrase, op in _COMPARE:
+        for m in re.finditer(rf"\b{phrase}\s+the\s+(average|mean|median)\s+([\w .]{{2,40}})", low):
+            before = find_columns(text[max(0, m.start() - 40) : m.start()], infos)
+            after = find_columns(text[m.end(2) - len(m.group(2)) : m.end()], infos)
+            compared = after[0].column if after else None
+            if before and compared and before[-1].column == compared and compared not in used | {x["column"] for x in steps}:
+                stat = "median" if m.group(1) == "median" else "mean"
+                steps.append({"kind": "filter", "column": compared, "op": op, "value": 0, "stat": stat})
+    return steps
+
+
+def _plain_numeric(frame: pd.DataFrame, column: str) -> bool:
+    import pandas as pd
+
+    return column in frame.columns and bool(pd.api.types.is_numeric_dtype(frame[column]))
+
+
+_NULL = {"null": True, "missing": True, "nan": True, "na": True, "notnull": False, "nonnull": False, "notna": False,
+         "nonmissing": False}
+
+
+def _null_condition(words: list[str], i: int, frame: pd.DataFrame, infos: list[ColumnInfo],
+                    exclude: set[str]) -> tuple[int, dict[str, Any]] | None:
+    """A column's word followed by ``null`` / ``notnull`` / ``not null``: rows where it is (not) missing."""
+    for info in infos:
+        if info.name in exclude or info.name not in frame.columns or words[i] not in _words(info.name):
+            continue
+        rest = words[i + 1 : i + 3]
+        if rest[:2] in (["not", "null"], ["not", "missing"], ["non", "null"], ["not", "na"]):
+            return 3, {"column": info.name, "isna": False}
+        if rest[:1] and rest[0] in _NULL:
+            return 2, {"column": info.name, "isna": _NULL[rest[0]]}
+    return None

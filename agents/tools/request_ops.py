@@ -23,7 +23,13 @@ def numeric(series: pd.Series) -> pd.Series:
     if pd.api.types.is_bool_dtype(series):
         return series.astype(float)
     if not pd.api.types.is_numeric_dtype(series):
-        series = series.astype("string").str.replace(r"[,$%\s]", "", regex=True)
+        text = series.astype("string").str.strip()
+        clock = text.dropna().str.fullmatch(r"\d{1,3}:\d{2}:\d{2}(?:\.\d+)?")
+        if len(clock) and clock.mean() >= 0.95:  # "00:01:35", a duration: its seconds
+            valid = text.str.fullmatch(r"\d{1,3}:\d{2}:\d{2}(?:\.\d+)?").fillna(False).astype(bool)
+            return pd.to_timedelta(text.where(valid), errors="coerce").dt.total_seconds()
+        text = text.str.replace(r"(?<=\d)\s*\[[^\]]*\]$", "", regex=True)  # "630308[495000-801000]": the estimate
+        series = text.str.replace(r"[,$%\s]", "", regex=True)
     return pd.to_numeric(series, errors="coerce")
 
 
@@ -180,7 +186,22 @@ def group_test_p(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> flo
         return float(stats.f_oneway(*samples).pvalue)
     if test == "kruskal":
         return float(stats.kruskal(*samples).pvalue)
+    if test == "ks2":
+        return float(stats.ks_2samp(samples[0], samples[1]).pvalue)
     return float(stats.ttest_ind(samples[0], samples[1], equal_var=test != "welch").pvalue)
+
+
+def strongest_correlation(df: pd.DataFrame, target: str, opts: dict[str, Any]) -> str:
+    """The numeric column whose correlation with ``target`` is largest in absolute value."""
+    sizes = {}
+    for name in df.columns:
+        values = numeric(df[name]) if name != target else None
+        if values is not None and values.notna().sum() >= max(3, 0.5 * df[name].notna().sum()) and values.nunique() > 1:
+            sizes[name] = abs(_correlation(df.assign(_x=values), [target, "_x"], opts, False))
+    sizes = {k: v for k, v in sizes.items() if v == v}  # not NaN
+    if not sizes:
+        raise ValueError(f"no numeric column to correlate with '{target}'")
+    return str(max(sizes, key=lambda k: sizes[k]))
 
 
 def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
@@ -197,6 +218,8 @@ def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
         return str(opts["middle"] if abs(skew) <= bound else opts["right"] if skew > 0 else opts["left"])
     if base == "skew_sign":
         return str(opts["positive"] if _statistic(_col(df, cols[0]), "skew", opts) > 0 else opts["negative"])
+    if opts.get("against_strongest"):
+        cols = [cols[0], strongest_correlation(df, cols[0], opts)]
     r, p = _correlation(df, cols, opts, False), _correlation(df, cols, opts, True)
     if base == "direction":
         return str(opts["positive"] if r > 0 else opts["negative"])
@@ -280,7 +303,7 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
     where = opts.get("where")
     for cond in [where] if isinstance(where, dict) else where or []:
         # this request's own group: "mean_fare_class1" is the mean over Pclass == 1
-        df = df[df[cond["column"]] == cond["value"]]
+        df = df[df[cond["column"]].isna() == cond["isna"]] if "isna" in cond else df[df[cond["column"]] == cond["value"]]
         if df.empty:
             raise ValueError(f"no rows with {cond['column']} = {cond['value']}")
     if op in NUMBER_OPS:
@@ -291,13 +314,22 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return len(df)
     if op == "missing":
         return int(df[cols].isna().sum().sum()) if cols else int(df.isna().sum().sum())
+    if op == "has_missing":
+        return str(opts.get("yes", "True") if df[cols].isna().any().any() else opts.get("no", "False"))
     if op == "missing_percent":
         return float(100 * (df[cols].isna().sum().sum() / (len(df) * len(cols)) if cols else df.isna().mean().mean()))
     if op == "most_missing":
         counts = df.isna().sum()
         return ", ".join(str(c) for c in counts[counts == counts.max()].index) if counts.max() > 0 else "none"
     if op == "unique":
-        return int(df[cols[0]].nunique())
+        counts = df[cols[0]].value_counts()
+        return int((counts >= int(opts.get("min_count", 1))).sum())
+    if op == "strongest_corr":
+        return strongest_correlation(df, cols[0], opts)
+    if op == "normality_stat":
+        from scipy import stats
+
+        return float(stats.shapiro(_col(df, cols[0]).dropna()).statistic)
     if op in ("corr", "corr_p"):
         return _correlation(df, cols, opts, op == "corr_p")
     if op in ("slope", "intercept", "r2"):
@@ -350,12 +382,17 @@ def apply_step(df: pd.DataFrame, step: dict[str, Any]) -> pd.DataFrame:
         return df.assign(**{step["name"]: values})
     if kind == "filter":
         col, op, value = step["column"], step["op"], step["value"]
+        if step.get("stat"):  # "a fare greater than the average fare": the statistic of the column as it stands
+            value = _statistic(_col(df, col), step["stat"], {})
         series = df[col]
         if isinstance(value, int | float) and not isinstance(value, bool):
             series = numeric(series)
         keep = {"==": series == value, "!=": series != value, ">": series > value, ">=": series >= value,
                 "<": series < value, "<=": series <= value}[op]
         return df[keep]
+    if kind == "extreme_row":  # the first row with the column's largest (or smallest) value
+        x = _col(df, step["column"])
+        return df.loc[[x.idxmax() if step.get("largest", True) else x.idxmin()]]
     if kind == "drop_outliers":
         x = _col(df, step["column"])
         mask = outlier_mask(x, step.get("method", "iqr"), float(step.get("threshold", 1.5)), int(step.get("ddof", 0)))
@@ -394,13 +431,18 @@ def answer_requests(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """Every request's value under its own slot name (None when it could not be computed)."""
     out: dict[str, Any] = {}
     notes: dict[str, str] = {}
-    frames = {"before": df}
+    frames = {"before": df, "original": df}
+    steps = spec.get("steps") or []
+    # 'original' is the data before the question's cleaning: with its outliers, or else before imputation
+    cleaning = ("drop_outliers",) if any(s["kind"] == "drop_outliers" for s in steps) else ("fillna",)
     try:
         after = df
-        for step in spec.get("steps") or []:
+        for step in steps:
             after = apply_step(after, step)
             if step["kind"] != "drop_outliers":  # 'before' is the data with its outliers
                 frames["before"] = apply_step(frames["before"], step)
+            if step["kind"] not in cleaning:
+                frames["original"] = apply_step(frames["original"], step)
         frames["after"] = after
     except Exception as exc:  # noqa: BLE001 - each part reports the failure in its own slot
         notes["_steps"] = f"{type(exc).__name__}: {exc}"

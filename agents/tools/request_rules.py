@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 _ORDINALS = {"first": "1", "second": "2", "third": "3", "fourth": "4", "fifth": "5", "1st": "1", "2nd": "2", "3rd": "3"}
 
 
-_GROUP_TEST = re.compile(r"t-?test|\bt test|mann.?whitney|anova|analysis of variance|kruskal")
+_TWO_SAMPLE_KS = re.compile(r"two.sample (?:kolmogorov|ks\b)|ks_2samp")
+_GROUP_TEST = re.compile(r"t-?test|\bt test|mann.?whitney|anova|analysis of variance|kruskal|two.sample (?:kolmogorov|ks\b)|"
+                         r"ks_2samp")
 
 
 def _group_test(frame: pd.DataFrame, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
@@ -26,10 +28,12 @@ def _group_test(frame: pd.DataFrame, text: str, infos: list[ColumnInfo], asked: 
     for two-sample tests on a column with more groups, the two groups the question names."""
     low = text.lower()
     test = ("mannwhitney" if re.search(r"mann.?whitney", low) else "anova" if re.search(r"anova|analysis of var", low)
-            else "kruskal" if "kruskal" in low else "welch" if re.search(r"welch|unequal variance", low) else "ttest")
+            else "kruskal" if "kruskal" in low else "ks2" if _TWO_SAMPLE_KS.search(low)
+            else "welch" if re.search(r"welch|unequal variance", low) else "ttest")
     mentioned = [m.column for m in find_columns(text, infos)]
-    groups = sorted((c for c in infos if c.name in mentioned and c.categorical and c.name in frame.columns
-                     and 1 < (c.n_unique or 0) <= 20), key=lambda c: c.n_unique or 0)
+    groups = sorted((c for c in infos if c.categorical and c.name in frame.columns
+                     and (c.name in mentioned or _values_named(frame, c.name, low) >= 2)
+                     and 1 < (c.n_unique or 0) <= 20), key=lambda c: (-_values_named(frame, c.name, low), c.n_unique or 0))
     values = [c for c in asked if not any(g.name == c for g in groups)]
     if not groups or not values:
         return None
@@ -45,9 +49,17 @@ def _group_test(frame: pd.DataFrame, text: str, infos: list[ColumnInfo], asked: 
     return {"test": test, "group": group, "levels": chosen, "columns": [values[0]]}
 
 
+def _values_named(frame: pd.DataFrame, column: str, low: str) -> int:
+    """How many of a column's values the text names as words ("male ... female": both of Sex's)."""
+    words = set(re.findall(r"[a-z0-9]+", low))
+    return sum(str(v).lower() in words for v in frame[column].dropna().unique()[:20] if not str(v).isdigit())
+
+
 def _extreme(slot_text: str, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
     """"Which country has the highest score": the label (a text column the slot names) of the row,
     or of the group when the question averages per label, with the largest or smallest value."""
+    if set(slot_text.split()) & {"count", "number", "num", "total", "sum", "amount"}:
+        return None  # a number slot ("most_missing_station_count") is never answered with a label
     low = text.lower()
     words = set(slot_text.split()) | set(re.findall(r"[a-z]+", low[:300]))
     if words & {"highest", "largest", "most", "maximum", "max", "top", "greatest"}:
@@ -139,7 +151,8 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str],
             return None
         base = "normality"
         return {"base": base, "alpha": level, "yes": yes[0], "no": no[0], **test}
-    if words & {"significant", "significance", "difference"} and _GROUP_TEST.search(context) and group_test:
+    if (words & {"significant", "significance", "difference", "significantly", "different"} and _GROUP_TEST.search(context)
+            and group_test):
         return {"base": "group_test", "alpha": level, "yes": yes[0], "no": no[0], **group_test}
     correlation = "correlat" in context and not re.search(r"t-?test|anova|\bchi\b|chi-?squared?", context)
     if correlation and (words & {"significant", "significance"} or "correlat" in yes[0].lower()):
@@ -170,6 +183,9 @@ def _options(op: str, context: str) -> dict[str, Any]:
                         else "normaltest" if re.search(r"normaltest|d'agostino", context) else "shapiro")
     if op == "outlier_count":
         opts.update(_outlier_rule(context))
+    least = re.search(r"at least (\d+) (?:times|observations|occurrences|records|rows|entries)", context)
+    if op == "unique" and least:  # "unique species that appear at least 5 times"
+        opts["min_count"] = int(least.group(1))
     return opts
 
 
@@ -218,12 +234,28 @@ def _special_op(slot_text: str, about: str) -> str | None:
     missing values ("max_missing_values[column_name]")."""
     words = set(slot_text.split())
     low = about.lower()
+    if "shapiro" in words and words & {"w", "statistic", "stat"}:
+        return "normality_stat"
     if words & {"outlier", "outliers"} and not words & {"list", "ids", "id", "values", "range", "names", "index"}:
         if re.search(r"\b(?:integers?|counts?|number of)\b", low):
             return "outlier_count"
     if words & {"missing", "null", "nan", "na"}:
+        if words & {"has", "any", "contains", "have"}:
+            return "has_missing"
         if words & {"percentage", "percent", "proportion", "pct"}:
             return "missing_percent"
         if words & {"column", "name"} or re.search(r"\bname of the column\b|\bcolumn name\b", low):
             return "most_missing"
     return None
+
+
+def _strongest(slot_text: str, context: str, asked: list[str]) -> list[str] | None:
+    """"Which variable has the strongest correlation with the happiness score": the column the
+    question correlates every other numeric column with (returned as the request's one column)."""
+    words = set(slot_text.split())
+    if not (words & {"strongest", "highest", "most", "largest"} and words & {"variable", "feature", "column",
+                                                                               "factor", "predictor", "name"}):
+        return None
+    if "correlat" not in context or not asked:
+        return None
+    return asked[:1]

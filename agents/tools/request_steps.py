@@ -8,11 +8,15 @@ and columns transformed in place ("apply a natural log transformation to horsepo
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agents.tools.request_rules import _numeric, _outlier_rule
 from agents.tools.slots import ColumnInfo, find_columns
 
-__all__ = ["derive_steps", "fill_steps"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["derive_steps", "drop_step", "fill_steps", "with_durations"]
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n")
 _NEW = re.compile(r"\bnew (?:feature|column|variable)|\bcreate\b|\bgenerate\b|"
@@ -111,3 +115,37 @@ def fill_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
                 steps += [{"kind": "fillna", "column": c.name, "how": how.group(1)} for c in infos if c.numeric]
             start = how.end()
     return steps
+
+
+def with_durations(infos: list[ColumnInfo], frame: pd.DataFrame) -> list[ColumnInfo]:
+    """Columns of "HH:MM:SS" durations, or of estimates with their interval ("630308[495000-801000]"),
+    count as numbers here (``request_ops.numeric`` reads seconds, or the estimate)."""
+    out = []
+    for info in infos:
+        if not info.numeric and info.name in frame.columns:
+            text = frame[info.name].dropna().astype(str).str.strip().head(500)
+            clock = text.str.fullmatch(r"\d{1,3}:\d{2}:\d{2}(?:\.\d+)?")
+            interval = text.str.fullmatch(r"-?[\d,.]+(?:\s*\[[^\]]*\])?")  # "630308[495000-801000]"
+            if len(text) and (clock.mean() >= 0.95 or (interval.mean() >= 0.95 and text.str.contains("[", regex=False).any())):
+                info = info.model_copy(update={"numeric_text": True})
+        out.append(info)
+    return out
+
+
+def drop_step(text: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
+    """Removing a column's outliers, when the question says so ("remove the outliers of X"; not "do not remove")."""
+    low = text.lower()
+    match = re.search(r"\b(?:remov\w*|exclud\w*|drop\w*|filter\w* out|eliminat\w*)\b[^.\n]*\boutliers?\b|"
+                      r"\boutliers?\b[^.\n]*\b(?:remov\w*|exclud\w*|drop\w*|eliminat\w*)\b", low)
+    if not match:
+        return None
+    sentence_start = max(low.rfind(".", 0, match.start()), low.rfind("\n", 0, match.start())) + 1
+    if re.search(r"\b(?:not|n't|never|without|no need to)\b[^.\n]*$", low[sentence_start : match.start() + 12]):
+        return None  # "do not remove any outliers"
+    cols = [m.column for m in find_columns(text[match.start() : match.end() + 80], infos) if _numeric(m.column, infos)]
+    cols += [m.column for m in find_columns(text[sentence_start : match.end()], infos) if _numeric(m.column, infos)]
+    if not cols:
+        cols = [m.column for m in find_columns(text, infos) if _numeric(m.column, infos)]
+    if not cols:
+        return None
+    return {"kind": "drop_outliers", "column": cols[0], **_outlier_rule(low)}

@@ -27,18 +27,19 @@ from agents.tools.request_ml import model_request
 from agents.tools.request_rules import (
     _GROUP_TEST,
     _ORDINALS,
+    _TWO_SAMPLE_KS,
     _extreme,
     _group_test,
     _norm,
     _numeric,
     _options,
     _outlier_list,
-    _outlier_rule,
     _quoted_options,
     _special_op,
+    _strongest,
     _verdict,
 )
-from agents.tools.request_steps import derive_steps, fill_steps
+from agents.tools.request_steps import derive_steps, drop_step, fill_steps, with_durations
 from agents.tools.slots import ColumnInfo, as_column_infos, find_columns
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ _OPS: tuple[tuple[str, str], ...] = (
 )
 
 
+_SUMMARIES = frozenset({"mean", "median", "std", "var", "skew", "kurtosis"})
 _VERDICT_WORDS = frozenset("relationship relation type status significance significant correlation correlated "
                            "normality normal is distribution direction strength decision result".split())
 _TRANSFORMED = frozenset("transformed normalized normalised scaled standardized standardised log logged encoded "
@@ -91,7 +93,8 @@ class Request(BaseModel):
     columns: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
     decimals: int | None = None
-    stage: str = Field("after", description="'after' the question's outlier removal, or 'before' it")
+    stage: str = Field("after", description="'after' the question's data steps, 'before' its outlier removal, or "
+                       "'original': before its cleaning (the outlier removal, or else the imputation)")
     reason: str | None = Field(None, description="why an unknown request cannot be computed")
 
 
@@ -163,7 +166,7 @@ _GENERIC = frozenset(
     "pval r outlier outliers missing null nan na unique distinct rows row entries records of the in for and a an new "
     "after before original with without clean cleaned removed removal within one data dataset overall all slope "
     "intercept squared r2 rsquared calculated computed test statistic stat result by per norm normality shapiro wilk range "
-    "percentage percent column "
+    "percentage percent column w pre post has "
     "ks pearson spearman kendall significance level".split()
 )
 
@@ -222,7 +225,7 @@ def _correlation_op(slot_text: str, context: str) -> str | None:
     if set(slot_text.split()) & _TEXT_WORDS:
         return None
     if re.search(r"\bp ?val(?:ue)?\b|\bpvalue\b", slot_text):
-        if re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context):
+        if re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context) and not _TWO_SAMPLE_KS.search(context):
             return "normality_p"
         if "correlat" in context and not re.search(r"t-?test|anova|\bchi\b|chi-?squared?|\bmann\b", context):
             return "corr_p"
@@ -234,28 +237,10 @@ def _correlation_op(slot_text: str, context: str) -> str | None:
     return None
 
 
-def _drop_step(text: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
-    low = text.lower()
-    match = re.search(r"\b(?:remov\w*|exclud\w*|drop\w*|filter\w* out|eliminat\w*)\b[^.\n]*\boutliers?\b|"
-                      r"\boutliers?\b[^.\n]*\b(?:remov\w*|exclud\w*|drop\w*|eliminat\w*)\b", low)
-    if not match:
-        return None
-    sentence_start = max(low.rfind(".", 0, match.start()), low.rfind("\n", 0, match.start())) + 1
-    if re.search(r"\b(?:not|n't|never|without|no need to)\b[^.\n]*$", low[sentence_start : match.start() + 12]):
-        return None  # "do not remove any outliers"
-    cols = [m.column for m in find_columns(text[match.start() : match.end() + 80], infos) if _numeric(m.column, infos)]
-    cols += [m.column for m in find_columns(text[sentence_start : match.end()], infos) if _numeric(m.column, infos)]
-    if not cols:
-        cols = [m.column for m in find_columns(text, infos) if _numeric(m.column, infos)]
-    if not cols:
-        return None
-    return {"kind": "drop_outliers", "column": cols[0], **_outlier_rule(low)}
-
-
 def _stage(slot_text: str, op: str) -> str:
-    if re.search(r"\b(?:original|before|with outliers|raw|initial|old)\b", slot_text):
-        return "before"
-    if re.search(r"\b(?:new|after|without|clean|cleaned|removed|filtered|updated)\b", slot_text):
+    if re.search(r"\b(?:original|before|with outliers|raw|initial|old|pre)\b", slot_text):
+        return "original"
+    if re.search(r"\b(?:new|after|without|clean|cleaned|removed|filtered|updated|post)\b", slot_text):
         return "after"
     return "before" if op == "outlier_count" else "after"
 
@@ -268,13 +253,21 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
     body, constraints, fmt = _sections(question)
     context_raw = f"{body}\n{constraints}"
     context = context_raw.lower()
-    infos = as_column_infos(frame)
+    infos = with_durations(as_column_infos(frame), frame)
     steps: list[dict[str, Any]] = fill_steps(context_raw, infos) + derive_steps(context_raw, infos)
     infos = infos + [ColumnInfo(name=s["name"], dtype="float64", n_unique=1000) for s in steps if s["kind"] == "derive"]
-    drop = _drop_step(context_raw, infos)
+    drop = drop_step(context_raw, infos)
     if drop:
         steps.append(drop)
     asked = [m.column for m in find_columns(context_raw, infos) if _numeric(m.column, infos)]
+    quoted = [q for q in re.findall(r"[\"'`]([^\"'`]{1,60})[\"'`]", context_raw) if _numeric(q, infos)]  # exact names
+    summarised = [m.column for sentence in re.split(r"(?<=[.!?])\s+|\n", context_raw)  # "calculate the mean of X"
+                  if re.search(r"\b(?:mean|median|standard deviation|skewness|kurtosis|variance)\b", sentence, re.I)
+                  and not re.search(r"\bfill|\breplac|\bimput(?:e|ed|ing)\b|imputation method|missing", sentence, re.I)
+                  for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
+    summarised = [q for m in re.finditer(r"\b(?:mean|median|standard deviation|skewness|kurtosis)\b", context_raw, re.I)
+                  for q in re.findall(r"['\"`]([^'\"`]{1,60})['\"`]", context_raw[m.end() : m.end() + 60])
+                  if _numeric(q, infos)] + summarised  # "the mean of the column 'No. of cases'"
     paired = _correlated(context_raw, infos)
     mentioned = [m.column for m in find_columns(context_raw, infos) if m.column in frame.columns]
     default_decimals = _decimals(fmt) if _decimals(fmt) is not None else _decimals(f"{constraints}\n{body}")
@@ -285,20 +278,29 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
     for name, placeholder, about in slots:
         slot_text = _words(f"{name} {placeholder}")
         decimals = _decimals(about) if _decimals(about) is not None else default_decimals
+        if re.search(rf"(?:{re.escape(name)}|{re.escape(placeholder)})[\"'`]?\s+is\s+an?\s+"
+                                          r"(?:positive\s+|non-negative\s+)?(?:integer|whole number)\b", about):
+            decimals = 0  # "mean_value is a positive integer"
+        if placeholder.strip().lower() in ("integer", "int", "an integer", "whole number"):
+            decimals = 0  # "@total_calls[integer]"
         model = model_request(slot_text, about, context_raw, infos)
         if model is not None:
             requests.append(Request(slot=name, op="model", columns=[model["target"], *model["features"]],
                                     options=model, decimals=decimals))
             continue
-        own = _own_columns(name, infos)
+        own = [next((q for q in quoted if q != c and _norm(q).startswith(_norm(c))), c) for c in _own_columns(name, infos)]
         named = {w for c in own for w in re.findall(r"[a-z]+|\d+", _words(c))} & _TEXT_WORDS  # "importance.score"
         op_text = " ".join(w for w in slot_text.split() if w not in named)
+        if re.search(r"\b(?:mean|median|average|std|sum)\b", op_text):  # "mean_with_tree_null": null is a group
+            op_text = " ".join(w for w in op_text.split() if w not in ("null", "notnull", "nonnull", "notna"))
         op = _special_op(op_text, about) or _correlation_op(op_text, context) or _op(op_text)
         own_string = rf"(?:{re.escape(name)}|{re.escape(placeholder)})[\"'`]?\s+is a string\b"
         if op is not None and re.search(own_string, about) and len(_quoted_options(about)) >= 2:
             op = None  # the format says this part is one of its listed words, not a number
         if op is None and len(slots) == 1:
             op = _correlation_op(_words(about), context) or _op(_words(about))
+        if op in (None, "rows") and own and "total" in op_text.split():
+            op = "sum"  # "total_abandoned_calls": the sum of the column the slot names, not a row count
         if op is not None and set(slot_text.split()) & _TRANSFORMED and not any(st["kind"] == "derive" for st in steps):
             requests.append(Request(slot=name, op="unknown", reason="a transformed column this parser does not build"))
             continue
@@ -307,6 +309,10 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             drop = next((st["column"] for st in steps if st["kind"] == "drop_outliers"), None)
             columns = listed.pop("columns") if drop is None else [drop]
             requests.append(Request(slot=name, op="outlier_list", columns=columns, options=listed, stage="before"))
+            continue
+        strongest = _strongest(slot_text, context, asked) if op is None else None
+        if strongest is not None:
+            requests.append(Request(slot=name, op="strongest_corr", columns=strongest, options=_options("corr", context)))
             continue
         extreme = _extreme(slot_text, body + "\n" + constraints, infos, asked) if op is None else None
         if extreme is not None:
@@ -320,6 +326,8 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
                 cols = verdict.pop("columns")
             else:
                 cols = _columns_for("mean" if single else "corr", own, asked if single else (paired or asked), steps)
+                if cols is None and verdict["base"] == "direction":  # the sign of the strongest correlation
+                    cols = next((r.columns for r in requests if r.op == "strongest_corr"), None)
             if cols is not None:
                 rest = [w for w in _leftover(name, cols, set()) if w not in _VERDICT_WORDS]
                 group = group_conditions(rest, frame, infos, set(cols)) if rest else None
@@ -338,13 +346,14 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
                 continue
             requests.append(Request(slot=name, op=op, columns=test.pop("columns"), options=test, decimals=decimals))
             continue
-        if op in ("missing", "unique", "missing_percent"):
+        if op in ("missing", "unique", "missing_percent", "has_missing"):
             cue = r"\b(?:unique|distinct)\b" if op == "unique" else r"\b(?:missing|null|nan|na|empty)\b"
             near = [c for sentence in re.split(r"(?<=[.!?])\s+|\n", context_raw) if re.search(cue, sentence, re.I)
                     for c in [q for q in re.findall(r"[\"'`]([^\"'`]{1,60})[\"'`]", sentence) if q in frame.columns]
                     + [m.column for m in find_columns(sentence, infos) if m.column in frame.columns]]
             own = [m.column for m in find_columns(_words(name), infos)] or near[:1] or own
-        cols = _columns_for(op, own, (paired or asked) if op in ("corr", "corr_p") and len(own) < 2 else asked, steps,
+        pool = list(dict.fromkeys(summarised + asked)) if op in _SUMMARIES and summarised else asked
+        cols = _columns_for(op, own, (paired or asked) if op in ("corr", "corr_p") and len(own) < 2 else pool, steps,
                             mentioned)
         if cols is None:
             requests.append(Request(slot=name, op="unknown", reason=f"no column named for this {op}"))
@@ -360,9 +369,14 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             options["where"] = group
         requests.append(Request(slot=name, op=op, columns=cols, options=options, decimals=decimals,
                                 stage=_stage(slot_text, op)))
+    target = next((r.columns for r in requests if r.op == "strongest_corr"), None)
+    for r in requests:  # "is that correlation positive or negative": the strongest pair's sign
+        if target and r.op == "verdict" and r.options.get("base") == "direction":
+            r.columns, r.options["against_strongest"] = target, True
     if not any(r.op == "model" for r in requests):
         used = {c for r in requests for c in r.columns} | {c for s in steps for c in s.get("columns", [s.get("column")])}
         used |= {w["column"] for r in requests for w in _conditions(r.options.get("where"))}
+        used |= {r.options["group"] for r in requests if isinstance(r.options.get("group"), str)}  # a test's groups
         filters = stated_filters(context_raw, frame, {c for c in used if c})
         cut = next((i for i, s in enumerate(steps) if s["kind"] == "drop_outliers"), len(steps))
         steps = steps[:cut] + filters + steps[cut:]
@@ -428,7 +442,7 @@ def _columns_for(op: str, own: list[str], asked: list[str], steps: list[dict[str
     derived = [s["name"] for s in steps if s["kind"] == "derive"]
     if op == "rows":
         return own
-    if op in ("missing", "unique", "missing_percent"):
+    if op in ("missing", "unique", "missing_percent", "has_missing"):
         return own[:1] or anything[:1]
     if op == "most_missing":
         return []

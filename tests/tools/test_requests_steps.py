@@ -90,3 +90,39 @@ def test_an_unread_group_word_is_not_computed(frame: pd.DataFrame) -> None:
     q = "What is the mean age of wizards?\nFormat: @mean_age_wizards[m] @mean_age_muggles[n]"
     got = _answers(q, frame)
     assert got["mean_age_wizards"] is None and got["mean_age_muggles"] is None
+
+
+def test_pre_and_post_imputation_and_the_column_the_statistics_sentence_names() -> None:
+    frame = pd.DataFrame({"passes": [1.0, None, 3.0, None, 5.0], "trips": [2.0, None, 4.0, 8.0, 16.0]})
+    q = ("Fill the missing values in the passes and trips columns with the mean. Then analyze the trips "
+         "before and after the imputation.\nConstraints: Then, calculate the mean and standard deviation for the "
+         "trips column before and after imputation.\nFormat: @pre_mean[a] @pre_sd[b] @post_mean[c] @post_sd[d] "
+         "rounded to two decimal places.")
+    got = _answers(q, frame)
+    filled = frame.trips.fillna(frame.trips.mean())
+    assert got["pre_mean"] == f"{frame.trips.mean():.2f}" and got["pre_sd"] == f"{frame.trips.std():.2f}"
+    assert got["post_mean"] == f"{filled.mean():.2f}" and got["post_sd"] == f"{filled.std():.2f}"
+
+
+def test_estimates_with_intervals_a_quoted_column_and_an_integer_mean() -> None:
+    frame = pd.DataFrame({"Year": [2017, 2017, 2018, 2018],
+                          "No. of cases": ["630308[495000-801000]", "0", "4615605[3106000-6661000]", "12"],
+                          "No. of deaths": ["298[110-510]", "0", "13316[9970-16600]", "1"]})
+    q = ("What is the mean number of cases?\nConstraints: Calculate the mean of the column 'No. of cases'. Then the "
+         "Pearson correlation between the number of cases and deaths.\nFormat: @mean_cases[mean_value] "
+         "@correlation_coefficient[r] where \"mean_value\" is a positive integer and \"r\" is rounded to two decimals.")
+    got = _answers(q, frame)
+    cases, deaths = pd.Series([630308, 0, 4615605, 12.0]), pd.Series([298, 0, 13316, 1.0])
+    assert got["mean_cases"] == f"{cases.mean():.0f}"
+    assert got["correlation_coefficient"] == f"{cases.corr(deaths):.2f}"
+
+
+def test_rows_where_a_column_is_not_null_and_whether_a_column_has_missing_values() -> None:
+    frame = pd.DataFrame({"tree": ["(a,b)", None, "(c,d)", None, "(e,f)"], "nsnps": [10.0, 2.0, 30.0, 4.0, 50.0],
+                          "score": [1.0, None, 3.0, 4.0, 5.0]})
+    q = ("What is the mean nsnps for rows where the tree is not null? Does the score have missing values?\n"
+         "Format: @mean_with_tree_notnull[mean] @has_nan_values_in_score[boolean] where \"mean\" is rounded to two "
+         "decimal places and \"boolean\" is True or False.")
+    got = _answers(q, frame)
+    assert got["mean_with_tree_notnull"] == "30.00"
+    assert got["has_nan_values_in_score"] == "True"

@@ -91,3 +91,74 @@ def test_missing_share_the_column_with_most_missing_and_a_column_named_score() -
     assert got["missing_percentage"] == "50.00"
     assert got["max_missing_column"] == "alpha"
     assert got["quality_score_mean"] == "3.00"
+
+
+def test_a_column_compared_with_its_own_average_and_a_quoted_value_next_to_its_column() -> None:
+    frame = pd.DataFrame({"Fare": [5.0, 10.0, 30.0, 40.0, 50.0, 60.0], "Age": [20.0, 30.0, 40.0, 50.0, 60.0, 70.0],
+                          "Category": ["Gold", "Gold", "Gold", "Silver", "Gold", "Silver"]})
+    q = ("Calculate the median age of passengers in the 'Gold' category who paid a fare greater than the average "
+         "fare.\nConstraints: the fare must be greater than the average fare of all passengers.\n"
+         "Format: @median_age[m] rounded to one decimal place.")
+    got = _answers(q, frame)
+    keep = (frame.Category == "Gold") & (frame.Fare > frame.Fare.mean())
+    assert got["median_age"] == f"{frame.Age[keep].median():.1f}"
+
+
+def test_durations_are_read_as_seconds() -> None:
+    frame = pd.DataFrame({"wait time": ["00:00:10", "00:01:00", "00:00:30", "00:02:00"], "agents": [1, 3, 2, 5]})
+    q = ("What is the mean wait time in seconds?\nConstraints: convert the wait time from HH:MM:SS to seconds.\n"
+         "Format: @mean_wait_time[m] rounded to one decimal place.")
+    assert _answers(q, frame)["mean_wait_time"] == "55.0"  # (10 + 60 + 30 + 120) / 4
+
+
+def test_shapiro_statistic_and_values_seen_at_least_k_times(frame: pd.DataFrame) -> None:
+    species = pd.DataFrame({"species": ["a"] * 5 + ["b"] * 4 + ["c"] * 6, "height": np.arange(15.0) ** 1.5})
+    q = ("How many unique species are there, where each species has at least 5 observations? And the Shapiro-Wilk "
+         "statistic of the height?\nFormat: @unique_species_count[n] @shapiro_w[w] rounded to four decimal places.")
+    got = _answers(q, species)
+    assert got["unique_species_count"] == "2"
+    assert got["shapiro_w"] == f"{stats.shapiro(species.height).statistic:.4f}"
+
+
+def test_an_ordinal_before_a_column_filters_on_that_number() -> None:
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"Pclass": rng.integers(1, 4, 90), "Age": rng.normal(30, 8, 90), "Fare": rng.gamma(2, 9, 90)})
+    q = ("Calculate the Pearson correlation coefficient between the age and fare variables for passengers in first "
+         "class.\nFormat: @correlation_coefficient[r] rounded to three decimal places.")
+    first = frame[frame.Pclass == 1]
+    assert _answers(q, frame)["correlation_coefficient"] == f"{first.Age.corr(first.Fare):.3f}"
+
+
+def test_the_variable_most_correlated_with_a_target_and_its_sign() -> None:
+    rng = np.random.default_rng(9)
+    score = rng.normal(5, 1, 120)
+    frame = pd.DataFrame({"Country": [f"c{i}" for i in range(120)], "Score": score,
+                          "Rank": -3 * score + rng.normal(0, 0.5, 120), "GDP": score + rng.normal(0, 2, 120),
+                          "Noise": rng.normal(0, 1, 120)})
+    q = ("Which variable has the strongest correlation with the score? Is it positive or negative?\nConstraints: "
+         "Pearson correlation between the score and every other numerical variable.\nFormat: "
+         "@strongest_correlation_variable[variable_name] @correlation_type[positive/negative]")
+    got = _answers(q, frame)
+    assert got["strongest_correlation_variable"] == "Rank"
+    assert got["correlation_type"] == "negative"
+
+
+def test_a_total_of_a_named_column_and_the_value_at_the_row_with_the_highest_category() -> None:
+    frame = pd.DataFrame({"storm": ["a", "b", "c", "d"], "category": [3, 5, 5, 1], "wind": [150.0, 120.0, 170.0, 90.0],
+                          "calls abandoned": [1, 0, 4, 2]})
+    q = ("What is the maximum wind speed recorded during the storm with the highest category?\nConstraints: if storms "
+         "tie, the first one in the data counts.\nFormat: @max_wind_speed[w] where \"w\" is rounded to two decimals.")
+    assert _answers(q, frame)["max_wind_speed"] == "120.00"
+    q = ("Find the total number of calls abandoned.\nConstraints: use the sum of the column.\n"
+         "Format: @total_calls_abandoned[integer]")
+    assert _answers(q, frame)["total_calls_abandoned"] == "7"
+
+
+def test_a_two_sample_ks_test_between_groups_named_by_their_values(frame: pd.DataFrame) -> None:
+    q = ("Is the distribution of ages among the male passengers who did not survive significantly different from "
+         "that of the female passengers who did not survive?\nConstraints: Perform a two-sample Kolmogorov-Smirnov "
+         "test with a significance level (alpha) of 0.05.\nFormat: @is_significantly_different[answer] where "
+         "\"answer\" is \"True\" or \"False\".")
+    dead = frame[frame.Survived == 0]
+    p = stats.ks_2samp(dead.Age[dead.Sex == "male"], dead.Age[dead.Sex == "female"]).pvalue
+    assert _answers(q, frame)["is_significantly_different"] == ("True" if p < 0.05 else "False")
