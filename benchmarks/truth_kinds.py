@@ -5,7 +5,8 @@ reproduces one way real data goes wrong for a causal tool: an experiment with no
 for, wide semi-synthetic covariates with one-hot site dummies, a continuous treatment with an
 instrument, confounding through a square and an interaction, messy numbers, a null effect with a
 collider, poor overlap, plain linear confounding at 10,000 rows, an outcome that is a change
-score with both parts present, a DiD panel, a sharp discontinuity, 50+ covariates, and n = 300.
+score with both parts present, a DiD panel, a sharp discontinuity, 50+ covariates, n = 300, and a
+confounder missing for a quarter of the rows.
 Nine more each put one tempting column in the file that must never be a covariate (``TEMPTING``):
 a row index and an id, the outcome's level next to its log, the parts of a total score, a second
 outcome measured later, copies of the treatment, a post-treatment survey in a randomised trial, the
@@ -379,6 +380,21 @@ def did_one_treated(n: int, seed: int) -> Case:
     return Case(frame, -0.5, _args(unit_column="state", time_column="quarter"))
 
 
+def imputed_confounder(n: int, seed: int) -> Case:
+    """Linear confounding (effect 2) by age and income, with income missing for a random quarter of the
+    rows: data repair fills the gaps with the median and a flag, which adjusts for income only where it
+    was measured (an answer on all rows is biased by about 1.5 standard errors; the complete cases are not).
+    """
+    rng = np.random.default_rng([seed, 27])
+    income = rng.normal(size=n)
+    age = rng.normal(size=n)
+    t = rng.binomial(1, _sigmoid(0.5 * income + 0.4 * age))
+    y = 2.0 * t + 0.6 * income + 0.8 * age + rng.normal(size=n)
+    recorded = np.where(rng.random(n) < 0.25, np.nan, income)
+    frame = pd.DataFrame({"age": age.round(3), "income": recorded.round(3), "treated": t, "outcome": y})
+    return Case(frame, 2.0, _args())
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -403,6 +419,7 @@ KINDS: dict[str, Generator] = {
     "rct_post_treatment": rct_post_treatment,
     "survey_score": survey_score,
     "iv_treatment_copy": iv_treatment_copy,
+    "imputed_confounder": imputed_confounder,
     "rct_outcome_report": rct_outcome_report,
     "did_one_treated": did_one_treated,
 }
@@ -443,6 +460,7 @@ DEFAULT_N: dict[str, int] = {
     "rct_post_treatment": 1500,
     "survey_score": 1500,
     "iv_treatment_copy": 2000,
+    "imputed_confounder": 2000,
     "rct_outcome_report": 1500,
     "did_one_treated": 240,
 }

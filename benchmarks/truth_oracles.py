@@ -191,6 +191,11 @@ def did_one_treated(n: int, seed: int) -> Interval:
     return float(perm["estimate"]), float(lo), float(hi)
 
 
+def imputed_confounder(n: int, seed: int) -> Interval:
+    """OLS on age and income among the rows where income was measured (complete cases)."""
+    return _ols(_frame("imputed_confounder", n, seed).dropna(subset=["income"]), "outcome", ["age", "income"])
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -215,6 +220,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct_outcome_report": rct_outcome_report,
     "iv_treatment_copy": iv_treatment_copy,
     "did_one_treated": did_one_treated,
+    "imputed_confounder": imputed_confounder,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

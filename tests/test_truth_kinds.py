@@ -48,6 +48,7 @@ SMALL_N = {
     "survey_score": 600,
     "rct_outcome_report": 600,
     "iv_treatment_copy": 800,
+    "imputed_confounder": 1000,
     "did_one_treated": 240,
 }
 
