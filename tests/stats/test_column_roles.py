@@ -10,6 +10,8 @@ import statsmodels.api as sm
 
 from agents.stats.adjustment import choose_adjustment
 from agents.stats.column_roles import classify_columns, left_out_table
+from agents.stats.designs_iv import iv_2sls
+from agents.stats.iv_controls import iv_treatment_copies
 from agents.stats.randomised_move import randomised_move, says_randomised
 from benchmarks.truth_kinds import KINDS, TEMPTING, make
 
@@ -20,9 +22,15 @@ def _left_out(kind: str, seed: int, n: int = 800) -> tuple[list[str], float, flo
     """The columns the rules leave out, and the OLS effect (95% interval) adjusting for the rest."""
     case = make(kind, seed, n)
     f, t, y = case.frame, case.args["treatment"], case.args["outcome"]
-    cands = [c for c in f.columns if c not in (t, y)]
-    left = [r.column for r in classify_columns(f, t, y, cands) if r.leave_out]
+    z = case.args.get("instrument")
+    cands = [c for c in f.columns if c not in (t, y, z)]
+    left = [r.column for r in classify_columns(f, t, y, cands, instrument=z) if r.leave_out]
     rest = [c for c in cands if c not in left]
+    if z:  # an instrumented treatment: its near-copies go (agents.stats.iv_controls), and 2SLS estimates
+        left += [r.column for r in iv_treatment_copies(f, t, z, rest)]
+        rest = [c for c in rest if c not in left]
+        e = iv_2sls(f[y], f[t], f[z], f[rest], z, t)
+        return left, e.estimate, e.ci[0], e.ci[1]
     move = randomised_move(f, t, y, rest, stated_randomised=says_randomised(case.metadata))
     left += [r.column for r in move.carriers]
     rest = [c for c in rest if c not in left]
