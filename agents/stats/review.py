@@ -21,7 +21,7 @@ from agents.base.state import (
     CritiqueDecision,
     TreatmentEffectResult,
 )
-from agents.stats.review_doubts import design_findings, role_doubts, settled
+from agents.stats.review_doubts import complete_case_settled, design_findings, role_doubts, settled
 from agents.stats.review_inputs import Findings, Review, ReviewInputs, is_naive, primary_estimates
 from agents.stats.review_policy import BALANCE_SMD, OVERLAP_POOR_SHARE, Policy
 from agents.stats.verdict import agreement, degenerate_interval, unrepaired_in_set
@@ -107,6 +107,13 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
         )
         _doubt(acc, head, f"possible confounders left out: {', '.join(left_out)}")
     imputed = _imputed_shares(inp, adjustment)
+    agree = complete_case_settled(cd) & set(imputed)
+    if agree:
+        acc.reasons.append(
+            f"Imputed confounders that do not move the answer: on the rows where {', '.join(sorted(agree))} "
+            "was measured the estimate is within a standard error of the all-rows one."
+        )
+        imputed = {c: s for c, s in imputed.items() if c not in agree}
     if imputed:
         score -= 2
         acc.issues.append(

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from agents.base.state import AnalysisState, CritiqueDecision, TreatmentEffectResult
 from agents.critique import codes_in
@@ -326,6 +327,42 @@ def test_imputed_confounder_is_flagged_and_repairs_are_not_read_as_lost_rows(tmp
     assert fb.scores["identification"] <= 3
     assert any("x1 was missing and imputed for 30% of rows" in i for i in fb.issues)
     assert not any("dropped" in i for i in fb.issues)  # 450 -> 0 missing values is not 100% of rows lost
+
+
+@pytest.mark.parametrize(("without", "settled"), [(2.02, True), (2.5, False)])
+def test_a_complete_case_check_settles_an_imputed_confounder_only_when_it_agrees(
+    tmp_path: Path, without: float, settled: bool
+) -> None:
+    """The estimate on the rows where x1 was measured, within a standard error of the all-rows one,
+    is evidence the imputation does not move the answer; 2.5 against 2.0 (SE 0.1) is not."""
+    frame, _ = linear_confounding(n=1500, seed=2)
+    state = _analysis(frame, tmp_path)
+    state.data_repairs = [
+        {
+            "kind": "repair",
+            "column": "x1",
+            "issue": "missing values",
+            "action": "imputed with the median (0.01)",
+            "n_before": 450,
+            "n_after": 0,
+        },
+    ]
+    cd = dict(state.confounder_discovery or {})
+    cd["complete_case"] = {
+        "x1": {
+            "with": 2.0,
+            "se_with": 0.1,
+            "without": without,
+            "se_without": 0.12,
+            "share_imputed": 0.3,
+            "n_complete": 1050,
+        }
+    }
+    state.confounder_discovery = cd
+    fb = _critique(state, tmp_path)
+    flagged = any("x1 was missing and imputed" in i for i in fb.issues)
+    assert flagged is not settled
+    assert ("do not move the answer" in fb.reasoning) is settled
 
 
 # ---- issue 9: never approve disagreement, degenerate intervals or unrepaired data ----------
