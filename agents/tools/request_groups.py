@@ -177,6 +177,15 @@ def _named_filters(text: str, frame: pd.DataFrame, infos: list[ColumnInfo], used
             steps.append({"kind": "extreme_row", "column": named[0].column,
                           "largest": m.group(2) in ("highest", "largest", "maximum", "greatest")})
             break
+    for pattern, op in ((r"\b((?:1[6-9]|20)\d\d) and (?:beyond|after|later|onwards?|above)\b", ">="),
+                        (r"\bsince ((?:1[6-9]|20)\d\d)\b", ">="), (r"\b(?:after|beyond) ((?:1[6-9]|20)\d\d)\b", ">"),
+                        (r"\bbefore ((?:1[6-9]|20)\d\d)\b", "<")):
+        year = re.search(pattern, low)  # "for the years 2000 and beyond": the one time column holding that year
+        owners = [c for c in infos if year and c.temporal and c.numeric and c.name not in used
+                  and int(year.group(1)) in {_plain(v) for v in frame[c.name].dropna().unique()}]
+        if year and len(owners) == 1:
+            steps.append({"kind": "filter", "column": owners[0].name, "op": op, "value": int(year.group(1))})
+            break
     for phrase, op in _COMPARE:
         for m in re.finditer(rf"\b{phrase}\s+the\s+(average|mean|median)\s+([\w .]{{2,40}})", low):
             before = find_columns(text[max(0, m.start() - 40) : m.start()], infos)

@@ -361,6 +361,12 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         x = _col(df, cols[0]).dropna()
         k = float(opts.get("k", 1.0))
         return int(((x - x.mean()).abs() <= k * x.std(ddof=int(opts.get("ddof", 1)))).sum())
+    if op in ("outlier_min", "outlier_max"):
+        x = _col(df, cols[0]).dropna()
+        outliers = x[outlier_mask(x, opts.get("method", "iqr"), float(opts.get("threshold", 1.5)))]
+        if outliers.empty:
+            raise ValueError("no outliers")
+        return float(outliers.min() if op == "outlier_min" else outliers.max())
     if op == "outlier_count":
         x = _col(df, cols[0]).dropna()
         return int(outlier_mask(x, opts.get("method", "iqr"), float(opts.get("threshold", 1.5))).sum())

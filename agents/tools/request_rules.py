@@ -181,7 +181,7 @@ def _options(op: str, context: str) -> dict[str, Any]:
     if op == "normality_p":
         opts["test"] = ("ks" if re.search(r"kolmogorov|\bks\b", context)
                         else "normaltest" if re.search(r"normaltest|d'agostino", context) else "shapiro")
-    if op == "outlier_count":
+    if op in ("outlier_count", "outlier_min", "outlier_max"):
         opts.update(_outlier_rule(context))
     least = re.search(r"at least (\d+) (?:times|observations|occurrences|records|rows|entries)", context)
     if op == "unique" and least:  # "unique species that appear at least 5 times"
@@ -223,6 +223,8 @@ def _outlier_list(slot_text: str, placeholder: str, about: str, context: str, in
     if label is None:
         label = next((i.name for i in infos if not i.numeric and any(_norm(i.name).startswith(_norm(w)[:6])
                                                                      for w in words if len(w) > 4)), None)
+    if label is None and words & {"id", "ids", "identifiers"}:  # "outlier_ids": the rows' identifier column
+        label = next((i.name for i in infos if _norm(i.name).endswith("id") and i.name not in values), None)
     sep = "," if re.search(r"\w,\w", placeholder) else ", "
     return {"label": label, "separator": sep, "sort": bool(re.search(r"ascending|sorted", about, re.I)),
             "columns": values[:1], **_outlier_rule(context)}
@@ -236,6 +238,11 @@ def _special_op(slot_text: str, about: str) -> str | None:
     low = about.lower()
     if "shapiro" in words and words & {"w", "statistic", "stat"}:
         return "normality_stat"
+    if words & {"outlier", "outliers"} and "range" in words:  # "outlier_range_low": the smallest outlier
+        if words & {"low", "lowest", "min", "minimum", "lower"}:
+            return "outlier_min"
+        if words & {"high", "highest", "max", "maximum", "upper"}:
+            return "outlier_max"
     if words & {"outlier", "outliers"} and not words & {"list", "ids", "id", "values", "range", "names", "index"}:
         if re.search(r"\b(?:integers?|counts?|number of)\b", low):
             return "outlier_count"
@@ -259,3 +266,40 @@ def _strongest(slot_text: str, context: str, asked: list[str]) -> list[str] | No
     if "correlat" not in context or not asked:
         return None
     return asked[:1]
+
+
+def _correlated(text: str, infos: list[ColumnInfo]) -> list[str]:
+    """The two columns of the first sentence that correlates two named columns."""
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+        if re.search(r"correlat|relat|associat", sentence, re.I):
+            between = re.search(r"\bbetween\b(.*)", sentence, re.I)  # "adding A and B, then correlate C and D"
+            cols = [m.column for m in find_columns(between.group(1), infos) if _numeric(m.column, infos)] if between else []
+            if len(cols) >= 2:
+                return cols[:2]
+            cols = [m.column for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
+            if len(cols) >= 2:
+                return cols[:2]
+    return []
+
+
+def _columns_for(op: str, own: list[str], asked: list[str], steps: list[dict[str, Any]],
+                 anything: list[str] | None = None) -> list[str] | None:
+    """The request's columns: its own, then those the question names (``anything``: of any type)."""
+    anything = anything or []
+    derived = [s["name"] for s in steps if s["kind"] == "derive"]
+    if op == "rows":
+        return own
+    if op == "has_missing":  # only the column the slot names: "has_nan_values_in_new_feature" of no other
+        return own[:1] or None
+    if op in ("missing", "unique", "missing_percent"):
+        return own[:1] or anything[:1]
+    if op == "most_missing":
+        return []
+    pool = list(dict.fromkeys(own + asked + derived))
+    if op in ("corr", "corr_p", "slope", "intercept", "r2"):
+        return pool[:2] if len(pool) >= 2 else None
+    if own:
+        return own[:1]
+    drop = next((s["column"] for s in steps if s["kind"] == "drop_outliers"), None)
+    first = derived[:1] or ([drop] if drop else []) or asked[:1]
+    return first or None

@@ -28,6 +28,8 @@ from agents.tools.request_rules import (
     _GROUP_TEST,
     _ORDINALS,
     _TWO_SAMPLE_KS,
+    _columns_for,
+    _correlated,
     _extreme,
     _group_test,
     _norm,
@@ -242,7 +244,7 @@ def _stage(slot_text: str, op: str) -> str:
         return "original"
     if re.search(r"\b(?:new|after|without|clean|cleaned|removed|filtered|updated|post)\b", slot_text):
         return "after"
-    return "before" if op == "outlier_count" else "after"
+    return "before" if op in ("outlier_count", "outlier_min", "outlier_max") else "after"
 
 
 def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
@@ -304,7 +306,7 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         if op is not None and set(slot_text.split()) & _TRANSFORMED and not any(st["kind"] == "derive" for st in steps):
             requests.append(Request(slot=name, op="unknown", reason="a transformed column this parser does not build"))
             continue
-        listed = _outlier_list(slot_text, placeholder, about, context, infos, asked) if op is None else None
+        listed = _outlier_list(slot_text, placeholder, f"{about} {fmt}", context, infos, asked) if op is None else None
         if listed is not None:
             drop = next((st["column"] for st in steps if st["kind"] == "drop_outliers"), None)
             columns = listed.pop("columns") if drop is None else [drop]
@@ -359,7 +361,8 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             requests.append(Request(slot=name, op="unknown", reason=f"no column named for this {op}"))
             continue
         options = _options(op, context)
-        chosen = _qualified(name, op, cols, own, asked, shared, frame, infos)
+        bare = re.sub(r"(?i)(low|lowest|lower|high|highest|upper)", "", name) if op in ("outlier_min", "outlier_max") else name
+        chosen = _qualified(bare, op, cols, own, asked, shared, frame, infos)  # the end of the outliers' range is read
         if chosen is None:
             left = " ".join(_leftover(name, cols, shared))
             requests.append(Request(slot=name, op="unknown", reason=f"'{left}' in this part is not read"))
@@ -419,41 +422,6 @@ def _qualified(name: str, op: str, cols: list[str], own: list[str], asked: list[
         if group is not None and group["column"] not in option:
             return option, group
     return None
-
-
-def _correlated(text: str, infos: list[ColumnInfo]) -> list[str]:
-    """The two columns of the first sentence that correlates two named columns."""
-    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
-        if re.search(r"correlat|relat|associat", sentence, re.I):
-            between = re.search(r"\bbetween\b(.*)", sentence, re.I)  # "adding A and B, then correlate C and D"
-            cols = [m.column for m in find_columns(between.group(1), infos) if _numeric(m.column, infos)] if between else []
-            if len(cols) >= 2:
-                return cols[:2]
-            cols = [m.column for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
-            if len(cols) >= 2:
-                return cols[:2]
-    return []
-
-
-def _columns_for(op: str, own: list[str], asked: list[str], steps: list[dict[str, Any]],
-                 anything: list[str] | None = None) -> list[str] | None:
-    """The request's columns: its own, then those the question names (``anything``: of any type)."""
-    anything = anything or []
-    derived = [s["name"] for s in steps if s["kind"] == "derive"]
-    if op == "rows":
-        return own
-    if op in ("missing", "unique", "missing_percent", "has_missing"):
-        return own[:1] or anything[:1]
-    if op == "most_missing":
-        return []
-    pool = list(dict.fromkeys(own + asked + derived))
-    if op in ("corr", "corr_p", "slope", "intercept", "r2"):
-        return pool[:2] if len(pool) >= 2 else None
-    if own:
-        return own[:1]
-    drop = next((s["column"] for s in steps if s["kind"] == "drop_outliers"), None)
-    first = derived[:1] or ([drop] if drop else []) or asked[:1]
-    return first or None
 
 
 def request_code(spec: RequestSpec) -> str:

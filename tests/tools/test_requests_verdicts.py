@@ -162,3 +162,23 @@ def test_a_two_sample_ks_test_between_groups_named_by_their_values(frame: pd.Dat
     dead = frame[frame.Survived == 0]
     p = stats.ks_2samp(dead.Age[dead.Sex == "male"], dead.Age[dead.Sex == "female"]).pvalue
     assert _answers(q, frame)["is_significantly_different"] == ("True" if p < 0.05 else "False")
+
+
+def test_the_outliers_range_their_ids_and_a_year_filter() -> None:
+    frame = pd.DataFrame({"PassengerId": range(901, 913), "Year": range(1995, 2007),
+                          "Fare": [7.0, 8.0, 9.0, 8.5, 7.5, 300.0, 8.2, 9.1, 7.7, 250.0, 8.8, 1.0]})
+    q = ("Are there any outliers in the fare? How many, what is their range, which passengers?\nConstraints: use the "
+         "IQR method with 1.5 IQR.\nFormat: @outlier_count[n] @outlier_range_low[a] @outlier_range_high[b] "
+         "@outlier_ids[id1, id2, ...] where \"a\" and \"b\" are rounded to 2 decimal places and \"id1, id2, ...\" are "
+         "the \"PassengerId\"s of the outliers, sorted in ascending order.")
+    got = _answers(q, frame)
+    assert (got["outlier_count"], got["outlier_range_low"], got["outlier_range_high"]) == ("3", "1.00", "300.00")
+    assert got["outlier_ids"] == "906, 910, 912"
+    q = "What is the mean fare for the years 2000 and beyond?\nFormat: @mean_fare[m] rounded to two decimal places."
+    assert _answers(q, frame)["mean_fare"] == f"{frame.Fare[frame.Year >= 2000].mean():.2f}"
+
+
+def test_whether_an_unbuilt_column_has_missing_values_is_not_computed(frame: pd.DataFrame) -> None:
+    q = ("Create a new feature from the fare on a logarithmic scale.\nFormat: @has_nan_values_in_new_feature[boolean] "
+         "where \"boolean\" is True or False.")
+    assert _answers(q, frame)["has_nan_values_in_new_feature"] is None
