@@ -93,7 +93,7 @@ def step_key(node: AgentNode, round_: int | None = None) -> str:
 
 
 class _StopRun(Exception):
-    """A loop's ``on_exhausted`` step ran: the run ends there, completed (001's error node)."""
+    """A loop's ``on_exhausted`` step ran: the run ends there, completed (the ask recipe's error reporter)."""
 
 
 class _AgentFailed(Exception):

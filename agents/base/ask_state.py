@@ -72,7 +72,7 @@ class ChatMessage(_Model):
 
 
 class AskPlan(_Model):
-    """What the planner decided (001's plan, plus how the question maps to the tools)."""
+    """What the planner decided: whether code, evaluation and explanation are needed, and how the question maps to the tools."""
 
     needs_code: bool = True
     needs_evaluation: bool = False
@@ -108,7 +108,7 @@ class ExecutionRecord(_Model):
 
 
 class FailedAttempt(_Model):
-    """One failed round of the code loop (001's failed_attempts entry)."""
+    """One failed round of the code loop: the code, its error, and when."""
 
     attempt: int
     code: str
@@ -116,7 +116,7 @@ class FailedAttempt(_Model):
 
 
 class FinalOutput(_Model):
-    """The answer package (seed 002's FinalOutput); ``answer.json`` holds it."""
+    """The answer package: answer, confidence, output type, result, figure, code and caveats; ``answer.json`` holds it."""
 
     answer: str
     confidence: float = Field(0.5, ge=0.0, le=1.0)
@@ -131,7 +131,7 @@ class FinalOutput(_Model):
 
 
 class RuntimeTransition(_Model):
-    """One state change of the ReAct runtime (seed 003); a rejected one carries ``invalid_state``."""
+    """One state change of the ReAct runtime; a rejected one carries ``invalid_state``."""
 
     step: int
     source: str
@@ -142,7 +142,7 @@ class RuntimeTransition(_Model):
 
 
 class ArtifactRecord(_Model):
-    """One thing a tool produced, as every model call sees it (seed 003's artifact inventory)."""
+    """One thing a tool produced, as every model call sees it in the artifact inventory."""
 
     id: str
     name: str
@@ -167,7 +167,7 @@ class ToolCallRecord(_Model):
 
 
 class RuntimeCounters(_Model):
-    """Seed 003's reliability counters (and 002's safeguards), in the trace and the run summary."""
+    """The ReAct runtime's reliability and safeguard counters, in the trace and the run summary."""
 
     invalid_state: int = 0
     duplicate_tool_call_skipped: int = 0

@@ -41,7 +41,7 @@ BUILTIN_AGENTS: dict[str, str] = {
     "critique": "agents.critique:CritiqueAgent",
     "orchestrator": "agents.orchestrator:OrchestratorAgent",
     "notebook_generator": "agents.notebook_generator:NotebookGeneratorAgent",
-    # Ask the data (seed 001), on AskState.
+    # Ask the data, on AskState.
     "question_planner": "agents.ask.question_planner:QuestionPlannerAgent",
     "code_writer": "agents.ask.code_writer:CodeWriterAgent",
     "code_runner": "agents.ask.code_runner:CodeRunnerAgent",

@@ -4,7 +4,7 @@ Why: 2SLS learns the effect from the part of the treatment that the instrument m
 that is almost the treatment (the number of pupils who sat a test next to the class size, a
 long-run earmarked share next to the short-run one) carries that part with it: as a control it
 holds the treatment fixed, absorbs the instrument's first stage and leaves a weak, arbitrary
-estimate (issue 26: iv04, iv05 and iv10 were refused for this). The general rule
+estimate that the review then has to refuse. The general rule
 (``column_roles``) leaves out only copies at |r| >= 0.98, because outside a design a column that
 close to the treatment may be a strong confounder; with a declared instrument the data say more.
 

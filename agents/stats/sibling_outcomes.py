@@ -5,7 +5,7 @@ NHS, in the government, in parliament, on one 1-7 scale. They are measured when 
 so none of them can precede the treatment, and they share the respondent's answering style and
 general disposition with the outcome. Adjusting for them holds part of the outcome fixed (what
 the treatment moves in all of them) and opens paths through the shared disposition; in a real
-survey (issue 26) the slope of trust in the NHS on cancer waits went from +0.22 to -0.06.
+survey the slope of trust in the NHS on cancer waits went from +0.22 to -0.06.
 
 The rule is strict, because a name stem alone is weak evidence: a column is a sibling of the
 outcome only when (1) both names have at least two words and share the first (``trust_nhs`` /
