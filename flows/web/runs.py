@@ -245,12 +245,12 @@ def _run(store: ChatStore, session: Session, kind: str, text: str, turn: Turn, e
     except WhyflowError as exc:
         turn.event("error", message=str(exc))
         return
-    ready.wait(60)  # at once when it is warm; else it boots while the data is read, not twice
     key = str(folder.path.resolve())
     turn.job_dir = key
     with _lock:
-        _turns[key] = turn
+        _turns[key] = turn  # from here a stop or a signal reaches the run
     try:
+        ready.wait(60)  # at once when it is warm; else it boots while the data is read, not twice
         if engine == "local":
             from flows.ask_local import run_ask_plain
 

@@ -215,3 +215,38 @@ def test_sigterm_during_a_causal_question_cancels_the_plain_run(tmp_path: Path) 
     assert done.returncode == 0 and "causal effect of 'training' on 'earnings'" in done.stdout, done.stderr[-3000:]
     assert (out / "causal.stopped" / "state.json").exists()
     assert json.loads((out / "state.json").read_text())["status"] == "completed"
+
+
+@pytest.mark.slow
+def test_a_signal_to_serve_on_the_plain_runner_cancels_the_question(tmp_path: Path) -> None:
+    """As test_signals' serve test, on the plain runner: a signal while a question runs (or waits
+    for the sandbox's first start) saves it cancelled, exit 130, nothing left behind."""
+    import signal
+
+    import httpx
+    from websockets.sync.client import connect
+
+    from tests.conftest import start_whyflow
+    from tests.test_signals import JOB_TRAINING, _free_port, _status, _stop, _wait
+
+    port, data_dir = _free_port(), tmp_path / "chat"
+    proc = start_whyflow(["serve", "--port", str(port), "--data-dir", str(data_dir), "--engine", "local"], ephemeral=True)
+
+    def up() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    _wait(proc, up)
+    res = httpx.post(f"http://127.0.0.1:{port}/api/sessions", params={"filename": JOB_TRAINING.name},
+                     content=JOB_TRAINING.read_bytes(), timeout=60)
+    sid = res.json()["session"]["id"]
+    with connect(f"ws://127.0.0.1:{port}/ws/{sid}") as ws:
+        ws.send(json.dumps({"type": "message", "text": "What is the average earnings by region?"}))
+        _wait(proc, lambda: any(data_dir.rglob("state.json")))
+        jobs = [p.parent for p in data_dir.rglob("state.json")]
+        took, err = _stop(proc, signal.SIGINT, group=False)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert took < 15, f"took {took:.1f} s"
+    assert all(_status(job) in ("cancelled", "completed") for job in jobs), [_status(j) for j in jobs]
