@@ -134,7 +134,7 @@ def time_serve(engine: str, questions: list[tuple[str, Path, str]], work: Path, 
                 res = httpx.post(base + "/api/sessions", params={"filename": path.name}, content=path.read_bytes(),
                                  timeout=120)
                 sessions[path] = res.json()["session"]["id"]
-        for r in range(repeat):
+        for _ in range(repeat):
             for qid, path, question in questions:
                 with connect(f"ws://127.0.0.1:{port}/ws/{sessions[path]}") as ws:
                     start = time.perf_counter()
