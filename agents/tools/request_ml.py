@@ -31,6 +31,8 @@ _METRICS = (
     (r"\br ?(?:squared|2)\b|\brsquared\b", "r2"),
     (r"\baccuracy\b", "accuracy"),
 )
+_FILLER = frozenset("the following features feature columns column variables variable predictors predictor values "
+                    "value data dataset its their".split())
 _STOP = re.compile(r"(?<!\d)\.(?:\s|$)|\bsplit|\btrain\b|\btraining\b|\bevaluat|\bperform|\bapply|\bencode|\buse\b",
                    re.I)
 
@@ -98,14 +100,16 @@ def _target(text: str, infos: list[ColumnInfo]) -> str | None:
 
 
 def _features(text: str, infos: list[ColumnInfo], target: str) -> list[str]:
-    cues = r"\bbased on\b|\bindependent variables?\b|\bpredictors?\b|\bfeatures?\b|\busing (?:the )?(?=['\"`A-Z])"
+    cues = r"\bbased on\b|\bindependent variables?\b|\bpredictors?\b|\bfeatures?\b|\busing (?:the )?(?-i:(?=['\"`A-Z]))"
     for m in re.finditer(cues, text, re.I):
         rest = text[m.end() : m.end() + 300]
         stop = _STOP.search(rest)
         span = rest[: stop.start()] if stop else rest
         cols = [c.column for c in find_columns(span, infos) if c.column != target]
         if cols:
-            return list(dict.fromkeys(cols))
+            pieces = [p for p in re.split(r",|\band\b|\n|;", span) if set(re.findall(r"[a-z]{3,}", p.lower())) - _FILLER]
+            if all(find_columns(p, infos) for p in pieces):  # else a named feature is no column: read on
+                return list(dict.fromkeys(cols))
     return []
 
 
@@ -159,3 +163,27 @@ def model_request(slot_text: str, about: str, context_raw: str, infos: list[Colu
         "test_size": _test_size(low), "seed": int(next(g for g in seed.groups() if g)) if seed else 42,
         "scale": scale, "params": _params(low, model, classifier),
     }
+
+
+def regression_request(slot_text: str, context_raw: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
+    """A fitted (not evaluated) linear regression: its R² or which predictors are significant, on the
+    target and predictors the question states, over the rows complete in those columns."""
+    low = context_raw.lower()
+    if is_model_question(low) or not re.search(r"(?:multiple |ordinary |simple )?linear regression|\bols\b", low):
+        return None
+    words = set(slot_text.split())
+    if re.search(r"\br[_ ]?(?:squared|2)\b|\brsquared\b", slot_text):
+        op = "r2"
+    elif words & {"predictor", "predictors"} and words & {"significant", "significance"}:
+        op = "predictor_significance"
+    else:
+        return None
+    target = _target(context_raw, infos)
+    features = _features(context_raw, infos, target) if target else []
+    if target is None or not features:
+        if re.search(r"\bmultiple\b|\bpredictors\b|independent variables", low) or op != "r2":
+            # a regression on several variables not all read is not answered by a simpler one
+            return {"kind": "ols", "op": "unknown", "columns": [], "reason": "the regression's variables are not all read"}
+        return None  # "the R² of the regression of Y on X": the two columns the question pairs
+    alpha = re.search(r"(?:alpha|significance level)[^0-9]{0,20}(0?\.\d+)", low)
+    return {"kind": "ols", "op": op, "columns": [target, *features], "alpha": float(alpha.group(1)) if alpha else 0.05}

@@ -334,6 +334,12 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return _correlation(df, cols, opts, op == "corr_p")
     if op in ("slope", "intercept", "r2"):
         return _regression(df, cols, op)
+    if op == "predictor_significance":  # "yes,no": each predictor's OLS p-value against alpha, in order
+        import statsmodels.api as sm
+
+        data = pd.concat([_col(df, c) for c in cols], axis=1).dropna()
+        fit = sm.OLS(data.iloc[:, 0], sm.add_constant(data.iloc[:, 1:])).fit()
+        return ",".join("yes" if p < float(opts.get("alpha", 0.05)) else "no" for p in fit.pvalues.iloc[1:])
     if op == "normality_p":
         return _test_p(df, cols, opts.get("test", "shapiro"))
     if op == "outlier_list":
@@ -381,7 +387,8 @@ def apply_step(df: pd.DataFrame, step: dict[str, Any]) -> pd.DataFrame:
         a, b = parts[0], (parts[1] + float(step.get("epsilon", 0.0)) if len(parts) > 1 else None)
         fn = step["fn"]
         values = {"sum": lambda: sum(parts[1:], parts[0]), "difference": lambda: a - b, "ratio": lambda: a / b,
-                  "product": lambda: math.prod(parts[1:], start=parts[0]), "log10": lambda: np.log10(a),
+                  "product": lambda: math.prod(parts[1:], start=parts[0]), "mean": lambda: pd.concat(parts, axis=1).mean(axis=1),
+                  "log10": lambda: np.log10(a),
                   "log": lambda: np.log(a)}[fn]()
         if step.get("zero_for_infinite"):  # "a ratio over a zero denominator is defined as zero"
             values = values.replace([np.inf, -np.inf], 0.0)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["derive_steps", "drop_step", "fill_steps", "with_durations"]
 
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`])|\n")  # not inside "Inc. (AAPL)" or "No. of cases"
 _NEW = re.compile(r"\bnew (?:feature|column|variable)|\bcreate\b|\bgenerate\b|"
                   r"\b(?:calculate|compute|define) (?:a new|the ['\"`])", re.I)
 _FUNCTIONS = (
@@ -26,6 +26,7 @@ _FUNCTIONS = (
     (r"\bdifference\b|\bsubtract", "difference"),
     (r"\bratio\b|\bdivid|\bdivision of\b", "ratio"),
     (r"\bproduct\b|\bmultipl", "product"),
+    (r"\baverage (?:of|stock|value|price)\b|\bmean of\b", "mean"),
     (r"\blog10\b|\bbase 10\b|\blogarithm", "log10"),
 )
 _QUOTED = re.compile(r"['\"`]([^'\"`]{1,60})['\"`]")
@@ -70,11 +71,20 @@ def derive_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
         unquoted = clause
         for name in quoted:  # the new column's own name ("power-to-weight") names no input
             unquoted = unquoted.replace(name, " ")
-        cols = list(dict.fromkeys(m.column for m in find_columns(unquoted, infos)))
+        cols = list(dict.fromkeys(m.column for m in find_columns(unquoted, infos) if _numeric(m.column, infos)))
         need = 1 if fn in ("log10", "log") else 2
         if fn and quoted and len(cols) >= need and all(s["name"] != quoted[0] for s in steps):
-            take = cols if fn in ("sum", "product") else cols[:need]
+            take = cols if fn in ("sum", "product", "mean") else cols[:need]
             steps.append({"kind": "derive", "name": quoted[0], "fn": fn, "columns": take, **_guards(text, fn)})
+    if not steps and not declared:  # "create a new feature that represents the average of A, B and C": unnamed
+        for sentence in sentences:
+            clause = re.split(r",?\s*(?:and )?then\b", sentence)[0]
+            fn = _function(clause.lower())
+            cols = list(dict.fromkeys(m.column for m in find_columns(clause, infos) if _numeric(m.column, infos)))
+            if re.search(r"\bnew (?:feature|column|variable)\b", clause, re.I) and fn in ("sum", "product", "mean") \
+                    and len(cols) >= 2:
+                steps.append({"kind": "derive", "name": "new_feature", "fn": fn, "columns": cols})
+                break
     return steps + _transform_steps(text, infos, {s["name"] for s in steps})
 
 

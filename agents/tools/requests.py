@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.tools.answers import _DECIMALS, _INTEGER, _WORDS
 from agents.tools.request_groups import group_conditions, stated_filters
-from agents.tools.request_ml import model_request
+from agents.tools.request_ml import model_request, regression_request
 from agents.tools.request_rules import (
     _GROUP_TEST,
     _ORDINALS,
@@ -59,7 +59,7 @@ _TEXT_WORDS = {"type", "status", "decision", "result", "relationship", "normalit
 _OPS: tuple[tuple[str, str], ...] = (
     (r"\bslope\b", "slope"),
     (r"\bintercept\b", "intercept"),
-    (r"\br_?(?:squared|2)\b|\brsquared\b", "r2"),
+    (r"\br[_ ]?(?:squared|2)\b|\brsquared\b", "r2"),
     (r"\bwithin\b.*\b(?:std|stdev|sd|standard deviations?)\b", "count_within_sd"),
     (r"\bskew(?:ness)?\b", "skew"),
     (r"\bkurtosis\b", "kurtosis"),
@@ -285,7 +285,12 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             decimals = 0  # "mean_value is a positive integer"
         if placeholder.strip().lower() in ("integer", "int", "an integer", "whole number"):
             decimals = 0  # "@total_calls[integer]"
-        model = model_request(slot_text, about, context_raw, infos)
+        model = model_request(slot_text, about, context_raw, infos) or regression_request(slot_text, context_raw, infos)
+        if model is not None and model.get("kind") == "ols":  # "a multiple linear regression of Y on A and B"
+            reason = model.pop("reason", None)
+            requests.append(Request(slot=name, op=model.pop("op"), columns=model.pop("columns"),
+                                    options={} if reason else model, decimals=decimals, reason=reason))
+            continue
         if model is not None:
             requests.append(Request(slot=name, op="model", columns=[model["target"], *model["features"]],
                                     options=model, decimals=decimals))
@@ -303,7 +308,7 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             op = _correlation_op(_words(about), context) or _op(_words(about))
         if op in (None, "rows") and own and "total" in op_text.split():
             op = "sum"  # "total_abandoned_calls": the sum of the column the slot names, not a row count
-        if op is not None and set(slot_text.split()) & _TRANSFORMED and not any(st["kind"] == "derive" for st in steps):
+        if op not in (None, "r2") and set(slot_text.split()) & _TRANSFORMED and not any(st["kind"] == "derive" for st in steps):
             requests.append(Request(slot=name, op="unknown", reason="a transformed column this parser does not build"))
             continue
         listed = _outlier_list(slot_text, placeholder, f"{about} {fmt}", context, infos, asked) if op is None else None

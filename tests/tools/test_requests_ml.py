@@ -92,3 +92,23 @@ def test_without_a_stated_split_the_metric_is_not_computed(frame: pd.DataFrame) 
     assert spec is not None
     assert [r.op for r in spec.requests] == ["unknown"]
     assert _answers(q, frame)["mse"] is None
+
+
+def test_a_multiple_regression_r2_and_which_predictors_are_significant(frame: pd.DataFrame) -> None:
+    import statsmodels.api as sm
+
+    q = ("Can we predict the price based on alpha and beta?\nConstraints: Perform a multiple linear regression with "
+         "alpha and beta as predictors. Use a significance level (alpha) of 0.05 for the predictors. Calculate the "
+         "R-squared value of the model.\nFormat: @significant_predictor[predictor_1,predictor_2] @r_squared[value] "
+         "where \"value\" is rounded to four decimal places.")
+    got = _answers(q, frame)
+    data = frame[["price", "alpha", "beta"]].dropna()
+    fit = sm.OLS(data.price, sm.add_constant(data[["alpha", "beta"]])).fit()
+    assert got["r_squared"] == f"{fit.rsquared:.4f}"
+    assert got["significant_predictor"] == ",".join("yes" if p < 0.05 else "no" for p in fit.pvalues.iloc[1:])
+
+
+def test_a_model_on_a_feature_that_is_no_column_is_not_computed(frame: pd.DataFrame) -> None:
+    q = ("Train a linear regression model to predict the price based on alpha, beta and the weather. Split the data "
+         "70-30 and report the mean squared error.\nFormat: @mse[value]")
+    assert _answers(q, frame)["mse"] is None

@@ -126,3 +126,11 @@ def test_rows_where_a_column_is_not_null_and_whether_a_column_has_missing_values
     got = _answers(q, frame)
     assert got["mean_with_tree_notnull"] == "30.00"
     assert got["has_nan_values_in_score"] == "True"
+
+
+def test_an_unnamed_new_feature_averaging_columns(frame: pd.DataFrame) -> None:
+    q = ("Create a new feature that represents the average of the SibSp, Parch and Members columns. Calculate the "
+         "correlation between this new feature and the Age.\nConstraints: Pearson correlation.\n"
+         "Format: @correlation_coefficient[r] rounded to two decimal places.")
+    average = frame[["SibSp", "Parch", "Members"]].mean(axis=1)
+    assert _answers(q, frame)["correlation_coefficient"] == f"{average.corr(frame.Age):.2f}"
