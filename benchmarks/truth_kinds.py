@@ -7,11 +7,12 @@ instrument, confounding through a square and an interaction, messy numbers, a nu
 collider, poor overlap, plain linear confounding at 10,000 rows, an outcome that is a change
 score with both parts present, a DiD panel, a sharp discontinuity, 50+ covariates, n = 300, and a
 confounder missing for a quarter of the rows.
-Nine more each put one tempting column in the file that must never be a covariate (``TEMPTING``):
+Ten more each put one tempting column in the file that must never be a covariate (``TEMPTING``):
 a row index and an id, the outcome's level next to its log, the parts of a total score, a second
 outcome measured later, copies of the treatment, a post-treatment survey in a randomised trial, the
 answers a score is summed from, recorded only where the score is, a self-reported copy of the
-outcome in a trial the metadata does not call one, and a reported copy of an instrumented treatment.
+outcome in a trial the metadata does not call one, a reported copy of an instrumented treatment, and
+measurements recorded at follow-up, missing with the outcome for those lost to it.
 
 Every generator is ``(n, seed) -> Case``: the frame, the true effect of the design's estimand,
 the CLI/design arguments (treatment, outcome, and instrument / unit+time / running variable+cutoff
@@ -395,6 +396,21 @@ def imputed_confounder(n: int, seed: int) -> Case:
     return Case(frame, 2.0, _args())
 
 
+def trial_attrition(n: int, seed: int) -> Case:
+    """Treatment confounded by x1, x2 (effect 2); the outcome is lost to follow-up for a random 15%, and
+    ``diagnosed`` and ``days_to_test``, recorded at that follow-up (both move with the outcome's value),
+    are missing on the same rows (``days_to_test`` on a few more): as covariates they absorb the effect.
+    """
+    rng, frame, _ = _confounded(n, seed)
+    y = frame["outcome"].to_numpy()
+    frame["diagnosed"] = (0.5 * y + rng.normal(scale=2.0, size=n) > 1.0).astype(float)
+    frame["days_to_test"] = np.clip(np.round(30 - 2 * y + rng.normal(scale=9.0, size=n)), 0, 60)
+    lost = rng.random(n) < 0.15
+    frame.loc[lost, ["outcome", "diagnosed", "days_to_test"]] = np.nan
+    frame.loc[~lost & (rng.random(n) < 0.01), "days_to_test"] = np.nan
+    return Case(frame, 2.0, _args())
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -422,6 +438,7 @@ KINDS: dict[str, Generator] = {
     "imputed_confounder": imputed_confounder,
     "rct_outcome_report": rct_outcome_report,
     "did_one_treated": did_one_treated,
+    "trial_attrition": trial_attrition,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -435,6 +452,7 @@ TEMPTING: dict[str, tuple[str, ...]] = {
     "survey_score": ("answer_a", "answer_b", "answer_c", "answer_d"),
     "iv_treatment_copy": ("educ_reported",),
     "rct_outcome_report": ("outcome_reported",),
+    "trial_attrition": ("diagnosed", "days_to_test"),
 }
 """Kind name -> the columns that must never be covariates (the recipe must name them as left out)."""
 
@@ -463,6 +481,7 @@ DEFAULT_N: dict[str, int] = {
     "imputed_confounder": 2000,
     "rct_outcome_report": 1500,
     "did_one_treated": 240,
+    "trial_attrition": 1500,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

@@ -196,6 +196,11 @@ def imputed_confounder(n: int, seed: int) -> Interval:
     return _ols(_frame("imputed_confounder", n, seed).dropna(subset=["income"]), "outcome", ["age", "income"])
 
 
+def trial_attrition(n: int, seed: int) -> Interval:
+    """OLS on x1, x2 and x3 among the rows with an outcome (never the follow-up measurements)."""
+    return _ols(_frame("trial_attrition", n, seed).dropna(subset=["outcome"]), "outcome", ["x1", "x2", "x3"])
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -221,6 +226,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "iv_treatment_copy": iv_treatment_copy,
     "did_one_treated": did_one_treated,
     "imputed_confounder": imputed_confounder,
+    "trial_attrition": trial_attrition,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

@@ -50,6 +50,7 @@ SMALL_N = {
     "iv_treatment_copy": 1000,  # seed 0 at 800 rows is a 1-in-1000 sample: the oracle 2SLS misses by z = 3.4
     "imputed_confounder": 1000,
     "did_one_treated": 240,
+    "trial_attrition": 600,
 }
 
 

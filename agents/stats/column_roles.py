@@ -192,6 +192,8 @@ def outcome_proxies(frame: pd.DataFrame, y: str, cols: list[str]) -> list[Column
     with it at |r| >= :data:`PROXY_CORR`: answers a score is made from, a later measurement.
 
     Data repair drops the rows without an outcome, so the caller passes the file as it was read.
+    Columns missing on the outcome's missing rows without the correlation are recorded at follow-up
+    (:mod:`agents.stats.followup_columns`) and are returned too, as post-treatment.
     """
     if y not in frame.columns or not pd.api.types.is_numeric_dtype(frame[y]):
         return []
@@ -214,7 +216,9 @@ def outcome_proxies(frame: pd.DataFrame, y: str, cols: list[str]) -> list[Column
                 f"missing rows) and correlated {r:+.2f} with it: a part or a later measurement of it"
             )
             out.append(ColumnRole(c, "outcome_proxy", why))
-    return out
+    from agents.stats.followup_columns import followup_columns  # missing with the outcome: recorded at follow-up
+
+    return out + followup_columns(frame, y, [c for c in cols if c not in {r.column for r in out}])
 
 
 def _outcome_roles(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnRole]:
@@ -398,7 +402,7 @@ def classify_columns(
         out += _treatment_roles(frame, treatment, rest)
     rest = [c for c in rest if c not in {r.column for r in out}]
     if pd.api.types.is_numeric_dtype(frame[outcome]):
-        out += _outcome_roles(frame, outcome, [c for c in rest if not _PRE_NAME.search(str(c))])
+        out += _outcome_roles(frame, outcome, [c for c in rest if c != instrument and not _PRE_NAME.search(str(c))])
         from agents.stats.sibling_outcomes import sibling_outcomes
 
         out += sibling_outcomes(frame, outcome, [c for c in rest if c not in {r.column for r in out}], alpha)
