@@ -41,7 +41,7 @@ import bench_ask  # noqa: E402 - the question file's grader and data generators
 from agents.base.ask_state import AskState  # noqa: E402
 from agents.base.data import read_table  # noqa: E402
 from agents.base.sandbox import ExecutionResult, Figure  # noqa: E402
-from flows.ask import AskRequest, prepare_ask_job  # noqa: E402
+from flows.ask_job import AskRequest, prepare_ask_job  # noqa: E402
 from flows.plan import load_plan  # noqa: E402
 from flows.progress import Reporter  # noqa: E402
 from flows.runner import LocalExecutor, Runner  # noqa: E402

@@ -158,7 +158,7 @@ def ask_inprocess(item: dict[str, Any], llm: str, timeout: float, work: Path) ->
     sys.path.insert(0, str(ROOT))
     os.environ["WHYFLOW_LLM"] = llm
     from agents.base.ask_state import AskState
-    from flows.ask import DEFAULT_RECIPE, AskRequest, prepare_ask_job
+    from flows.ask_job import DEFAULT_RECIPE, AskRequest, prepare_ask_job
     from flows.plan import load_plan
     from flows.progress import Reporter
     from flows.runner import LocalExecutor, Runner

@@ -20,7 +20,7 @@ from flows.progress import FanOutReporter, LogReporter, Reporter
 from flows.runner import Executor, Runner
 from flows.store import JobFolder
 
-__all__ = ["run_ask_job", "run_ask_deployment", "write_answer", "finish_answer", "publish_answer"]
+__all__ = ["run_ask_job", "write_answer", "finish_answer", "publish_answer"]
 
 _log = logging.getLogger("whyflow.ask")
 
@@ -90,22 +90,26 @@ def _markdown(state: AskState, drift: dict[str, Any]) -> str:
         counters = rt.counters.model_dump(exclude_none=True)
         lines += ["", "## Runtime", f"{rt.mode}, {len(rt.tool_calls)} tool calls, ended by {rt.ended_by}", ""]
         lines += [f"- {k}: {v}" for k, v in counters.items()]
-        lines += ["", "Transitions: " + " → ".join([rt.transitions[0].source] + [t.target for t in rt.transitions if t.accepted])
-                  if rt.transitions else "Transitions: none"]
+        lines += [
+            "",
+            "Transitions: " + " → ".join([rt.transitions[0].source] + [t.target for t in rt.transitions if t.accepted])
+            if rt.transitions
+            else "Transitions: none",
+        ]
     return "\n".join(lines)
 
 
 def publish_answer(plan: Plan, folder: JobFolder, state: AskState, drift: dict[str, Any]) -> None:
     """The answer, any table and any chart as Prefect artifacts (never fatal)."""
     from flows.artifacts import artifact_key
-    from flows.ask import _rows
+    from flows.ask_job import result_rows
 
     try:
         from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
         create_markdown_artifact(_markdown(state, drift), key=artifact_key(plan.name, "answer"), description="answer")
         final = state.final_output
-        rows = _rows(final.result) if final else []
+        rows = result_rows(final.result) if final else []
         if rows:
             create_table_artifact(json.loads(json.dumps(rows[:500], default=str)), key=artifact_key(plan.name, "table"))
         for chart in final.charts if final else []:
@@ -149,35 +153,3 @@ def run_ask_job(plan: Plan, folder: JobFolder, state: AskState, executor: Execut
         "output_type": final.output_type if final else None,
         "drift_flags": list(drift.get("flags") or []),
     }
-
-
-def run_ask_deployment(
-    question: str, data: list[str], recipe: str, output: str | None, session: str | None, flow_run_id: str | None
-) -> dict[str, Any]:
-    """The ``ask`` deployment's body: prepare the job as `whyflow ask` does, run the recipe as a subflow."""
-    from prefect.logging import get_run_logger
-
-    from flows.ask import AskRequest, prepare_ask_job, save_turn
-    from flows.compile import build_flow
-    from flows.plan import load_plan
-    from flows.store import JobStore
-
-    logger = get_run_logger()
-    plan = load_plan(recipe)
-    runs_dir = str(JobStore().root.resolve())
-    request = AskRequest(question, data, recipe=recipe, output=output, session=session, runs_dir=runs_dir)
-    folder = prepare_ask_job(request, plan, engine="prefect")
-    run = folder.read_run()
-    run["flow_run_id"] = flow_run_id
-    folder.write_run(run)
-    logger.info("job folder %s: %s", folder.path, question)
-    final = build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")(
-        recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True
-    )
-    state = folder.load_any()
-    if session and isinstance(state, AskState):
-        save_turn(JobStore(runs_dir).root, session, state)
-    if not final.is_completed():
-        return final  # type: ignore[no-any-return]  # ends Failed or Cancelled like the recipe flow
-    result = final.result(raise_on_failure=False)
-    return dict(result) if isinstance(result, dict) else {"job_dir": str(folder.path)}

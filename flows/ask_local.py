@@ -69,8 +69,8 @@ def run_ask_plain(plan: Plan, folder: JobFolder) -> None:
 def run_ask_local(plan: Plan, folder: JobFolder) -> int:
     """Run (or resume) an ask job with the plain runner; print the answer; the exit code."""
     from agents.base.ask_state import AskState
-    from flows.ask import print_answer
     from flows.ask_flow import finish_answer
+    from flows.ask_job import print_answer
     from flows.errors import RunCancelled, RunFailed
     from flows.interrupts import cancel_job, interrupt_guard
     from flows.progress import Reporter

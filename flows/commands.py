@@ -242,7 +242,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     folder = JobStore(args.runs_dir).open(args.job)
     state = folder.load_any()
     if not isinstance(state, AnalysisState):
-        from flows.ask import status_lines
+        from flows.ask_job import status_lines
 
         print("\n".join(status_lines(state, folder.path)))
         return 0

@@ -206,12 +206,43 @@ def ask_deployment(
         output: Job folder; default runs/<job_id> in the project folder.
         session: Continue a conversation: follow-ups ("now by year") resolve against it.
     """
-    from flows.ask_flow import run_ask_deployment
-
     files = [str(_resolve(d)) for d in [data, *(extra_data or [])]]
     recipe_path = _resolve(recipe)
     assert recipe_path is not None
-    return run_ask_deployment(question, files, recipe_path, _resolve(output), session, _flow_run_id())
+    return _run_ask_deployment(question, files, recipe_path, _resolve(output), session, _flow_run_id())
+
+
+def _run_ask_deployment(
+    question: str, data: list[str], recipe: str, output: str | None, session: str | None, flow_run_id: str | None
+) -> dict[str, Any]:
+    """The ``ask`` deployment's body: prepare the job as `whyflow ask` does, run the recipe as a subflow."""
+    from prefect.logging import get_run_logger
+
+    from agents.base.ask_state import AskState
+    from flows.ask_job import AskRequest, prepare_ask_job, save_turn
+    from flows.compile import build_flow
+    from flows.plan import load_plan
+    from flows.store import JobStore
+
+    logger = get_run_logger()
+    plan = load_plan(recipe)
+    runs_dir = str(JobStore().root.resolve())
+    request = AskRequest(question, data, recipe=recipe, output=output, session=session, runs_dir=runs_dir)
+    folder = prepare_ask_job(request, plan, engine="prefect")
+    run = folder.read_run()
+    run["flow_run_id"] = flow_run_id
+    folder.write_run(run)
+    logger.info("job folder %s: %s", folder.path, question)
+    final = build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")(
+        recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True
+    )
+    state = folder.load_any()
+    if session and isinstance(state, AskState):
+        save_turn(JobStore(runs_dir).root, session, state)
+    if not final.is_completed():
+        return final  # type: ignore[no-any-return]  # ends Failed or Cancelled like the recipe flow
+    result = final.result(raise_on_failure=False)
+    return dict(result) if isinstance(result, dict) else {"job_dir": str(folder.path)}
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m flows.deployments` runs the default once

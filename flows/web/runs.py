@@ -2,7 +2,7 @@
 
 A question runs ``pipelines/ask_react.yaml`` (the ReAct data scientist), the first look at an
 upload ``pipelines/auto_analyze.yaml``; both are prepared and run exactly as `whyflow ask` does
-(:func:`flows.ask.prepare_ask_job`, then the compiled flow of :func:`flows.compile.build_flow`, or
+(:func:`flows.ask_job.prepare_ask_job`, then the compiled flow of :func:`flows.compile.build_flow`, or
 the plain runner of :func:`flows.ask_local.run_ask_plain` with the ``local`` engine), with job
 folders under the session's folder. While the run goes, every tool call of the agent's
 :class:`~agents.ask.toolbox.Toolbox` is observed: before it a ``status`` line, after it the
@@ -92,8 +92,13 @@ def _record(type_: str, payload: dict[str, Any]) -> tuple[str, Any]:
     if type_ == "table":
         return payload.get("title", ""), {"headers": payload["headers"], "rows": payload["rows"]}
     if type_ == "plot":
-        return payload.get("title", ""), {"title": payload.get("title", ""), "vega_lite_spec": payload["vega_lite_spec"]}
-    return payload.get("description", ""), {k: payload.get(k) for k in ("query", "columns", "rows", "row_count", "is_error")}
+        return payload.get("title", ""), {
+            "title": payload.get("title", ""),
+            "vega_lite_spec": payload["vega_lite_spec"],
+        }
+    return payload.get("description", ""), {
+        k: payload.get(k) for k in ("query", "columns", "rows", "row_count", "is_error")
+    }
 
 
 # ---- observing the agent's tools ---------------------------------------------------------------
@@ -142,8 +147,9 @@ def _capture_artifacts(runtime: Any) -> None:
     contents: dict[str, Any] = {}
     add = runtime.add_artifact
 
-    def add_artifact(name: str, type_: str, producer: str, source_call: str, content: Any,
-                     logical_key: str | None = None) -> Any:
+    def add_artifact(
+        name: str, type_: str, producer: str, source_call: str, content: Any, logical_key: str | None = None
+    ) -> Any:
         contents[type_] = content
         return add(name, type_, producer, source_call, content, logical_key)
 
@@ -156,16 +162,28 @@ def _tool_events(turn: Turn, box: Any, tool: str, args: Any, obs: Any) -> None:
     if tool == "sql_query" and obs.status in ("ok", "failed"):
         content = contents.pop("query_result", None) if obs.status == "ok" else None
         content = content or {"columns": [], "rows": [], "row_count": 0}
-        turn.event("query_result", description=args.description or "query", query=args.query,
-                   columns=content["columns"], rows=content["rows"], row_count=content["row_count"],
-                   is_error=obs.status != "ok", **({"error": obs.text} if obs.status != "ok" else {}))
+        turn.event(
+            "query_result",
+            description=args.description or "query",
+            query=args.query,
+            columns=content["columns"],
+            rows=content["rows"],
+            row_count=content["row_count"],
+            is_error=obs.status != "ok",
+            **({"error": obs.text} if obs.status != "ok" else {}),
+        )
     if obs.status != "ok" or "not shown again" in obs.text or "not drawn again" in obs.text:
         return
     if tool == "output_text":
         turn.event("text", text=args.text)
     elif tool == "output_table":
-        turn.event("table", title=args.title, headers=list(args.headers), rows=[list(r) for r in args.rows][:200],
-                   total_rows=args.total_rows if args.total_rows is not None else len(args.rows))
+        turn.event(
+            "table",
+            title=args.title,
+            headers=list(args.headers),
+            rows=[list(r) for r in args.rows][:200],
+            total_rows=args.total_rows if args.total_rows is not None else len(args.rows),
+        )
     elif tool == "create_plot":
         spec = box.figures[-1] if box.figures else args.vega_lite_spec
         turn.event("plot", title=args.title, vega_lite_spec=spec)
@@ -225,7 +243,7 @@ def run_turn(store: ChatStore, session: Session, kind: str, text: str, turn: Tur
 def _run(store: ChatStore, session: Session, kind: str, text: str, turn: Turn, engine: str) -> None:
     from agents.base.ask_state import AskState
     from agents.base.errors import WhyflowError
-    from flows.ask import AUTO_QUESTION, AskRequest, prepare_ask_job, save_turn
+    from flows.ask_job import AUTO_QUESTION, AskRequest, prepare_ask_job, save_turn
     from flows.plan import load_plan
     from flows.store import JobStore
 
@@ -238,8 +256,13 @@ def _run(store: ChatStore, session: Session, kind: str, text: str, turn: Turn, e
     recipe = AUTO_RECIPE if auto else ASK_RECIPE
     plan = load_plan(recipe)
     runs_dir = str(Path(session.dataset_path).parent / "runs")
-    request = AskRequest(AUTO_QUESTION if auto else text, [session.dataset_path], recipe=str(recipe),
-                         session=None if auto else session.id, runs_dir=runs_dir)
+    request = AskRequest(
+        AUTO_QUESTION if auto else text,
+        [session.dataset_path],
+        recipe=str(recipe),
+        session=None if auto else session.id,
+        runs_dir=runs_dir,
+    )
     try:
         folder = prepare_ask_job(request, plan, engine=engine)
     except WhyflowError as exc:
@@ -291,8 +314,13 @@ def _final_events(turn: Turn, state: Any) -> None:
     if not turn.sent.get("table"):
         table = table_from_result(final.result, title="Result")
         if table is not None:
-            turn.event("table", title=table.title, headers=table.headers, rows=table.rows,
-                       total_rows=table.total_rows or len(table.rows))
+            turn.event(
+                "table",
+                title=table.title,
+                headers=table.headers,
+                rows=table.rows,
+                total_rows=table.total_rows or len(table.rows),
+            )
     if final.figure and not turn.sent.get("plot"):
         title = final.figure.get("title")
         title = title.get("text") if isinstance(title, dict) else title

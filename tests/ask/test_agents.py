@@ -9,7 +9,7 @@ import pytest
 
 from agents.base.ask_state import AskState, ChatMessage
 from agents.base.state import JobStatus
-from flows.ask import AskRequest, prepare_ask_job
+from flows.ask_job import AskRequest, prepare_ask_job
 from flows.dispatch import run_single_agent
 from flows.plan import load_plan
 from flows.progress import Reporter

@@ -79,7 +79,7 @@ def test_ask_prints_the_answer_and_writes_the_files_and_the_session(
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness")
 def test_status_and_resume_of_an_ask_job(shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from flows.ask import AskRequest, prepare_ask_job
+    from flows.ask_job import AskRequest, prepare_ask_job
     from flows.plan import load_plan
 
     path, frame = shop

@@ -244,7 +244,7 @@ def test_the_answer_artifact_carries_the_runtime_summary() -> None:
 
 def test_a_follow_up_turn_sees_the_earlier_artifacts_and_does_not_recreate_them(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
     from agents.base.ask_state import ChatMessage
-    from flows.ask import save_turn
+    from flows.ask_job import save_turn
 
     path, _ = shop
     question = "What is the average price by region?"

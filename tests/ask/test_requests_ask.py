@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from agents.base.ask_state import AskState
-from flows.ask import AskRequest, prepare_ask_job
+from flows.ask_job import AskRequest, prepare_ask_job
 from flows.plan import load_plan
 from flows.progress import Reporter
 from flows.runner import LocalExecutor, Runner

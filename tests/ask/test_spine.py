@@ -12,7 +12,7 @@ from agents.base.agent import Agent, AgentParams, check_contract
 from agents.base.ask_state import AskState
 from agents.base.errors import AgentRegistrationError
 from agents.base.state import JobStatus
-from flows.ask import AskRequest, prepare_ask_job
+from flows.ask_job import AskRequest, prepare_ask_job
 from flows.conditions import ConditionError, check_condition, evaluate, parse_condition
 from flows.errors import RecipeValidationError
 from flows.plan import load_plan

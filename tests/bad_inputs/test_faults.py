@@ -182,7 +182,7 @@ def test_resume_of_a_question_after_its_data_file_is_deleted(
 ) -> None:
     """`whyflow ask` keeps its own copy of each file from the start: the resume says so and answers;
     with that copy gone too, one line and exit 2."""
-    from flows.ask import AskRequest, prepare_ask_job
+    from flows.ask_job import AskRequest, prepare_ask_job
     from flows.plan import load_plan
 
     plan = load_plan(str(ROOT / "pipelines" / "ask.yaml"))
