@@ -158,7 +158,8 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             roles += iv_treatment_copies(frame, t, z, rest)
             rest = [c for c in rest if c not in {r.column for r in roles}]
         path = view.dataset_info.local_path if view.dataset_info is not None else None
-        roles += outcome_proxies(as_read(path, frame, [y, *rest]), y, rest)
+        raw = as_read(path, frame, [y, *rest])
+        roles += outcome_proxies(raw, y, [c for c in rest if c in raw.columns])
         for r in roles:
             if r.leave_out:
                 candidates.remove(r.column)

@@ -190,7 +190,8 @@ RAW_READ_LIMIT = 200 * 2**20
 
 def as_read(path: str | None, frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     """``cols`` of the input file ``path`` as read, numeric where they parse; ``frame`` when the file
-    is not at hand, too large, unreadable or lacks a column.
+    is not at hand, too large, unreadable or lacks the first column (the outcome). Columns the file
+    does not have (the missing-value flags data repair adds) are left out of the result.
 
     Why: data repair drops the rows without an outcome and imputes covariates, which hides a
     column recorded only where the outcome is (the answers a score is summed from).
@@ -206,7 +207,8 @@ def as_read(path: str | None, frame: pd.DataFrame, cols: list[str]) -> pd.DataFr
         raw = read_table(path)
     except (WhyflowError, ValueError, OSError):
         return frame
-    if not cols or any(c not in raw.columns for c in cols):
+    if not cols or cols[0] not in raw.columns:
         return frame
-    out = pd.DataFrame({c: pd.to_numeric(raw[c], errors="coerce") for c in cols})
+    present = [c for c in cols if c in raw.columns]
+    out = pd.DataFrame({c: pd.to_numeric(raw[c], errors="coerce") for c in present})
     return out if out[cols[0]].notna().any() else frame
