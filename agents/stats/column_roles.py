@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from agents.stats.column_names import PRE_NAME, ColumnRole, name_tokens
 
 __all__ = [
     "ColumnRole",
@@ -47,7 +47,6 @@ COPY_CORR = 0.98
 """|correlation| (or share of agreeing rows for 0/1 columns) with the treatment: a near-copy of it."""
 MIN_ROWS = 30
 
-_PRE_NAME = re.compile(r"(^|_)(lag\w*|pre\w*|baseline|base|prior|initial|before|l\d*|t0|w1|wave1)($|_)|_0$", re.I)
 _POST_TOKENS = {"post", "after", "followup", "follow", "endline", "fu", "later", "next", "future", "posttreatment"}
 _ID_TOKENS = {"id", "uid", "uuid", "identifier", "key", "code", "idx", "rownames"}
 _ID_PREFIXES = (
@@ -88,25 +87,6 @@ _ID_PREFIXES = (
 )
 
 
-@dataclass(frozen=True)
-class ColumnRole:
-    """One column's role and why: ``leave_out`` False means it is kept with a flag."""
-
-    column: str
-    role: str
-    reason: str
-    leave_out: bool = True
-
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON form written into ``confounder_discovery['column_roles']``."""
-        return asdict(self)
-
-
-def _tokens(name: str) -> list[str]:
-    spaced = re.sub(r"([a-z])([A-Z])", r"\1_\2", str(name))
-    return [t for t in re.split(r"[^0-9A-Za-z]+", spaced.lower()) if t]
-
-
 def _is_integer_valued(s: pd.Series) -> bool:
     if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
         return False
@@ -118,7 +98,7 @@ def _id_named(name: str) -> bool:
     low = str(name).lower()
     if not low.strip() or re.fullmatch(r"unnamed: ?\d+", low) or low == "...1":
         return True
-    toks = _tokens(name)
+    toks = name_tokens(name)
     if toks and toks[-1] in _ID_TOKENS:
         return True
     return any(low in (f"{p}id", f"{p}_id", f"{p}code", f"{p}_code") for p in _ID_PREFIXES)
@@ -305,7 +285,7 @@ def _instrument_roles(frame: pd.DataFrame, z: str, cols: list[str]) -> list[Colu
 def _baseline_pair(a: str, b: str) -> bool:
     """Two names of one measurement at two times (``w0``/``w1``, ``pre_x``/``x``)."""
     stem_a, stem_b = str(a).rstrip("0123456789_"), str(b).rstrip("0123456789_")
-    return (stem_a == stem_b and bool(stem_a)) or bool(_PRE_NAME.search(str(a)) or _PRE_NAME.search(str(b)))
+    return (stem_a == stem_b and bool(stem_a)) or bool(PRE_NAME.search(str(a)) or PRE_NAME.search(str(b)))
 
 
 def _treatment_roles(frame: pd.DataFrame, t: str, cols: list[str]) -> list[ColumnRole]:
@@ -355,7 +335,7 @@ def _treatment_roles(frame: pd.DataFrame, t: str, cols: list[str]) -> list[Colum
 
 def _post_named(name: str, columns: Collection[str]) -> str | None:
     """Why the name says the column is measured later (a post/after token, or a wave-2 copy), or None."""
-    toks = _tokens(name)
+    toks = name_tokens(name)
     hit = [t for t in toks if t in _POST_TOKENS]
     if hit:
         return f"its name contains {hit[0]!r}"
@@ -402,7 +382,7 @@ def classify_columns(
         out += _treatment_roles(frame, treatment, rest)
     rest = [c for c in rest if c not in {r.column for r in out}]
     if pd.api.types.is_numeric_dtype(frame[outcome]):
-        out += _outcome_roles(frame, outcome, [c for c in rest if c != instrument and not _PRE_NAME.search(str(c))])
+        out += _outcome_roles(frame, outcome, [c for c in rest if c != instrument and not PRE_NAME.search(str(c))])
         from agents.stats.sibling_outcomes import sibling_outcomes
 
         out += sibling_outcomes(frame, outcome, [c for c in rest if c not in {r.column for r in out}], alpha)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from agents.stats.column_roles import _PRE_NAME, ColumnRole
+from agents.stats.column_names import PRE_NAME, ColumnRole
 
 __all__ = ["COVER", "EXCESS", "EXCESS_RATE", "MIN_LOST", "followup_columns"]
 
@@ -63,7 +63,7 @@ def followup_columns(frame: pd.DataFrame, y: str, cols: list[str]) -> list[Colum
         recorded += 1
         both, extra = int((missing & lost).sum()), int((missing & ~lost).sum())
         close = extra <= min(EXCESS * n_lost, EXCESS_RATE * (len(lost) - n_lost))
-        if both >= COVER * n_lost and close and not _PRE_NAME.search(str(c)):
+        if both >= COVER * n_lost and close and not PRE_NAME.search(str(c)):
             matched.append((c, both, extra))
     if not matched or len(matched) > recorded / 2:
         return []

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from agents.stats.column_roles import ColumnRole
+from agents.stats.column_names import ColumnRole
 
 __all__ = ["ABSORBS", "NEAR_COPY_CORR", "first_stage_absorbed", "iv_treatment_copies"]
 

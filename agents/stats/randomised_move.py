@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.stats.column_roles import ColumnRole
+from agents.stats.column_names import ColumnRole
 
 __all__ = ["MoveCheck", "randomised_move", "says_randomised"]
 

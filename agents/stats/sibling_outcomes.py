@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from agents.stats.column_roles import ColumnRole
+from agents.stats.column_names import PRE_NAME, ColumnRole, name_tokens
 
 __all__ = ["MIN_BATTERY", "sibling_outcomes"]
 
@@ -34,17 +34,13 @@ _SCALE_SPAN = 0.5
 
 
 def _words(name: str) -> list[str]:
-    from agents.stats.column_roles import _tokens
-
-    return _tokens(name)
+    return name_tokens(name)
 
 
 def _time_marked(name: str, outcome: str) -> bool:
     """A wave or baseline copy rather than another item: digits only differ, or a baseline word."""
-    from agents.stats.column_roles import _PRE_NAME
-
     strip = "0123456789_"
-    return bool(_PRE_NAME.search(str(name))) or str(name).rstrip(strip) == str(outcome).rstrip(strip)
+    return bool(PRE_NAME.search(str(name))) or str(name).rstrip(strip) == str(outcome).rstrip(strip)
 
 
 def _same_scale(v: np.ndarray, y: np.ndarray) -> bool:

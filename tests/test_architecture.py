@@ -1,0 +1,86 @@
+"""The import graph has no circles and no module is packed past the size of one idea.
+
+The layer contracts themselves are import-linter's (``[tool.importlinter]`` in pyproject.toml,
+run by ``make lint``); this checks what they cannot: that no group of modules imports one
+another in a circle, counting imports inside functions too (a lazy import still ties the two
+modules together), and that every module stays under 500 lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 500
+
+
+def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph.modules):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def test_no_import_circles() -> None:
+    graph = grimp.build_graph("agents", "flows")
+    assert _circles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    graph = grimp.ImportGraph()
+    for name in ("a", "a.one", "a.two", "a.three"):
+        graph.add_module(name)
+    graph.add_import(importer="a.one", imported="a.two")
+    graph.add_import(importer="a.two", imported="a.one")
+    graph.add_import(importer="a.three", imported="a.one")
+    assert _circles(graph) == [["a.one", "a.two"]]
+
+
+def test_no_module_over_500_lines() -> None:
+    long = {
+        str(p.relative_to(ROOT)): n
+        for folder in ("agents", "flows", "tests", "benchmarks")
+        for p in (ROOT / folder).rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
