@@ -117,7 +117,7 @@ def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
     f_stat = x.get("first_stage_f")
     if isinstance(f_stat, (int, float)) and f_stat < 10:
         out.blockers.append(
-            f"weak instrument: the first-stage F is {f_stat:.1f} (below 10), so 2SLS is biased towards OLS and "
+            f"weak instrument: the first-stage F is {f_stat:.3g} (below 10), so 2SLS is biased towards OLS and "
             "its interval does not cover at its stated rate"
         )
 
