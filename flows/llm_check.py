@@ -46,8 +46,8 @@ def _timed(fn: Any) -> tuple[Any, float, str]:
 
 def check(settings: Any = None, base_url: str | None = None, model: str | None = None) -> tuple[list[str], bool]:
     """Probe the endpoint; return the report's lines and whether the model answered."""
-    from agents.base.llm.client import LLMRun
     from agents.base.llm.config import resolve_config
+    from agents.base.llm.run import LLMRun
 
     cfg = resolve_config(settings)
     flags = tuple(f for f, v in (("--base-url", base_url), ("--model", model)) if v)
@@ -62,7 +62,10 @@ def check(settings: Any = None, base_url: str | None = None, model: str | None =
         lines.append(f"models       unreachable after {secs:.2f} s: {err}")
         return lines, False
     chosen = cfg.model or (listed[0] if listed else None)
-    lines.append(f"models       {len(listed)} listed in {secs:.2f} s; using {chosen!r}" + ("" if cfg.model else " (first listed)"))
+    lines.append(
+        f"models       {len(listed)} listed in {secs:.2f} s; using {chosen!r}"
+        + ("" if cfg.model else " (first listed)")
+    )
     if chosen is None:
         return lines, False
     ask: Any = run.openai.chat.completions.create
@@ -89,7 +92,11 @@ def _json_schema(ask: Any, model: str) -> str:
     content = resp.choices[0].message.content or ""
     try:
         data = json.loads(content)
-        ok = isinstance(data, dict) and data.get("answer") in ("yes", "no") and isinstance(data.get("confidence"), (int, float))
+        ok = (
+            isinstance(data, dict)
+            and data.get("answer") in ("yes", "no")
+            and isinstance(data.get("confidence"), (int, float))
+        )
     except json.JSONDecodeError:
         ok = False
     if ok:
@@ -127,5 +134,8 @@ def cmd_llm(args: argparse.Namespace) -> int:
         return 2
     print("whyflow llm check")
     print("\n".join(f"  {line}" for line in lines))
-    print("  verdict      " + ("the model answers; agents validate every answer" if ok else "no model: agents use their rules"))
+    print(
+        "  verdict      "
+        + ("the model answers; agents validate every answer" if ok else "no model: agents use their rules")
+    )
     return 0 if ok else 1

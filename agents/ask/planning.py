@@ -24,7 +24,8 @@ def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
     (None when it lists none, or when no slot can be computed without a model)."""
     from agents.tools.answers import OutputFormat, Token
     from agents.tools.causal_requests import CausalRequestError, parse_causal
-    from agents.tools.requests import parse_requests, request_code
+    from agents.tools.request_spec import request_code
+    from agents.tools.requests import parse_requests
     from agents.tools.retrieval import FilledPlan
 
     spec = parse_requests(question, frame)
@@ -33,8 +34,13 @@ def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
         try:
             directed = parse_causal(question, frame)
         except CausalRequestError as exc:
-            return AskPlan(needs_code=False, needs_evaluation=False, route="unanswerable", reasoning=str(exc),
-                           parameters={"question": question, "error": str(exc)})
+            return AskPlan(
+                needs_code=False,
+                needs_evaluation=False,
+                route="unanswerable",
+                reasoning=str(exc),
+                parameters={"question": question, "error": str(exc)},
+            )
         if directed is None:
             return None
         spec, sentence = directed
@@ -52,17 +58,20 @@ def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
         needs_code=True,
         needs_evaluation=False,
         output="dict",
-        output_format=OutputFormat(tokens=() if sentence else tuple(Token(name=r.slot, placeholder=r.slot)
-                                                                      for r in spec.requests)),
+        output_format=OutputFormat(
+            tokens=() if sentence else tuple(Token(name=r.slot, placeholder=r.slot) for r in spec.requests)
+        ),
         answer_template="{result[answer]}" if sentence else "",
         caveats=[f"not computed without a model: {', '.join(unknown)}"] if unknown else [],
     )
     ops = ", ".join(f"{r.slot}={r.op}({', '.join(r.columns)})" for r in spec.requests)
     plan = deterministic_plan(question, filled, [])
-    return plan.model_copy(update={
-        "reasoning": f"{len(spec.requests)} requested values, each computed on its own: {ops}",
-        "parameters": {**plan.parameters, "complete": not unknown},
-    })
+    return plan.model_copy(
+        update={
+            "reasoning": f"{len(spec.requests)} requested values, each computed on its own: {ops}",
+            "parameters": {**plan.parameters, "complete": not unknown},
+        }
+    )
 
 
 def deterministic_plan(question: str, filled: Any, closest: list[str]) -> AskPlan:
@@ -88,8 +97,9 @@ def deterministic_plan(question: str, filled: Any, closest: list[str]) -> AskPla
     )
 
 
-def plan_question(question: str, messages: list[ChatMessage], frame: pd.DataFrame,
-                  min_score: float = 0.0) -> tuple[AskPlan, list[Any]]:
+def plan_question(
+    question: str, messages: list[ChatMessage], frame: pd.DataFrame, min_score: float = 0.0
+) -> tuple[AskPlan, list[Any]]:
     """The deterministic plan and the retrieved nearest examples (for a model's grounding)."""
     from agents.tools.retrieval import fill, retrieve
 

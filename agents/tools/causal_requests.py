@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from agents.tools.requests import Request, RequestSpec, _decimals, _norm
+from agents.tools.request_spec import Request, RequestSpec
+from agents.tools.requests import _decimals, _norm
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,11 +28,17 @@ _ESTIMANDS = (
     (r"\baverage (?:treatment|causal) effect\b|(?-i:\bATE\b)", "ate"),
 )
 _METHODS = (
-    (r"inverse probability|propensity score weighting|(?-i:\bIPT?W\b)", "ipw", "inverse probability weighting "
-     "with a logistic propensity score"),
+    (
+        r"inverse probability|propensity score weighting|(?-i:\bIPT?W\b)",
+        "ipw",
+        "inverse probability weighting with a logistic propensity score",
+    ),
     (r"difference in means|simple difference", "difference_in_means", "the difference in mean outcomes"),
-    (r"regression adjustment|outcome model|t-learner", "regression_adjustment",
-     "regression adjustment (a linear outcome model for each arm, averaged over the estimand's units)"),
+    (
+        r"regression adjustment|outcome model|t-learner",
+        "regression_adjustment",
+        "regression adjustment (a linear outcome model for each arm, averaged over the estimand's units)",
+    ),
 )
 _NOT_HERE = (
     (r"difference[- ]in[- ]differences?|(?-i:\bDiD\b)", "difference in differences"),
@@ -39,8 +46,13 @@ _NOT_HERE = (
     (r"synthetic control", "synthetic control"),
     (r"instrumental variable|(?-i:\bIV\b|\bLATE\b)|two[- ]stage least squares|2SLS", "instrumental variables"),
 )
-_ROUND = (("nearest hundredth", 2), ("nearest thousandth", 3), ("nearest tenth", 1), ("nearest integer", 0),
-          ("nearest whole", 0))
+_ROUND = (
+    ("nearest hundredth", 2),
+    ("nearest thousandth", 3),
+    ("nearest tenth", 1),
+    ("nearest integer", 0),
+    ("nearest whole", 0),
+)
 _TREATMENT_NAMES = ("treatment", "treat", "treated", "t", "w", "d", "z")
 _OUTCOME_NAMES = ("y", "outcome", "y_factual", "re78")
 
@@ -86,25 +98,41 @@ def parse_causal(question: str, frame: pd.DataFrame) -> tuple[RequestSpec, str] 
         return None
     for pattern, name in _NOT_HERE:
         if re.search(pattern, question, re.I):
-            raise CausalRequestError(f"{name} is not run by `whyflow ask` without a model yet; "
-                                     "ask for an ATE/ATT/ATC by regression adjustment, IPW or a difference in means")
+            raise CausalRequestError(
+                f"{name} is not run by `whyflow ask` without a model yet; "
+                "ask for an ATE/ATT/ATC by regression adjustment, IPW or a difference in means"
+            )
     treatment = _named(question, frame, _TREATMENT_NAMES, binary=True)
     outcome = _named(question, frame, _OUTCOME_NAMES, binary=False)
     if treatment is None or outcome is None:
         missing = "treatment (a 0/1 column)" if treatment is None else "outcome"
-        raise CausalRequestError(f"the question asks for a causal effect but names no {missing} column of the data; "
-                                 f"columns: {', '.join(map(str, frame.columns[:30]))}")
-    covariates = [str(c) for c in frame.columns if str(c) not in (treatment, outcome)
-                  and frame[c].dtype.kind in "biuf"]
+        raise CausalRequestError(
+            f"the question asks for a causal effect but names no {missing} column of the data; "
+            f"columns: {', '.join(map(str, frame.columns[:30]))}"
+        )
+    covariates = [str(c) for c in frame.columns if str(c) not in (treatment, outcome) and frame[c].dtype.kind in "biuf"]
     estimand = estimand or "ate"
     key, words = method or ("regression_adjustment", _METHODS[2][2])
-    options: dict[str, Any] = {"treatment": treatment, "outcome": outcome, "covariates": covariates,
-                               "estimand": estimand, "method": key, "seed": 0, "bootstrap": 200}
-    request = Request(slot="effect", op="effect", columns=[treatment, outcome], options=options,
-                      decimals=_decimals_of(question))
-    label = {"ate": "average treatment effect (ATE)", "att": "average treatment effect on the treated (ATT)",
-             "atc": "average treatment effect on the control (ATC)"}[estimand]
+    options: dict[str, Any] = {
+        "treatment": treatment,
+        "outcome": outcome,
+        "covariates": covariates,
+        "estimand": estimand,
+        "method": key,
+        "seed": 0,
+        "bootstrap": 200,
+    }
+    request = Request(
+        slot="effect", op="effect", columns=[treatment, outcome], options=options, decimals=_decimals_of(question)
+    )
+    label = {
+        "ate": "average treatment effect (ATE)",
+        "att": "average treatment effect on the treated (ATT)",
+        "atc": "average treatment effect on the control (ATC)",
+    }[estimand]
     adjusted = f"adjusting for {len(covariates)} covariates" if covariates else "with no covariates"
-    sentence = (f"{{shown}} is the {label} of '{treatment}' on '{outcome}', estimated by {words}, {adjusted} "
-                f"(bootstrap standard error {{se:.3g}}, n = {{n}}, {{n_treated}} treated).")
+    sentence = (
+        f"{{shown}} is the {label} of '{treatment}' on '{outcome}', estimated by {words}, {adjusted} "
+        f"(bootstrap standard error {{se:.3g}}, n = {{n}}, {{n_treated}} treated)."
+    )
     return RequestSpec(requests=[request], sentence=sentence), sentence

@@ -1,5 +1,7 @@
-"""The operations a parsed request runs, as plain pandas/scipy functions; this file's source is
-sent into the sandbox with the requests, so it imports nothing of whyflow.
+"""The operations a parsed request runs, as plain pandas/scipy functions. This file's source is sent
+into the sandbox with the requests, after :mod:`agents.tools.request_ops_base` and
+:mod:`agents.tools.request_fits` (their imports of one another are removed there), so it imports
+nothing else of whyflow.
 
 :func:`answer_requests` runs the data steps (derived columns, row filters, outlier removal),
 then each request on its own, each in its own ``try``: a request that fails, or whose
@@ -15,79 +17,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-NUMBER_OPS = ("mean", "median", "std", "var", "min", "max", "sum", "count", "skew", "kurtosis", "range", "mode")
-
-
-def numeric(series: pd.Series) -> pd.Series:
-    """Numbers of a column, also when stored as text ("1,234", "$5", "12%")."""
-    if pd.api.types.is_bool_dtype(series):
-        return series.astype(float)
-    if not pd.api.types.is_numeric_dtype(series):
-        text = series.astype("string").str.strip()
-        clock = text.dropna().str.fullmatch(r"\d{1,3}:\d{2}:\d{2}(?:\.\d+)?")
-        if len(clock) and clock.mean() >= 0.95:  # "00:01:35", a duration: its seconds
-            valid = text.str.fullmatch(r"\d{1,3}:\d{2}:\d{2}(?:\.\d+)?").fillna(False).astype(bool)
-            return pd.to_timedelta(text.where(valid), errors="coerce").dt.total_seconds()
-        text = text.str.replace(r"(?<=\d)\s*\[[^\]]*\]$", "", regex=True)  # "630308[495000-801000]": the estimate
-        series = text.str.replace(r"[,$%\s]", "", regex=True)
-    return pd.to_numeric(series, errors="coerce")
-
-
-def _col(df: pd.DataFrame, name: str) -> pd.Series:
-    if name not in df.columns:
-        raise KeyError(f"no column '{name}'")
-    return numeric(df[name])
-
-
-def _statistic(x: pd.Series, op: str, opts: dict[str, Any]) -> Any:
-    from scipy import stats
-
-    x = x.dropna()
-    ddof = int(opts.get("ddof", 1))
-    if op == "mean":
-        return float(x.mean())
-    if op == "median":
-        return float(x.median())
-    if op == "std":
-        return float(x.std(ddof=ddof))
-    if op == "var":
-        return float(x.var(ddof=ddof))
-    if op in ("min", "max", "sum"):
-        return float(getattr(x, op)())
-    if op == "range":
-        return float(x.max() - x.min())
-    if op == "count":
-        return int(x.count())
-    if op == "mode":
-        return float(x.mode().iloc[0])
-    if op == "skew":
-        return float(stats.skew(x, bias=True)) if opts.get("library") == "scipy" else float(x.skew())
-    if op == "kurtosis":
-        return float(stats.kurtosis(x, bias=True)) if opts.get("library") == "scipy" else float(x.kurt())
-    raise ValueError(f"unknown statistic '{op}'")
-
-
-def outlier_mask(x: pd.Series, method: str, threshold: float, ddof: int = 0) -> pd.Series:
-    """True for the outliers of ``x``: beyond ``threshold`` z-scores, or ``threshold`` IQRs past the quartiles."""
-    if method == "zscore":
-        z = (x - x.mean()) / x.std(ddof=ddof)
-        return z.abs() > threshold
-    q1, q3 = x.quantile(0.25), x.quantile(0.75)
-    iqr = q3 - q1
-    return (x < q1 - threshold * iqr) | (x > q3 + threshold * iqr)
-
-
-def _pair(df: pd.DataFrame, cols: list[str]) -> tuple[pd.Series, pd.Series]:
-    if len(cols) < 2:
-        raise ValueError("a correlation needs two columns")
-    both = pd.concat([_col(df, cols[0]), _col(df, cols[1])], axis=1).dropna()
-    return both.iloc[:, 0], both.iloc[:, 1]
+from agents.tools.request_fits import causal_effect, fit_model
+from agents.tools.request_ops_base import NUMBER_OPS, col_numbers, numeric, outlier_mask, pair_numbers, statistic
 
 
 def _correlation(df: pd.DataFrame, cols: list[str], opts: dict[str, Any], want_p: bool) -> float:
     from scipy import stats
 
-    x, y = _pair(df, cols)
+    x, y = pair_numbers(df, cols)
     method = opts.get("method", "pearson")
     test = {"spearman": stats.spearmanr, "kendall": stats.kendalltau}.get(method, stats.pearsonr)
     r, p = test(x, y)
@@ -96,7 +33,7 @@ def _correlation(df: pd.DataFrame, cols: list[str], opts: dict[str, Any], want_p
 
 def _regression(df: pd.DataFrame, cols: list[str], part: str) -> float:
     """Ordinary least squares of cols[0] on cols[1:]: a slope, the intercept or R²."""
-    data = pd.concat([_col(df, c) for c in cols], axis=1).dropna()
+    data = pd.concat([col_numbers(df, c) for c in cols], axis=1).dropna()
     y, x = data.iloc[:, 0].to_numpy(float), data.iloc[:, 1:].to_numpy(float)
     design = np.column_stack([np.ones(len(x)), x])
     beta, *_ = np.linalg.lstsq(design, y, rcond=None)
@@ -111,7 +48,7 @@ def _regression(df: pd.DataFrame, cols: list[str], part: str) -> float:
 def _test_p(df: pd.DataFrame, cols: list[str], test: str) -> float:
     from scipy import stats
 
-    x = _col(df, cols[0]).dropna()
+    x = col_numbers(df, cols[0]).dropna()
     if test == "shapiro":
         return float(stats.shapiro(x).pvalue)
     if test == "ks":
@@ -121,63 +58,11 @@ def _test_p(df: pd.DataFrame, cols: list[str], test: str) -> float:
     raise ValueError(f"unknown test '{test}'")
 
 
-def _arm_predictions(x: np.ndarray, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each unit's predicted outcome treated and untreated, from one linear model per arm."""
-    design = np.column_stack([np.ones(len(x)), x])
-    b1, *_ = np.linalg.lstsq(design[t == 1], y[t == 1], rcond=None)
-    b0, *_ = np.linalg.lstsq(design[t == 0], y[t == 0], rcond=None)
-    return design @ b1, design @ b0
-
-
-def _propensity(x: np.ndarray, t: np.ndarray) -> np.ndarray:
-    import statsmodels.api as sm
-
-    fit = sm.Logit(t, sm.add_constant(x, has_constant="add")).fit(disp=0, method="bfgs", maxiter=500)
-    return np.clip(fit.predict(sm.add_constant(x, has_constant="add")), 1e-3, 1 - 1e-3)
-
-
-def _effect_once(x: np.ndarray, t: np.ndarray, y: np.ndarray, estimand: str, method: str) -> float:
-    group = {"att": t == 1, "atc": t == 0}.get(estimand, np.ones(len(t), dtype=bool))
-    if method == "difference_in_means":
-        return float(y[t == 1].mean() - y[t == 0].mean())
-    if method == "ipw":
-        e = _propensity(x, t)
-        w_base = {"att": e, "atc": 1 - e}.get(estimand, np.ones(len(t)))
-        w1, w0 = w_base * t / e, w_base * (1 - t) / (1 - e)
-        return float((w1 * y).sum() / w1.sum() - (w0 * y).sum() / w0.sum())
-    if method == "ols":
-        design = np.column_stack([np.ones(len(x)), t, x])
-        beta, *_ = np.linalg.lstsq(design, y, rcond=None)
-        return float(beta[1])
-    mu1, mu0 = _arm_predictions(x, t, y)
-    return float((mu1 - mu0)[group].mean())
-
-
-def causal_effect(df: pd.DataFrame, opts: dict[str, Any]) -> dict[str, Any]:
-    """The named estimand by the named method, with a bootstrap standard error."""
-    cols = [opts["treatment"], opts["outcome"], *opts.get("covariates", [])]
-    data = pd.concat([_col(df, c) for c in cols], axis=1).dropna()
-    t = data.iloc[:, 0].to_numpy(float)
-    if set(np.unique(t)) - {0.0, 1.0}:
-        raise ValueError(f"the treatment '{opts['treatment']}' must be 0/1")
-    y, x = data.iloc[:, 1].to_numpy(float), data.iloc[:, 2:].to_numpy(float)
-    estimand, method = opts.get("estimand", "ate"), opts.get("method", "regression_adjustment")
-    estimate = _effect_once(x, t, y, estimand, method)
-    rng = np.random.default_rng(int(opts.get("seed", 0)))
-    draws = []
-    for _ in range(int(opts.get("bootstrap", 200))):
-        i = rng.integers(0, len(t), len(t))
-        if 0 < t[i].sum() < len(i):
-            draws.append(_effect_once(x[i], t[i], y[i], estimand, method))
-    se = float(np.std(draws, ddof=1)) if len(draws) > 1 else float("nan")
-    return {"estimate": estimate, "se": se, "n": int(len(t)), "n_treated": int(t.sum())}
-
-
 def group_test_p(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> float:
     """The p-value of the named test of ``cols[0]`` between the levels of ``opts['group']``."""
     from scipy import stats
 
-    x = _col(df, cols[0])
+    x = col_numbers(df, cols[0])
     samples = [x[df[opts["group"]] == level].dropna() for level in opts["levels"]]
     test = opts.get("test", "ttest")
     if test == "mannwhitney":
@@ -212,12 +97,12 @@ def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
     if base == "group_test":
         return str(opts["yes"] if group_test_p(df, cols, opts) < alpha else opts["no"])
     if base in ("skew_normal", "skew_class"):
-        skew, bound = _statistic(_col(df, cols[0]), "skew", opts), float(opts["bound"])
+        skew, bound = statistic(col_numbers(df, cols[0]), "skew", opts), float(opts["bound"])
         if base == "skew_normal":
             return str(opts["yes"] if abs(skew) < bound else opts["no"])
         return str(opts["middle"] if abs(skew) <= bound else opts["right"] if skew > 0 else opts["left"])
     if base == "skew_sign":
-        return str(opts["positive"] if _statistic(_col(df, cols[0]), "skew", opts) > 0 else opts["negative"])
+        return str(opts["positive"] if statistic(col_numbers(df, cols[0]), "skew", opts) > 0 else opts["negative"])
     if opts.get("against_strongest"):
         cols = [cols[0], strongest_correlation(df, cols[0], opts)]
     r, p = _correlation(df, cols, opts, False), _correlation(df, cols, opts, True)
@@ -225,8 +110,13 @@ def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
         return str(opts["positive"] if r > 0 else opts["negative"])
     if base == "strength":
         size = abs(r)
-        return str(opts["strong"] if size >= float(opts["strong_min"])
-                   else opts["moderate"] if size >= float(opts["moderate_min"]) else opts["weak"])
+        return str(
+            opts["strong"]
+            if size >= float(opts["strong_min"])
+            else opts["moderate"]
+            if size >= float(opts["moderate_min"])
+            else opts["weak"]
+        )
     if base == "significance":
         return str(opts["yes"] if p < alpha else opts["no"])
     if base == "r_threshold":
@@ -234,62 +124,6 @@ def _verdict(df: pd.DataFrame, cols: list[str], opts: dict[str, Any]) -> str:
     if p >= alpha and opts.get("none"):  # without a "none" option the rule is on |r| alone
         return str(opts["none"])
     return str(opts["linear"] if abs(r) >= float(opts.get("r_min", 0.5)) else opts["nonlinear"])
-
-
-def _model(opts: dict[str, Any]) -> Any:
-    """The named scikit-learn estimator with the question's stated parameters."""
-    from sklearn import ensemble, linear_model, neighbors, tree
-
-    params, seed, classifier = dict(opts.get("params") or {}), int(opts.get("seed", 42)), bool(opts.get("classifier"))
-    kind = opts["model"]
-    if kind == "linear":
-        return linear_model.LinearRegression()
-    if kind == "logistic":
-        return linear_model.LogisticRegression(random_state=seed, max_iter=1000, **params)
-    if kind == "knn":
-        return (neighbors.KNeighborsClassifier if classifier else neighbors.KNeighborsRegressor)(**params)
-    family = {"tree": (tree.DecisionTreeClassifier, tree.DecisionTreeRegressor),
-              "forest": (ensemble.RandomForestClassifier, ensemble.RandomForestRegressor)}[kind]
-    return family[0 if classifier else 1](random_state=seed, **params)
-
-
-def fit_model(df: pd.DataFrame, opts: dict[str, Any]) -> float:
-    """A model's metric on the test share of a seeded split: rows without a target are dropped,
-    missing numeric features take the column's mean, text features are one-hot encoded."""
-    from sklearn import metrics, preprocessing
-    from sklearn.model_selection import train_test_split
-
-    target, features = opts["target"], list(opts["features"])
-    data = df[df[target].notna()]
-    y = data[target] if opts.get("classifier") and not pd.api.types.is_numeric_dtype(data[target]) else _col(data, target)
-    parts = []
-    for name in features:
-        values = numeric(data[name])
-        if values.notna().sum() >= 0.9 * data[name].notna().sum() and data[name].notna().any():
-            parts.append(values.fillna(values.mean()).rename(name))
-        else:
-            parts.append(pd.get_dummies(data[name], prefix=name, dtype=float))
-    x = pd.concat(parts, axis=1)
-    keep = y.notna()
-    x, y = x[keep], y[keep]
-    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=float(opts["test_size"]),
-                                                        random_state=int(opts.get("seed", 42)))
-    if opts.get("scale"):
-        scaler = (preprocessing.StandardScaler if opts["scale"] == "standard" else preprocessing.MinMaxScaler)()
-        x_train, x_test = scaler.fit_transform(x_train), scaler.transform(x_test)
-    fitted = _model(opts).fit(x_train, y_train)
-    predicted = fitted.predict(x_test)
-    metric = opts["metric"]
-    if metric == "accuracy":
-        if opts["model"] == "linear":  # a regression read as a classifier: the nearest class
-            predicted = (np.asarray(predicted) >= 0.5).astype(int)
-        return float(metrics.accuracy_score(y_test, predicted))
-    if metric == "prediction_corr":
-        return float(np.corrcoef(np.asarray(predicted, float), np.asarray(y_test, float))[0, 1])
-    scores = {"mse": metrics.mean_squared_error, "mae": metrics.mean_absolute_error, "r2": metrics.r2_score}
-    if metric == "rmse":
-        return float(math.sqrt(metrics.mean_squared_error(y_test, predicted)))
-    return float(scores[metric](y_test, predicted))
 
 
 def _plain(value: Any) -> str:
@@ -303,13 +137,15 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
     where = opts.get("where")
     for cond in [where] if isinstance(where, dict) else where or []:
         # this request's own group: "mean_fare_class1" is the mean over Pclass == 1
-        df = df[df[cond["column"]].isna() == cond["isna"]] if "isna" in cond else df[df[cond["column"]] == cond["value"]]
+        df = (
+            df[df[cond["column"]].isna() == cond["isna"]] if "isna" in cond else df[df[cond["column"]] == cond["value"]]
+        )
         if df.empty:
             raise ValueError(f"no rows with {cond['column']} = {cond['value']}")
     if op in NUMBER_OPS:
         if not cols:
             raise ValueError("no column named for this part")
-        return _statistic(_col(df, cols[0]), op, opts)
+        return statistic(col_numbers(df, cols[0]), op, opts)
     if op == "rows":
         return len(df)
     if op == "missing":
@@ -329,7 +165,7 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
     if op == "normality_stat":
         from scipy import stats
 
-        return float(stats.shapiro(_col(df, cols[0]).dropna()).statistic)
+        return float(stats.shapiro(col_numbers(df, cols[0]).dropna()).statistic)
     if op in ("corr", "corr_p"):
         return _correlation(df, cols, opts, op == "corr_p")
     if op in ("slope", "intercept", "r2"):
@@ -337,13 +173,13 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
     if op == "predictor_significance":  # "yes,no": each predictor's OLS p-value against alpha, in order
         import statsmodels.api as sm
 
-        data = pd.concat([_col(df, c) for c in cols], axis=1).dropna()
+        data = pd.concat([col_numbers(df, c) for c in cols], axis=1).dropna()
         fit = sm.OLS(data.iloc[:, 0], sm.add_constant(data.iloc[:, 1:])).fit()
         return ",".join("yes" if p < float(opts.get("alpha", 0.05)) else "no" for p in fit.pvalues.iloc[1:])
     if op == "normality_p":
         return _test_p(df, cols, opts.get("test", "shapiro"))
     if op == "outlier_list":
-        x = _col(df, cols[0])
+        x = col_numbers(df, cols[0])
         mask = outlier_mask(x, opts.get("method", "iqr"), float(opts.get("threshold", 1.5))).fillna(False)
         items = df.loc[mask, opts["label"]] if opts.get("label") else x[mask]
         listed = sorted(items.tolist()) if opts.get("sort") else items.tolist()
@@ -352,7 +188,7 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return group_test_p(df, cols, opts)
     if op == "extreme":
         label, value = cols[0], cols[1]
-        data = pd.DataFrame({"label": df[label], "value": _col(df, value)}).dropna()
+        data = pd.DataFrame({"label": df[label], "value": col_numbers(df, value)}).dropna()
         if opts.get("per_group"):
             data = data.groupby("label", as_index=False)["value"].mean()
         best = data["value"].max() if opts.get("largest", True) else data["value"].min()
@@ -364,17 +200,17 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
     if op == "model":
         return fit_model(df, opts)
     if op == "count_within_sd":
-        x = _col(df, cols[0]).dropna()
+        x = col_numbers(df, cols[0]).dropna()
         k = float(opts.get("k", 1.0))
         return int(((x - x.mean()).abs() <= k * x.std(ddof=int(opts.get("ddof", 1)))).sum())
     if op in ("outlier_min", "outlier_max"):
-        x = _col(df, cols[0]).dropna()
+        x = col_numbers(df, cols[0]).dropna()
         outliers = x[outlier_mask(x, opts.get("method", "iqr"), float(opts.get("threshold", 1.5)))]
         if outliers.empty:
             raise ValueError("no outliers")
         return float(outliers.min() if op == "outlier_min" else outliers.max())
     if op == "outlier_count":
-        x = _col(df, cols[0]).dropna()
+        x = col_numbers(df, cols[0]).dropna()
         return int(outlier_mask(x, opts.get("method", "iqr"), float(opts.get("threshold", 1.5))).sum())
     raise ValueError(f"this part asks for an operation without a deterministic routine ('{op}')")
 
@@ -383,40 +219,54 @@ def apply_step(df: pd.DataFrame, step: dict[str, Any]) -> pd.DataFrame:
     """One data step: a derived column, a row filter, or removing a column's outliers."""
     kind = step["kind"]
     if kind == "derive":
-        parts = [_col(df, c) for c in step["columns"]]
+        parts = [col_numbers(df, c) for c in step["columns"]]
         a, b = parts[0], (parts[1] + float(step.get("epsilon", 0.0)) if len(parts) > 1 else None)
         fn = step["fn"]
-        values = {"sum": lambda: sum(parts[1:], parts[0]), "difference": lambda: a - b, "ratio": lambda: a / b,
-                  "product": lambda: math.prod(parts[1:], start=parts[0]), "mean": lambda: pd.concat(parts, axis=1).mean(axis=1),
-                  "log10": lambda: np.log10(a),
-                  "log": lambda: np.log(a)}[fn]()
+        values = {
+            "sum": lambda: sum(parts[1:], parts[0]),
+            "difference": lambda: a - b,
+            "ratio": lambda: a / b,
+            "product": lambda: math.prod(parts[1:], start=parts[0]),
+            "mean": lambda: pd.concat(parts, axis=1).mean(axis=1),
+            "log10": lambda: np.log10(a),
+            "log": lambda: np.log(a),
+        }[fn]()
         if step.get("zero_for_infinite"):  # "a ratio over a zero denominator is defined as zero"
             values = values.replace([np.inf, -np.inf], 0.0)
         return df.assign(**{step["name"]: values})
     if kind == "filter":
         col, op, value = step["column"], step["op"], step["value"]
         if step.get("stat"):  # "a fare greater than the average fare": the statistic of the column as it stands
-            value = _statistic(_col(df, col), step["stat"], {})
+            value = statistic(col_numbers(df, col), step["stat"], {})
         series = df[col]
         if isinstance(value, int | float) and not isinstance(value, bool):
             series = numeric(series)
-        keep = {"==": series == value, "!=": series != value, ">": series > value, ">=": series >= value,
-                "<": series < value, "<=": series <= value}[op]
+        keep = {
+            "==": series == value,
+            "!=": series != value,
+            ">": series > value,
+            ">=": series >= value,
+            "<": series < value,
+            "<=": series <= value,
+        }[op]
         return df[keep]
     if kind == "extreme_row":  # the first row with the column's largest (or smallest) value
-        x = _col(df, step["column"])
+        x = col_numbers(df, step["column"])
         return df.loc[[x.idxmax() if step.get("largest", True) else x.idxmin()]]
     if kind == "drop_outliers":
-        x = _col(df, step["column"])
+        x = col_numbers(df, step["column"])
         mask = outlier_mask(x, step.get("method", "iqr"), float(step.get("threshold", 1.5)), int(step.get("ddof", 0)))
         return df[~mask.fillna(False)]
     if kind == "fillna":
         col = step["column"]
         if col not in df.columns:
             return df
-        values = _col(df, col) if step["how"] in ("mean", "median") else df[col]
-        fill = {"mean": lambda: values.mean(), "median": lambda: values.median(),
-                "mode": lambda: values.mode().iloc[0]}[step["how"]]()
+        values = col_numbers(df, col) if step["how"] in ("mean", "median") else df[col]
+        fill = {
+            "mean": lambda: values.mean(),
+            "median": lambda: values.median(),
+            "mode": lambda: values.mode().iloc[0],
+        }[step["how"]]()
         return df.assign(**{col: values.fillna(fill)})
     if kind == "dropna":
         return df.dropna(subset=step["columns"])

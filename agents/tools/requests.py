@@ -8,25 +8,21 @@ the question states for every part (a derived column, removing outliers) are rea
 whose operation or columns cannot be read is kept as an ``unknown`` request, so its answer says
 "not computed" in its own slot instead of borrowing another slot's value.
 
-:func:`request_code` turns the requests into complete sandbox code: the source of
-:mod:`agents.tools.request_ops` followed by one call, so each request is computed on its own.
+:func:`agents.tools.request_spec.request_code` turns the requests into sandbox code.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from agents.tools.answers import _DECIMALS, _INTEGER, _WORDS
+from agents.tools.request_columns import leftover_words, name_words, own_columns, qualified_columns, slot_words
 from agents.tools.request_groups import group_conditions, stated_filters
 from agents.tools.request_ml import model_request, regression_request
 from agents.tools.request_rules import (
     _GROUP_TEST,
-    _ORDINALS,
     _TWO_SAMPLE_KS,
     _columns_for,
     _correlated,
@@ -41,21 +37,66 @@ from agents.tools.request_rules import (
     _strongest,
     _verdict,
 )
+from agents.tools.request_spec import Request, RequestSpec
 from agents.tools.request_steps import derive_steps, drop_step, fill_steps, with_durations
 from agents.tools.slots import ColumnInfo, as_column_infos, find_columns
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Request", "RequestSpec", "format_slots", "parse_requests", "request_code"]
+__all__ = ["format_slots", "parse_requests"]
 
 _SLOT = re.compile(r"@([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]")
-_TEXT_WORDS = {"type", "status", "decision", "result", "relationship", "normality", "strength", "name", "names",
-               "category", "categories", "country", "countries", "station", "vehicle", "site", "identifier",
-               "identifiers", "list", "level", "significant", "significance", "is", "has", "direction", "trend",
-               "distribution", "feature", "features", "label",
-               "most", "top", "which", "whether", "interpretation", "conclusion", "pattern", "impact", "effect",
-               "accuracy", "score", "model", "error", "mse", "mae", "rmse", "prediction", "cluster"}
+_TEXT_WORDS = {
+    "type",
+    "status",
+    "decision",
+    "result",
+    "relationship",
+    "normality",
+    "strength",
+    "name",
+    "names",
+    "category",
+    "categories",
+    "country",
+    "countries",
+    "station",
+    "vehicle",
+    "site",
+    "identifier",
+    "identifiers",
+    "list",
+    "level",
+    "significant",
+    "significance",
+    "is",
+    "has",
+    "direction",
+    "trend",
+    "distribution",
+    "feature",
+    "features",
+    "label",
+    "most",
+    "top",
+    "which",
+    "whether",
+    "interpretation",
+    "conclusion",
+    "pattern",
+    "impact",
+    "effect",
+    "accuracy",
+    "score",
+    "model",
+    "error",
+    "mse",
+    "mae",
+    "rmse",
+    "prediction",
+    "cluster",
+}
 _OPS: tuple[tuple[str, str], ...] = (
     (r"\bslope\b", "slope"),
     (r"\bintercept\b", "intercept"),
@@ -63,7 +104,10 @@ _OPS: tuple[tuple[str, str], ...] = (
     (r"\bwithin\b.*\b(?:std|stdev|sd|standard deviations?)\b", "count_within_sd"),
     (r"\bskew(?:ness)?\b", "skew"),
     (r"\bkurtosis\b", "kurtosis"),
-    (r"\boutliers?\b.*\b(?:count|number|num|total|n)\b|\b(?:count|number|num|total|n)\b.*\boutliers?\b", "outlier_count"),
+    (
+        r"\boutliers?\b.*\b(?:count|number|num|total|n)\b|\b(?:count|number|num|total|n)\b.*\boutliers?\b",
+        "outlier_count",
+    ),
     (r"\b(?:missing|null|nan|na)\b", "missing"),
     (r"\b(?:unique|distinct)\b", "unique"),
     (r"\bmedian\b", "median"),
@@ -79,45 +123,13 @@ _OPS: tuple[tuple[str, str], ...] = (
 
 
 _SUMMARIES = frozenset({"mean", "median", "std", "var", "skew", "kurtosis"})
-_VERDICT_WORDS = frozenset("relationship relation type status significance significant correlation correlated "
-                           "normality normal is distribution direction strength decision result".split())
-_TRANSFORMED = frozenset("transformed normalized normalised scaled standardized standardised log logged encoded "
-                         "binned squared sqrt".split())
-
-
-class Request(BaseModel):
-    """One quantity the question asks for, with everything needed to compute it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    slot: str
-    op: str = Field(description="an operation of agents.tools.request_ops.compute, or 'unknown'")
-    columns: list[str] = Field(default_factory=list)
-    options: dict[str, Any] = Field(default_factory=dict)
-    decimals: int | None = None
-    stage: str = Field("after", description="'after' the question's data steps, 'before' its outlier removal, or "
-                       "'original': before its cleaning (the outlier removal, or else the imputation)")
-    reason: str | None = Field(None, description="why an unknown request cannot be computed")
-
-
-class RequestSpec(BaseModel):
-    """The requests of one question and the data steps every request shares."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    requests: list[Request]
-    steps: list[dict[str, Any]] = Field(default_factory=list)
-    sentence: str | None = Field(None, description="the answer sentence, filled from the first request's result")
-
-    @property
-    def computable(self) -> int:
-        return sum(r.op != "unknown" for r in self.requests)
-
-
-def _words(text: str) -> str:
-    """Lower-case text with snake_case and camelCase split into words."""
-    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-    return re.sub(r"[_\-]+", " ", text).lower()
+_VERDICT_WORDS = frozenset(
+    "relationship relation type status significance significant correlation correlated "
+    "normality normal is distribution direction strength decision result".split()
+)
+_TRANSFORMED = frozenset(
+    "transformed normalized normalised scaled standardized standardised log logged encoded binned squared sqrt".split()
+)
 
 
 def _sections(question: str) -> tuple[str, str, str]:
@@ -162,58 +174,6 @@ def _decimals(text: str) -> int | None:
     return 0 if _INTEGER.search(text) else None
 
 
-_GENERIC = frozenset(
-    "mean average avg median std stdev stddev sd dev standard deviation deviations variance var min minimum max maximum "
-    "sum total count number num n no skew skewness kurtosis correlation corr coefficient coef p value values pvalue "
-    "pval r outlier outliers missing null nan na unique distinct rows row entries records of the in for and a an new "
-    "after before original with without clean cleaned removed removal within one data dataset overall all slope "
-    "intercept squared r2 rsquared calculated computed test statistic stat result by per norm normality shapiro wilk range "
-    "percentage percent column w pre post has "
-    "ks pearson spearman kendall significance level".split()
-)
-
-
-def _name_words(name: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z]+|\d+", _words(name)) if w not in _GENERIC]
-
-
-def _own_columns(name: str, infos: list[ColumnInfo]) -> list[str]:
-    """Numeric columns a slot's name spells out: exactly (``familysize`` for FamilySize), then as
-    the question-style matching finds them."""
-    words = re.findall(r"[a-z]+|\d+", _words(name))
-    joins = {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
-    exact = sorted((c.name for c in infos if c.numeric and _norm(c.name) in joins and len(_norm(c.name)) > 1),
-                   key=lambda n: -len(_norm(n)))  # the longest name the slot spells: "income per member" over "income"
-    found = [m.column for m in find_columns(_words(name), infos) if _numeric(m.column, infos)]
-    return list(dict.fromkeys(exact + found))
-
-
-def _leftover(name: str, own: list[str], shared: set[str]) -> list[str]:
-    """Words of a slot's name that set it apart from the other slots and are neither an operation
-    nor its column: a qualifier such as a group ("class1", "female") the request must honour or refuse."""
-    col_words = {w for c in own for w in re.findall(r"[a-z]+|\d+", _words(c))} | {_norm(c) for c in own}
-    return [w for w in _name_words(name) if w not in shared and w not in col_words]
-
-
-def _group_filter(left: list[str], frame: pd.DataFrame, infos: list[ColumnInfo]) -> dict[str, Any] | None:
-    """``{"column", "value"}`` when the leftover words name one value of one categorical column."""
-    wanted = [_ORDINALS.get(w, w) for w in left]
-    for info in infos:
-        if info.name not in frame.columns or (info.n_unique or 0) > 50:
-            continue
-        name_words = set(re.findall(r"[a-z]+", _words(info.name)))
-        rest = [w for w in wanted if not any(w in nw or nw in w for nw in name_words if len(w) > 2)]
-        if len(rest) != 1:
-            continue
-        for value in frame[info.name].dropna().unique():
-            text = str(value).lower()
-            if text.endswith(".0"):
-                text = text[:-2]
-            if text == rest[0] and (not text.isdigit() or len(rest) < len(wanted)):
-                return {"column": info.name, "value": value.item() if hasattr(value, "item") else value}
-    return None
-
-
 def _op(slot_text: str) -> str | None:
     if set(slot_text.split()) & _TEXT_WORDS:
         return None  # "skewness_type", "highest_horsepower_vehicle": a word or a row, not a number
@@ -227,7 +187,9 @@ def _correlation_op(slot_text: str, context: str) -> str | None:
     if set(slot_text.split()) & _TEXT_WORDS:
         return None
     if re.search(r"\bp ?val(?:ue)?\b|\bpvalue\b", slot_text):
-        if re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context) and not _TWO_SAMPLE_KS.search(context):
+        if re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context) and not _TWO_SAMPLE_KS.search(
+            context
+        ):
             return "normality_p"
         if "correlat" in context and not re.search(r"t-?test|anova|\bchi\b|chi-?squared?|\bmann\b", context):
             return "corr_p"
@@ -263,40 +225,67 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         steps.append(drop)
     asked = [m.column for m in find_columns(context_raw, infos) if _numeric(m.column, infos)]
     quoted = [q for q in re.findall(r"[\"'`]([^\"'`]{1,60})[\"'`]", context_raw) if _numeric(q, infos)]  # exact names
-    summarised = [m.column for sentence in re.split(r"(?<=[.!?])\s+|\n", context_raw)  # "calculate the mean of X"
-                  if re.search(r"\b(?:mean|median|standard deviation|skewness|kurtosis|variance)\b", sentence, re.I)
-                  and not re.search(r"\bfill|\breplac|\bimput(?:e|ed|ing)\b|imputation method|missing", sentence, re.I)
-                  for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
-    summarised = [q for m in re.finditer(r"\b(?:mean|median|standard deviation|skewness|kurtosis)\b", context_raw, re.I)
-                  for q in re.findall(r"['\"`]([^'\"`]{1,60})['\"`]", context_raw[m.end() : m.end() + 60])
-                  if _numeric(q, infos)] + summarised  # "the mean of the column 'No. of cases'"
+    summarised = [
+        m.column
+        for sentence in re.split(r"(?<=[.!?])\s+|\n", context_raw)  # "calculate the mean of X"
+        if re.search(r"\b(?:mean|median|standard deviation|skewness|kurtosis|variance)\b", sentence, re.I)
+        and not re.search(r"\bfill|\breplac|\bimput(?:e|ed|ing)\b|imputation method|missing", sentence, re.I)
+        for m in find_columns(sentence, infos)
+        if _numeric(m.column, infos)
+    ]
+    summarised = [
+        q
+        for m in re.finditer(r"\b(?:mean|median|standard deviation|skewness|kurtosis)\b", context_raw, re.I)
+        for q in re.findall(r"['\"`]([^'\"`]{1,60})['\"`]", context_raw[m.end() : m.end() + 60])
+        if _numeric(q, infos)
+    ] + summarised  # "the mean of the column 'No. of cases'"
     paired = _correlated(context_raw, infos)
     mentioned = [m.column for m in find_columns(context_raw, infos) if m.column in frame.columns]
     default_decimals = _decimals(fmt) if _decimals(fmt) is not None else _decimals(f"{constraints}\n{body}")
     requests = []
-    word_sets = [set(_name_words(name)) for name, _, _ in slots]
+    word_sets = [set(name_words(name)) for name, _, _ in slots]
     shared = set.intersection(*word_sets) if len(slots) > 1 else word_sets[0]
     all_names = {_norm(n) for n, _, _ in slots} | {_norm(p) for _, p, _ in slots} | {_norm(c) for c in frame.columns}
     for name, placeholder, about in slots:
-        slot_text = _words(f"{name} {placeholder}")
+        slot_text = slot_words(f"{name} {placeholder}")
         decimals = _decimals(about) if _decimals(about) is not None else default_decimals
-        if re.search(rf"(?:{re.escape(name)}|{re.escape(placeholder)})[\"'`]?\s+is\s+an?\s+"
-                                          r"(?:positive\s+|non-negative\s+)?(?:integer|whole number)\b", about):
+        if re.search(
+            rf"(?:{re.escape(name)}|{re.escape(placeholder)})[\"'`]?\s+is\s+an?\s+"
+            r"(?:positive\s+|non-negative\s+)?(?:integer|whole number)\b",
+            about,
+        ):
             decimals = 0  # "mean_value is a positive integer"
         if placeholder.strip().lower() in ("integer", "int", "an integer", "whole number"):
             decimals = 0  # "@total_calls[integer]"
         model = model_request(slot_text, about, context_raw, infos) or regression_request(slot_text, context_raw, infos)
         if model is not None and model.get("kind") == "ols":  # "a multiple linear regression of Y on A and B"
             reason = model.pop("reason", None)
-            requests.append(Request(slot=name, op=model.pop("op"), columns=model.pop("columns"),
-                                    options={} if reason else model, decimals=decimals, reason=reason))
+            requests.append(
+                Request(
+                    slot=name,
+                    op=model.pop("op"),
+                    columns=model.pop("columns"),
+                    options={} if reason else model,
+                    decimals=decimals,
+                    reason=reason,
+                )
+            )
             continue
         if model is not None:
-            requests.append(Request(slot=name, op="model", columns=[model["target"], *model["features"]],
-                                    options=model, decimals=decimals))
+            requests.append(
+                Request(
+                    slot=name,
+                    op="model",
+                    columns=[model["target"], *model["features"]],
+                    options=model,
+                    decimals=decimals,
+                )
+            )
             continue
-        own = [next((q for q in quoted if q != c and _norm(q).startswith(_norm(c))), c) for c in _own_columns(name, infos)]
-        named = {w for c in own for w in re.findall(r"[a-z]+|\d+", _words(c))} & _TEXT_WORDS  # "importance.score"
+        own = [
+            next((q for q in quoted if q != c and _norm(q).startswith(_norm(c))), c) for c in own_columns(name, infos)
+        ]
+        named = {w for c in own for w in re.findall(r"[a-z]+|\d+", slot_words(c))} & _TEXT_WORDS  # "importance.score"
         op_text = " ".join(w for w in slot_text.split() if w not in named)
         if re.search(r"\b(?:mean|median|average|std|sum)\b", op_text):  # "mean_with_tree_null": null is a group
             op_text = " ".join(w for w in op_text.split() if w not in ("null", "notnull", "nonnull", "notna"))
@@ -305,10 +294,14 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         if op is not None and re.search(own_string, about) and len(_quoted_options(about)) >= 2:
             op = None  # the format says this part is one of its listed words, not a number
         if op is None and len(slots) == 1:
-            op = _correlation_op(_words(about), context) or _op(_words(about))
+            op = _correlation_op(slot_words(about), context) or _op(slot_words(about))
         if op in (None, "rows") and own and "total" in op_text.split():
             op = "sum"  # "total_abandoned_calls": the sum of the column the slot names, not a row count
-        if op not in (None, "r2") and set(slot_text.split()) & _TRANSFORMED and not any(st["kind"] == "derive" for st in steps):
+        if (
+            op not in (None, "r2")
+            and set(slot_text.split()) & _TRANSFORMED
+            and not any(st["kind"] == "derive" for st in steps)
+        ):
             requests.append(Request(slot=name, op="unknown", reason="a transformed column this parser does not build"))
             continue
         listed = _outlier_list(slot_text, placeholder, f"{about} {fmt}", context, infos, asked) if op is None else None
@@ -319,7 +312,9 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             continue
         strongest = _strongest(slot_text, context, asked) if op is None else None
         if strongest is not None:
-            requests.append(Request(slot=name, op="strongest_corr", columns=strongest, options=_options("corr", context)))
+            requests.append(
+                Request(slot=name, op="strongest_corr", columns=strongest, options=_options("corr", context))
+            )
             continue
         extreme = _extreme(slot_text, body + "\n" + constraints, infos, asked) if op is None else None
         if extreme is not None:
@@ -336,15 +331,21 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
                 if cols is None and verdict["base"] == "direction":  # the sign of the strongest correlation
                     cols = next((r.columns for r in requests if r.op == "strongest_corr"), None)
             if cols is not None:
-                rest = [w for w in _leftover(name, cols, set()) if w not in _VERDICT_WORDS]
+                rest = [w for w in leftover_words(name, cols, set()) if w not in _VERDICT_WORDS]
                 group = group_conditions(rest, frame, infos, set(cols)) if rest else None
                 if group:  # "relationship_type_female": the verdict on that group's rows
                     verdict["where"] = group[0] if len(group) == 1 else group
                 requests.append(Request(slot=name, op="verdict", columns=cols, options=verdict))
                 continue
         if op is None:
-            requests.append(Request(slot=name, op="unknown", decimals=decimals,
-                                    reason="no deterministic routine reads this part; a model can answer it"))
+            requests.append(
+                Request(
+                    slot=name,
+                    op="unknown",
+                    decimals=decimals,
+                    reason="no deterministic routine reads this part; a model can answer it",
+                )
+            )
             continue
         if op == "group_test_p":
             test = _group_test(frame, context_raw, infos, asked)
@@ -355,34 +356,48 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             continue
         if op in ("missing", "unique", "missing_percent", "has_missing"):
             cue = r"\b(?:unique|distinct)\b" if op == "unique" else r"\b(?:missing|null|nan|na|empty)\b"
-            near = [c for sentence in re.split(r"(?<=[.!?])\s+|\n", context_raw) if re.search(cue, sentence, re.I)
-                    for c in [q for q in re.findall(r"[\"'`]([^\"'`]{1,60})[\"'`]", sentence) if q in frame.columns]
-                    + [m.column for m in find_columns(sentence, infos) if m.column in frame.columns]]
-            own = [m.column for m in find_columns(_words(name), infos)] or near[:1] or own
+            near = [
+                c
+                for sentence in re.split(r"(?<=[.!?])\s+|\n", context_raw)
+                if re.search(cue, sentence, re.I)
+                for c in [q for q in re.findall(r"[\"'`]([^\"'`]{1,60})[\"'`]", sentence) if q in frame.columns]
+                + [m.column for m in find_columns(sentence, infos) if m.column in frame.columns]
+            ]
+            own = [m.column for m in find_columns(slot_words(name), infos)] or near[:1] or own
         pool = list(dict.fromkeys(summarised + asked)) if op in _SUMMARIES and summarised else asked
-        cols = _columns_for(op, own, (paired or asked) if op in ("corr", "corr_p") and len(own) < 2 else pool, steps,
-                            mentioned)
+        cols = _columns_for(
+            op, own, (paired or asked) if op in ("corr", "corr_p") and len(own) < 2 else pool, steps, mentioned
+        )
         if cols is None:
             requests.append(Request(slot=name, op="unknown", reason=f"no column named for this {op}"))
             continue
         options = _options(op, context)
-        bare = re.sub(r"(?i)(low|lowest|lower|high|highest|upper)", "", name) if op in ("outlier_min", "outlier_max") else name
-        chosen = _qualified(bare, op, cols, own, asked, shared, frame, infos)  # the end of the outliers' range is read
+        bare = (
+            re.sub(r"(?i)(low|lowest|lower|high|highest|upper)", "", name)
+            if op in ("outlier_min", "outlier_max")
+            else name
+        )
+        chosen = qualified_columns(
+            bare, op, cols, own, asked, shared, frame, infos
+        )  # the end of the outliers' range is read
         if chosen is None:
-            left = " ".join(_leftover(name, cols, shared))
+            left = " ".join(leftover_words(name, cols, shared))
             requests.append(Request(slot=name, op="unknown", reason=f"'{left}' in this part is not read"))
             continue
         cols, group = chosen
         if group:
             options["where"] = group
-        requests.append(Request(slot=name, op=op, columns=cols, options=options, decimals=decimals,
-                                stage=_stage(slot_text, op)))
+        requests.append(
+            Request(slot=name, op=op, columns=cols, options=options, decimals=decimals, stage=_stage(slot_text, op))
+        )
     target = next((r.columns for r in requests if r.op == "strongest_corr"), None)
     for r in requests:  # "is that correlation positive or negative": the strongest pair's sign
         if target and r.op == "verdict" and r.options.get("base") == "direction":
             r.columns, r.options["against_strongest"] = target, True
     if not any(r.op == "model" for r in requests):
-        used = {c for r in requests for c in r.columns} | {c for s in steps for c in s.get("columns", [s.get("column")])}
+        used = {c for r in requests for c in r.columns} | {
+            c for s in steps for c in s.get("columns", [s.get("column")])
+        }
         used |= {w["column"] for r in requests for w in _conditions(r.options.get("where"))}
         used |= {r.options["group"] for r in requests if isinstance(r.options.get("group"), str)}  # a test's groups
         filters = stated_filters(context_raw, frame, {c for c in used if c})
@@ -407,41 +422,3 @@ def _distinct(requests: list[Request]) -> list[Request]:
         seen.add(key)
         out.append(r)
     return out
-
-
-def _qualified(name: str, op: str, cols: list[str], own: list[str], asked: list[str], shared: set[str],
-               frame: pd.DataFrame, infos: list[ColumnInfo]) -> tuple[list[str], Any] | None:
-    """The request's columns and its group (``mean_fare_class1``: Fare where Pclass is 1), or None
-    when a word that sets this slot apart from the others is not understood."""
-    if op == "rows":
-        return (cols, None) if not own and not _leftover(name, cols, shared) else None
-    candidates = [cols] + ([[c] for c in own + asked if [c] != cols] if len(cols) == 1 else [])
-    for option in candidates:  # every word of the slot's group is read, also one all slots share
-        conditions = group_conditions(_leftover(name, option, set()), frame, infos, set(option))
-        if conditions is not None:
-            return option, conditions[0] if len(conditions) == 1 else conditions
-    for option in candidates:
-        if not _leftover(name, option, shared):
-            return option, None
-        group = _group_filter(_leftover(name, option, set()), frame, infos)
-        if group is not None and group["column"] not in option:
-            return option, group
-    return None
-
-
-def request_code(spec: RequestSpec) -> str:
-    """Complete sandbox code: the operations' source, then one call computing every request."""
-    source = (Path(__file__).with_name("request_ops.py")).read_text(encoding="utf-8")
-    source = source.replace("from __future__ import annotations\n", "")
-    payload = json.dumps(spec.model_dump(mode="json"))
-    return (
-        f"{source}\n\nimport json\n\n"
-        "try:\n    df\nexcept NameError:\n    df = next(iter(datasets.values()))\n"
-        f"SPEC = json.loads({payload!r})\n"
-        "result = answer_requests(df, SPEC)\n"
-        "first = result.get(SPEC['requests'][0]['slot'])\n"
-        "if SPEC.get('sentence') and isinstance(first, dict):\n"
-        "    result['answer'] = SPEC['sentence'].format(**first)\n"
-        "elif SPEC.get('sentence'):\n"
-        "    result['answer'] = 'Not computed: ' + str(result['_notes'].get(SPEC['requests'][0]['slot']))\n"
-    )

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from agents.tools.causal_requests import CausalRequestError, parse_causal
-from agents.tools.requests import request_code
+from agents.tools.request_spec import request_code
 
 
 @pytest.fixture()
@@ -31,8 +31,10 @@ def _run(question: str, frame: pd.DataFrame) -> dict:
 
 @pytest.mark.parametrize("words, estimand", [("on the treated", "att"), ("on the control", "atc"), ("", "ate")])
 def test_the_named_estimand_is_estimated(frame: pd.DataFrame, words: str, estimand: str) -> None:
-    q = f"The study evaluates the effect of the programme (t) on earnings (y). What is the average treatment effect " \
+    q = (
+        f"The study evaluates the effect of the programme (t) on earnings (y). What is the average treatment effect "
         f"{words} of the dataset? Please round to the nearest hundredth."
+    )
     got = _run(q, frame)
     group = {"att": frame.t == 1, "atc": frame.t == 0, "ate": frame.t >= 0}[estimand]
     truth = float((2 + 3 * frame.x1)[group].mean())

@@ -50,14 +50,15 @@ _LOCK = threading.Lock()
 def client_for(settings: Any, job_dir: str | Path | None, step: str, *, backoff_s: float = 0.5) -> Any:
     """The step's :class:`~agents.base.llm.client.LLMClient`, or None when the model is off.
 
-    One :class:`~agents.base.llm.client.LLMRun` (connection, token budget, cache) is shared
+    One :class:`~agents.base.llm.run.LLMRun` (connection, token budget, cache) is shared
     by every step of a job folder in this process. ``settings`` is the recipe's ``llm`` block
     (a model or a mapping); the environment is read here.
     """
     config = settings if isinstance(settings, LLMConfig) else resolve_config(settings)
     if not config.enabled:
         return None
-    from agents.base.llm.client import LLMClient, LLMRun
+    from agents.base.llm.client import LLMClient
+    from agents.base.llm.run import LLMRun
 
     folder = Path(job_dir).resolve() if job_dir is not None else None
     key = (str(folder), config)

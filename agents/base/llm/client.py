@@ -1,8 +1,8 @@
 """The one LLM client every agent uses (``ctx.llm``): structured output, tool calls, text.
 
 Built on the official ``openai`` package against any OpenAI-compatible endpoint. One
-:class:`_Run` per job holds what the whole run shares (the connection, the token budget, the
-reply cache in the job folder, what the server was found to support); each step gets its own
+:class:`~agents.base.llm.run.LLMRun` per job holds what the whole run shares (the connection, the
+token budget, the reply cache in the job folder, what the server was found to support); each step gets its own
 :class:`LLMClient` that records its calls, rejections and token usage for the agent's trace.
 
 Every failure (no server, timeout after retries, junk, an answer the caller's check rejects)
@@ -14,18 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import random
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agents.base.llm.config import LLMConfig
 from agents.base.llm.parse import extract_json, tool_calls_in_text
+from agents.base.llm.run import LLMRun, Reply, Unsupported, estimate_tokens
 
 __all__ = ["LLMClient", "ToolCall", "Reply", "LLMRun"]
 
@@ -46,183 +43,6 @@ class ToolCall:
     name: str
     arguments: BaseModel
     native: bool = False
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One completion as the client keeps it (also the cache's record)."""
-
-    content: str
-    tool_calls: tuple[tuple[str, str], ...] = ()
-    usage: dict[str, int] = field(default_factory=dict)
-    cached: bool = False
-
-
-class _Unsupported(Exception):
-    """The server refused a request feature (response_format or tools) with a 4xx."""
-
-
-class LLMRun:
-    """What one run shares across steps and threads: connection, budget, cache, capabilities."""
-
-    def __init__(self, config: LLMConfig, job_dir: Path | None, *, backoff_s: float = 0.5) -> None:
-        from openai import OpenAI
-
-        self.config = config
-        self.backoff_s = backoff_s
-        self.dir = (Path(job_dir) / "llm") if job_dir is not None else None
-        self.openai = OpenAI(
-            base_url=config.endpoint, api_key=config.api_key, timeout=config.timeout_s, max_retries=0
-        )
-        self.lock = threading.Lock()
-        self.model: str | None = config.model
-        self.tokens_used = 0
-        self.failures_in_a_row = 0
-        self.unavailable: str | None = None
-        self.schema_ok = True
-        self.tools_ok = True
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as its configuration (a Dask worker gets its own connection; the file cache is shared)."""
-        return (_rebuild_run, (self.config, self.dir.parent if self.dir else None, self.backoff_s, self.model))
-
-    # ---- model, budget, cache -------------------------------------------------------------
-    def resolve_model(self) -> str | None:
-        """The configured model, or the first one the endpoint lists (asked once)."""
-        with self.lock:
-            if self.model or self.unavailable:
-                return self.model
-        try:
-            models = [m.id for m in self.openai.models.list().data]
-        except Exception as exc:  # noqa: BLE001 - any failure means: no model, deterministic path
-            with self.lock:
-                self.unavailable = f"cannot list models at {self.config.endpoint}: {type(exc).__name__}: {exc}"
-            return None
-        with self.lock:
-            if not models:
-                self.unavailable = f"the endpoint {self.config.endpoint} lists no model"
-            self.model = self.model or (models[0] if models else None)
-            return self.model
-
-    def budget_left(self) -> int:
-        with self.lock:
-            return self.config.max_tokens_per_run - self.tokens_used
-
-    def charge(self, tokens: int) -> None:
-        with self.lock:
-            self.tokens_used += tokens
-
-    def cache_path(self, key: str) -> Path | None:
-        if not self.config.cache or self.dir is None:
-            return None
-        return self.dir / "cache" / f"{key}.json"
-
-    def cache_get(self, key: str) -> Reply | None:
-        path = self.cache_path(key)
-        if path is None or not path.exists():
-            return None
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            calls = tuple((str(n), str(a)) for n, a in raw.get("tool_calls", []))
-            return Reply(str(raw["content"]), calls, dict(raw.get("usage", {})), cached=True)
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def cache_put(self, key: str, reply: Reply) -> None:
-        path = self.cache_path(key)
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{threading.get_ident()}")
-        record = {"content": reply.content, "tool_calls": list(reply.tool_calls), "usage": reply.usage}
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        tmp.replace(path)
-
-    def log_call(self, record: dict[str, Any]) -> None:
-        """Append one call (full prompt and reply) to ``llm/calls.jsonl`` and the running usage."""
-        if self.dir is None:
-            return
-        with self.lock:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            with (self.dir / "calls.jsonl").open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(record, default=str) + "\n")
-            usage = {**self.config.public(), "model": self.model, "tokens_used": self.tokens_used}
-            (self.dir / "usage.json").write_text(json.dumps(usage, indent=1), encoding="utf-8")
-
-    # ---- one HTTP exchange ----------------------------------------------------------------
-    def complete(self, body: dict[str, Any]) -> tuple[Reply | None, str]:
-        """Send one chat completion with retries; (reply, "") or (None, why it failed)."""
-        import openai
-
-        transient = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
-        last = ""
-        for attempt in range(self.config.max_retries + 1):
-            try:
-                resp = self.openai.chat.completions.create(**body)
-            except transient as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                if attempt < self.config.max_retries:
-                    time.sleep(self._delay(attempt, exc))
-                continue
-            except openai.BadRequestError as exc:
-                about_feature = any(w in str(exc).lower() for w in ("response_format", "schema", "tool", "grammar"))
-                if about_feature and ("response_format" in body or "tools" in body):
-                    raise _Unsupported(str(exc)) from exc
-                return self._failed(f"request refused: {exc}")
-            except openai.APIStatusError as exc:
-                return self._failed(f"HTTP {exc.status_code}: {exc}")
-            except Exception as exc:  # noqa: BLE001 - a malformed response body is a failed call
-                return self._failed(f"unreadable response: {type(exc).__name__}: {exc}")
-            with self.lock:
-                self.failures_in_a_row = 0
-            return _reply_of(resp), ""
-        return self._failed(f"gave up after {self.config.max_retries + 1} attempt(s): {last}")
-
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        retry_after = None
-        response = getattr(exc, "response", None)
-        if response is not None:
-            try:
-                retry_after = float(response.headers.get("retry-after", ""))
-            except (TypeError, ValueError):
-                retry_after = None
-        base = self.backoff_s * (2**attempt) * (1 + 0.25 * random.random())
-        return min(10.0, retry_after if retry_after is not None else base)
-
-    def _failed(self, why: str) -> tuple[None, str]:
-        with self.lock:
-            self.failures_in_a_row += 1
-            if self.failures_in_a_row >= 3 and not self.unavailable:
-                self.unavailable = f"3 failed calls in a row, the last: {why}"
-        return None, why
-
-
-def _rebuild_run(config: LLMConfig, job_dir: Path | None, backoff_s: float, model: str | None) -> LLMRun:
-    run = LLMRun(config, job_dir, backoff_s=backoff_s)
-    run.model = model
-    return run
-
-
-def _reply_of(resp: Any) -> Reply:
-    choice = resp.choices[0] if getattr(resp, "choices", None) else None
-    message = getattr(choice, "message", None)
-    content = str(getattr(message, "content", None) or "")
-    calls: list[tuple[str, str]] = []
-    for tc in getattr(message, "tool_calls", None) or []:
-        fn = getattr(tc, "function", None)
-        if fn is not None and getattr(fn, "name", None):
-            calls.append((str(fn.name), str(fn.arguments or "{}")))
-    u = getattr(resp, "usage", None)
-    usage = {
-        k: int(getattr(u, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-    } if u is not None else {}
-    return Reply(content, tuple(calls), usage)
-
-
-def _estimate_tokens(body: dict[str, Any], reply: Reply) -> int:
-    if reply.usage.get("total_tokens"):
-        return int(reply.usage["total_tokens"])
-    return (len(json.dumps(body.get("messages", []))) + len(reply.content)) // 4 + 1
 
 
 def _problems_of(exc: ValidationError) -> list[str]:
@@ -257,7 +77,12 @@ class LLMClient:
 
     # ---- public API -----------------------------------------------------------------------
     def structured(
-        self, messages: list[dict[str, str]], model: type[M], *, purpose: str, check: Check | None = None,
+        self,
+        messages: list[dict[str, str]],
+        model: type[M],
+        *,
+        purpose: str,
+        check: Check | None = None,
         max_tokens: int = 400,
     ) -> M | None:
         """An answer validated as ``model`` (and by ``check``), or None after one re-ask."""
@@ -278,13 +103,20 @@ class LLMClient:
         return None
 
     def tool_call(
-        self, messages: list[dict[str, str]], tools: dict[str, type[BaseModel]], *, purpose: str,
-        check: Callable[[ToolCall], list[str]] | None = None, max_tokens: int = 300,
+        self,
+        messages: list[dict[str, str]],
+        tools: dict[str, type[BaseModel]],
+        *,
+        purpose: str,
+        check: Callable[[ToolCall], list[str]] | None = None,
+        max_tokens: int = 300,
     ) -> ToolCall | str | None:
         """A validated call of one of ``tools`` (native or written as text), the model's text, or None."""
         specs: list[dict[str, Any]] = [
-            {"type": "function", "function": {"name": n, "description": (m.__doc__ or n).strip(),
-                                              "parameters": m.model_json_schema()}}
+            {
+                "type": "function",
+                "function": {"name": n, "description": (m.__doc__ or n).strip(), "parameters": m.model_json_schema()},
+            }
             for n, m in tools.items()
         ]
         listing = "; ".join(
@@ -328,7 +160,11 @@ class LLMClient:
         return None
 
     def text(
-        self, messages: list[dict[str, str]], *, purpose: str, max_tokens: int = 300,
+        self,
+        messages: list[dict[str, str]],
+        *,
+        purpose: str,
+        max_tokens: int = 300,
         check: Callable[[str], list[str]] | None = None,
     ) -> str | None:
         """Plain text (stripped), or None when empty, failed or rejected by ``check``."""
@@ -364,7 +200,9 @@ class LLMClient:
             verdict = "used" if self.uses else ("rejected" if self.rejections else "no answer")
             tokens, cached = self.usage.get("total_tokens", 0), self.usage.get("cached_calls", 0)
             extra = f", {cached} from the cache" if cached else ""
-            result.summary = f"{result.summary} [model {verdict}: {len(self.calls)} call(s){extra}, {tokens:,} tokens]".strip()
+            result.summary = (
+                f"{result.summary} [model {verdict}: {len(self.calls)} call(s){extra}, {tokens:,} tokens]".strip()
+            )
 
     def report(self, changed: list[str] | None = None) -> dict[str, Any]:
         """Whether the model was used, what it changed, what was rejected and why."""
@@ -396,17 +234,31 @@ class LLMClient:
         log.info("%s: model answer for %s rejected: %s", self.step, purpose, "; ".join(problems))
 
     def _ask(
-        self, messages: list[dict[str, str]], purpose: str, attempt: int, max_tokens: int,
-        response_format: dict[str, Any] | None = None, tools: list[dict[str, Any]] | None = None,
+        self,
+        messages: list[dict[str, str]],
+        purpose: str,
+        attempt: int,
+        max_tokens: int,
+        response_format: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> Reply | None:
         run = self.run
         model = run.resolve_model()
-        record: dict[str, Any] = {"step": self.step, "purpose": purpose, "attempt": attempt, "model": model,
-                                  "messages": messages}
+        record: dict[str, Any] = {
+            "step": self.step,
+            "purpose": purpose,
+            "attempt": attempt,
+            "model": model,
+            "messages": messages,
+        }
         if model is None:
             return self._fail(record, run.unavailable or "no model")
-        body: dict[str, Any] = {"model": model, "messages": messages, "temperature": run.config.temperature,
-                                "max_tokens": max_tokens}
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "temperature": run.config.temperature,
+            "max_tokens": max_tokens,
+        }
         if response_format is not None and run.schema_ok:
             body["response_format"] = response_format
         if tools is not None and run.tools_ok:
@@ -423,16 +275,22 @@ class LLMClient:
             body["max_tokens"] = max(16, min(max_tokens, left))
             try:
                 reply, why = run.complete(body)
-            except _Unsupported as exc:
+            except Unsupported as exc:
                 self._drop_feature(body, str(exc))
                 return self._ask(messages, purpose, attempt, max_tokens, response_format, tools)
             if reply is None:
                 return self._fail(record, why)
-            run.charge(_estimate_tokens(body, reply))
+            run.charge(estimate_tokens(body, reply))
             run.cache_put(key, reply)
-        record |= {"reply": reply.content, "tool_calls": list(reply.tool_calls), "usage": reply.usage,
-                   "cached": reply.cached, "latency_ms": int((time.perf_counter() - started) * 1000),
-                   "response_format": "response_format" in body, "native_tools": "tools" in body}
+        record |= {
+            "reply": reply.content,
+            "tool_calls": list(reply.tool_calls),
+            "usage": reply.usage,
+            "cached": reply.cached,
+            "latency_ms": int((time.perf_counter() - started) * 1000),
+            "response_format": "response_format" in body,
+            "native_tools": "tools" in body,
+        }
         self.calls.append(record)
         self._count(reply)
         run.log_call(record)
@@ -476,8 +334,10 @@ def _compact(schema: Any) -> str:
 
 
 def _reask(problems: list[str]) -> dict[str, str]:
-    return {"role": "user", "content": "Your answer was rejected: " + "; ".join(problems)
-            + ". Answer again, following the format exactly."}
+    return {
+        "role": "user",
+        "content": "Your answer was rejected: " + "; ".join(problems) + ". Answer again, following the format exactly.",
+    }
 
 
 def _loads(text: str) -> Any:
