@@ -47,6 +47,7 @@ demo: install
 
 lint: install
 	$(BIN)/ruff check agents flows tests benchmarks
+	$(BIN)/ruff format --check --exclude "*.md" agents flows tests benchmarks
 	$(BIN)/lint-imports
 
 typecheck: install

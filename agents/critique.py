@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from agents.base.view import StateView
 
 __all__ = [
-    "BALANCE_SMD", "CritiqueParams",
+    "BALANCE_SMD",
+    "CritiqueParams",
     "OVERLAP_POOR_SHARE",
     "CritiqueAgent",
     "ReviewInputs",
@@ -145,17 +146,20 @@ class CritiqueAgent(Agent[CritiqueParams]):
             entry.update(critique_llm_review(ctx.llm, inp.treatment, inp.outcome, inp.estimates, rv))
         mean = sum(rv.scores.values()) / len(rv.scores)
         codes = sorted(codes_in(rv.improvements))
-        return annotated(ctx.llm, AgentResult(
-            updates={
-                "critique_history": [*view.critique_history, feedback],
-                "debate_history": [*view.debate_history, entry],
-            },
-            summary=f"round {inp.round}: {rv.decision.value} (mean score {mean:.1f}/5"
-            + (f"; next: {', '.join(codes)})" if codes else ")"),
-            reasoning=feedback.reasoning,
-            action=rv.decision.value.lower(),
-            outputs={"decision": rv.decision.value, "scores": rv.scores, "improvements": codes, "round": inp.round},
-        ))
+        return annotated(
+            ctx.llm,
+            AgentResult(
+                updates={
+                    "critique_history": [*view.critique_history, feedback],
+                    "debate_history": [*view.debate_history, entry],
+                },
+                summary=f"round {inp.round}: {rv.decision.value} (mean score {mean:.1f}/5"
+                + (f"; next: {', '.join(codes)})" if codes else ")"),
+                reasoning=feedback.reasoning,
+                action=rv.decision.value.lower(),
+                outputs={"decision": rv.decision.value, "scores": rv.scores, "improvements": codes, "round": inp.round},
+            ),
+        )
 
     @staticmethod
     def _inputs(view: StateView) -> ReviewInputs:

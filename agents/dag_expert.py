@@ -194,5 +194,7 @@ class DAGExpertAgent(Agent[DAGExpertParams]):
         lines += llm_notes
         summary = f"DAG refined: {len(changes)} change(s), {len(edges)} edges, acyclic"
         outputs = {"n_changes": len(changes), "changes": changes, "n_edges": len(edges), "method": new.discovery_method}
-        result = AgentResult(updates={"proposed_dag": new}, summary=summary, reasoning="\n".join(lines), outputs=outputs)
+        result = AgentResult(
+            updates={"proposed_dag": new}, summary=summary, reasoning="\n".join(lines), outputs=outputs
+        )
         return annotated(ctx.llm, result, llm_changed)

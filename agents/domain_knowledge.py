@@ -112,12 +112,16 @@ class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
             f"{len(knowledge['temporal_order'])} time tiers, {len(knowledge['post_treatment'])} post-treatment, "
             f"{len(knowledge['forbidden_edges'])} forbidden edges"
         )
-        return annotated(ctx.llm, AgentResult(
-            updates={"domain_knowledge": knowledge},
-            summary=summary,
-            reasoning="\n".join(notes) or "no metadata and no column-name cues",
-            outputs={"source": source, "roles": knowledge["roles"], "post_treatment": knowledge["post_treatment"]},
-        ), llm_changed)
+        return annotated(
+            ctx.llm,
+            AgentResult(
+                updates={"domain_knowledge": knowledge},
+                summary=summary,
+                reasoning="\n".join(notes) or "no metadata and no column-name cues",
+                outputs={"source": source, "roles": knowledge["roles"], "post_treatment": knowledge["post_treatment"]},
+            ),
+            llm_changed,
+        )
 
     @staticmethod
     def _columns(view: StateView, profile: Any) -> tuple[list[str] | None, dict[str, str]]:

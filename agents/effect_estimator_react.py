@@ -86,16 +86,19 @@ class EffectEstimatorReActAgent(Agent[EffectEstimatorReActParams]):
             )
             why.append(f"[{t} -> {y}] Steps: {trace} {text}")
         head_row = next(r for r in results if r.details.headline)
-        return annotated(ctx.llm, AgentResult(
-            updates={"treatment_effects": results, "analyzed_pairs": pairs},
-            summary=(
-                f"{sum(len(s) for s in steps_out.values())} steps, {len(results)} estimates; headline {head_row.method} "
-                f"{head_row.estimate:.4g} [{head_row.ci_lower:.4g}, {head_row.ci_upper:.4g}]"
+        return annotated(
+            ctx.llm,
+            AgentResult(
+                updates={"treatment_effects": results, "analyzed_pairs": pairs},
+                summary=(
+                    f"{sum(len(s) for s in steps_out.values())} steps, {len(results)} estimates; headline {head_row.method} "
+                    f"{head_row.estimate:.4g} [{head_row.ci_lower:.4g}, {head_row.ci_upper:.4g}]"
+                ),
+                reasoning=" ".join(why),
+                outputs={"steps": steps_out, "round": round_no, "llm": ctx.llm is not None},
+                tools_called=sorted({s["action"].split("(")[0] for v in steps_out.values() for s in v}),
             ),
-            reasoning=" ".join(why),
-            outputs={"steps": steps_out, "round": round_no, "llm": ctx.llm is not None},
-            tools_called=sorted({s["action"].split("(")[0] for v in steps_out.values() for s in v}),
-        ))
+        )
 
 
 class _Loop:

@@ -83,14 +83,17 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         recs = list(dict.fromkeys(r for r in recs if r))[: params.max_recommendations]
         if ctx.llm is not None:  # a marked, model-written summary; numbers not in the state are dropped
             recs += orchestrator_summary(ctx.llm, treatment, outcome, estimates, critique, recs, view.domain_knowledge)
-        return annotated(ctx.llm, AgentResult(
-            updates={"recommendations": recs},
-            summary=f"{len(recs)} recommendations; headline {head.method} {_fmt(head.estimate)}"
-            + (f" ({critique.decision.value})" if critique else " (not reviewed)"),
-            reasoning="Recommendations ordered: trust verdict, unmeasured confounding, overlap/balance, graph "
-            "assumptions, exclusions, estimator agreement, precision, refuters.",
-            outputs={"n_recommendations": len(recs)},
-        ))
+        return annotated(
+            ctx.llm,
+            AgentResult(
+                updates={"recommendations": recs},
+                summary=f"{len(recs)} recommendations; headline {head.method} {_fmt(head.estimate)}"
+                + (f" ({critique.decision.value})" if critique else " (not reviewed)"),
+                reasoning="Recommendations ordered: trust verdict, unmeasured confounding, overlap/balance, graph "
+                "assumptions, exclusions, estimator agreement, precision, refuters.",
+                outputs={"n_recommendations": len(recs)},
+            ),
+        )
 
     # ---- pieces --------------------------------------------------------------------------
     @staticmethod
@@ -110,7 +113,11 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         if head.details.population:  # a trimmed sample: say which units the number is about
             est += f" for {head.details.population}"
         ev = headline_evalue(sens)
-        ev_text = f", E-value {ev.robustness_value:.2f} (CI limit {ev.details.extras.get('evalue_ci', 1.0):.2f})" if ev else ""
+        ev_text = (
+            f", E-value {ev.robustness_value:.2f} (CI limit {ev.details.extras.get('evalue_ci', 1.0):.2f})"
+            if ev
+            else ""
+        )
         passed, total = refuter_tally(sens)
         ref_text = f", {passed}/{total} refuters passed" if total else ""
         if critique is None:
@@ -195,9 +202,7 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         return out
 
     @staticmethod
-    def _graph(
-        dag: Any, cd: dict[str, Any], treatment: str, outcome: str, params: OrchestratorParams
-    ) -> list[str]:
+    def _graph(dag: Any, cd: dict[str, Any], treatment: str, outcome: str, params: OrchestratorParams) -> list[str]:
         """Identification that rests on uncertain edges of the causal graph."""
         if dag is None:
             return []

@@ -95,7 +95,9 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
         model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, model, ctx.data_dir)
         if "switch_propensity_model" in codes:
             before = model
-            model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, "gbm" if model == "logistic" else "logistic", ctx.data_dir)
+            model, ps, cv_loss = fit_propensity(
+                prep.X, prep.t, ctx.seed, folds, "gbm" if model == "logistic" else "logistic", ctx.data_dir
+            )
             changes.append(f"switch_propensity_model: propensity model switched from {before} to {model}")
         X, t, trimmed, trim_applied = prep.X, prep.t, False, None
         keep, (lo, hi) = P.trim_mask(ps) if "trim_to_common_support" in codes else (None, (0.0, 1.0))
@@ -116,7 +118,10 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
             )
         diag = P.diagnose(X, t, ps, design.estimand if design.estimand in ("ATE", "ATT") else "ATE")
         title = f"Propensity of {treatment} ({model}{', trimmed' if trimmed else ''})"
-        plots = {"overlap": str(ctx.plots_dir / "propensity_overlap.png"), "love_plot": str(ctx.plots_dir / "love_plot.png")}
+        plots = {
+            "overlap": str(ctx.plots_dir / "propensity_overlap.png"),
+            "love_plot": str(ctx.plots_dir / "love_plot.png"),
+        }
         figures.draw(P.plot_overlap, ps, t, diag["common_support"], plots["overlap"], title)  # in the figure worker
         figures.draw(P.plot_love, diag["balance"], plots["love_plot"], f"Covariate balance for {treatment}")
         result: dict[str, Any] = {

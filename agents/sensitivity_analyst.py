@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SensitivityAnalystAgent", "SensitivityAnalystParams", "adjusted_estimates", "fmt_number"]
 
+
 def adjusted_estimates(effects: list[TreatmentEffectResult]) -> list[TreatmentEffectResult]:
     """The latest round's estimates, headline first, naive comparisons left out."""
     adjusted = [e for e in latest_round(effects) if not e.details.is_naive]

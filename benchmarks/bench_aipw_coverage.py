@@ -55,7 +55,9 @@ def main() -> None:
                 }
             )
     df = pd.DataFrame(rows)
-    print(f"AIPW on nonlinear confounding, n = {args.n}, {args.seeds} seeds, truth {truth} ({time.time() - start:.0f} s)")
+    print(
+        f"AIPW on nonlinear confounding, n = {args.n}, {args.seeds} seeds, truth {truth} ({time.time() - start:.0f} s)"
+    )
     for label, g in df.groupby("nuisances", sort=False):
         chosen = g["outcome_model"].value_counts().to_dict()
         ps = g["propensity"].value_counts().to_dict()

@@ -59,8 +59,16 @@ def generate(name: str, folder: Path) -> Path:
         quantity = rng.poisson(5, n) + 1
         year = rng.integers(2018, 2024, n)
         revenue = np.round(price * quantity * (1 + 0.03 * (year - 2018)) + (region == "North") * 15, 2)
-        frame = pd.DataFrame({"region": region, "product": product, "price": price, "quantity": quantity,
-                              "year": year, "revenue": revenue})
+        frame = pd.DataFrame(
+            {
+                "region": region,
+                "product": product,
+                "price": price,
+                "quantity": quantity,
+                "year": year,
+                "revenue": revenue,
+            }
+        )
         frame.loc[rng.random(n) < 0.05, "price"] = np.nan
     elif name == "staff":
         n = 400
@@ -71,8 +79,16 @@ def generate(name: str, folder: Path) -> Path:
         workplace = rng.choice(["remote", "office"], n)
         base = pd.Series(department).map({"Sales": 50, "Engineering": 75, "Support": 42, "HR": 48}).to_numpy()
         salary = np.round((base + 1.2 * experience + rng.normal(0, 8, n) + (workplace == "remote") * 3) * 1000, 0)
-        frame = pd.DataFrame({"department": department, "gender": gender, "age": age, "experience": experience,
-                              "workplace": workplace, "salary": salary})
+        frame = pd.DataFrame(
+            {
+                "department": department,
+                "gender": gender,
+                "age": age,
+                "experience": experience,
+                "workplace": workplace,
+                "salary": salary,
+            }
+        )
     else:
         raise ValueError(f"no generator named {name!r}")
     path = folder / f"{name}.csv"
@@ -100,7 +116,9 @@ def _key(value: Any) -> str:
         return str(value).strip()
 
 
-def grade(expect: dict[str, Any], df: pd.DataFrame, answered: bool, run: ExecutionResult | None, answer: str) -> tuple[bool, str]:
+def grade(
+    expect: dict[str, Any], df: pd.DataFrame, answered: bool, run: ExecutionResult | None, answer: str
+) -> tuple[bool, str]:
     """Whether the answer matches the independently computed expectation, and why not."""
     scope = {"df": df, "pd": pd, "np": np, "stats": stats}
     if expect.get("refuse"):
@@ -183,7 +201,9 @@ def ask_cli(question: str, path: Path) -> tuple[bool, ExecutionResult | None, st
         columns = list(dict.fromkeys(k for r in result for k in r))
         result = {"columns": columns, "rows": [[r.get(c) for c in columns] for r in result]}
     figures = [Figure(kind="vega-lite", spec=output["figure"])] if output.get("figure") else []
-    run = ExecutionResult(ok=output.get("output_type") != "error", result=result, figures=figures, error=output.get("answer"))
+    run = ExecutionResult(
+        ok=output.get("output_type") != "error", result=result, figures=figures, error=output.get("answer")
+    )
     return bool(output.get("code")), run, str(output.get("answer", ""))
 
 
@@ -200,7 +220,11 @@ def main(argv: list[str] | None = None) -> int:
 
     spec = yaml.safe_load(args.questions.read_text())
     wanted = set(args.ids.split(",")) if args.ids else None
-    questions = [q for q in spec["questions"] if (not args.only or q["kind"] == args.only) and (wanted is None or q["id"] in wanted)]
+    questions = [
+        q
+        for q in spec["questions"]
+        if (not args.only or q["kind"] == args.only) and (wanted is None or q["id"] in wanted)
+    ]
     questions = questions[: args.limit]
     by_kind: dict[str, list[bool]] = defaultdict(list)
     single: list[bool] = []
@@ -215,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         paths: dict[str, Path] = {}
         for name, source in spec["datasets"].items():
-            path = generate(source["generated"], Path(tmp)) if "generated" in source else (ROOT / source["path"]).resolve()
+            path = (
+                generate(source["generated"], Path(tmp)) if "generated" in source else (ROOT / source["path"]).resolve()
+            )
             if path.exists():
                 paths[name] = path
         frames = {name: read_table(path) for name, path in paths.items()}
@@ -246,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
                 batch.append(ok)
             if args.verbose or not ok:
                 mark = "ok  " if ok else "FAIL"
-                print(f"{mark} {q['id']:4} {elapsed:5.2f}s {q['question'][:70]!r} -> {answer[:90]!r} {'' if ok else why[:160]}")
+                print(
+                    f"{mark} {q['id']:4} {elapsed:5.2f}s {q['question'][:70]!r} -> {answer[:90]!r} {'' if ok else why[:160]}"
+                )
     print(f"\n{'kind':12} {'right':>5} / {'asked':<5} accuracy")
     for kind in sorted(by_kind):
         marks = by_kind[kind]
@@ -255,19 +283,33 @@ def main(argv: list[str] | None = None) -> int:
     if total:
         print(f"{'all':12} {sum(total):5} / {len(total):<5} {sum(total) / len(total):6.1%}")
     if single:
-        print(f"single-step questions answered exactly: {sum(single)} / {len(single)} = {sum(single) / len(single):.1%} (target ≥ 80%)")
+        print(
+            f"single-step questions answered exactly: {sum(single)} / {len(single)} = {sum(single) / len(single):.1%} (target ≥ 80%)"
+        )
     if second:
-        print(f"second batch (h01-h20, 80% on their first run, then fixed): {sum(second)} / {len(second)} = {sum(second) / len(second):.1%}")
+        print(
+            f"second batch (h01-h20, 80% on their first run, then fixed): {sum(second)} / {len(second)} = {sum(second) / len(second):.1%}"
+        )
     if heldout:
-        print(f"third batch (h21-h40, 65% on their first run, then fixed): {sum(heldout)} / {len(heldout)} = {sum(heldout) / len(heldout):.1%}")
+        print(
+            f"third batch (h21-h40, 65% on their first run, then fixed): {sum(heldout)} / {len(heldout)} = {sum(heldout) / len(heldout):.1%}"
+        )
     if fresh:
-        print(f"fourth batch (h41-h60, 75% on their first run, three misses fixed): {sum(fresh)} / {len(fresh)} = {sum(fresh) / len(fresh):.1%}")
+        print(
+            f"fourth batch (h41-h60, 75% on their first run, three misses fixed): {sum(fresh)} / {len(fresh)} = {sum(fresh) / len(fresh):.1%}"
+        )
     if final:
-        print(f"fifth batch (h61-h80, 18 / 20 on their first run, then fixed): {sum(final)} / {len(final)} = {sum(final) / len(final):.1%}")
+        print(
+            f"fifth batch (h61-h80, 18 / 20 on their first run, then fixed): {sum(final)} / {len(final)} = {sum(final) / len(final):.1%}"
+        )
     if last:
-        print(f"sixth batch (h81-h100, 13 / 20 on their first run, then fixed): {sum(last)} / {len(last)} = {sum(last) / len(last):.1%}")
+        print(
+            f"sixth batch (h81-h100, 13 / 20 on their first run, then fixed): {sum(last)} / {len(last)} = {sum(last) / len(last):.1%}"
+        )
     if newest:
-        print(f"held-out questions (h101-h120, never tuned on; 16 / 20 on their first run): {sum(newest)} / {len(newest)} = {sum(newest) / len(newest):.1%}")
+        print(
+            f"held-out questions (h101-h120, never tuned on; 16 / 20 on their first run): {sum(newest)} / {len(newest)} = {sum(newest) / len(newest):.1%}"
+        )
     if times:
         print(f"median time per question: {statistics.median(times):.2f} s (target ≤ 5 s; mode: {args.via}, no model)")
     print(f"crashes: {crashes}; skipped (dataset not found): {skipped}")

@@ -62,8 +62,12 @@ def load_questions(ids: tuple[str, ...] = QUESTIONS) -> list[tuple[str, Path, st
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    for key, value in {"PREFECT_HOME": ROOT / ".prefect", "MPLCONFIGDIR": ROOT / ".mplconfig",
-                       "JUPYTER_RUNTIME_DIR": ROOT / ".jupyter" / "runtime", "IPYTHONDIR": ROOT / ".ipython"}.items():
+    for key, value in {
+        "PREFECT_HOME": ROOT / ".prefect",
+        "MPLCONFIGDIR": ROOT / ".mplconfig",
+        "JUPYTER_RUNTIME_DIR": ROOT / ".jupyter" / "runtime",
+        "IPYTHONDIR": ROOT / ".ipython",
+    }.items():
         env.setdefault(key, str(value))
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -82,16 +86,37 @@ def time_cli(engine: str, questions: list[tuple[str, Path, str]], work: Path, re
     for r in range(repeat):
         for qid, path, question in questions:
             out = work / f"cli-{engine}-{qid}-{r}"
-            cmd = [*WHYFLOW, "--runs-dir", str(work / "runs"), "ask", "--engine", engine, "--data", str(path),
-                   question, "-o", str(out)]
+            cmd = [
+                *WHYFLOW,
+                "--runs-dir",
+                str(work / "runs"),
+                "ask",
+                "--engine",
+                engine,
+                "--data",
+                str(path),
+                question,
+                "-o",
+                str(out),
+            ]
             cpu, start = _children_cpu(), time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=600)
             wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
             answer = _answer(out)
-            rows.append({"id": qid, "wall": wall, "cpu": cpu, "code": proc.returncode, "answer": answer,
-                         "note": next((line for line in proc.stderr.splitlines() if line.startswith("engine:")), "")})
-            print(f"  cli-{engine} {qid}: {wall:5.2f} s wall, {cpu:5.2f} s cpu, exit {proc.returncode}: {answer[:70]}",
-                  flush=True)
+            rows.append(
+                {
+                    "id": qid,
+                    "wall": wall,
+                    "cpu": cpu,
+                    "code": proc.returncode,
+                    "answer": answer,
+                    "note": next((line for line in proc.stderr.splitlines() if line.startswith("engine:")), ""),
+                }
+            )
+            print(
+                f"  cli-{engine} {qid}: {wall:5.2f} s wall, {cpu:5.2f} s cpu, exit {proc.returncode}: {answer[:70]}",
+                flush=True,
+            )
     return rows
 
 
@@ -114,15 +139,22 @@ def time_serve(engine: str, questions: list[tuple[str, Path, str]], work: Path, 
 
     port, data_dir = _free_port(), work / f"serve-{engine}"
     started = time.perf_counter()
-    proc = subprocess.Popen([*WHYFLOW, "serve", "--port", str(port), "--data-dir", str(data_dir), "--engine", engine],
-                            env=_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*WHYFLOW, "serve", "--port", str(port), "--data-dir", str(data_dir), "--engine", engine],
+        env=_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     rows: list[dict[str, Any]] = []
     try:
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"whyflow serve exited: {proc.stdout.read().decode()[-2000:] if proc.stdout else ''}")
+                raise RuntimeError(
+                    f"whyflow serve exited: {proc.stdout.read().decode()[-2000:] if proc.stdout else ''}"
+                )
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(base + "/", timeout=1).status_code == 200:
                     break
@@ -131,8 +163,9 @@ def time_serve(engine: str, questions: list[tuple[str, Path, str]], work: Path, 
         sessions: dict[Path, str] = {}
         for _, path, _ in questions:
             if path not in sessions:
-                res = httpx.post(base + "/api/sessions", params={"filename": path.name}, content=path.read_bytes(),
-                                 timeout=120)
+                res = httpx.post(
+                    base + "/api/sessions", params={"filename": path.name}, content=path.read_bytes(), timeout=120
+                )
                 sessions[path] = res.json()["session"]["id"]
         for _ in range(repeat):
             for qid, path, question in questions:
@@ -149,8 +182,16 @@ def time_serve(engine: str, questions: list[tuple[str, Path, str]], work: Path, 
                 texts = [e.get("text", "") for e in events if e["type"] == "text"]
                 errors = [e.get("message", "") for e in events if e["type"] == "error"]
                 answer = (texts[-1] if texts else f"error: {errors[-1] if errors else '?'}").replace("\n", " ")
-                rows.append({"id": qid, "wall": wall, "cpu": None, "code": 0 if texts else 1, "answer": answer,
-                             "first": not rows})
+                rows.append(
+                    {
+                        "id": qid,
+                        "wall": wall,
+                        "cpu": None,
+                        "code": 0 if texts else 1,
+                        "answer": answer,
+                        "first": not rows,
+                    }
+                )
                 print(f"  serve-{engine} {qid}: {wall:5.2f} s: {answer[:80]}", flush=True)
     finally:
         with contextlib.suppress(ProcessLookupError):
@@ -185,8 +226,11 @@ def summary(mode: str, rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--modes", default="cli-local,serve-local",
-                        help=f"comma-separated, of {', '.join(MODES)}, or all (default cli-local,serve-local)")
+    parser.add_argument(
+        "--modes",
+        default="cli-local,serve-local",
+        help=f"comma-separated, of {', '.join(MODES)}, or all (default cli-local,serve-local)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="ask every question this many times (default 1)")
     parser.add_argument("--limit", type=int, default=len(QUESTIONS), help="the first N questions only")
     parser.add_argument("--json", help="also write every timing to this file")
@@ -206,8 +250,10 @@ def main(argv: list[str] | None = None) -> int:
             timer = time_cli if kind == "cli" else time_serve
             results[mode] = timer(engine, questions, Path(tmp), args.repeat)
     load_after = os.getloadavg()
-    print(f"\n{len(questions)} questions x {args.repeat}; {os.cpu_count()} CPUs; load average "
-          f"{load_before[0]:.1f} before, {load_after[0]:.1f} after")
+    print(
+        f"\n{len(questions)} questions x {args.repeat}; {os.cpu_count()} CPUs; load average "
+        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after"
+    )
     for mode, rows in results.items():
         print(summary(mode, rows))
     if args.json:

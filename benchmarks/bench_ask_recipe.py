@@ -49,9 +49,7 @@ from flows.runner import LocalExecutor, Runner  # noqa: E402
 RECIPE = ROOT / "pipelines" / "ask.yaml"
 
 
-def ask_recipe(
-    question: str, path: Path, out: Path, recipe: Path = RECIPE
-) -> tuple[bool, ExecutionResult | None, str]:
+def ask_recipe(question: str, path: Path, out: Path, recipe: Path = RECIPE) -> tuple[bool, ExecutionResult | None, str]:
     """One question through the recipe; (answered with code, the run as the grader reads it, answer)."""
     plan = load_plan(recipe)
     folder = prepare_ask_job(AskRequest(question, [str(path)], recipe=str(recipe), output=str(out)), plan)
@@ -75,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="run only questions of this kind")
     parser.add_argument("--limit", type=int, help="run at most this many questions")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every question and answer")
-    parser.add_argument("--recipe", type=Path, default=RECIPE, help="the ask recipe to run (default pipelines/ask.yaml)")
+    parser.add_argument(
+        "--recipe", type=Path, default=RECIPE, help="the ask recipe to run (default pipelines/ask.yaml)"
+    )
     parser.add_argument("--llm-local", action="store_true", help="switch the model on: the local SmolLM2 server")
     args = parser.parse_args(argv)
     server = None
@@ -99,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         paths: dict[str, Path] = {}
         for name, source in spec["datasets"].items():
             generated = "generated" in source
-            path = bench_ask.generate(source["generated"], Path(tmp)) if generated else (ROOT / source["path"]).resolve()
+            path = (
+                bench_ask.generate(source["generated"], Path(tmp)) if generated else (ROOT / source["path"]).resolve()
+            )
             if path.exists():
                 paths[name] = path
         frames: dict[str, Any] = {name: read_table(path) for name, path in paths.items()}
@@ -122,13 +124,17 @@ def main(argv: list[str] | None = None) -> int:
                 single.append(ok)
             if args.verbose or not ok:
                 mark = "ok  " if ok else "FAIL"
-                print(f"{mark} {q['id']:4} {elapsed:5.2f}s {q['question'][:60]!r} -> {answer[:80]!r} {'' if ok else why[:140]}")
+                print(
+                    f"{mark} {q['id']:4} {elapsed:5.2f}s {q['question'][:60]!r} -> {answer[:80]!r} {'' if ok else why[:140]}"
+                )
     print(f"\n{'kind':12} {'right':>5} / {'asked':<5} accuracy")
     for kind in sorted(by_kind):
         marks = by_kind[kind]
         print(f"{kind:12} {sum(marks):5} / {len(marks):<5} {sum(marks) / len(marks):6.1%}")
     if single:
-        print(f"single-step questions answered exactly: {sum(single)} / {len(single)} = {sum(single) / len(single):.1%}")
+        print(
+            f"single-step questions answered exactly: {sum(single)} / {len(single)} = {sum(single) / len(single):.1%}"
+        )
     if times:
         print(f"median time per question: {statistics.median(times):.2f} s (recipe in-process, no Prefect, {mode})")
     print(f"crashes: {crashes}; skipped (dataset not found): {skipped}")

@@ -167,8 +167,9 @@ def ask_inprocess(item: dict[str, Any], llm: str, timeout: float, work: Path) ->
     try:
         plan = load_plan(DEFAULT_RECIPE)
         files = [str(SHARED / f) for f in item["files"]]
-        request = AskRequest(item["prompt"], files, recipe=str(DEFAULT_RECIPE), output=str(work / item["id"]),
-                             llm=llm == "on")
+        request = AskRequest(
+            item["prompt"], files, recipe=str(DEFAULT_RECIPE), output=str(work / item["id"]), llm=llm == "on"
+        )
         folder = prepare_ask_job(request, plan)
         state = folder.load_any()
         assert isinstance(state, AskState)
@@ -230,15 +231,20 @@ def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for fam in ("ihdp", "jobs"):
             these = [r for r in replicates if family(r["item"]) == fam]
             dist = [d for d in (se_distance(r) for r in these) if d is not None]
-            med = f"median |z| {statistics.median(dist):.2f}, within 2 SE {sum(d <= 2 for d in dist)}/{len(dist)}" \
-                if dist else "no standard error reported"
+            med = (
+                f"median |z| {statistics.median(dist):.2f}, within 2 SE {sum(d <= 2 for d in dist)}/{len(dist)}"
+                if dist
+                else "no standard error reported"
+            )
             print(f"  {fam:6s} {_pct(sum(r['correct'] for r in these), len(these))}; {med}")
         rest = [r for r in rows if r["item"]["source"] == "QRData" and r not in replicates]
         print(f"  other QRData: {_pct(sum(r['correct'] for r in rest), len(rest))}")
     print(f"overall: {_pct(total, len(rows))}")
     print(f"crashes: {len(crashes)}" + "".join(f"\n  {r['item']['id']}: {r['crash'][:160]}" for r in crashes))
-    print(f"wrong-slot replies: {len(wrong)}" + "".join(
-        f"\n  {r['item']['id']}: {', '.join(r['wrong_slots'])}" for r in wrong))
+    print(
+        f"wrong-slot replies: {len(wrong)}"
+        + "".join(f"\n  {r['item']['id']}: {', '.join(r['wrong_slots'])}" for r in wrong)
+    )
     median = statistics.median(seconds) if seconds else 0.0
     print(f"median seconds per question: {median:.2f} (max {max(seconds, default=0):.2f})")
     summary.update(overall=[total, len(rows)], crashes=len(crashes), wrong_slot=len(wrong), median_seconds=median)
@@ -259,11 +265,19 @@ def select(items: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
-    parser.add_argument("--via", choices=["cli", "inprocess"], default="cli",
-                        help="`whyflow ask` subprocesses (default) or the agents in this process")
+    parser.add_argument(
+        "--via",
+        choices=["cli", "inprocess"],
+        default="cli",
+        help="`whyflow ask` subprocesses (default) or the agents in this process",
+    )
     parser.add_argument("--llm", choices=["on", "off"], default="off")
-    parser.add_argument("--engine", choices=["prefect", "local"], default="prefect",
-                        help="`whyflow ask --engine` for --via cli: a Prefect flow run, or the plain runner")
+    parser.add_argument(
+        "--engine",
+        choices=["prefect", "local"],
+        default="prefect",
+        help="`whyflow ask --engine` for --via cli: a Prefect flow run, or the plain runner",
+    )
     parser.add_argument("--source", help="only this source (InfiAgent-DABench or QRData; a prefix will do)")
     parser.add_argument("--ids", help="comma-separated ids, e.g. dabench-0,qrdata-314")
     parser.add_argument("--every", type=int, default=1, help="every k-th question (a spread-out subset)")
@@ -282,23 +296,40 @@ def main(argv: list[str] | None = None) -> int:
     ask = ask_cli if args.via == "cli" else ask_inprocess
     jobs = args.jobs if args.via == "cli" else 1
     with tempfile.TemporaryDirectory(prefix="askbench-") as tmp:
+
         def one(item: dict[str, Any]) -> dict[str, Any]:
             got = ask(item, args.llm, args.timeout, Path(tmp))
             reply = got["reply"]
-            row = {"item": item, **got, "correct": bool(reply) and score(item, reply),
-                   "wrong_slots": wrong_slot(item, reply)}
+            row = {
+                "item": item,
+                **got,
+                "correct": bool(reply) and score(item, reply),
+                "wrong_slots": wrong_slot(item, reply),
+            }
             if args.verbose:
                 mark = "ok " if row["correct"] else ("ERR" if row["crash"] else "no ")
-                print(f"{mark} {item['id']:14s} {row['seconds']:5.1f}s {reply.strip()[:200]!r}"
-                      + ("" if row["correct"] else f"  (gold {item['expected']})"), flush=True)
+                print(
+                    f"{mark} {item['id']:14s} {row['seconds']:5.1f}s {reply.strip()[:200]!r}"
+                    + ("" if row["correct"] else f"  (gold {item['expected']})"),
+                    flush=True,
+                )
             return row
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             rows = list(pool.map(one, items))
     summary = report(rows)
     if args.json:
-        dump = [{"id": r["item"]["id"], "reply": r["reply"], "correct": r["correct"], "seconds": r["seconds"],
-                 "crash": r["crash"], "wrong_slots": r["wrong_slots"]} for r in rows]
+        dump = [
+            {
+                "id": r["item"]["id"],
+                "reply": r["reply"],
+                "correct": r["correct"],
+                "seconds": r["seconds"],
+                "crash": r["crash"],
+                "wrong_slots": r["wrong_slots"],
+            }
+            for r in rows
+        ]
         args.json.write_text(json.dumps({"summary": summary, "rows": dump}, indent=1), encoding="utf-8")
     return 0
 

@@ -29,8 +29,14 @@ if str(ROOT) not in sys.path:
 
 
 def _estimates() -> list[Any]:
-    rows = [("AIPW (doubly robust)", 1387.2, 1090.4, 1684.0, True), ("Regression adjustment (OLS)", 1354.2, 1063.8, 1644.7, False)]
-    return [SimpleNamespace(method=m, estimate=e, ci_lower=lo, ci_upper=hi, details=SimpleNamespace(headline=h)) for m, e, lo, hi, h in rows]
+    rows = [
+        ("AIPW (doubly robust)", 1387.2, 1090.4, 1684.0, True),
+        ("Regression adjustment (OLS)", 1354.2, 1063.8, 1644.7, False),
+    ]
+    return [
+        SimpleNamespace(method=m, estimate=e, ci_lower=lo, ci_upper=hi, details=SimpleNamespace(headline=h))
+        for m, e, lo, hi, h in rows
+    ]
 
 
 def _modes(llm: Any) -> dict[str, Any]:
@@ -38,17 +44,25 @@ def _modes(llm: Any) -> dict[str, Any]:
 
     columns = ["age", "education_years", "prior_earnings", "region", "training", "skills_score", "earnings"]
     desc = {"age": "Age at enrolment", "skills_score": "Skills test score after the programme", "region": "Region"}
-    review = SimpleNamespace(decision=SimpleNamespace(value="APPROVE"), scores={"overlap": 5, "agreement": 4}, issues=[])
+    review = SimpleNamespace(
+        decision=SimpleNamespace(value="APPROVE"), scores={"overlap": 5, "agreement": 4}, issues=[]
+    )
     critique = SimpleNamespace(decision=SimpleNamespace(value="APPROVE"), scores={"overlap": 5, "agreement": 4})
     recs = ["Trust the AIPW estimate of 1,387 (95% CI 1,090 to 1,684) with caution."]
     return {
         "roles": lambda: roles.suggest_roles(llm, columns, desc, {}, "training", "earnings", False),
         "orient_edges": lambda: roles.propose_orientations(
-            llm, columns, [("age", "training"), ("skills_score", "earnings")], [("training", "earnings")],
-            lambda a, b: None, desc,
+            llm,
+            columns,
+            [("age", "training"), ("skills_score", "earnings")],
+            [("training", "earnings")],
+            lambda a, b: None,
+            desc,
         ),
         "critique": lambda: roles.critique_llm_review(llm, "training", "earnings", _estimates(), review)["llm_review"],
-        "summary": lambda: roles.orchestrator_summary(llm, "training", "earnings", _estimates(), critique, recs, {}) or None,
+        "summary": lambda: (
+            roles.orchestrator_summary(llm, "training", "earnings", _estimates(), critique, recs, {}) or None
+        ),
         "next_tool": lambda: roles.choose_step(
             llm, ["check_overlap", "estimate", "finish"], ["check_overlap", "estimate"], ["ols", "aipw"], []
         ),
@@ -58,8 +72,16 @@ def _modes(llm: Any) -> dict[str, Any]:
 def run(base_url: str, model: str | None, trials: int, temperature: float) -> None:
     from agents.base.llm import client_for
 
-    settings = {"enabled": True, "base_url": base_url, "model": model, "cache": False, "temperature": temperature,
-                "max_retries": 0, "timeout_s": 120, "max_tokens_per_run": 10_000_000}
+    settings = {
+        "enabled": True,
+        "base_url": base_url,
+        "model": model,
+        "cache": False,
+        "temperature": temperature,
+        "max_retries": 0,
+        "timeout_s": 120,
+        "max_tokens_per_run": 10_000_000,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'mode':<14}{'accepted':>10}{'median s':>10}{'tokens/call':>13}  most common rejection")
         for name in _modes(None):
@@ -75,7 +97,9 @@ def run(base_url: str, model: str | None, trials: int, temperature: float) -> No
                 tokens.append(llm.usage.get("total_tokens", 0) / calls)
                 reasons.update(r.split(":")[0][:50] for x in llm.rejections for r in x["reasons"])
             top = ", ".join(f"{r} ({n})" for r, n in reasons.most_common(2)) or "-"
-            print(f"{name:<14}{accepted:>6}/{trials:<3}{statistics.median(secs):>10.2f}{statistics.median(tokens):>13.0f}  {top}")
+            print(
+                f"{name:<14}{accepted:>6}/{trials:<3}{statistics.median(secs):>10.2f}{statistics.median(tokens):>13.0f}  {top}"
+            )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -162,7 +162,9 @@ def table(rows: list[dict[str, Any]], cases: dict[str, dict[str, Any]]) -> str:
 
 
 def summary(rows: list[dict[str, Any]], cases: dict[str, dict[str, Any]]) -> str:
-    lines = ["| design | cases | covered & approved | wrong & approved | refused (justified) | crashes | median rel. error |"]
+    lines = [
+        "| design | cases | covered & approved | wrong & approved | refused (justified) | crashes | median rel. error |"
+    ]
     lines.append("|---|---:|---:|---:|---:|---:|---:|")
     designs = sorted({r["design"] for r in rows})
     for name, sub in [*[(d, [r for r in rows if r["design"] == d]) for d in designs], ("**overall**", rows)]:

@@ -64,7 +64,9 @@ def _configuration(isolation: str, warm: bool, data: Path, repeat: int) -> list[
             layers = result.layers
         median, p90 = _quantiles(overheads)
         mode = "warm" if warm else "cold"
-        rows.append(f"{isolation:<14} {mode:<5} {name:<8} {median * 1000:>9.0f} {p90 * 1000:>9.0f}   {','.join(layers)}")
+        rows.append(
+            f"{isolation:<14} {mode:<5} {name:<8} {median * 1000:>9.0f} {p90 * 1000:>9.0f}   {','.join(layers)}"
+        )
     if first:
         rows[-1] += first
     return rows

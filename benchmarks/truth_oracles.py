@@ -49,8 +49,11 @@ def rct(n: int, seed: int) -> Interval:
 
 def semi_synthetic_sites(n: int, seed: int) -> Interval:
     """OLS on the outcome's ten causes (x1-x3, b1 and sites b, d confound; x4, x5, b2, site e add precision)."""
-    return _ols(_frame("semi_synthetic_sites", n, seed), "outcome",
-                ["x1", "x2", "x3", "x4", "x5", "b1", "b2", "site_b", "site_d", "site_e"])  # fmt: skip
+    return _ols(
+        _frame("semi_synthetic_sites", n, seed),
+        "outcome",
+        ["x1", "x2", "x3", "x4", "x5", "b1", "b2", "site_b", "site_d", "site_e"],
+    )
 
 
 def continuous_instrument(n: int, seed: int) -> Interval:

@@ -89,13 +89,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="the chat page for asking the data (FastAPI + WebSocket, loopback by default)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--data-dir", default=None,
-                   help="where chat.sqlite3, uploads and their runs live (default ./runs or $WHYFLOW_RUNS_DIR)")
-    p.add_argument("--llm", choices=["on", "off"], help="let the model drive the data scientist (on) or never (off); sets WHYFLOW_LLM")
-    p.add_argument("--engine", choices=["auto", "prefect", "local"], default=None,
-                   help="as for ask: auto (default) runs each question as a Prefect flow run when a Prefect server is "
-                        "configured, else with the plain runner (well under a second warm); prefect: always flow runs "
-                        "(on a temporary server if none is configured); also WHYFLOW_ASK_ENGINE")
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="where chat.sqlite3, uploads and their runs live (default ./runs or $WHYFLOW_RUNS_DIR)",
+    )
+    p.add_argument(
+        "--llm",
+        choices=["on", "off"],
+        help="let the model drive the data scientist (on) or never (off); sets WHYFLOW_LLM",
+    )
+    p.add_argument(
+        "--engine",
+        choices=["auto", "prefect", "local"],
+        default=None,
+        help="as for ask: auto (default) runs each question as a Prefect flow run when a Prefect server is "
+        "configured, else with the plain runner (well under a second warm); prefect: always flow runs "
+        "(on a temporary server if none is configured); also WHYFLOW_ASK_ENGINE",
+    )
     return parser
 
 
@@ -109,16 +120,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command not in handlers:  # flows.commands (recipe metadata, summaries) only where used
         from flows import commands
 
-        handlers.update({
-            "validate": commands.cmd_validate,
-            "run": commands.cmd_run,
-            "resume": commands.cmd_resume,
-            "status": commands.cmd_status,
-            "list": commands.cmd_list,
-            "cancel": commands.cmd_cancel,
-            "agents": commands.cmd_agents,
-            "history": commands.cmd_history,
-        })
+        handlers.update(
+            {
+                "validate": commands.cmd_validate,
+                "run": commands.cmd_run,
+                "resume": commands.cmd_resume,
+                "status": commands.cmd_status,
+                "list": commands.cmd_list,
+                "cancel": commands.cmd_cancel,
+                "agents": commands.cmd_agents,
+                "history": commands.cmd_history,
+            }
+        )
     if args.command == "doctor":
         from agents.base.sandbox_doctor import doctor
 

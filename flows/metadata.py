@@ -102,9 +102,7 @@ def read_metadata(path: str | Path) -> tuple[MetadataSpec, dict[str, Any]]:
     text = _read(p)
     data, document = _parse(p, text)
     if not isinstance(data, dict):
-        raise MetadataError(
-            str(p), None, "metadata must hold a mapping (description, columns, temporal_order, ...)"
-        )
+        raise MetadataError(str(p), None, "metadata must hold a mapping (description, columns, temporal_order, ...)")
     try:
         spec = MetadataSpec.model_validate(data)
     except ValidationError as exc:

@@ -248,7 +248,12 @@ def _message(error: dict[str, Any], model_fields: list[str]) -> str:
         return f"{field}: unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
     if kind == "missing":
         return f"{field}: required key is missing"
-    bounds = {"greater_than_equal": ("≥", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("≤", "le"), "less_than": ("<", "lt")}
+    bounds = {
+        "greater_than_equal": ("≥", "ge"),
+        "greater_than": (">", "gt"),
+        "less_than_equal": ("≤", "le"),
+        "less_than": ("<", "lt"),
+    }
     if kind in bounds:
         sign, key = bounds[kind]
         return f"{_where(error, field)}: must be {sign} {ctx.get(key)} (got {error.get('input')!r})"

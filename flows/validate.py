@@ -154,7 +154,11 @@ def _validate_status_order(plan: Plan, report: Report) -> None:
                 first = step.steps[0]
                 if not is_legal_transition(JobStatus.ITERATING, first.status):
                     report(first.loc, f"a critique loop cannot restart in phase {first.status.name}")
-            elif step.steps and current != step.steps[0].status and not is_legal_transition(current, step.steps[0].status):
+            elif (
+                step.steps
+                and current != step.steps[0].status
+                and not is_legal_transition(current, step.steps[0].status)
+            ):
                 report(step.steps[0].loc, f"a loop cannot restart in phase {step.steps[0].status.name}")
             if step.on_exhausted is not None:
                 move(step.on_exhausted, current)  # the run ends after it: the phase goes no further

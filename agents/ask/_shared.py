@@ -101,8 +101,14 @@ _STAT = re.compile(
 
 # ---- causal questions ------------------------------------------------------------------------
 _CAUSAL = (
-    re.compile(r"\b(?:causal\s+)?(?:effect|impact|influence)\s+of\s+(?:the\s+)?(.+?)\s+on\s+(?:the\s+)?(.+?)\s*(?:[?.]|$)", re.I),
-    re.compile(r"\bdoes\s+(?:the\s+)?(.+?)\s+(?:cause|affect|increase|decrease|change|raise|lower)\s+(?:the\s+)?(.+?)\s*(?:[?.]|$)", re.I),
+    re.compile(
+        r"\b(?:causal\s+)?(?:effect|impact|influence)\s+of\s+(?:the\s+)?(.+?)\s+on\s+(?:the\s+)?(.+?)\s*(?:[?.]|$)",
+        re.I,
+    ),
+    re.compile(
+        r"\bdoes\s+(?:the\s+)?(.+?)\s+(?:cause|affect|increase|decrease|change|raise|lower)\s+(?:the\s+)?(.+?)\s*(?:[?.]|$)",
+        re.I,
+    ),
 )
 
 

@@ -20,9 +20,13 @@ __all__ = ["cannot_answer", "causal_answer", "computed_answer", "error_answer", 
 def cannot_answer(plan: AskPlan | None) -> FinalOutput:
     """The honest answer when no worked example fits and no model is on."""
     if plan is not None and plan.parameters.get("error"):  # a named column or method that cannot run
-        return FinalOutput(answer=f"I can't answer this: {plan.parameters['error']}", confidence=0.0,
-                           output_type="error", caveats=["no code ran, so no number is given"],
-                           reasoning_trace=[plan.reasoning])
+        return FinalOutput(
+            answer=f"I can't answer this: {plan.parameters['error']}",
+            confidence=0.0,
+            output_type="error",
+            caveats=["no code ran, so no number is given"],
+            reasoning_trace=[plan.reasoning],
+        )
     closest = plan.closest_examples if plan else []
     named = "; ".join(closest) if closest else "none"
     return FinalOutput(
@@ -72,8 +76,9 @@ def causal_answer(causal: dict[str, Any] | None, plan: AskPlan) -> FinalOutput:
     )
 
 
-def error_answer(attempts: int, error: str | None, code: str | None, failed: list[FailedAttempt],
-                 plan: AskPlan | None) -> FinalOutput:
+def error_answer(
+    attempts: int, error: str | None, code: str | None, failed: list[FailedAttempt], plan: AskPlan | None
+) -> FinalOutput:
     """The error answer: the code failed on every attempt; every attempt is kept."""
     text = (error or "unknown error").strip()
     last = text.splitlines()[0] if text else "unknown error"
@@ -89,7 +94,9 @@ def error_answer(attempts: int, error: str | None, code: str | None, failed: lis
     )
 
 
-def render_chart(spec: dict[str, Any], job_dir: Path, name: str = "chart") -> tuple[dict[str, Any] | None, list[str], list[str]]:
+def render_chart(
+    spec: dict[str, Any], job_dir: Path, name: str = "chart"
+) -> tuple[dict[str, Any] | None, list[str], list[str]]:
     """Validate a chart and render it; return (spec or None if refused, chart paths, caveats)."""
     from agents.tools.charts import save_chart, validate_spec
     from agents.tools.errors import ToolError

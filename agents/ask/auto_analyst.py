@@ -45,7 +45,9 @@ class AutoAnalystAgent(Agent[AutoAnalystParams]):
     """The first analysis of a dataset: the per-column table, a summary and a title."""
 
     NAME = "auto_analyst"
-    DESCRIPTION = "a first look at a dataset: every column's type, counts, typical values and issues, a summary, a title"
+    DESCRIPTION = (
+        "a first look at a dataset: every column's type, counts, typical values and issues, a summary, a title"
+    )
     STATE_MODEL = AskState
     REQUIRED_STATE_FIELDS = ("datasets",)
     OPTIONAL_STATE_FIELDS = ("data_summary",)
@@ -61,8 +63,12 @@ class AutoAnalystAgent(Agent[AutoAnalystParams]):
         name = Path(first.source).stem
         rows = column_report(frame)
         summary, title = dataset_summary(name, frame, rows), session_title(name, frame)
-        box = Toolbox(question="initial analysis", frame=frame, datasets={k: d.local_path for k, d in view.datasets.items()},
-                      job_dir=ctx.job_dir)
+        box = Toolbox(
+            question="initial analysis",
+            frame=frame,
+            datasets={k: d.local_path for k, d in view.datasets.items()},
+            job_dir=ctx.job_dir,
+        )
         mode, ended_by, iterations = "deterministic", "deterministic report", 0
         try:
             if ctx.llm is not None:
@@ -85,14 +91,20 @@ class AutoAnalystAgent(Agent[AutoAnalystParams]):
             caveats=[f"{flagged} of {len(rows)} columns have issues (see the Issues column)"] if flagged else [],
             reasoning_trace=[f"title: {title}", f"{len(rows)} columns profiled", f"summary by the {mode} path"],
         )
-        runtime = box.runtime.summary(mode="model" if mode == "model" else ("model_fallback" if ctx.llm else "deterministic"),
-                                      complexity="simple", budget=params.max_iterations, iterations=iterations,
-                                      ended_by=ended_by)
+        runtime = box.runtime.summary(
+            mode="model" if mode == "model" else ("model_fallback" if ctx.llm else "deterministic"),
+            complexity="simple",
+            budget=params.max_iterations,
+            iterations=iterations,
+            ended_by=ended_by,
+        )
         result = AgentResult(
             updates={"explanation": summary, "final_output": final, "session_title": title, "runtime": runtime},
             summary=f"{title}: {len(rows)} columns, {flagged} with issues ({mode}); {box.runtime.counters_line()}",
-            outputs={"transitions": [t.model_dump(mode="json") for t in runtime.transitions],
-                     "counters": runtime.counters.model_dump(mode="json")},
+            outputs={
+                "transitions": [t.model_dump(mode="json") for t in runtime.transitions],
+                "counters": runtime.counters.model_dump(mode="json"),
+            },
             tools_called=[c.tool for c in runtime.tool_calls],
         )
         if ctx.llm is not None:
@@ -108,8 +120,9 @@ def _complete(box: Toolbox) -> None:
         box.runtime.transition(RuntimeState.COMPLETED, "finalize after an error")
 
 
-def _explore(box: Toolbox, ctx: AgentContext, data_summary: str, budget: int,
-             rows: list[Any]) -> tuple[str | None, str | None, int, str]:
+def _explore(
+    box: Toolbox, ctx: AgentContext, data_summary: str, budget: int, rows: list[Any]
+) -> tuple[str | None, str | None, int, str]:
     """The model's exploration: (checked summary or None, title or None, model calls, why it ended)."""
     from agents.base.llm import data_block
     from agents.base.llm.validate import check_numbers, numbers_of
@@ -117,11 +130,15 @@ def _explore(box: Toolbox, ctx: AgentContext, data_summary: str, budget: int,
     history: list[dict[str, str]] = []
     text: str | None = None
     for iteration in range(1, budget + 1):
-        context = box.runtime.inventory() + (("\nData fetched so far:\n" + "\n".join(box.runtime.intents[-5:]))
-                                             if box.runtime.intents else "")
-        messages = [{"role": "system", "content": _PROMPT},
-                    {"role": "user", "content": data_block("data summary", data_summary[:4000])},
-                    *history, {"role": "system", "content": context + f"\nModel calls left: {budget - iteration + 1}."}]
+        context = box.runtime.inventory() + (
+            ("\nData fetched so far:\n" + "\n".join(box.runtime.intents[-5:])) if box.runtime.intents else ""
+        )
+        messages = [
+            {"role": "system", "content": _PROMPT},
+            {"role": "user", "content": data_block("data summary", data_summary[:4000])},
+            *history,
+            {"role": "system", "content": context + f"\nModel calls left: {budget - iteration + 1}."},
+        ]
         box.runtime.count("model_calls")
         reply = ctx.llm.tool_call(messages, _TOOLS, purpose="auto_analyze", max_tokens=600)
         if reply is None:
@@ -137,7 +154,9 @@ def _explore(box: Toolbox, ctx: AgentContext, data_summary: str, budget: int,
             return kept or None, (args.session_title or "").strip()[:80] or None, iteration, "finalize"
         if isinstance(args, T.OutputTextArgs):
             text = args.text
-            history.append({"role": "user", "content": "Observation: summary noted; call finalize with a session_title."})
+            history.append(
+                {"role": "user", "content": "Observation: summary noted; call finalize with a session_title."}
+            )
             continue
         obs = box.call(reply_name, args, origin="model")
         history.append({"role": "user", "content": f"Observation {obs.call_id} ({obs.status}): {obs.text}"})

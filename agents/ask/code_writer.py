@@ -52,7 +52,9 @@ class CodeWriterAgent(Agent[AgentParams]):
         if ctx.llm is not None and plan.mode == "model" and filled is not None and last_round:
             tried = {a.code for a in view.failed_attempts}
             if filled.code not in tried:  # the model's code failed every time: the worked example's last
-                return AgentResult(updates={"code": filled.code}, summary=f"last attempt: example '{filled.example_id}'")
+                return AgentResult(
+                    updates={"code": filled.code}, summary=f"last attempt: example '{filled.example_id}'"
+                )
         if ctx.llm is not None and plan.mode == "model":
             code = self._model_code(view, ctx)
             result = AgentResult(updates={"code": code}, summary=f"model code, {len(code.splitlines())} lines")

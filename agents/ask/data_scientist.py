@@ -61,9 +61,14 @@ def deterministic_turn(box: Toolbox, plan: AskPlan, ctx: AgentContext, max_attem
     if plan.route != "code" or filled is None:
         final = cannot_answer(plan)
         if plan.route == "conceptual" and filled is not None:
-            final = FinalOutput(answer=filled.answer_template, confidence=0.8, output_type="explanation",
-                                caveats=["a general explanation: nothing was computed from the data"],
-                                reasoning_trace=[plan.reasoning], examples=list(plan.closest_examples))
+            final = FinalOutput(
+                answer=filled.answer_template,
+                confidence=0.8,
+                output_type="explanation",
+                caveats=["a general explanation: nothing was computed from the data"],
+                reasoning_trace=[plan.reasoning],
+                examples=list(plan.closest_examples),
+            )
         box.call("output_text", T.OutputTextArgs(text=final.answer))
         _complete(rt)
         return final
@@ -80,8 +85,13 @@ def deterministic_turn(box: Toolbox, plan: AskPlan, ctx: AgentContext, max_attem
             break
     if box.current is None:
         _complete(rt)
-        return error_answer(box.attempts, box.failed[-1].error if box.failed else None, box.failed[-1].code if box.failed else None,
-                            box.failed, plan)
+        return error_answer(
+            box.attempts,
+            box.failed[-1].error if box.failed else None,
+            box.failed[-1].code if box.failed else None,
+            box.failed,
+            plan,
+        )
     box.call("validate_results", T.ValidateResultsArgs(question=question))
     evaluation = box.validation.notes if box.validation and plan.needs_evaluation else None
     final = computed_answer(question, plan, box.current, box.code, box.failed, evaluation, ctx.job_dir)
@@ -98,8 +108,10 @@ def _present(box: Toolbox, final: FinalOutput) -> None:
 
     table = table_from_result(final.result, title="result")
     if table is not None:
-        box.call("output_table", OutputTableArgs(title="result", headers=table.headers, rows=table.rows,
-                                                 total_rows=table.total_rows))
+        box.call(
+            "output_table",
+            OutputTableArgs(title="result", headers=table.headers, rows=table.rows, total_rows=table.total_rows),
+        )
     elif final.figure is not None:
         box.runtime.transition(RuntimeState.PRESENTING, "chart drawn by the code")
 
@@ -124,8 +136,12 @@ def _causal(box: Toolbox, plan: AskPlan, ctx: AgentContext) -> FinalOutput:
         result = ctx.run_recipe(str(_CAUSAL), data, str(ctx.job_dir / "causal"), plan.treatment, plan.outcome)
     box.causal = result
     status = "ok" if result.get("headline") else "failed"
-    rt.record_call("run_recipe", {"recipe": _CAUSAL.name, "treatment": plan.treatment, "outcome": plan.outcome},
-                   status, str(result.get("headline") or result.get("error") or result.get("status")))
+    rt.record_call(
+        "run_recipe",
+        {"recipe": _CAUSAL.name, "treatment": plan.treatment, "outcome": plan.outcome},
+        status,
+        str(result.get("headline") or result.get("error") or result.get("status")),
+    )
     _complete(rt)
     return causal_answer(result, plan)
 
@@ -164,8 +180,18 @@ class DataScientistAgent(Agent[DataScientistParams]):
     REQUIRED_STATE_FIELDS = ("question", "datasets")
     OPTIONAL_STATE_FIELDS = ("data_summary", "messages")
     WRITES_STATE_FIELDS = (
-        "plan", "code", "execution_result", "execution_success", "error", "attempts", "failed_attempts",
-        "evaluation", "explanation", "final_output", "causal_result", "runtime",
+        "plan",
+        "code",
+        "execution_result",
+        "execution_success",
+        "error",
+        "attempts",
+        "failed_attempts",
+        "evaluation",
+        "explanation",
+        "final_output",
+        "causal_result",
+        "runtime",
     )
     JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
     PROGRESS_WEIGHT = 4.0
@@ -178,8 +204,14 @@ class DataScientistAgent(Agent[DataScientistParams]):
         question = str(plan.parameters.get("question") or view.question)
         complexity = estimate_complexity(question, len(view.datasets))
         budget = params.max_iterations or BUDGETS[complexity]
-        box = Toolbox(question=question, frame=frame, datasets={k: d.local_path for k, d in view.datasets.items()},
-                      job_dir=ctx.job_dir, wall_seconds=params.wall_seconds, memory_mb=params.memory_mb)
+        box = Toolbox(
+            question=question,
+            frame=frame,
+            datasets={k: d.local_path for k, d in view.datasets.items()},
+            job_dir=ctx.job_dir,
+            wall_seconds=params.wall_seconds,
+            memory_mb=params.memory_mb,
+        )
         box.template = filled.code if (filled := filled_plan(plan)) is not None else None
         box.runtime.remember(_earlier_artifacts(view.messages))
         box.allow_rerun = bool(_RERUN.search(view.question))
@@ -197,29 +229,53 @@ class DataScientistAgent(Agent[DataScientistParams]):
                     box = box.restart()
                 final = deterministic_turn(box, plan, ctx, params.max_code_retries)
                 if mode == "model_fallback":
-                    final = final.model_copy(update={"caveats": [*final.caveats, f"the model's loop ended without an answer ({ended_by}); this is the deterministic answer"]})
+                    final = final.model_copy(
+                        update={
+                            "caveats": [
+                                *final.caveats,
+                                f"the model's loop ended without an answer ({ended_by}); this is the deterministic answer",
+                            ]
+                        }
+                    )
         finally:
             box.close()
-        summary = box.runtime.summary(mode=mode, complexity=complexity, budget=budget, iterations=iterations, ended_by=ended_by)
+        summary = box.runtime.summary(
+            mode=mode, complexity=complexity, budget=budget, iterations=iterations, ended_by=ended_by
+        )
         updates: dict[str, Any] = {
             "plan": plan if mode != "model" else plan.model_copy(update={"mode": "model"}),
-            "code": box.code, "execution_result": box.current, "execution_success": box.current is not None,
+            "code": box.code,
+            "execution_result": box.current,
+            "execution_success": box.current is not None,
             "error": box.failed[-1].error if box.failed and box.current is None else None,
-            "attempts": box.attempts, "failed_attempts": box.failed,
-            "evaluation": box.validation.notes if box.validation and (plan.needs_evaluation or mode == "model") else None,
-            "explanation": final.answer, "final_output": final, "runtime": summary,
+            "attempts": box.attempts,
+            "failed_attempts": box.failed,
+            "evaluation": box.validation.notes
+            if box.validation and (plan.needs_evaluation or mode == "model")
+            else None,
+            "explanation": final.answer,
+            "final_output": final,
+            "runtime": summary,
             "causal_result": box.causal,
         }
-        steps = [f"{c.call_id} {c.tool} [{c.origin}]: {c.status}" + (f" ({c.reason})" if c.reason else "") for c in summary.tool_calls]
-        moves = [f"{t.source} → {t.target} ({t.cause})" + ("" if t.accepted else f" REJECTED: {t.code}") for t in summary.transitions]
+        steps = [
+            f"{c.call_id} {c.tool} [{c.origin}]: {c.status}" + (f" ({c.reason})" if c.reason else "")
+            for c in summary.tool_calls
+        ]
+        moves = [
+            f"{t.source} → {t.target} ({t.cause})" + ("" if t.accepted else f" REJECTED: {t.code}")
+            for t in summary.transitions
+        ]
         result = AgentResult(
             updates=updates,
             summary=f"{mode}: {len(summary.tool_calls)} tool calls, ended by {ended_by}; {box.runtime.counters_line()}",
             reasoning="\n".join([*steps, *moves]),
-            outputs={"transitions": [t.model_dump(mode="json") for t in summary.transitions],
-                     "counters": summary.counters.model_dump(mode="json"),
-                     "artifacts": [a.model_dump(mode="json") for a in summary.artifacts],
-                     "intents": summary.intents},
+            outputs={
+                "transitions": [t.model_dump(mode="json") for t in summary.transitions],
+                "counters": summary.counters.model_dump(mode="json"),
+                "artifacts": [a.model_dump(mode="json") for a in summary.artifacts],
+                "intents": summary.intents,
+            },
             tools_called=[c.tool for c in summary.tool_calls],
         )
         if ctx.llm is not None:

@@ -55,13 +55,17 @@ class ExplainerAgent(Agent[AgentParams]):
                 text = filled.answer_template
             else:
                 text = llm_text(ctx.llm, _PROMPT, f"Question: {view.question}", purpose="ask_explain") or ""
-            final = cannot_answer(plan) if not text else FinalOutput(
-                answer=text,
-                confidence=0.8 if plan.mode == "deterministic" else 0.5,
-                output_type="explanation",
-                caveats=["a general explanation: nothing was computed from the data"],
-                reasoning_trace=[plan.reasoning],
-                examples=list(plan.closest_examples),
+            final = (
+                cannot_answer(plan)
+                if not text
+                else FinalOutput(
+                    answer=text,
+                    confidence=0.8 if plan.mode == "deterministic" else 0.5,
+                    output_type="explanation",
+                    caveats=["a general explanation: nothing was computed from the data"],
+                    reasoning_trace=[plan.reasoning],
+                    examples=list(plan.closest_examples),
+                )
             )
         else:
             final = cannot_answer(plan)
@@ -79,7 +83,17 @@ class ExplainerAgent(Agent[AgentParams]):
         question = str(plan.parameters.get("question") or view.question)
         said = None
         if ctx.llm is not None:
-            prompt = f"Question: {question}\n\nResult:\n{result_text(record.result)}\n\nEvaluation: {view.evaluation or ''}"
+            prompt = (
+                f"Question: {question}\n\nResult:\n{result_text(record.result)}\n\nEvaluation: {view.evaluation or ''}"
+            )
             said = llm_text(ctx.llm, _PROMPT, prompt, purpose="ask_explain")
-        return computed_answer(question, plan, record, view.code, list(view.failed_attempts), view.evaluation,
-                               ctx.job_dir, explanation=said)
+        return computed_answer(
+            question,
+            plan,
+            record,
+            view.code,
+            list(view.failed_attempts),
+            view.evaluation,
+            ctx.job_dir,
+            explanation=said,
+        )

@@ -83,9 +83,13 @@ def _context(box: Toolbox, left: int, divergence: bool) -> str:
         parts.append("Data fetched so far:\n" + "\n".join(f"- {i}" for i in rt.intents[-5:]))
     failed = [c for c in rt.calls if c.status != "ok"]
     if failed:
-        listed = "\n".join(f"- {c.call_id} {c.tool} {json.dumps(c.arguments)[:300]} -> {c.status}: {c.observation[:300]}"
-                           for c in failed[-6:])
-        parts.append(f"## Previous failed attempts\nThese FAILED. Do NOT repeat them; try something different:\n{listed}")
+        listed = "\n".join(
+            f"- {c.call_id} {c.tool} {json.dumps(c.arguments)[:300]} -> {c.status}: {c.observation[:300]}"
+            for c in failed[-6:]
+        )
+        parts.append(
+            f"## Previous failed attempts\nThese FAILED. Do NOT repeat them; try something different:\n{listed}"
+        )
     if box.validation is not None:
         parts.append(f"Latest validation: {box.validation.model_dump_json()}")
     if divergence:
@@ -93,31 +97,56 @@ def _context(box: Toolbox, left: int, divergence: bool) -> str:
     return "\n\n".join(parts)
 
 
-def _messages(box: Toolbox, plan: AskPlan, summary: str, nearest: list[Any], history: list[dict[str, str]],
-              left: int, divergence: bool) -> list[dict[str, str]]:
+def _messages(
+    box: Toolbox,
+    plan: AskPlan,
+    summary: str,
+    nearest: list[Any],
+    history: list[dict[str, str]],
+    left: int,
+    divergence: bool,
+) -> list[dict[str, str]]:
     from agents.base.llm import data_block
 
-    user = (f"Question: {box.question}\n\n{data_block('data summary', summary[:4000])}\n\n"
-            f"Similar worked examples:\n{_examples(plan, nearest)}")
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}, *history,
-            {"role": "system", "content": _context(box, left, divergence)}]
+    user = (
+        f"Question: {box.question}\n\n{data_block('data summary', summary[:4000])}\n\n"
+        f"Similar worked examples:\n{_examples(plan, nearest)}"
+    )
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": user},
+        *history,
+        {"role": "system", "content": _context(box, left, divergence)},
+    ]
 
 
-def _answer(box: Toolbox, plan: AskPlan, ctx: AgentContext, record: Any, code: str | None,
-            caveats: list[str], confidence_cap: float = 1.0) -> FinalOutput:
+def _answer(
+    box: Toolbox,
+    plan: AskPlan,
+    ctx: AgentContext,
+    record: Any,
+    code: str | None,
+    caveats: list[str],
+    confidence_cap: float = 1.0,
+) -> FinalOutput:
     model_plan = plan.model_copy(update={"mode": "model", "reasoning": "the model's ReAct loop over the data tools"})
     notes = box.validation.notes if box.validation is not None else None
-    final = computed_answer(box.question, model_plan, record, code, box.failed, notes, ctx.job_dir,
-                            explanation=box.explanation)
-    update: dict[str, Any] = {"caveats": [*final.caveats, *box.caveats, *caveats],
-                              "confidence": min(final.confidence, confidence_cap)}
+    final = computed_answer(
+        box.question, model_plan, record, code, box.failed, notes, ctx.job_dir, explanation=box.explanation
+    )
+    update: dict[str, Any] = {
+        "caveats": [*final.caveats, *box.caveats, *caveats],
+        "confidence": min(final.confidence, confidence_cap),
+    }
     if box.validation is not None:
         update["caveats"] += [s for s in box.validation.suggestions if s not in update["caveats"]]
     if box.figures and final.figure is None:
         update |= {"figure": box.figures[0], "output_type": "visualization"}
     update["charts"] = [*final.charts, *box.charts]
-    update["reasoning_trace"] = [*final.reasoning_trace,
-                                 *(f"{c.call_id} {c.tool}: {c.status}" for c in box.runtime.calls)]
+    update["reasoning_trace"] = [
+        *final.reasoning_trace,
+        *(f"{c.call_id} {c.tool}: {c.status}" for c in box.runtime.calls),
+    ]
     return final.model_copy(update=update)
 
 
@@ -130,8 +159,10 @@ def _degrade(box: Toolbox, plan: AskPlan, ctx: AgentContext, iterations: int, wh
         box.runtime.count("forced_validations")
         box.call("validate_results", T.ValidateResultsArgs(question=box.question), "runtime")
     validated = box.validation is not None and box.validation.is_valid
-    caveats = [f"the analysis stopped before its final answer ({why}); "
-               + ("its result passed validation" if validated else "this is its best result, not validated")]
+    caveats = [
+        f"the analysis stopped before its final answer ({why}); "
+        + ("its result passed validation" if validated else "this is its best result, not validated")
+    ]
     if box.validation is not None and not box.validation.is_valid:
         caveats += [f"validation found: {issue}" for issue in box.validation.issues]
     final = _answer(box, plan, ctx, box.best, box.best_code, caveats, 0.6 if validated else 0.4)
@@ -144,15 +175,16 @@ def _author(ctx: AgentContext, box: Toolbox, summary: str) -> Any:
     from agents.base.llm import data_block
 
     def write(approach: str) -> str | None:
-        prompt = (f"Question: {box.question}\nApproach: {approach}\n\n{data_block('data summary', summary[:3000])}")
+        prompt = f"Question: {box.question}\nApproach: {approach}\n\n{data_block('data summary', summary[:3000])}"
         reply = llm_text(ctx.llm, CODE_RULES, prompt, purpose="react_write_code")
         return strip_fences(reply) if reply else None
 
     return write
 
 
-def react_turn(box: Toolbox, plan: AskPlan, summary: str, nearest: list[Any], ctx: AgentContext,
-               budget: int, params: Any) -> TurnOutcome:
+def react_turn(
+    box: Toolbox, plan: AskPlan, summary: str, nearest: list[Any], ctx: AgentContext, budget: int, params: Any
+) -> TurnOutcome:
     """Run the model's loop for one question; see the module doc for the safeguards."""
     llm, rt = ctx.llm, box.runtime
     box.author = _author(ctx, box, summary)
@@ -166,7 +198,9 @@ def react_turn(box: Toolbox, plan: AskPlan, summary: str, nearest: list[Any], ct
         reply = llm.tool_call(messages, T.REACT_TOOLS, purpose="react_step", max_tokens=900)
         rt.count("corrective_turns", len(getattr(llm, "rejections", [])) - before)
         if reply is None:
-            return TurnOutcome(None, iteration, "no usable tool call (the call failed, or junk after one corrective turn)")
+            return TurnOutcome(
+                None, iteration, "no usable tool call (the call failed, or junk after one corrective turn)"
+            )
         if isinstance(reply, str):  # prose: the model's final answer
             name, args = "finalize", T.FinalizeArgs(answer=reply)
             history.append({"role": "assistant", "content": reply[:2000]})

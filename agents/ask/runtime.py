@@ -90,12 +90,18 @@ class InvalidStateTransition(WhyflowError):
     def __init__(self, source: RuntimeState, target: RuntimeState, cause: str) -> None:
         self.source, self.target, self.cause = source, target, cause
         allowed = ", ".join(sorted(ALLOWED[source])) or "nothing"
-        super().__init__(f"invalid_state: {cause} cannot move from {source} to {target} (allowed from {source}: {allowed})")
+        super().__init__(
+            f"invalid_state: {cause} cannot move from {source} to {target} (allowed from {source}: {allowed})"
+        )
 
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, dict):
-        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0])) if v not in (None, "", [], {})}
+        return {
+            str(k): _canonical(v)
+            for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
+            if v not in (None, "", [], {})
+        }
     if isinstance(value, list | tuple):
         return [_canonical(v) for v in value]
     if isinstance(value, str):
@@ -116,8 +122,9 @@ def content_hash(content: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def intent_summary(description: str, columns: list[str], column_types: list[str], rows: int,
-                   sample: list[list[Any]]) -> str:
+def intent_summary(
+    description: str, columns: list[str], column_types: list[str], rows: int, sample: list[list[Any]]
+) -> str:
     """A short "data intent summary" after a successful query: what was fetched, its
     dimensions and measures, how many rows and the time scope when a date column shows one."""
     numeric = ("INT", "DOUBLE", "FLOAT", "DECIMAL", "BIGINT", "HUGEINT", "REAL", "SMALLINT", "TINYINT")
@@ -129,8 +136,9 @@ def intent_summary(description: str, columns: list[str], column_types: list[str]
         values = sorted(str(r[timed[0]]) for r in sample if r[timed[0]] is not None)
         scope = f"; time scope {values[0]} to {values[-1]} (in the rows shown)" if values else ""
     what = description or "a query"
-    return (f"{what}: {rows} rows; dimensions {', '.join(dims) or 'none'}; "
-            f"measures {', '.join(measures) or 'none'}{scope}")
+    return (
+        f"{what}: {rows} rows; dimensions {', '.join(dims) or 'none'}; measures {', '.join(measures) or 'none'}{scope}"
+    )
 
 
 class Runtime:
@@ -156,8 +164,16 @@ class Runtime:
         if target == self.state:
             return
         if target not in ALLOWED[self.state]:
-            self.transitions.append(RuntimeTransition(step=step, source=self.state, target=target, cause=cause,
-                                                      accepted=False, code=InvalidStateTransition.code))
+            self.transitions.append(
+                RuntimeTransition(
+                    step=step,
+                    source=self.state,
+                    target=target,
+                    cause=cause,
+                    accepted=False,
+                    code=InvalidStateTransition.code,
+                )
+            )
             self.counters = self.counters.model_copy(update={"invalid_state": self.counters.invalid_state + 1})
             raise InvalidStateTransition(self.state, target, cause)
         self.transitions.append(RuntimeTransition(step=step, source=self.state, target=target, cause=cause))
@@ -183,11 +199,25 @@ class Runtime:
             self._count("duplicate_tool_call_skipped")
         return earlier
 
-    def record_call(self, tool: str, arguments: dict[str, Any], status: str, observation: str,
-                    reason: str | None = None, origin: str = "deterministic") -> ToolCallRecord:
+    def record_call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        status: str,
+        observation: str,
+        reason: str | None = None,
+        origin: str = "deterministic",
+    ) -> ToolCallRecord:
         """Keep a call (``ok``, ``failed``, ``skipped``, ``refused``) with what it returned."""
-        record = ToolCallRecord(call_id=f"call_{len(self.calls) + 1}", tool=tool, arguments=arguments,
-                                status=status, reason=reason, observation=observation[:2000], origin=origin)  # type: ignore[arg-type]
+        record = ToolCallRecord(
+            call_id=f"call_{len(self.calls) + 1}",
+            tool=tool,
+            arguments=arguments,
+            status=status,
+            reason=reason,
+            observation=observation[:2000],
+            origin=origin,
+        )  # type: ignore[arg-type]
         self.calls.append(record)
         if status in ("ok", "failed"):
             self._seen.setdefault(call_key(tool, arguments), record)
@@ -201,16 +231,25 @@ class Runtime:
         return f"call_{len(self.calls) + 1}"
 
     # ---- artifacts -----------------------------------------------------------------------
-    def add_artifact(self, name: str, type_: str, producer: str, source_call: str, content: Any,
-                     logical_key: str | None = None) -> tuple[ArtifactRecord, bool]:
+    def add_artifact(
+        self, name: str, type_: str, producer: str, source_call: str, content: Any, logical_key: str | None = None
+    ) -> tuple[ArtifactRecord, bool]:
         """Register an artifact; ``(existing, False)`` when an equivalent one (same hash) exists."""
         digest = content_hash(content)
         for art in self.artifacts:
             if art.content_hash == digest and art.type == type_:
                 self._count("duplicate_artifact_prevented")
                 return art, False
-        art = ArtifactRecord(id=f"art_{len(self.artifacts) + 1}", name=name, type=type_, created=self.clock(),
-                             source_call=source_call, producer=producer, logical_key=logical_key, content_hash=digest)
+        art = ArtifactRecord(
+            id=f"art_{len(self.artifacts) + 1}",
+            name=name,
+            type=type_,
+            created=self.clock(),
+            source_call=source_call,
+            producer=producer,
+            logical_key=logical_key,
+            content_hash=digest,
+        )
         self.artifacts.append(art)
         return art, True
 
@@ -221,8 +260,10 @@ class Runtime:
         lines = ["Artifacts so far (reuse them; do not recreate an equivalent one):"]
         for a in self.artifacts:
             key = f", key {a.logical_key}" if a.logical_key else ""
-            lines.append(f"- {a.id} {a.name!r} ({a.type}, by {a.producer} in {a.source_call}, "
-                         f"{a.created.isoformat(timespec='seconds')}{key})")
+            lines.append(
+                f"- {a.id} {a.name!r} ({a.type}, by {a.producer} in {a.source_call}, "
+                f"{a.created.isoformat(timespec='seconds')}{key})"
+            )
         return "\n".join(lines)
 
     def remember(self, earlier: list[ArtifactRecord]) -> None:
@@ -264,15 +305,26 @@ class Runtime:
     def summary(self, *, mode: str, complexity: str, budget: int, iterations: int, ended_by: str) -> RuntimeSummary:
         rate = self._retry_successes / self._retries if self._retries else None
         counters = self.counters.model_copy(update={"retry_success_rate": rate})
-        return RuntimeSummary(mode=mode, complexity=complexity, budget=budget, iterations=iterations,  # type: ignore[arg-type]
-                              final_state=str(self.state), ended_by=ended_by, transitions=list(self.transitions),
-                              tool_calls=list(self.calls), artifacts=list(self.artifacts), intents=list(self.intents),
-                              counters=counters)
+        return RuntimeSummary(
+            mode=mode,
+            complexity=complexity,
+            budget=budget,
+            iterations=iterations,  # type: ignore[arg-type]
+            final_state=str(self.state),
+            ended_by=ended_by,
+            transitions=list(self.transitions),
+            tool_calls=list(self.calls),
+            artifacts=list(self.artifacts),
+            intents=list(self.intents),
+            counters=counters,
+        )
 
     def counters_line(self) -> str:
         """The counters in one line (trace summaries and the CLI's run summary)."""
         c = self.counters
         rate = f"{self._retry_successes / self._retries:.0%}" if self._retries else "n/a"
-        return (f"invalid_state {c.invalid_state}, duplicate_tool_call_skipped {c.duplicate_tool_call_skipped}, "
-                f"duplicate_artifact_prevented {c.duplicate_artifact_prevented}, "
-                f"empty_python_payload_retried {c.empty_python_payload_retried} (retry success {rate})")
+        return (
+            f"invalid_state {c.invalid_state}, duplicate_tool_call_skipped {c.duplicate_tool_call_skipped}, "
+            f"duplicate_artifact_prevented {c.duplicate_artifact_prevented}, "
+            f"empty_python_payload_retried {c.empty_python_payload_retried} (retry success {rate})"
+        )

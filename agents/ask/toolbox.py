@@ -90,9 +90,16 @@ class Toolbox:
         """A fresh set of results on the same runtime (its states, artifacts and counters go on)."""
         self.close()
         self.runtime.forget_calls()
-        return Toolbox(question=self.question, frame=self.frame, datasets=self.datasets, job_dir=self.job_dir,
-                       runtime=self.runtime, template=self.template, wall_seconds=self.wall_seconds,
-                       memory_mb=self.memory_mb)
+        return Toolbox(
+            question=self.question,
+            frame=self.frame,
+            datasets=self.datasets,
+            job_dir=self.job_dir,
+            runtime=self.runtime,
+            template=self.template,
+            wall_seconds=self.wall_seconds,
+            memory_mb=self.memory_mb,
+        )
 
     # ---- the one entry point ---------------------------------------------------------------
     def call(self, tool: str, args: BaseModel, origin: str = "deterministic") -> Observation:
@@ -102,8 +109,10 @@ class Toolbox:
         if tool not in NO_DEDUP and not self.allow_rerun:
             earlier = rt.duplicate_of(tool, raw)
             if earlier is not None:
-                text = (f"skipped: identical to {earlier.call_id}, which {earlier.status}: {earlier.observation[:400]}. "
-                        "Do not repeat it; change the approach.")
+                text = (
+                    f"skipped: identical to {earlier.call_id}, which {earlier.status}: {earlier.observation[:400]}. "
+                    "Do not repeat it; change the approach."
+                )
                 return self._record(tool, raw, "skipped", text, "duplicate_tool_call_skipped", origin)
         if tool == "execute_code":
             assert isinstance(args, T.ExecuteCodeArgs)
@@ -111,8 +120,10 @@ class Toolbox:
                 args = args.model_copy(update={"code": self.pending_code})  # "run the code I just wrote"
             if not args.code.strip():
                 if rt.empty_payload():
-                    text = ("execute_code requires a non-empty 'code' string: send the whole Python program in "
-                            "`code` (it must set `result`).")
+                    text = (
+                        "execute_code requires a non-empty 'code' string: send the whole Python program in "
+                        "`code` (it must set `result`)."
+                    )
                     return self._record(tool, raw, "refused", text, "empty_python_payload_retried", origin)
                 return self._record(tool, raw, "failed", "the code payload was empty again", "empty_code", origin)
             rt.code_arrived()
@@ -132,8 +143,9 @@ class Toolbox:
             rt.fail(f"{tool} failed")
         return self._record(tool, raw, status, text, None, origin)
 
-    def _record(self, tool: str, raw: dict[str, Any], status: Status, text: str, reason: str | None,
-                origin: str) -> Observation:
+    def _record(
+        self, tool: str, raw: dict[str, Any], status: Status, text: str, reason: str | None, origin: str
+    ) -> Observation:
         rec = self.runtime.record_call(tool, raw, status, text, reason, origin)
         return Observation(rec.call_id, tool, status, text, reason)
 
@@ -165,10 +177,19 @@ class Toolbox:
             from agents.tools.render import output_table
 
             table = output_table(args)
-            art, new = self.runtime.add_artifact(table.title or "table", "table", "tool", call_id,
-                                                 {"headers": table.headers, "rows": table.rows}, logical_key=table.title or None)
-            return "ok", (f"table shown as {art.id}" if new else
-                          f"not shown again: equivalent to {art.id} (duplicate_artifact_prevented)")
+            art, new = self.runtime.add_artifact(
+                table.title or "table",
+                "table",
+                "tool",
+                call_id,
+                {"headers": table.headers, "rows": table.rows},
+                logical_key=table.title or None,
+            )
+            return "ok", (
+                f"table shown as {art.id}"
+                if new
+                else f"not shown again: equivalent to {art.id} (duplicate_artifact_prevented)"
+            )
         if isinstance(args, T.CreatePlotArgs):
             return self._plot(args, call_id)
         if isinstance(args, T.ExplainFindingsArgs):
@@ -182,10 +203,19 @@ class Toolbox:
             self._con = connect({k: Path(v) for k, v in self.datasets.items()})
         result = sql_query_on(self._con, args)
         content = {"columns": result.columns, "rows": result.rows, "row_count": result.row_count}
-        art, new = self.runtime.add_artifact(args.description or "query result", "query_result", "sql", call_id, content,
-                                             logical_key=args.description or None)
-        self._set_current(_query_record(result.columns, result.rows, content, result.truncated),
-                          f"-- sql_query\n{args.query.strip()}\n", "sql")
+        art, new = self.runtime.add_artifact(
+            args.description or "query result",
+            "query_result",
+            "sql",
+            call_id,
+            content,
+            logical_key=args.description or None,
+        )
+        self._set_current(
+            _query_record(result.columns, result.rows, content, result.truncated),
+            f"-- sql_query\n{args.query.strip()}\n",
+            "sql",
+        )
         intent = intent_summary(args.description, result.columns, result.column_types, result.row_count, result.rows)
         self.runtime.add_intent(intent)
         note = "" if new else f" (equivalent to {art.id}; duplicate_artifact_prevented)"

@@ -219,7 +219,9 @@ def _assemble(run: _Run, outcome: Outcome, out: Stream, err: Stream) -> Executio
         return ExecutionResult(ok=False, error=error, truncated=cut_out or cut_err, **common)
     if outcome.timed_out:
         what = f"{limits.wall_seconds:g} s wall-clock limit" if outcome.ready_at else "start-up time limit"
-        return ExecutionResult(ok=False, error=f"the code ran past its {what} and was killed", truncated=cut_out or cut_err, **common)
+        return ExecutionResult(
+            ok=False, error=f"the code ran past its {what} and was killed", truncated=cut_out or cut_err, **common
+        )
     if not report or "ok" not in report:
         ended = _signal_name(outcome.status, bool(run.plan.namespace) and run.template is None)
         why = f"the sandboxed process ended ({ended}) without reporting a result"
@@ -288,7 +290,10 @@ def _request(run: _Run) -> tuple[dict[str, Any], list[tuple[str, str]], list[int
             paths = [target for _, target in binds]
         else:
             paths = [str(p) for _, p, _ in run.datasets]
-        items = [{"name": name, "format": fmt, "path": path} for (name, _, fmt), path in zip(run.datasets, paths, strict=True)]
+        items = [
+            {"name": name, "format": fmt, "path": path}
+            for (name, _, fmt), path in zip(run.datasets, paths, strict=True)
+        ]
     request = sp.request_for(run.plan, run.scratch, items, paths, run.limits.processes)
     request.update(code=run.code, limits=run.limits.model_dump())
     return request, binds, fds
@@ -325,7 +330,9 @@ def _execute(run: _Run) -> ExecutionResult:
             os.close(fd)
     try:
         quota = sp.ScratchQuota(run.scratch, run.limits.scratch_bytes)
-        outcome, out, err = sp.supervise(child, (reads[0], reads[1], reads[2]), run.limits, quota, run.plan, run.started)
+        outcome, out, err = sp.supervise(
+            child, (reads[0], reads[1], reads[2]), run.limits, quota, run.plan, run.started
+        )
     finally:
         for fd in reads:
             os.close(fd)

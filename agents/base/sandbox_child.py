@@ -128,7 +128,9 @@ def _read(source: Any, fmt: str) -> Any:
     if fmt == "parquet":
         return pd.read_parquet(source)
     kind, _, compressed = fmt.partition(".")
-    return pd.read_csv(source, sep="\t" if kind == "tsv" else ",", compression="gzip" if compressed else None, low_memory=False)
+    return pd.read_csv(
+        source, sep="\t" if kind == "tsv" else ",", compression="gzip" if compressed else None, low_memory=False
+    )
 
 
 def _load_datasets(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -153,7 +155,11 @@ def _confine(request: dict[str, Any]) -> list[str]:
         applied.append("cgroup-pids")
     limits = request["limits"]
     confine.apply_rlimits(
-        limits["cpu_seconds"], limits["memory_bytes"], limits["file_size_bytes"], limits["open_files"], request.get("nproc")
+        limits["cpu_seconds"],
+        limits["memory_bytes"],
+        limits["file_size_bytes"],
+        limits["open_files"],
+        request.get("nproc"),
     )
     applied.append("rlimits")
     if request.get("drop_uid") is not None:
@@ -263,7 +269,11 @@ def run_request(request_path: Path, fds: list[int] | None) -> None:
         pass  # the code closed the result pipe: the parent reports a run without a result
     except Exception as exc:
         try:
-            _write(fd, {"ok": False, "error": f"the result could not be encoded: {exc}", "layers": report["layers"]}, 1 << 20)
+            _write(
+                fd,
+                {"ok": False, "error": f"the result could not be encoded: {exc}", "layers": report["layers"]},
+                1 << 20,
+            )
         except OSError:
             pass
     os._exit(0)

@@ -63,7 +63,9 @@ def _check(rc: int, what: str) -> int:
     return rc
 
 
-def apply_rlimits(cpu_seconds: int, memory_bytes: int, file_size_bytes: int, open_files: int, processes: int | None) -> None:
+def apply_rlimits(
+    cpu_seconds: int, memory_bytes: int, file_size_bytes: int, open_files: int, processes: int | None
+) -> None:
     """Lower this process's limits (inherited by whatever it spawns). CPU counts from now."""
     used = resource.getrusage(resource.RUSAGE_SELF)
     cpu = int(used.ru_utime + used.ru_stime) + max(1, int(cpu_seconds))
@@ -155,10 +157,16 @@ def landlock_restrict(read_paths: Iterable[str], write_paths: Iterable[str], dev
         fields.append(_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL)
     attr = struct.pack(f"={len(fields)}Q", *fields)
     buf = ctypes.create_string_buffer(attr, len(attr))
-    ruleset = _check(_libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, buf, ctypes.c_size_t(len(attr)), 0), "landlock_create_ruleset")
+    ruleset = _check(
+        _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, buf, ctypes.c_size_t(len(attr)), 0), "landlock_create_ruleset"
+    )
     try:
         read = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
-        for rights, paths in ((read, read_paths), (handled, write_paths), (read | _FS_WRITE_FILE | (handled & _FS_IOCTL_DEV), device_paths)):
+        for rights, paths in (
+            (read, read_paths),
+            (handled, write_paths),
+            (read | _FS_WRITE_FILE | (handled & _FS_IOCTL_DEV), device_paths),
+        ):
             for path in dict.fromkeys(paths):
                 if os.path.exists(path):
                     _add_path(ruleset, path, rights, os.path.isdir(path))
@@ -180,17 +188,59 @@ _CLONE_NEW_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10
 # modules, reboot/swap/clock, io_uring (bypasses seccomp), and leaving the process group
 # (setsid/setpgid), so that killing the group at the end kills every process the code started.
 _DENIED = {
-    101: "ptrace", 103: "syslog", 109: "setpgid", 112: "setsid", 155: "pivot_root", 161: "chroot",
-    163: "acct", 164: "settimeofday", 165: "mount", 166: "umount2", 167: "swapon", 168: "swapoff",
-    169: "reboot", 170: "sethostname", 171: "setdomainname", 172: "iopl", 173: "ioperm",
-    175: "init_module", 176: "delete_module", 179: "quotactl", 227: "clock_settime", 246: "kexec_load",
-    248: "add_key", 249: "request_key", 250: "keyctl", 272: "unshare", 298: "perf_event_open",
-    300: "fanotify_init", 303: "name_to_handle_at", 304: "open_by_handle_at", 308: "setns",
-    310: "process_vm_readv", 311: "process_vm_writev", 313: "finit_module", 320: "kexec_file_load",
-    321: "bpf", 323: "userfaultfd", 425: "io_uring_setup", 426: "io_uring_enter", 427: "io_uring_register",
-    428: "open_tree", 429: "move_mount", 430: "fsopen", 431: "fsconfig", 432: "fsmount", 433: "fspick",
-    442: "mount_setattr", 159: "adjtimex", 305: "clock_adjtime",
-    129: "rt_sigqueueinfo", 200: "tkill", 297: "rt_tgsigqueueinfo", 424: "pidfd_send_signal",
+    101: "ptrace",
+    103: "syslog",
+    109: "setpgid",
+    112: "setsid",
+    155: "pivot_root",
+    161: "chroot",
+    163: "acct",
+    164: "settimeofday",
+    165: "mount",
+    166: "umount2",
+    167: "swapon",
+    168: "swapoff",
+    169: "reboot",
+    170: "sethostname",
+    171: "setdomainname",
+    172: "iopl",
+    173: "ioperm",
+    175: "init_module",
+    176: "delete_module",
+    179: "quotactl",
+    227: "clock_settime",
+    246: "kexec_load",
+    248: "add_key",
+    249: "request_key",
+    250: "keyctl",
+    272: "unshare",
+    298: "perf_event_open",
+    300: "fanotify_init",
+    303: "name_to_handle_at",
+    304: "open_by_handle_at",
+    308: "setns",
+    310: "process_vm_readv",
+    311: "process_vm_writev",
+    313: "finit_module",
+    320: "kexec_file_load",
+    321: "bpf",
+    323: "userfaultfd",
+    425: "io_uring_setup",
+    426: "io_uring_enter",
+    427: "io_uring_register",
+    428: "open_tree",
+    429: "move_mount",
+    430: "fsopen",
+    431: "fsconfig",
+    432: "fsmount",
+    433: "fspick",
+    442: "mount_setattr",
+    159: "adjtimex",
+    305: "clock_adjtime",
+    129: "rt_sigqueueinfo",
+    200: "tkill",
+    297: "rt_tgsigqueueinfo",
+    424: "pidfd_send_signal",
 }
 
 

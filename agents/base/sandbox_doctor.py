@@ -19,7 +19,9 @@ def _report_warm(out: TextIO) -> None:
     if "warm-fork" in warm.layers and warm.ok:
         print(f"  warm run: ok ({warm.overhead_seconds * 1000:.0f} ms overhead, forked from a template)", file=out)
     else:
-        print(f"  warm run: not available here ({warm.error or 'no way to kill every process of a forked run'})", file=out)
+        print(
+            f"  warm run: not available here ({warm.error or 'no way to kill every process of a forked run'})", file=out
+        )
 
 
 def _yes(flag: bool, detail: str = "") -> str:
@@ -51,8 +53,11 @@ def doctor(out: TextIO | None = None, warm_check: bool = True) -> int:
         print(f"  note: {note}", file=out)
     result = run_code("result = 1 + 1", warm=False)
     print(f"  active layers: {', '.join(result.layers)}", file=out)
-    print(f"  trial run: {'ok' if result.ok and result.result == 2 else 'FAILED: ' + str(result.error)}"
-          f" ({result.overhead_seconds:.2f} s overhead from a fresh interpreter)", file=out)
+    print(
+        f"  trial run: {'ok' if result.ok and result.result == 2 else 'FAILED: ' + str(result.error)}"
+        f" ({result.overhead_seconds:.2f} s overhead from a fresh interpreter)",
+        file=out,
+    )
     if warm_check:
         _report_warm(out)
     if not (set(result.layers) & (_NAMESPACE_LAYERS | _KERNEL_LAYERS)):
@@ -62,5 +67,8 @@ def doctor(out: TextIO | None = None, warm_check: bool = True) -> int:
             file=out,
         )
     elif not set(result.layers) & _NAMESPACE_LAYERS:
-        print("whyflow doctor: note: no namespace layer (bubblewrap/unshare); Landlock and seccomp isolate instead", file=out)
+        print(
+            "whyflow doctor: note: no namespace layer (bubblewrap/unshare); Landlock and seccomp isolate instead",
+            file=out,
+        )
     return 0 if result.ok and result.result == 2 else 1

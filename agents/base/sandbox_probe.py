@@ -81,7 +81,9 @@ def child_read_paths() -> list[str]:
     Not /proc as a whole: other processes' ``environ`` stayed readable there for a root child
     (measured); the child adds its own ``/proc/<pid>``.
     """
-    system = [p for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys/devices/system/cpu") if os.path.exists(p)]
+    system = [
+        p for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys/devices/system/cpu") if os.path.exists(p)
+    ]
     system += [p for p in ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat") if os.path.exists(p)]
     etc = [f"/etc/{name}" for name in _ETC_FILES if os.path.exists(f"/etc/{name}")]
     return system + etc + _python_binds() + [str(CHILD_SCRIPT), str(_CONFINE_SCRIPT)]
@@ -131,7 +133,11 @@ def _system_binds() -> list[str]:
     for name in _ETC_FILES:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    extra = [d for d in _python_binds() if not any(d == t or d.startswith(t + "/") for t in ("/usr", "/lib", "/lib64", "/bin"))]
+    extra = [
+        d
+        for d in _python_binds()
+        if not any(d == t or d.startswith(t + "/") for t in ("/usr", "/lib", "/lib64", "/bin"))
+    ]
     # Folders above a bound Python (/root/.pyenv/...) must be traversable by the throw-away uid.
     ancestors = sorted({str(a) for d in extra for a in Path(d).parents if str(a) != "/"}, key=len)
     for folder in ancestors:
@@ -146,7 +152,16 @@ def bwrap_argv(scratch: Path, binds: list[tuple[str, str]], *, root: bool) -> li
     data, private /tmp, the scratch folder the only writable place."""
     args = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if root:  # keep only what the child needs to drop to its throw-away uid
-        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_DAC_OVERRIDE"]
+        args += [
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--cap-add",
+            "CAP_DAC_OVERRIDE",
+        ]
     else:
         args += ["--unshare-user"]
     args += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]

@@ -21,7 +21,20 @@ from typing import Any, Protocol
 
 from agents.base import sandbox_probe as probe_mod
 
-__all__ = ["ColdChild", "Outcome", "Plan", "ScratchQuota", "Stream", "choose", "cleanup", "environment", "request_for", "scratch_prefix", "supervise", "sweep_stale"]
+__all__ = [
+    "ColdChild",
+    "Outcome",
+    "Plan",
+    "ScratchQuota",
+    "Stream",
+    "choose",
+    "cleanup",
+    "environment",
+    "request_for",
+    "scratch_prefix",
+    "supervise",
+    "sweep_stale",
+]
 
 STARTUP_SECONDS = 60.0  # interpreter + pandas start, before the code's own wall clock begins
 _GRACE_SECONDS = 0.2  # after the child exits, to drain its pipes
@@ -90,8 +103,14 @@ class ColdChild:
     def __init__(self, argv: list[str], fds: tuple[int, int, int], env: dict[str, str], cwd: Path) -> None:
         out_fd, err_fd, result_fd = fds
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out_fd, stderr=err_fd, pass_fds=(result_fd,),
-            env=env, cwd=cwd, start_new_session=True,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out_fd,
+            stderr=err_fd,
+            pass_fds=(result_fd,),
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
         )
         self.pid = self.proc.pid
         self.status: int | None = None
@@ -164,7 +183,9 @@ def _nproc(plan: Plan, processes: int) -> int | None:
     return probe_mod.count_user_tasks(os.getuid()) + processes
 
 
-def request_for(plan: Plan, scratch: Path, datasets: list[dict[str, str]], data_paths: list[str], processes: int) -> dict[str, Any]:
+def request_for(
+    plan: Plan, scratch: Path, datasets: list[dict[str, str]], data_paths: list[str], processes: int
+) -> dict[str, Any]:
     """What the child needs to confine itself (everything but the code and limits)."""
     confined = plan.isolation != "limits-only"
     read = probe_mod.child_read_paths() + data_paths

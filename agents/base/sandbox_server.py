@@ -66,7 +66,12 @@ _templates: dict[tuple[str, ...], Template] = {}
 _registry_lock = threading.Lock()
 
 
-def _start(key: tuple[str, ...], prefix_for: Callable[[Path], list[str]], env_for: Callable[[Path], dict[str, str]], child_script: Path) -> Template | None:
+def _start(
+    key: tuple[str, ...],
+    prefix_for: Callable[[Path], list[str]],
+    env_for: Callable[[Path], dict[str, str]],
+    child_script: Path,
+) -> Template | None:
     root = Path(tempfile.mkdtemp(prefix=f"whyflow-sandbox-warm-{os.getpid()}-"))
     os.chmod(root, 0o711)  # each run's folder inside is private to its own uid
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -77,8 +82,14 @@ def _start(key: tuple[str, ...], prefix_for: Callable[[Path], list[str]], env_fo
     argv = [*prefix, sys.executable, "-I", str(child_script), "--serve", str(theirs.fileno())]
     try:
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(theirs.fileno(),), env=env, cwd="/", start_new_session=True,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            cwd="/",
+            start_new_session=True,
         )
     except OSError:
         shutil.rmtree(root, ignore_errors=True)

@@ -188,8 +188,7 @@ def choose_adjustment(
     if sparse:
         caveat = (
             f"Not adjusted for {', '.join(sparse)} (missing in more than {SPARSE_COVARIATE_SHARE:.0%} of rows): "
-            "if it is a confounder the estimate is biased; the full causal recipe imputes it in data repair. "
-            + caveat
+            "if it is a confounder the estimate is biased; the full causal recipe imputes it in data repair. " + caveat
         ).strip()
     return Adjustment(
         covariates=covariates,

@@ -43,9 +43,7 @@ class OutcomeParts:
 
 
 def _numeric(frame: pd.DataFrame, cols: list[str]) -> list[str]:
-    return [
-        c for c in cols if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-    ]
+    return [c for c in cols if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])]
 
 
 def _r2(y: np.ndarray, X: np.ndarray) -> tuple[float, np.ndarray]:

@@ -130,9 +130,7 @@ def screen_columns(
 ) -> tuple[np.ndarray, list[str], list[str], list[str]]:
     """Keep the columns relevant to the pair (``relevance_screen``); the matrix, names, notes and the columns left out."""
     scr = relevance_screen(x, n_first, alpha, cap, {i for i, c in enumerate(names) if c in protect})
-    notes = [
-        f"{scr.method}: kept {len(scr.keep)} of {len(names)} columns for the graph search"
-    ]
+    notes = [f"{scr.method}: kept {len(scr.keep)} of {len(names)} columns for the graph search"]
     if scr.dropped:
         notes.append(
             f"left out of the graph, not related to the treatment or the outcome given the other columns: "

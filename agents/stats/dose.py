@@ -60,7 +60,13 @@ def slope_ols(
 
 
 def plm_dml(
-    y: np.ndarray, t: np.ndarray, X: pd.DataFrame, seed: int = 0, folds: int = 5, treatment: str = "T", outcome: str = "Y"
+    y: np.ndarray,
+    t: np.ndarray,
+    X: pd.DataFrame,
+    seed: int = 0,
+    folds: int = 5,
+    treatment: str = "T",
+    outcome: str = "Y",
 ) -> Estimate:
     """Partially linear DML: residualise T and Y on X (learners chosen by CV loss), regress residual on residual.
 

@@ -241,7 +241,11 @@ def ols_adjustment(dw: DowhyBackdoor) -> Estimate:
         [UNCONFOUNDED, "outcome linear in the covariates", "constant effect (no interactions)"],
         se_method="HC1 robust (statsmodels)",
         # statsmodels' own computation without its copies (agents.stats.ols; tests compare it with sm.OLS)
-        library=("statsmodels OLS's numbers, computed a block of rows at a time" if blocks else "statsmodels OLS's computation")
+        library=(
+            "statsmodels OLS's numbers, computed a block of rows at a time"
+            if blocks
+            else "statsmodels OLS's computation"
+        )
         + " (the model of dowhy backdoor.linear_regression)",
         r_squared=round(r2, 4),
         **({"block_rows": blocks} if blocks else {}),  # said for the reader; the notebook applies the same size rule

@@ -43,7 +43,9 @@ def range_bounds(col: str, stats: dict[str, float]) -> tuple[float, float] | Non
     return lo, hi
 
 
-def expectation_suites(parsed: pd.DataFrame, raw: pd.DataFrame, profile: DataProfile, ids: list[str]) -> tuple[list, list]:
+def expectation_suites(
+    parsed: pd.DataFrame, raw: pd.DataFrame, profile: DataProfile, ids: list[str]
+) -> tuple[list, list]:
     """Expectations on the raw data (types) and on the data with numbers parsed (the rest).
 
     Only what can fail is validated: the type check where the raw column is not already of a
@@ -131,7 +133,9 @@ def _failure_entry(frame: pd.DataFrame, kind: str, col: str | None, kwargs: dict
     elif kind == "expect_column_unique_value_count_to_be_between":
         count = n
         distinct = res.get("observed_value", 1)
-        detail = "empty column: every value is missing" if distinct == 0 else f"constant column: {distinct} distinct value"
+        detail = (
+            "empty column: every value is missing" if distinct == 0 else f"constant column: {distinct} distinct value"
+        )
     elif kind == "expect_compound_columns_to_be_unique":
         count = int(duplicate_rows(frame).sum())
         detail = f"{count:,} rows exactly repeat an earlier row ({res.get('unexpected_count', 0):,} rows involved)"

@@ -31,7 +31,7 @@ WARM_IMPORTS = (
 )
 """What the report's cells import; the warm kernel imports them before the first cell."""
 
-_STARTUP = '''\
+_STARTUP = """\
 # whyflow: import the report's libraries while the analysis runs; no name is left defined.
 import importlib as _whyflow_importlib
 
@@ -50,7 +50,7 @@ try:  # the first figure drawn loads the renderer and a font: do it once here, o
 except Exception:
     pass
 del _whyflow_importlib, _whyflow_module
-'''
+"""
 
 _WARM: dict[Path, Any] = {}
 _LOCK = threading.Lock()

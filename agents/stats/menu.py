@@ -110,7 +110,9 @@ def _continuous(setup: PairSetup, designs: list[str], why: list[str]) -> list[st
         setup.skipped["dml_plm"] = "no covariates: the partially linear model reduces to the unadjusted slope"
     elif "iv" not in designs and "rdd" not in designs:
         methods += keys_where(default="slope")
-        why.append("Partially linear DML (cross-fitted, learners chosen by CV loss) lets the covariates act in any form.")
+        why.append(
+            "Partially linear DML (cross-fitted, learners chosen by CV loss) lets the covariates act in any form."
+        )
     return methods
 
 

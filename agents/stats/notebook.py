@@ -332,7 +332,7 @@ def _clean_html(element: Any) -> str:
 
     text = element.decode() if isinstance(element, bytes) else str(element)
     match = _HIGHLIGHTED.match(text)
-    if match and _PYGMENTS_ONLY.fullmatch(text[match.end():]):
+    if match and _PYGMENTS_ONLY.fullmatch(text[match.end() :]):
         return text
     return str(clean_html(text))
 

@@ -266,7 +266,7 @@ def relevance_screen(x: np.ndarray, n_first: int, alpha: float, cap: int, protec
         d = np.sqrt(np.abs(np.diag(prec)))
         partial = -prec / np.outer(d, d)
         dof = n - (p - 2) - 3
-        method = f"Markov-blanket screen (partial correlation with {'/'.join('treatment outcome'.split()[:len(first)])} given all other columns, alpha {alpha})"
+        method = f"Markov-blanket screen (partial correlation with {'/'.join('treatment outcome'.split()[: len(first)])} given all other columns, alpha {alpha})"
     else:
         partial, dof = corr, n - 3
         method = f"marginal-correlation screen ({n} rows are too few for partial correlations over {p} columns)"

@@ -136,7 +136,9 @@ def label_variants(series: pd.Series) -> dict[str, str]:
     return mapping
 
 
-_DATE_SHAPE = r"\s*(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?\s*"
+_DATE_SHAPE = (
+    r"\s*(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?\s*"
+)
 
 
 def looks_like_dates(series: pd.Series) -> bool:

@@ -183,7 +183,9 @@ _PS: _Needs = {"needs_binary": True, "needs_covariates": True}
 """What the propensity-score methods need: a binary treatment and covariates."""
 _SPECS: tuple[EstimatorSpec, ...] = (
     EstimatorSpec("naive", "Naive difference", "naive", _naive, "contrast", headline_rank=200),
-    EstimatorSpec("ols", "Regression adjustment (OLS)", "regression", _ols, "contrast", headline_rank=10, recompute="ols"),
+    EstimatorSpec(
+        "ols", "Regression adjustment (OLS)", "regression", _ols, "contrast", headline_rank=10, recompute="ols"
+    ),
     EstimatorSpec(
         "ipw", "Inverse probability weighting", "weighting", _ipw, "backdoor", **_PS, headline_rank=20, recompute="ipw"
     ),

@@ -72,7 +72,9 @@ def agreement(estimates: list[Any], head: Any, disagree_z: float = Z95) -> Agree
     if not others:
         return Agreement(3, False, [], [*reasons, "Only one credible adjusted estimator: agreement cannot be checked."])
     se_h = max(head.std_error, 0.0)
-    gaps = {e.method: abs(e.estimate - head.estimate) / (math.hypot(max(e.std_error, 0.0), se_h) or 1e-12) for e in others}
+    gaps = {
+        e.method: abs(e.estimate - head.estimate) / (math.hypot(max(e.std_error, 0.0), se_h) or 1e-12) for e in others
+    }
     worst = max(gaps.values())
     outside = [m for m, z in gaps.items() if z > disagree_z]
     disjoint = [e.method for e in others if e.ci_upper < head.ci_lower or e.ci_lower > head.ci_upper]
@@ -95,7 +97,9 @@ def agreement(estimates: list[Any], head: Any, disagree_z: float = Z95) -> Agree
             f"({', '.join(null_in)}) include it: the finding rests on one estimator."
         )
     if worst > 2 and not issues:
-        issues.append(f"Adjusted estimators disagree with the headline: the largest gap is {worst:.1f} standard errors.")
+        issues.append(
+            f"Adjusted estimators disagree with the headline: the largest gap is {worst:.1f} standard errors."
+        )
     return Agreement(max(1, min(5, score)), score <= 2, issues, reasons)
 
 
@@ -103,7 +107,12 @@ def degenerate_interval(head: Any, outcome_sd: float | None) -> str:
     """Why the headline's interval is degenerate ("" when it is not)."""
     width = head.ci_upper - head.ci_lower
     scale = max(abs(outcome_sd or 0.0), abs(head.estimate), 1e-300)
-    if not math.isfinite(head.std_error) or not math.isfinite(width) or head.std_error <= 1e-9 * scale or width <= 1e-8 * scale:
+    if (
+        not math.isfinite(head.std_error)
+        or not math.isfinite(width)
+        or head.std_error <= 1e-9 * scale
+        or width <= 1e-8 * scale
+    ):
         return (
             f"the headline's 95% interval is degenerate (width {width:.2g}): the outcome is an exact function of the "
             "treatment and the adjusted covariates, which happens when a part or copy of the outcome (a component of "

@@ -28,11 +28,24 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "ProfileDataArgs", "ColumnQuality", "DataProfile", "profile_data",
-    "WriteCodeArgs", "WrittenCode", "write_code",
-    "ExecuteCodeArgs", "execute_code", "execution_record",
-    "ValidateResultsArgs", "Validation", "validate_results", "evaluate_result",
-    "OutputTextArgs", "ExplainFindingsArgs", "FinalizeArgs", "SqlQueryCall",
+    "ProfileDataArgs",
+    "ColumnQuality",
+    "DataProfile",
+    "profile_data",
+    "WriteCodeArgs",
+    "WrittenCode",
+    "write_code",
+    "ExecuteCodeArgs",
+    "execute_code",
+    "execution_record",
+    "ValidateResultsArgs",
+    "Validation",
+    "validate_results",
+    "evaluate_result",
+    "OutputTextArgs",
+    "ExplainFindingsArgs",
+    "FinalizeArgs",
+    "SqlQueryCall",
     "REACT_TOOLS",
 ]
 
@@ -81,19 +94,28 @@ def profile_data(args: ProfileDataArgs, frame: pd.DataFrame) -> DataProfile:
     found = [c for c in dict.fromkeys(wanted) if c in names]
     missing = [c for c in dict.fromkeys(wanted) if c not in names]
     if not found:
-        raise ColumnsMissingError(f"none of the columns {', '.join(missing)} is in the data (columns: {', '.join(names)})")
+        raise ColumnsMissingError(
+            f"none of the columns {', '.join(missing)} is in the data (columns: {', '.join(names)})"
+        )
     quality: dict[str, ColumnQuality] = {}
     issues = [f"column '{c}' is not in the data" for c in missing]
     for col in found[:60]:
         series = frame[names[col]]
         n_missing = int(series.isna().sum())
         sample = [_plain(v) for v in series.dropna().unique()[:3]]
-        quality[col] = ColumnQuality(dtype=str(series.dtype), missing=n_missing, unique=int(series.nunique()), sample=sample)
+        quality[col] = ColumnQuality(
+            dtype=str(series.dtype), missing=n_missing, unique=int(series.nunique()), sample=sample
+        )
         if len(series) and n_missing / len(series) > 0.2:
             issues.append(f"column '{col}' is {n_missing / len(series):.0%} missing")
     required = set(args.check_requirements or [])
-    return DataProfile(columns_found=found, columns_missing=missing, quality=quality,
-                       can_proceed=not (required - set(found)), issues=issues)
+    return DataProfile(
+        columns_found=found,
+        columns_missing=missing,
+        quality=quality,
+        can_proceed=not (required - set(found)),
+        issues=issues,
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -182,8 +204,9 @@ def _json(value: Any) -> Any:
     return str(value) if isinstance(value, Path) else value
 
 
-def execute_code(args: ExecuteCodeArgs, datasets: Mapping[str, str | Path], figures_dir: Path | None = None,
-                 memory_mb: int = 2048) -> ExecutionRecord:
+def execute_code(
+    args: ExecuteCodeArgs, datasets: Mapping[str, str | Path], figures_dir: Path | None = None, memory_mb: int = 2048
+) -> ExecutionRecord:
     """Run the code in the sandbox (never in this process); a failure is ``ok=False``, not an exception.
 
     Raises:
@@ -241,7 +264,9 @@ def evaluate_result(result: Any, kind: str, truncated: bool = False) -> str:
     p = _find(result, "p_value", "pvalue", "p")
     if p is not None:
         verdict = "below" if p < 0.05 else "not below"
-        notes.append(f"p = {p:.3g} is {verdict} 0.05: {'significant' if p < 0.05 else 'not significant'} at the 5% level.")
+        notes.append(
+            f"p = {p:.3g} is {verdict} 0.05: {'significant' if p < 0.05 else 'not significant'} at the 5% level."
+        )
     r = _find(result, "r", "correlation", "pearson_r", "spearman_rho", "rho")
     if r is not None and -1.0 <= r <= 1.0:
         notes.append(f"A correlation of {r:.3g} is {_strength(r)} ({'positive' if r > 0 else 'negative'}).")
@@ -270,16 +295,25 @@ def validate_results(args: ValidateResultsArgs, record: ExecutionRecord | None) 
     from agents.tools.answers import format_answer, parse_output_format
 
     if record is None:
-        return Validation(is_valid=False, issues=["nothing was computed yet: run code or a query first"], confidence=0.0)
+        return Validation(
+            is_valid=False, issues=["nothing was computed yet: run code or a query first"], confidence=0.0
+        )
     if not record.ok:
-        return Validation(is_valid=False, issues=[f"the code failed: {(record.error or 'error').splitlines()[0][:200]}"],
-                          confidence=0.0)
+        return Validation(
+            is_valid=False,
+            issues=[f"the code failed: {(record.error or 'error').splitlines()[0][:200]}"],
+            confidence=0.0,
+        )
     issues: list[str] = []
     suggestions: list[str] = []
     result = record.result
     if result is None and not record.figures:
         issues.append("the code set no `result` (or it is None)")
-    if record.result_kind == "table" and isinstance(result, dict) and not (result.get("rows") or result.get("row_count")):
+    if (
+        record.result_kind == "table"
+        and isinstance(result, dict)
+        and not (result.get("rows") or result.get("row_count"))
+    ):
         issues.append("the result table is empty: check the filters")
     if _non_finite(result):
         issues.append("the result holds NaN or infinite numbers")

@@ -27,7 +27,21 @@ _DECIMALS = re.compile(
 )
 _INTEGER = re.compile(r"nearest\s+(?:integer|whole\s+number)|as\s+an?\s+(?:integer|whole\s+number)", re.IGNORECASE)
 _TOKEN = re.compile(r"@([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]")
-_UNITS = ("dollars", "usd", "euros", "years", "months", "days", "hours", "minutes", "seconds", "kg", "km", "miles", "percent")
+_UNITS = (
+    "dollars",
+    "usd",
+    "euros",
+    "years",
+    "months",
+    "days",
+    "hours",
+    "minutes",
+    "seconds",
+    "kg",
+    "km",
+    "miles",
+    "percent",
+)
 _UNIT = re.compile(r"\bin\s+(" + "|".join(_UNITS) + r")\b", re.IGNORECASE)
 _LIST = re.compile(r"\b(?:as\s+a\s+list|list\s+(?:the|all|of)|comma[- ]separated|which\s+\w+\s+are)\b", re.IGNORECASE)
 _ALIASES = {
@@ -119,7 +133,11 @@ def flatten_result(result: Any) -> dict[str, Any]:
 def _token_value(token: Token, result: Any, index: int, count: int) -> Any:
     """The part of ``result`` a token names: the scalar itself, or the dict entry its name points to."""
     if not isinstance(result, Mapping):
-        return result if count == 1 or not isinstance(result, list | tuple) else (result[index] if index < len(result) else None)
+        return (
+            result
+            if count == 1 or not isinstance(result, list | tuple)
+            else (result[index] if index < len(result) else None)
+        )
     flat = flatten_result(result)
     if not flat:
         return None
@@ -128,7 +146,12 @@ def _token_value(token: Token, result: Any, index: int, count: int) -> Any:
         if name in flat:
             return flat[name]
     for alias_group in _ALIASES.values():
-        if any(any(a == part for part in re.split(r"_", name)) or a in name for name in wanted for a in alias_group if len(a) > 2):
+        if any(
+            any(a == part for part in re.split(r"_", name)) or a in name
+            for name in wanted
+            for a in alias_group
+            if len(a) > 2
+        ):
             for key in flat:
                 if key in alias_group or any(a == key for a in alias_group):
                     return flat[key]
@@ -138,7 +161,9 @@ def _token_value(token: Token, result: Any, index: int, count: int) -> Any:
     return list(flat.values())[index] if count == len(flat) else None
 
 
-def format_answer(question: str, result: Any, output_format: OutputFormat | None = None, template: str | None = None) -> str:
+def format_answer(
+    question: str, result: Any, output_format: OutputFormat | None = None, template: str | None = None
+) -> str:
     """The answer in the form the question asks for, every number taken from ``result``.
 
     With tokens (``@mean_fare[mean_value]``) the answer is the filled tokens, one per line;

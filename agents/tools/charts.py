@@ -50,7 +50,9 @@ class CreatePlotArgs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     title: str = Field(description="Chart title shown above the plot.")
-    vega_lite_spec: dict[str, Any] = Field(description="A Vega-Lite v5 spec with data inline as data.values (≤ 100 rows).")
+    vega_lite_spec: dict[str, Any] = Field(
+        description="A Vega-Lite v5 spec with data inline as data.values (≤ 100 rows)."
+    )
 
 
 class ChartArgs(BaseModel):
@@ -97,7 +99,9 @@ def validate_spec(spec: Any, max_rows: int = MAX_CHART_ROWS) -> dict[str, Any]:
     try:
         spec = json.loads(json.dumps(spec, allow_nan=False))
     except (TypeError, ValueError) as exc:
-        raise ChartSchemaError(f"the spec is not plain JSON (NaN, infinity or an object that is not JSON): {exc}") from exc
+        raise ChartSchemaError(
+            f"the spec is not plain JSON (NaN, infinity or an object that is not JSON): {exc}"
+        ) from exc
     declared = spec.setdefault("$schema", SCHEMA_URL)
     if not (isinstance(declared, str) and "/vega-lite/v5" in declared):
         raise ChartSchemaError(f"the spec declares $schema {declared!r}; only Vega-Lite v5 is accepted")
@@ -151,7 +155,9 @@ def build_chart(args: ChartArgs, frame: pd.DataFrame) -> dict[str, Any]:
     """
     for column in (args.x, args.y, args.color):
         if column is not None and column not in frame.columns:
-            raise ChartDataError(f"column {column!r} is not in the data (columns: {', '.join(map(str, frame.columns))})")
+            raise ChartDataError(
+                f"column {column!r} is not in the data (columns: {', '.join(map(str, frame.columns))})"
+            )
     builders = {"bar": _bar, "histogram": _histogram, "scatter": _scatter, "line": _line}
     spec = builders[args.kind](args, frame)
     spec["$schema"] = SCHEMA_URL
@@ -296,7 +302,9 @@ def render_png(spec: dict[str, Any], scale: float = 1.0) -> bytes:
     import vl_convert
 
     try:
-        return bytes(vl_convert.vegalite_to_png(validate_spec(spec), vl_version=_VL_VERSION, scale=scale, allowed_base_urls=[]))
+        return bytes(
+            vl_convert.vegalite_to_png(validate_spec(spec), vl_version=_VL_VERSION, scale=scale, allowed_base_urls=[])
+        )
     except ValueError as exc:
         raise ChartRenderError(f"the chart could not be drawn: {exc}") from exc
 

@@ -39,8 +39,15 @@ class ColumnRow(BaseModel):
     issues: list[str]
 
     def cells(self) -> list[Any]:
-        return [self.column, self.type, self.non_null, self.unique, self.description, self.typical_values,
-                "; ".join(self.issues) or "None"]
+        return [
+            self.column,
+            self.type,
+            self.non_null,
+            self.unique,
+            self.description,
+            self.typical_values,
+            "; ".join(self.issues) or "None",
+        ]
 
 
 def _fmt(value: Any) -> str:
@@ -100,9 +107,13 @@ def _numeric_row(name: str, series: pd.Series, kind: str, issues: list[str]) -> 
     outliers = _outliers(values) if values.nunique() > 20 else None  # a few discrete levels have no outliers
     if outliers:
         issues.append(outliers)
-    desc = f"{kind}, range {_fmt(float(values.min()))} to {_fmt(float(values.max()))}, mean {_fmt(float(values.mean()))}"
-    typical = (f"median {_fmt(float(values.median()))} (IQR {_fmt(float(values.quantile(0.25)))}–"
-               f"{_fmt(float(values.quantile(0.75)))})")
+    desc = (
+        f"{kind}, range {_fmt(float(values.min()))} to {_fmt(float(values.max()))}, mean {_fmt(float(values.mean()))}"
+    )
+    typical = (
+        f"median {_fmt(float(values.median()))} (IQR {_fmt(float(values.quantile(0.25)))}–"
+        f"{_fmt(float(values.quantile(0.75)))})"
+    )
     return kind, desc, typical
 
 
@@ -126,8 +137,15 @@ def _column(name: str, series: pd.Series) -> ColumnRow:
     if rows and (rows - non_null) / rows > HIGH_NULL:
         issues.append(f"high null rate ({(rows - non_null) / rows:.0%} missing)")
     if non_null == 0:
-        return ColumnRow(column=name, type="empty", non_null=0, unique=0, description="no values at all",
-                         typical_values="", issues=[*issues[:1], "entirely empty"] if name.startswith("Unnamed: ") else ["entirely empty"])
+        return ColumnRow(
+            column=name,
+            type="empty",
+            non_null=0,
+            unique=0,
+            description="no values at all",
+            typical_values="",
+            issues=[*issues[:1], "entirely empty"] if name.startswith("Unnamed: ") else ["entirely empty"],
+        )
     if unique == 1:
         issues.append("constant column (one value)")
     present = series.dropna()
@@ -157,7 +175,11 @@ def _column(name: str, series: pd.Series) -> ColumnRow:
                 typical = f"{_fmt(parsed.min())} … {_fmt(parsed.max())}"
                 issues.append("dates stored as text")
             elif unique == non_null and non_null > 20:
-                kind, desc, typical = "identifier", f"unique for every row ({unique} values): an identifier or free text", _top(text, 2)
+                kind, desc, typical = (
+                    "identifier",
+                    f"unique for every row ({unique} values): an identifier or free text",
+                    _top(text, 2),
+                )
             elif unique <= max(20, 0.05 * non_null):
                 mode = text.value_counts()
                 kind = "categorical"
@@ -165,8 +187,15 @@ def _column(name: str, series: pd.Series) -> ColumnRow:
                 typical = _top(text)
             else:
                 kind, desc, typical = "text", f"text with {unique} distinct values", _top(text)
-    return ColumnRow(column=name, type=kind, non_null=non_null, unique=unique, description=desc,
-                     typical_values=typical, issues=issues)
+    return ColumnRow(
+        column=name,
+        type=kind,
+        non_null=non_null,
+        unique=unique,
+        description=desc,
+        typical_values=typical,
+        issues=issues,
+    )
 
 
 def column_report(frame: pd.DataFrame) -> list[ColumnRow]:
@@ -183,15 +212,26 @@ def dataset_summary(name: str, frame: pd.DataFrame, rows: list[ColumnRow]) -> st
     """A 3–5 sentence summary of what the dataset holds and what stands out."""
     kinds: dict[str, int] = {}
     for r in rows:
-        group = ("numeric" if r.type in ("integer", "float", "number (text)", "binary", "boolean") else
-                 "date" if r.type.startswith("date") else "categorical" if r.type == "categorical" else "text or ID")
+        group = (
+            "numeric"
+            if r.type in ("integer", "float", "number (text)", "binary", "boolean")
+            else "date"
+            if r.type.startswith("date")
+            else "categorical"
+            if r.type == "categorical"
+            else "text or ID"
+        )
         kinds[group] = kinds.get(group, 0) + 1
         del group
     parts = ", ".join(f"{n} {k}" for k, n in kinds.items())
     sentences = [f"'{name}' holds {len(frame):,} rows and {len(rows)} columns ({parts})."]
     numeric = [r for r in rows if r.type in ("integer", "float", "number (text)")]
     if numeric:
-        sentences.append("Its measures include " + "; ".join(f"{r.column} ({r.description.split(', ', 1)[-1]})" for r in numeric[:3]) + ".")
+        sentences.append(
+            "Its measures include "
+            + "; ".join(f"{r.column} ({r.description.split(', ', 1)[-1]})" for r in numeric[:3])
+            + "."
+        )
     cats = [r for r in rows if r.type in ("categorical", "binary", "boolean")]
     if cats:
         sentences.append("It is grouped by " + ", ".join(f"{r.column} ({r.unique} values)" for r in cats[:4]) + ".")
@@ -200,8 +240,11 @@ def dataset_summary(name: str, frame: pd.DataFrame, rows: list[ColumnRow]) -> st
         sentences.append(f"The column {dated[0].column} spans {dated[0].description.removeprefix('dates ')}.")
     unnamed = sum(r.column.startswith("Unnamed: ") for r in rows)
     if unnamed * 2 >= len(rows):
-        sentences.insert(1, f"{unnamed} of its {len(rows)} column names are missing: the file may start with a title "
-                            "row above the real header.")
+        sentences.insert(
+            1,
+            f"{unnamed} of its {len(rows)} column names are missing: the file may start with a title "
+            "row above the real header.",
+        )
     flagged = [r for r in rows if r.issues]
     if flagged:
         shown = "; ".join(f"{r.column}: {r.issues[0]}" for r in flagged[:3])

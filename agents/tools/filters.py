@@ -48,6 +48,7 @@ _OPS: tuple[tuple[str, str], ...] = (
     ("=", "=="),
 )
 
+
 class Filter(BaseModel):
     """A row filter read from the question: ``column op value``."""
 
@@ -70,7 +71,9 @@ class Filter(BaseModel):
         return f"{self.column} {self.op} {self.value}"
 
 
-def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequence[Mention], used: set[str]) -> list[Filter]:
+def find_filters(
+    question: str, columns: Sequence[ColumnInfo], mentions: Sequence[Mention], used: set[str]
+) -> list[Filter]:
     """Row filters the question states: '<column> above 30', 'where fare > 10', or a category value named.
 
     A category value filters only when it is a whole word of 3+ letters, belongs to exactly one
@@ -93,7 +96,9 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
         tail_start = word_pos[mention.end] if mention.end < len(word_pos) else len(question)
         tail = lower[tail_start : tail_start + 40]
         for phrase, op in _OPS:
-            m = re.match(r"\s*(?:is\s+|are\s+|was\s+|of\s+)?" + re.escape(phrase) + r"\s*(-?\d+(?:,\d{3})*(?:\.\d+)?)", tail)
+            m = re.match(
+                r"\s*(?:is\s+|are\s+|was\s+|of\s+)?" + re.escape(phrase) + r"\s*(-?\d+(?:,\d{3})*(?:\.\d+)?)", tail
+            )
             if m:
                 filters.append(Filter(column=mention.column, op=op, value=float(m.group(1).replace(",", ""))))  # type: ignore[arg-type]
                 break
@@ -106,15 +111,35 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
     filters.extend(_period_filters(lower, columns, used, filters))
     for mention in mentions:  # 'how many passengers survived': a 0/1 column named as a verb is a filter
         info = by_name.get(mention.column)
-        if mention.column in used or info is None or not _binary(info) or any(f.column == mention.column for f in filters):
+        if (
+            mention.column in used
+            or info is None
+            or not _binary(info)
+            or any(f.column == mention.column for f in filters)
+        ):
             continue
-        before = lower[max(0, word_pos[mention.start] - 20) : word_pos[mention.start]] if mention.start < len(word_pos) else ""
+        before = (
+            lower[max(0, word_pos[mention.start] - 20) : word_pos[mention.start]]
+            if mention.start < len(word_pos)
+            else ""
+        )
         op_words = lower[word_pos[mention.start] :] if mention.start < len(word_pos) else ""
-        if re.match(r"\S+\s+(?:(?:is|are|was|were)\s+(?:-?\d|equal|greater|less|above|below|over|under)|[<>=]|(?:of|by|per)\b)", op_words):
+        if re.match(
+            r"\S+\s+(?:(?:is|are|was|were)\s+(?:-?\d|equal|greater|less|above|below|over|under)|[<>=]|(?:of|by|per)\b)",
+            op_words,
+        ):
             continue
         negated = bool(re.search(_NEGATION, before))
-        word = re.escape(question[word_pos[mention.start] :].split()[0].strip("?.,!;:").lower()) if mention.start < len(word_pos) else ""
-        polarities = {bool(re.search(_NEGATION, lower[max(0, m.start() - 20) : m.start()])) for m in re.finditer(word, lower)} if word else set()
+        word = (
+            re.escape(question[word_pos[mention.start] :].split()[0].strip("?.,!;:").lower())
+            if mention.start < len(word_pos)
+            else ""
+        )
+        polarities = (
+            {bool(re.search(_NEGATION, lower[max(0, m.start() - 20) : m.start()])) for m in re.finditer(word, lower)}
+            if word
+            else set()
+        )
         if len(polarities) == 2 or comparing:  # 'smokers and non-smokers', 'versus those who did not' compare
             continue
         kept: float | str = (0.0 if negated else 1.0) if info.numeric else _flag_word(info, not negated)
@@ -149,14 +174,18 @@ def find_filters(question: str, columns: Sequence[ColumnInfo], mentions: Sequenc
     return filters
 
 
-_COMPARING = re.compile(r"\b(?:versus|vs\.?|compared (?:to|with)|or not|those who (?:did|do|does|were|are) not|those without)\b")
+_COMPARING = re.compile(
+    r"\b(?:versus|vs\.?|compared (?:to|with)|or not|those who (?:did|do|does|were|are) not|those without)\b"
+)
 
 
 def _period_filters(lower: str, columns: Sequence[ColumnInfo], used: set[str], taken: Sequence[Filter]) -> list[Filter]:
     """'in 2020', 'during 1999': a year that is a value of exactly one time column keeps that year."""
     out: list[Filter] = []
     for match in re.finditer(r"\b(?:in|during|for|of)\s+((?:1[6-9]|20)\d\d)\b", lower):
-        owners = [c for c in columns if c.temporal and c.numeric and match.group(1) in {v.split(".")[0] for v in c.values}]
+        owners = [
+            c for c in columns if c.temporal and c.numeric and match.group(1) in {v.split(".")[0] for v in c.values}
+        ]
         if len(owners) == 1 and owners[0].name not in used and all(f.column != owners[0].name for f in [*taken, *out]):
             out.append(Filter(column=owners[0].name, op="==", value=float(match.group(1)), source="count"))
     return out

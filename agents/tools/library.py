@@ -23,7 +23,17 @@ __all__ = ["Slot", "Example", "load_examples", "get_example", "SlotKind", "Examp
 
 SlotKind = Literal["numeric", "category", "column", "datetime", "integer", "number", "value", "text"]
 ExampleKind = Literal[
-    "statistic", "counts", "groupby", "test", "correlation", "chart", "outliers", "regression", "trend", "table", "concept"
+    "statistic",
+    "counts",
+    "groupby",
+    "test",
+    "correlation",
+    "chart",
+    "outliers",
+    "regression",
+    "trend",
+    "table",
+    "concept",
 ]
 COLUMN_SLOTS = ("numeric", "category", "column", "datetime")
 
@@ -62,7 +72,9 @@ class Example(BaseModel):
     needs_evaluation: bool = False
     output: Literal["scalar", "dict", "table", "list", "chart", "text"]
     code: str = ""
-    answer: str = Field(description="Sentence template; {slot} names and {result}/{result[key]} are filled after the run.")
+    answer: str = Field(
+        description="Sentence template; {slot} names and {result}/{result[key]} are filled after the run."
+    )
     caveats: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")

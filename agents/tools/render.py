@@ -21,7 +21,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["TableBlock", "OutputTableArgs", "output_table", "table_from_result", "render_answer_html", "write_answer_html"]
+__all__ = [
+    "TableBlock",
+    "OutputTableArgs",
+    "output_table",
+    "table_from_result",
+    "render_answer_html",
+    "write_answer_html",
+]
 
 MAX_TABLE_ROWS = 200
 _CSP = (
@@ -67,7 +74,9 @@ def table_from_result(result: Any, title: str = "") -> TableBlock | None:
         rows = result.get("rows", result.get("data")) or []
         headers = [str(c) for c in result["columns"]]
         total = result.get("row_count") or result.get("total_rows") or len(rows)
-        return TableBlock(title=title, headers=headers, rows=[list(r) for r in rows][:MAX_TABLE_ROWS], total_rows=int(total))
+        return TableBlock(
+            title=title, headers=headers, rows=[list(r) for r in rows][:MAX_TABLE_ROWS], total_rows=int(total)
+        )
     if isinstance(result, list) and result and all(isinstance(r, Mapping) for r in result):
         headers = list(dict.fromkeys(str(k) for r in result for k in r))
         rows = [[r.get(h) for h in headers] for r in result]
@@ -90,7 +99,13 @@ def _scripts() -> str:
 def _json_for_script(value: Any) -> str:
     """JSON safe to sit inside a <script> element (no '<', '>' or '&' characters left)."""
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def _esc(value: Any) -> str:

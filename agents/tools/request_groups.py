@@ -53,8 +53,9 @@ def _value_match(words: list[str], start: int, frame: pd.DataFrame, info: Column
     return None
 
 
-def group_conditions(left: list[str], frame: pd.DataFrame, infos: list[ColumnInfo],
-                     exclude: set[str]) -> list[dict[str, Any]] | None:
+def group_conditions(
+    left: list[str], frame: pd.DataFrame, infos: list[ColumnInfo], exclude: set[str]
+) -> list[dict[str, Any]] | None:
     """One ``{"column", "value"}`` per condition the leftover words state, or None when a word is
     not read. A value is a run of words that spells it (``not graduate``); a 0/1 column is named by
     its own word (``survived``), negated by a word before it (``did not survive``); a number names a
@@ -93,8 +94,11 @@ def group_conditions(left: list[str], frame: pd.DataFrame, infos: list[ColumnInf
             named = i < len(words) and any(words[i] in nw or nw in words[i] for nw in name_words if len(words[i]) > 2)
             start = i + 1 if named else i
             match = _value_match(words, start, frame, info) if start < len(words) else None
-            if match and (not str(match[1]).lstrip("-").replace(".", "").isdigit() or named
-                          or (i > 0 and any(words[i - 1] in nw for nw in name_words))):
+            if match and (
+                not str(match[1]).lstrip("-").replace(".", "").isdigit()
+                or named
+                or (i > 0 and any(words[i - 1] in nw for nw in name_words))
+            ):
                 found = (start - i + match[0], {"column": info.name, "value": match[1]})
                 break
         if found is None:
@@ -122,17 +126,24 @@ def stated_filters(text: str, frame: pd.DataFrame, used: set[str]) -> list[dict[
     infos = as_column_infos(frame)
     named = find_columns(text, infos)
     mentions = sorted([*named, *value_mentions(text, infos, named)], key=lambda m: m.start)
-    handled = {m.column for sentence in re.split(r"(?<=[.!?])\s+|\n", text)  # "replace missing Self_Employed"
-               if re.search(r"missing|\bfill|replac|imput|encod|convert|transform|normali[sz]|scal", sentence, re.I)
-               for m in find_columns(sentence, infos)}
+    handled = {
+        m.column
+        for sentence in re.split(r"(?<=[.!?])\s+|\n", text)  # "replace missing Self_Employed"
+        if re.search(r"missing|\bfill|replac|imput|encod|convert|transform|normali[sz]|scal", sentence, re.I)
+        for m in find_columns(sentence, infos)
+    }
     unused = [m for m in mentions if m.column not in used | handled]
     steps = []
     steps += _named_filters(text, frame, infos, used | handled)
     taken = {st["column"] for st in steps}
     for found in find_filters(text, infos, [m for m in unused if m.column not in taken], used | handled | taken):
         value: Any = found.value
-        if found.source == "value" and not re.search(rf"(?<!\bper )(?<!\beach )(?<!\bevery )(?<!\ba )(?<!\ban )"
-                                                     rf"\b{re.escape(str(value))}\b", text, re.I):
+        if found.source == "value" and not re.search(
+            rf"(?<!\bper )(?<!\beach )(?<!\bevery )(?<!\ba )(?<!\ban )"
+            rf"\b{re.escape(str(value))}\b",
+            text,
+            re.I,
+        ):
             continue  # "hotels", "per hotel", "a hotel" name the rows; a category is named by its own word
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -140,9 +151,17 @@ def stated_filters(text: str, frame: pd.DataFrame, used: set[str]) -> list[dict[
     return steps
 
 
-_COMPARE = (("greater than or equal to", ">="), ("less than or equal to", "<="), ("greater than", ">"),
-            ("higher than", ">"), ("more than", ">"), ("above", ">"), ("less than", "<"), ("lower than", "<"),
-            ("below", "<"))
+_COMPARE = (
+    ("greater than or equal to", ">="),
+    ("less than or equal to", "<="),
+    ("greater than", ">"),
+    ("higher than", ">"),
+    ("more than", ">"),
+    ("above", ">"),
+    ("less than", "<"),
+    ("lower than", "<"),
+    ("below", "<"),
+)
 
 
 def _named_filters(text: str, frame: pd.DataFrame, infos: list[ColumnInfo], used: set[str]) -> list[dict[str, Any]]:
@@ -151,7 +170,9 @@ def _named_filters(text: str, frame: pd.DataFrame, infos: list[ColumnInfo], used
     from agents.tools.slots import find_columns
 
     steps: list[dict[str, Any]] = []
-    for m in re.finditer(r"['\"]([^'\"]{2,40})['\"]\s+(\w+)|\b(\w+)\s+(?:of\s+|is\s+|=\s*)?['\"]([^'\"]{2,40})['\"]", text):
+    for m in re.finditer(
+        r"['\"]([^'\"]{2,40})['\"]\s+(\w+)|\b(\w+)\s+(?:of\s+|is\s+|=\s*)?['\"]([^'\"]{2,40})['\"]", text
+    ):
         value, word = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         for info in infos:
             if info.name in used or info.name not in frame.columns or info.numeric or (info.n_unique or 0) > 200:
@@ -170,19 +191,37 @@ def _named_filters(text: str, frame: pd.DataFrame, infos: list[ColumnInfo], used
             values = {_plain(v) for v in frame[column].dropna().unique()}
             if number in values and len(values) <= 20 and all(st["column"] != column for st in steps):
                 steps.append({"kind": "filter", "column": column, "op": "==", "value": number})
-    for m in re.finditer(r"\bthe (\w+) with the (highest|largest|maximum|greatest|lowest|smallest|minimum) "
-                         r"(?!(?:average|mean|total|number|median|sum)\b)([\w .]{2,40})", low):
+    for m in re.finditer(
+        r"\bthe (\w+) with the (highest|largest|maximum|greatest|lowest|smallest|minimum) "
+        r"(?!(?:average|mean|total|number|median|sum)\b)([\w .]{2,40})",
+        low,
+    ):
         named = find_columns(text[m.start(3) : m.end()], infos)  # "the storm with the highest category": that row
         if named and named[0].column not in used and _plain_numeric(frame, named[0].column) and not steps:
-            steps.append({"kind": "extreme_row", "column": named[0].column,
-                          "largest": m.group(2) in ("highest", "largest", "maximum", "greatest")})
+            steps.append(
+                {
+                    "kind": "extreme_row",
+                    "column": named[0].column,
+                    "largest": m.group(2) in ("highest", "largest", "maximum", "greatest"),
+                }
+            )
             break
-    for pattern, op in ((r"\b((?:1[6-9]|20)\d\d) and (?:beyond|after|later|onwards?|above)\b", ">="),
-                        (r"\bsince ((?:1[6-9]|20)\d\d)\b", ">="), (r"\b(?:after|beyond) ((?:1[6-9]|20)\d\d)\b", ">"),
-                        (r"\bbefore ((?:1[6-9]|20)\d\d)\b", "<")):
+    for pattern, op in (
+        (r"\b((?:1[6-9]|20)\d\d) and (?:beyond|after|later|onwards?|above)\b", ">="),
+        (r"\bsince ((?:1[6-9]|20)\d\d)\b", ">="),
+        (r"\b(?:after|beyond) ((?:1[6-9]|20)\d\d)\b", ">"),
+        (r"\bbefore ((?:1[6-9]|20)\d\d)\b", "<"),
+    ):
         year = re.search(pattern, low)  # "for the years 2000 and beyond": the one time column holding that year
-        owners = [c for c in infos if year and c.temporal and c.numeric and c.name not in used
-                  and int(year.group(1)) in {_plain(v) for v in frame[c.name].dropna().unique()}]
+        owners = [
+            c
+            for c in infos
+            if year
+            and c.temporal
+            and c.numeric
+            and c.name not in used
+            and int(year.group(1)) in {_plain(v) for v in frame[c.name].dropna().unique()}
+        ]
         if year and len(owners) == 1:
             steps.append({"kind": "filter", "column": owners[0].name, "op": op, "value": int(year.group(1))})
             break
@@ -191,7 +230,12 @@ def _named_filters(text: str, frame: pd.DataFrame, infos: list[ColumnInfo], used
             before = find_columns(text[max(0, m.start() - 40) : m.start()], infos)
             after = find_columns(text[m.end(2) - len(m.group(2)) : m.end()], infos)
             compared = after[0].column if after else None
-            if before and compared and before[-1].column == compared and compared not in used | {x["column"] for x in steps}:
+            if (
+                before
+                and compared
+                and before[-1].column == compared
+                and compared not in used | {x["column"] for x in steps}
+            ):
                 stat = "median" if m.group(1) == "median" else "mean"
                 steps.append({"kind": "filter", "column": compared, "op": op, "value": 0, "stat": stat})
     return steps
@@ -203,12 +247,21 @@ def _plain_numeric(frame: pd.DataFrame, column: str) -> bool:
     return column in frame.columns and bool(pd.api.types.is_numeric_dtype(frame[column]))
 
 
-_NULL = {"null": True, "missing": True, "nan": True, "na": True, "notnull": False, "nonnull": False, "notna": False,
-         "nonmissing": False}
+_NULL = {
+    "null": True,
+    "missing": True,
+    "nan": True,
+    "na": True,
+    "notnull": False,
+    "nonnull": False,
+    "notna": False,
+    "nonmissing": False,
+}
 
 
-def _null_condition(words: list[str], i: int, frame: pd.DataFrame, infos: list[ColumnInfo],
-                    exclude: set[str]) -> tuple[int, dict[str, Any]] | None:
+def _null_condition(
+    words: list[str], i: int, frame: pd.DataFrame, infos: list[ColumnInfo], exclude: set[str]
+) -> tuple[int, dict[str, Any]] | None:
     """A column's word followed by ``null`` / ``notnull`` / ``not null``: rows where it is (not) missing."""
     for info in infos:
         if info.name in exclude or info.name not in frame.columns or words[i] not in _words(info.name):

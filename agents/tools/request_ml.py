@@ -31,10 +31,13 @@ _METRICS = (
     (r"\br ?(?:squared|2)\b|\brsquared\b", "r2"),
     (r"\baccuracy\b", "accuracy"),
 )
-_FILLER = frozenset("the following features feature columns column variables variable predictors predictor values "
-                    "value data dataset its their".split())
-_STOP = re.compile(r"(?<!\d)\.(?:\s|$)|\bsplit|\btrain\b|\btraining\b|\bevaluat|\bperform|\bapply|\bencode|\buse\b",
-                   re.I)
+_FILLER = frozenset(
+    "the following features feature columns column variables variable predictors predictor values "
+    "value data dataset its their".split()
+)
+_STOP = re.compile(
+    r"(?<!\d)\.(?:\s|$)|\bsplit|\btrain\b|\btraining\b|\bevaluat|\bperform|\bapply|\bencode|\buse\b", re.I
+)
 
 
 def is_model_question(context: str) -> bool:
@@ -53,13 +56,19 @@ def _test_size(low: str) -> float | None:
         near = low[max(0, m.start() - 60) : m.end() + 60]
         if a + b == 100 and re.search(r"split|train|test", near):
             return min(a, b) / 100
-    shares = [int(m.group(1)) for m in re.finditer(r"\b(\d{2})\s*%", low)
-              if re.search(r"train|test", low[max(0, m.start() - 40) : m.end() + 40])]
+    shares = [
+        int(m.group(1))
+        for m in re.finditer(r"\b(\d{2})\s*%", low)
+        if re.search(r"train|test", low[max(0, m.start() - 40) : m.end() + 40])
+    ]
     if any(a + b == 100 for a in shares for b in shares):  # "a training set (80%) and a testing set (20%)"
         return min(a for a in shares if 100 - a in shares) / 100
     for m in re.finditer(r"\b(\d{2})\s*%", low):  # one share: its nearest word says which
-        nearest = {w.group(1): abs(w.start() - m.start()) for w in re.finditer(r"\b(train|test)", low)
-                   if abs(w.start() - m.start()) <= 40}
+        nearest = {
+            w.group(1): abs(w.start() - m.start())
+            for w in re.finditer(r"\b(train|test)", low)
+            if abs(w.start() - m.start()) <= 40
+        }
         if nearest:
             share = int(m.group(1)) / 100
             return share if min(nearest, key=lambda k: nearest[k]) == "test" else round(1 - share, 10)
@@ -82,8 +91,12 @@ def _metric(slot_text: str, about: str, context: str) -> str | None:
 
 
 def _target(text: str, infos: list[ColumnInfo]) -> str | None:
-    cues = (r"(?:dependent|target|output|response) variable (?:for the prediction )?(?:is|should be|as|:)?\s*",
-            r"\bpredict(?:s|ing)?\s+(?:whether\s+)?", r"\bclassify\s+", r"\bas the (?:output|target)\b")
+    cues = (
+        r"(?:dependent|target|output|response) variable (?:for the prediction )?(?:is|should be|as|:)?\s*",
+        r"\bpredict(?:s|ing)?\s+(?:whether\s+)?",
+        r"\bclassify\s+",
+        r"\bas the (?:output|target)\b",
+    )
     for cue in cues:
         for m in re.finditer(cue, text, re.I):
             if cue.startswith(r"\bas the"):
@@ -92,7 +105,9 @@ def _target(text: str, infos: list[ColumnInfo]) -> str | None:
                 if cols:
                     return cols[-1]
                 continue
-            span = re.split(r"\bbased on\b|\busing\b|\bfrom\b|\bwith\b|(?<!\d)\.\s|\n", text[m.end() : m.end() + 120])[0]
+            span = re.split(r"\bbased on\b|\busing\b|\bfrom\b|\bwith\b|(?<!\d)\.\s|\n", text[m.end() : m.end() + 120])[
+                0
+            ]
             cols = [c.column for c in find_columns(span, infos)]
             if cols:
                 return cols[0]
@@ -107,7 +122,9 @@ def _features(text: str, infos: list[ColumnInfo], target: str) -> list[str]:
         span = rest[: stop.start()] if stop else rest
         cols = [c.column for c in find_columns(span, infos) if c.column != target]
         if cols:
-            pieces = [p for p in re.split(r",|\band\b|\n|;", span) if set(re.findall(r"[a-z]{3,}", p.lower())) - _FILLER]
+            pieces = [
+                p for p in re.split(r",|\band\b|\n|;", span) if set(re.findall(r"[a-z]{3,}", p.lower())) - _FILLER
+            ]
             if all(find_columns(p, infos) for p in pieces):  # else a named feature is no column: read on
                 return list(dict.fromkeys(cols))
     return []
@@ -125,12 +142,16 @@ def _params(low: str, model: str, classifier: bool) -> dict[str, Any]:
     if model == "knn" and neighbours:
         params["n_neighbors"] = int(neighbours.group(1) or neighbours.group(2))
     if model == "logistic":
-        solver = re.search(r"['\"]?(liblinear|lbfgs|saga|newton-cg|sag)['\"]? solver|solver\s*=?\s*['\"]?(liblinear|lbfgs|saga)",
-                           low)
+        solver = re.search(
+            r"['\"]?(liblinear|lbfgs|saga|newton-cg|sag)['\"]? solver|solver\s*=?\s*['\"]?(liblinear|lbfgs|saga)", low
+        )
         if solver:
             params["solver"] = solver.group(1) or solver.group(2)
-    if classifier and model != "knn" and re.search(r"balanc\w* (?:the )?class(?:es)? weights?|class[_ ]weight\s*=?\s*['\"]?balanced",
-                                                  low):
+    if (
+        classifier
+        and model != "knn"
+        and re.search(r"balanc\w* (?:the )?class(?:es)? weights?|class[_ ]weight\s*=?\s*['\"]?balanced", low)
+    ):
         params["class_weight"] = "balanced"
     return params
 
@@ -153,15 +174,29 @@ def model_request(slot_text: str, about: str, context_raw: str, infos: list[Colu
         return None
     info = next((c for c in infos if c.name == target), None)
     binary = info is not None and (not info.numeric or (info.n_unique or 0) <= 10)
-    classifier = model == "logistic" or metric == "accuracy" or (
-        model != "linear" and bool(re.search(r"\bclassif", low)) and binary)
+    classifier = (
+        model == "logistic"
+        or metric == "accuracy"
+        or (model != "linear" and bool(re.search(r"\bclassif", low)) and binary)
+    )
     seed = re.search(r"random[_ ]state[^0-9.]{0,40}(\d+)|random seed[^0-9.]{0,20}(\d+)|\bseed (?:of |=\s*)?(\d+)", low)
-    scale = ("standard" if re.search(r"standardi[sz]|standardscaler|z-score normali", low)
-             else "minmax" if re.search(r"min-?max (?:scal|normali)|minmaxscaler", low) else None)
+    scale = (
+        "standard"
+        if re.search(r"standardi[sz]|standardscaler|z-score normali", low)
+        else "minmax"
+        if re.search(r"min-?max (?:scal|normali)|minmaxscaler", low)
+        else None
+    )
     return {
-        "model": model, "target": target, "features": features, "metric": metric, "classifier": classifier,
-        "test_size": _test_size(low), "seed": int(next(g for g in seed.groups() if g)) if seed else 42,
-        "scale": scale, "params": _params(low, model, classifier),
+        "model": model,
+        "target": target,
+        "features": features,
+        "metric": metric,
+        "classifier": classifier,
+        "test_size": _test_size(low),
+        "seed": int(next(g for g in seed.groups() if g)) if seed else 42,
+        "scale": scale,
+        "params": _params(low, model, classifier),
     }
 
 
@@ -183,7 +218,12 @@ def regression_request(slot_text: str, context_raw: str, infos: list[ColumnInfo]
     if target is None or not features:
         if re.search(r"\bmultiple\b|\bpredictors\b|independent variables", low) or op != "r2":
             # a regression on several variables not all read is not answered by a simpler one
-            return {"kind": "ols", "op": "unknown", "columns": [], "reason": "the regression's variables are not all read"}
+            return {
+                "kind": "ols",
+                "op": "unknown",
+                "columns": [],
+                "reason": "the regression's variables are not all read",
+            }
         return None  # "the R² of the regression of Y on X": the two columns the question pairs
     alpha = re.search(r"(?:alpha|significance level)[^0-9]{0,20}(0?\.\d+)", low)
     return {"kind": "ols", "op": op, "columns": [target, *features], "alpha": float(alpha.group(1)) if alpha else 0.05}

@@ -19,21 +19,41 @@ _ORDINALS = {"first": "1", "second": "2", "third": "3", "fourth": "4", "fifth": 
 
 
 _TWO_SAMPLE_KS = re.compile(r"two.sample (?:kolmogorov|ks\b)|ks_2samp")
-_GROUP_TEST = re.compile(r"t-?test|\bt test|mann.?whitney|anova|analysis of variance|kruskal|two.sample (?:kolmogorov|ks\b)|"
-                         r"ks_2samp")
+_GROUP_TEST = re.compile(
+    r"t-?test|\bt test|mann.?whitney|anova|analysis of variance|kruskal|two.sample (?:kolmogorov|ks\b)|"
+    r"ks_2samp"
+)
 
 
 def _group_test(frame: pd.DataFrame, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
     """A two-sample or k-sample test the question names: the value column, the group column and,
     for two-sample tests on a column with more groups, the two groups the question names."""
     low = text.lower()
-    test = ("mannwhitney" if re.search(r"mann.?whitney", low) else "anova" if re.search(r"anova|analysis of var", low)
-            else "kruskal" if "kruskal" in low else "ks2" if _TWO_SAMPLE_KS.search(low)
-            else "welch" if re.search(r"welch|unequal variance", low) else "ttest")
+    test = (
+        "mannwhitney"
+        if re.search(r"mann.?whitney", low)
+        else "anova"
+        if re.search(r"anova|analysis of var", low)
+        else "kruskal"
+        if "kruskal" in low
+        else "ks2"
+        if _TWO_SAMPLE_KS.search(low)
+        else "welch"
+        if re.search(r"welch|unequal variance", low)
+        else "ttest"
+    )
     mentioned = [m.column for m in find_columns(text, infos)]
-    groups = sorted((c for c in infos if c.categorical and c.name in frame.columns
-                     and (c.name in mentioned or _values_named(frame, c.name, low) >= 2)
-                     and 1 < (c.n_unique or 0) <= 20), key=lambda c: (-_values_named(frame, c.name, low), c.n_unique or 0))
+    groups = sorted(
+        (
+            c
+            for c in infos
+            if c.categorical
+            and c.name in frame.columns
+            and (c.name in mentioned or _values_named(frame, c.name, low) >= 2)
+            and 1 < (c.n_unique or 0) <= 20
+        ),
+        key=lambda c: (-_values_named(frame, c.name, low), c.n_unique or 0),
+    )
     values = [c for c in asked if not any(g.name == c for g in groups)]
     if not groups or not values:
         return None
@@ -41,8 +61,9 @@ def _group_test(frame: pd.DataFrame, text: str, infos: list[ColumnInfo], asked: 
     levels = [v for v in frame[group].dropna().unique().tolist()]
     chosen = levels
     if test not in ("anova", "kruskal") and len(levels) > 2:
-        named = set(re.findall(r"\b(\d+)(?:st|nd|rd|th)?\b", low)) | {_ORDINALS[w] for w in re.findall(r"[a-z]+", low)
-                                                                       if w in _ORDINALS}
+        named = set(re.findall(r"\b(\d+)(?:st|nd|rd|th)?\b", low)) | {
+            _ORDINALS[w] for w in re.findall(r"[a-z]+", low) if w in _ORDINALS
+        }
         chosen = [v for v in levels if str(v).removesuffix(".0") in named or str(v).lower() in low.split()]
         if len(chosen) != 2:
             return None
@@ -56,7 +77,7 @@ def _values_named(frame: pd.DataFrame, column: str, low: str) -> int:
 
 
 def _extreme(slot_text: str, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
-    """"Which country has the highest score": the label (a text column the slot names) of the row,
+    """ "Which country has the highest score": the label (a text column the slot names) of the row,
     or of the group when the question averages per label, with the largest or smallest value."""
     if set(slot_text.split()) & {"count", "number", "num", "total", "sum", "amount"}:
         return None  # a number slot ("most_missing_station_count") is never answered with a label
@@ -68,12 +89,23 @@ def _extreme(slot_text: str, text: str, infos: list[ColumnInfo], asked: list[str
         largest = False
     else:
         return None
-    labels = [c for c in infos if not c.numeric and (_norm(c.name) in {_norm(w) for w in slot_text.split()}
-                                                     or any(_norm(c.name).startswith(_norm(w)) and len(w) > 3
-                                                            for w in slot_text.split()))]
+    labels = [
+        c
+        for c in infos
+        if not c.numeric
+        and (
+            _norm(c.name) in {_norm(w) for w in slot_text.split()}
+            or any(_norm(c.name).startswith(_norm(w)) and len(w) > 3 for w in slot_text.split())
+        )
+    ]
     cue = re.compile(r"\b(?:highest|largest|most|maximum|greatest|lowest|smallest|least|minimum|fewest)\b", re.I)
-    near = [m.column for sentence in re.split(r"(?<=[.!?])\s+|\n", text) if cue.search(sentence)
-            for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
+    near = [
+        m.column
+        for sentence in re.split(r"(?<=[.!?])\s+|\n", text)
+        if cue.search(sentence)
+        for m in find_columns(sentence, infos)
+        if _numeric(m.column, infos)
+    ]
     values = [c for c in near + asked if c not in {x.name for x in labels}]
     if len(labels) != 1 or not values:
         return None
@@ -96,8 +128,9 @@ def _bounds(context: str, cue: str) -> list[float]:
     return sorted((n for n in found if 0 < n < 1), reverse=True)
 
 
-def _verdict(slot_text: str, about: str, context: str, names: set[str],
-             group_test: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _verdict(
+    slot_text: str, about: str, context: str, names: set[str], group_test: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """A yes/no (or linear/nonlinear/none) slot decided by a computed number and the rule the
     question states, answered with the exact words its format lists; None without such words."""
     words = set(slot_text.split())
@@ -105,11 +138,16 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str],
     short = [o for o in options if len(o.split()) <= 4]
     options = short if len(short) >= 2 else options
     if not options and re.search(r"\bboolean\b", about, re.I):  # as the format spells them: "(true)", "(false)"
-        options = ["true", "false"] if re.search(r"\btrue\b", about) and re.search(r"\bfalse\b", about) else ["True", "False"]
+        options = (
+            ["true", "false"] if re.search(r"\btrue\b", about) and re.search(r"\bfalse\b", about) else ["True", "False"]
+        )
     yes = [o for o in options if not _NEGATIVE.search(o)]
     no = [o for o in options if _NEGATIVE.search(o)]
-    alpha = re.search(r"(?:alpha|significance level)[^0-9]{0,20}(0?\.\d+)|p-?value[^.]{0,30}?(?:less|greater|smaller|"
-                      r"larger) than\s+(?:or equal to\s+)?(0?\.\d+)", context)
+    alpha = re.search(
+        r"(?:alpha|significance level)[^0-9]{0,20}(0?\.\d+)|p-?value[^.]{0,30}?(?:less|greater|smaller|"
+        r"larger) than\s+(?:or equal to\s+)?(0?\.\d+)",
+        context,
+    )
     level = float(next(g for g in alpha.groups() if g)) if alpha else 0.05
     base: str | None = None
     if words & {"relationship", "relation"} and "correlat" in context:
@@ -119,8 +157,15 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str],
         if not (low and lin):
             return _verdict(" ".join(words - {"relationship", "relation"}), about, context, names, group_test)
         r_min = re.search(r"(?:absolute value of r|\|r\||abs\(r\))[^0-9]{0,30}(0?\.\d+)", context)
-        return {"base": "relationship", "alpha": level, "r_min": float(r_min.group(1)) if r_min else 0.5,
-                "linear": lin[0], "nonlinear": low[0], "none": none[0] if none else None, **_options("corr", context)}
+        return {
+            "base": "relationship",
+            "alpha": level,
+            "r_min": float(r_min.group(1)) if r_min else 0.5,
+            "linear": lin[0],
+            "nonlinear": low[0],
+            "none": none[0] if none else None,
+            **_options("corr", context),
+        }
     pos = [o for o in options if re.search(r"\bpositive", o, re.I)]
     neg = [o for o in options if re.search(r"\bnegative", o, re.I)]
     if pos and neg and words & {"type", "direction", "sign"}:
@@ -131,42 +176,81 @@ def _verdict(slot_text: str, about: str, context: str, names: set[str],
     bounds = _bounds(context, r"strong|moderate|weak")
     lows = {o.lower(): o for o in options}
     if {"strong", "moderate", "weak"} <= set(lows) and "correlat" in context and len(bounds) >= 2:
-        return {"base": "strength", "strong": lows["strong"], "moderate": lows["moderate"], "weak": lows["weak"],
-                "strong_min": bounds[0], "moderate_min": bounds[1], **_options("corr", context)}
+        return {
+            "base": "strength",
+            "strong": lows["strong"],
+            "moderate": lows["moderate"],
+            "weak": lows["weak"],
+            "strong_min": bounds[0],
+            "moderate_min": bounds[1],
+            **_options("corr", context),
+        }
     left = [o for o in options if re.search(r"left|negative", o, re.I)]
     right = [o for o in options if re.search(r"right|positive", o, re.I)]
     middle = [o for o in options if re.search(r"symmetric|normal|approx", o, re.I)]
     skew_bounds = _bounds(context, r"skew")
     if left and right and middle and skew_bounds:
-        return {"base": "skew_class", "left": left[0], "right": right[0], "middle": middle[0], "bound": skew_bounds[-1],
-                **_options("skew", context)}
+        return {
+            "base": "skew_class",
+            "left": left[0],
+            "right": right[0],
+            "middle": middle[0],
+            "bound": skew_bounds[-1],
+            **_options("skew", context),
+        }
     if len(yes) != 1 or len(no) != 1:
         return None
     if words & {"normal", "normality", "normally"} or all("normal" in o.lower() for o in yes + no):
         test = _options("normality_p", context)
         if not re.search(r"shapiro|kolmogorov|\bks\b|normaltest|d'agostino", context):
             if skew_bounds:  # "normal if the skewness lies between -0.5 and 0.5"
-                return {"base": "skew_normal", "bound": skew_bounds[-1], "yes": yes[0], "no": no[0],
-                        **_options("skew", context)}
+                return {
+                    "base": "skew_normal",
+                    "bound": skew_bounds[-1],
+                    "yes": yes[0],
+                    "no": no[0],
+                    **_options("skew", context),
+                }
             return None
         base = "normality"
         return {"base": base, "alpha": level, "yes": yes[0], "no": no[0], **test}
-    if (words & {"significant", "significance", "difference", "significantly", "different"} and _GROUP_TEST.search(context)
-            and group_test):
+    if (
+        words & {"significant", "significance", "difference", "significantly", "different"}
+        and _GROUP_TEST.search(context)
+        and group_test
+    ):
         return {"base": "group_test", "alpha": level, "yes": yes[0], "no": no[0], **group_test}
     correlation = "correlat" in context and not re.search(r"t-?test|anova|\bchi\b|chi-?squared?", context)
     if correlation and (words & {"significant", "significance"} or "correlat" in yes[0].lower()):
         if "p-value" not in context and "p value" not in context:  # "correlate if |r| >= 0.1": a rule on r alone
             r_min = re.search(r"(?:absolute value of r|\|r\|)[^0-9.]{0,40}(0?\.\d+)", context)
-            return ({"base": "r_threshold", "r_min": float(r_min.group(1)), "yes": yes[0], "no": no[0],
-                     **_options("corr", context)} if r_min else None)
+            return (
+                {
+                    "base": "r_threshold",
+                    "r_min": float(r_min.group(1)),
+                    "yes": yes[0],
+                    "no": no[0],
+                    **_options("corr", context),
+                }
+                if r_min
+                else None
+            )
         return {"base": "significance", "alpha": level, "yes": yes[0], "no": no[0], **_options("corr", context)}
-    if correlation and words & {"relationship", "relation", "status"} and re.search(
-            r"(?:absolute value of r|\|r\|)[^0-9.]{0,40}(0?\.\d+)", context) and "p-value" not in context:
+    if (
+        correlation
+        and words & {"relationship", "relation", "status"}
+        and re.search(r"(?:absolute value of r|\|r\|)[^0-9.]{0,40}(0?\.\d+)", context)
+        and "p-value" not in context
+    ):
         r_min = re.search(r"(?:absolute value of r|\|r\|)[^0-9.]{0,40}(0?\.\d+)", context)
         assert r_min is not None
-        return {"base": "r_threshold", "r_min": float(r_min.group(1)), "yes": yes[0], "no": no[0],
-                **_options("corr", context)}
+        return {
+            "base": "r_threshold",
+            "r_min": float(r_min.group(1)),
+            "yes": yes[0],
+            "no": no[0],
+            **_options("corr", context),
+        }
     return None
 
 
@@ -179,8 +263,13 @@ def _options(op: str, context: str) -> dict[str, Any]:
     if op in ("corr", "corr_p"):
         opts["method"] = "spearman" if "spearman" in context else "kendall" if "kendall" in context else "pearson"
     if op == "normality_p":
-        opts["test"] = ("ks" if re.search(r"kolmogorov|\bks\b", context)
-                        else "normaltest" if re.search(r"normaltest|d'agostino", context) else "shapiro")
+        opts["test"] = (
+            "ks"
+            if re.search(r"kolmogorov|\bks\b", context)
+            else "normaltest"
+            if re.search(r"normaltest|d'agostino", context)
+            else "shapiro"
+        )
     if op in ("outlier_count", "outlier_min", "outlier_max"):
         opts.update(_outlier_rule(context))
     least = re.search(r"at least (\d+) (?:times|observations|occurrences|records|rows|entries)", context)
@@ -191,8 +280,10 @@ def _options(op: str, context: str) -> dict[str, Any]:
 
 def _outlier_rule(context: str) -> dict[str, Any]:
     if re.search(r"z.?score|standard deviations? from the mean", context):
-        number = re.search(r"(?:greater than|exceed\w*|more than|above|beyond|>|of|threshold of)\s*\+?(\d+(?:\.\d+)?)",
-                           context[context.find("z") :] if "z" in context else context)
+        number = re.search(
+            r"(?:greater than|exceed\w*|more than|above|beyond|>|of|threshold of)\s*\+?(\d+(?:\.\d+)?)",
+            context[context.find("z") :] if "z" in context else context,
+        )
         return {"method": "zscore", "threshold": float(number.group(1)) if number else 3.0}
     k = re.search(r"(\d+(?:\.\d+)?)\s*\*?\s*(?:times\s+)?(?:the\s+)?iqr", context)
     return {"method": "iqr", "threshold": float(k.group(1)) if k else 1.5}
@@ -206,8 +297,9 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", text.lower())
 
 
-def _outlier_list(slot_text: str, placeholder: str, about: str, context: str, infos: list[ColumnInfo],
-                  asked: list[str]) -> dict[str, Any] | None:
+def _outlier_list(
+    slot_text: str, placeholder: str, about: str, context: str, infos: list[ColumnInfo], asked: list[str]
+) -> dict[str, Any] | None:
     """A slot listing the outliers themselves: their labels (the countries, the ids the format
     names) or their values, in the format's separator and order."""
     words = set(slot_text.split())
@@ -221,13 +313,24 @@ def _outlier_list(slot_text: str, placeholder: str, about: str, context: str, in
     quoted = set(re.findall(r"[\"'`]([^\"'`]{1,40})[\"'`]", about))
     label = next((i.name for i in infos if i.name in quoted and i.name not in values), None)
     if label is None:
-        label = next((i.name for i in infos if not i.numeric and any(_norm(i.name).startswith(_norm(w)[:6])
-                                                                     for w in words if len(w) > 4)), None)
+        label = next(
+            (
+                i.name
+                for i in infos
+                if not i.numeric and any(_norm(i.name).startswith(_norm(w)[:6]) for w in words if len(w) > 4)
+            ),
+            None,
+        )
     if label is None and words & {"id", "ids", "identifiers"}:  # "outlier_ids": the rows' identifier column
         label = next((i.name for i in infos if _norm(i.name).endswith("id") and i.name not in values), None)
     sep = "," if re.search(r"\w,\w", placeholder) else ", "
-    return {"label": label, "separator": sep, "sort": bool(re.search(r"ascending|sorted", about, re.I)),
-            "columns": values[:1], **_outlier_rule(context)}
+    return {
+        "label": label,
+        "separator": sep,
+        "sort": bool(re.search(r"ascending|sorted", about, re.I)),
+        "columns": values[:1],
+        **_outlier_rule(context),
+    }
 
 
 def _special_op(slot_text: str, about: str) -> str | None:
@@ -257,11 +360,13 @@ def _special_op(slot_text: str, about: str) -> str | None:
 
 
 def _strongest(slot_text: str, context: str, asked: list[str]) -> list[str] | None:
-    """"Which variable has the strongest correlation with the happiness score": the column the
+    """ "Which variable has the strongest correlation with the happiness score": the column the
     question correlates every other numeric column with (returned as the request's one column)."""
     words = set(slot_text.split())
-    if not (words & {"strongest", "highest", "most", "largest"} and words & {"variable", "feature", "column",
-                                                                               "factor", "predictor", "name"}):
+    if not (
+        words & {"strongest", "highest", "most", "largest"}
+        and words & {"variable", "feature", "column", "factor", "predictor", "name"}
+    ):
         return None
     if "correlat" not in context or not asked:
         return None
@@ -273,7 +378,11 @@ def _correlated(text: str, infos: list[ColumnInfo]) -> list[str]:
     for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
         if re.search(r"correlat|relat|associat", sentence, re.I):
             between = re.search(r"\bbetween\b(.*)", sentence, re.I)  # "adding A and B, then correlate C and D"
-            cols = [m.column for m in find_columns(between.group(1), infos) if _numeric(m.column, infos)] if between else []
+            cols = (
+                [m.column for m in find_columns(between.group(1), infos) if _numeric(m.column, infos)]
+                if between
+                else []
+            )
             if len(cols) >= 2:
                 return cols[:2]
             cols = [m.column for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
@@ -282,8 +391,9 @@ def _correlated(text: str, infos: list[ColumnInfo]) -> list[str]:
     return []
 
 
-def _columns_for(op: str, own: list[str], asked: list[str], steps: list[dict[str, Any]],
-                 anything: list[str] | None = None) -> list[str] | None:
+def _columns_for(
+    op: str, own: list[str], asked: list[str], steps: list[dict[str, Any]], anything: list[str] | None = None
+) -> list[str] | None:
     """The request's columns: its own, then those the question names (``anything``: of any type)."""
     anything = anything or []
     derived = [s["name"] for s in steps if s["kind"] == "derive"]

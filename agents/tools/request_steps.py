@@ -19,8 +19,11 @@ if TYPE_CHECKING:
 __all__ = ["derive_steps", "drop_step", "fill_steps", "with_durations"]
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`])|\n")  # not inside "Inc. (AAPL)" or "No. of cases"
-_NEW = re.compile(r"\bnew (?:feature|column|variable)|\bcreate\b|\bgenerate\b|"
-                  r"\b(?:calculate|compute|define) (?:a new|the ['\"`])", re.I)
+_NEW = re.compile(
+    r"\bnew (?:feature|column|variable)|\bcreate\b|\bgenerate\b|"
+    r"\b(?:calculate|compute|define) (?:a new|the ['\"`])",
+    re.I,
+)
 _FUNCTIONS = (
     (r"\bsum\b|\badd(?:ing|ed)?\b|\bplus\b|\btotal of\b", "sum"),
     (r"\bdifference\b|\bsubtract", "difference"),
@@ -42,13 +45,26 @@ def _guards(text: str, fn: str) -> dict[str, Any]:
     """How a ratio treats a zero denominator: a constant added to it, or zero where it is zero."""
     low = text.lower()
     out: dict[str, Any] = {}
-    constant = re.search(r"add(?:ing)? a small (?:constant|value|number|epsilon)[^0-9]{0,20}\(?([0-9.]+e-?\d+|0\.0*1)\)?"
-                         r"[^.]{0,40}denominator", low)
+    constant = re.search(
+        r"add(?:ing)? a small (?:constant|value|number|epsilon)[^0-9]{0,20}\(?([0-9.]+e-?\d+|0\.0*1)\)?"
+        r"[^.]{0,40}denominator",
+        low,
+    )
     if fn == "ratio" and constant:
         out["epsilon"] = float(constant.group(1))
-    if fn == "ratio" and re.search(r"(?:division|dividing|divisions) by zero|(?:of|is) zero[^.]{0,60}(?:ratio|defined)|"
-                                   r"infinit\w*[^.]{0,40}\bzero", low) and re.search(r"\b(?:as|with|to be) zero\b|"
-                                                                                    r"defined as zero|with zero", low):
+    if (
+        fn == "ratio"
+        and re.search(
+            r"(?:division|dividing|divisions) by zero|(?:of|is) zero[^.]{0,60}(?:ratio|defined)|"
+            r"infinit\w*[^.]{0,40}\bzero",
+            low,
+        )
+        and re.search(
+            r"\b(?:as|with|to be) zero\b|"
+            r"defined as zero|with zero",
+            low,
+        )
+    ):
         out["zero_for_infinite"] = True
     return out
 
@@ -81,8 +97,11 @@ def derive_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
             clause = re.split(r",?\s*(?:and )?then\b", sentence)[0]
             fn = _function(clause.lower())
             cols = list(dict.fromkeys(m.column for m in find_columns(clause, infos) if _numeric(m.column, infos)))
-            if re.search(r"\bnew (?:feature|column|variable)\b", clause, re.I) and fn in ("sum", "product", "mean") \
-                    and len(cols) >= 2:
+            if (
+                re.search(r"\bnew (?:feature|column|variable)\b", clause, re.I)
+                and fn in ("sum", "product", "mean")
+                and len(cols) >= 2
+            ):
                 steps.append({"kind": "derive", "name": "new_feature", "fn": fn, "columns": cols})
                 break
     return steps + _transform_steps(text, infos, {s["name"] for s in steps})
@@ -94,8 +113,11 @@ def _transform_steps(text: str, infos: list[ColumnInfo], taken: set[str]) -> lis
     steps: list[dict[str, Any]] = []
     for sentence in _SENTENCES.split(text):
         low = sentence.lower()
-        if not re.search(r"\blog(?:arithm(?:ic)?)?[- ]?transform|\btransform\w*\b[^.]{0,60}\blog(?:arithm)?\b|"
-                         r"\bapply\w*\b[^.]{0,30}\b(?:natural )?log(?:arithm)?\b", low):
+        if not re.search(
+            r"\blog(?:arithm(?:ic)?)?[- ]?transform|\btransform\w*\b[^.]{0,60}\blog(?:arithm)?\b|"
+            r"\bapply\w*\b[^.]{0,30}\b(?:natural )?log(?:arithm)?\b",
+            low,
+        ):
             continue
         if re.search(r"\bif\b|\bnew (?:feature|column)", low):  # conditional, or a new column: not in place
             continue
@@ -136,7 +158,9 @@ def with_durations(infos: list[ColumnInfo], frame: pd.DataFrame) -> list[ColumnI
             text = frame[info.name].dropna().astype(str).str.strip().head(500)
             clock = text.str.fullmatch(r"\d{1,3}:\d{2}:\d{2}(?:\.\d+)?")
             interval = text.str.fullmatch(r"-?[\d,.]+(?:\s*\[[^\]]*\])?")  # "630308[495000-801000]"
-            if len(text) and (clock.mean() >= 0.95 or (interval.mean() >= 0.95 and text.str.contains("[", regex=False).any())):
+            if len(text) and (
+                clock.mean() >= 0.95 or (interval.mean() >= 0.95 and text.str.contains("[", regex=False).any())
+            ):
                 info = info.model_copy(update={"numeric_text": True})
         out.append(info)
     return out
@@ -145,8 +169,11 @@ def with_durations(infos: list[ColumnInfo], frame: pd.DataFrame) -> list[ColumnI
 def drop_step(text: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
     """Removing a column's outliers, when the question says so ("remove the outliers of X"; not "do not remove")."""
     low = text.lower()
-    match = re.search(r"\b(?:remov\w*|exclud\w*|drop\w*|filter\w* out|eliminat\w*)\b[^.\n]*\boutliers?\b|"
-                      r"\boutliers?\b[^.\n]*\b(?:remov\w*|exclud\w*|drop\w*|eliminat\w*)\b", low)
+    match = re.search(
+        r"\b(?:remov\w*|exclud\w*|drop\w*|filter\w* out|eliminat\w*)\b[^.\n]*\boutliers?\b|"
+        r"\boutliers?\b[^.\n]*\b(?:remov\w*|exclud\w*|drop\w*|eliminat\w*)\b",
+        low,
+    )
     if not match:
         return None
     sentence_start = max(low.rfind(".", 0, match.start()), low.rfind("\n", 0, match.start())) + 1

@@ -107,8 +107,16 @@ class FilledPlan(BaseModel):
     alternatives: list[ExampleMatch] = Field(default_factory=list, description="The other examples considered.")
 
 
-_KIND_TOKEN = {"numeric": "numcol", "category": "catcol", "column": "numcol catcol", "datetime": "timecol",
-               "integer": "numval", "number": "numval", "value": "catval", "text": "textval"}
+_KIND_TOKEN = {
+    "numeric": "numcol",
+    "category": "catcol",
+    "column": "numcol catcol",
+    "datetime": "timecol",
+    "integer": "numval",
+    "number": "numval",
+    "value": "catval",
+    "text": "textval",
+}
 
 
 def _example_text(example: Example) -> str:
@@ -127,13 +135,43 @@ def _index() -> tuple[Any, Any, tuple[Example, ...]]:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     examples = load_examples()
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, stop_words=_STOP_WORDS, token_pattern=r"(?u)\b\w+\b")
+    vectorizer = TfidfVectorizer(
+        ngram_range=(1, 2), sublinear_tf=True, stop_words=_STOP_WORDS, token_pattern=r"(?u)\b\w+\b"
+    )
     matrix = vectorizer.fit_transform([_example_text(e) for e in examples])
     return vectorizer, matrix, examples
 
 
-_STOP_WORDS = ["the", "a", "an", "of", "in", "on", "is", "are", "what", "me", "please", "data", "dataset", "to", "for",
-               "and", "this", "that", "it", "be", "do", "does", "can", "you", "i", "we", "our", "my"]
+_STOP_WORDS = [
+    "the",
+    "a",
+    "an",
+    "of",
+    "in",
+    "on",
+    "is",
+    "are",
+    "what",
+    "me",
+    "please",
+    "data",
+    "dataset",
+    "to",
+    "for",
+    "and",
+    "this",
+    "that",
+    "it",
+    "be",
+    "do",
+    "does",
+    "can",
+    "you",
+    "i",
+    "we",
+    "our",
+    "my",
+]
 
 
 def _masked(question: str, columns: Sequence[ColumnInfo]) -> str:
@@ -148,14 +186,18 @@ def _masked(question: str, columns: Sequence[ColumnInfo]) -> str:
     for mention in mentions:
         out.extend(words[i : mention.start])
         info = by_name[mention.column]
-        kinds = [k for k, ok in (("numcol", info.numeric), ("catcol", info.categorical), ("timecol", info.temporal)) if ok]
+        kinds = [
+            k for k, ok in (("numcol", info.numeric), ("catcol", info.categorical), ("timecol", info.temporal)) if ok
+        ]
         out.extend(kinds)
         i = mention.end
     out.extend(words[i:])
     return " ".join(out)
 
 
-def retrieve(question: str, k: int = 3, columns: Mapping[str, str] | Sequence[ColumnInfo] | pd.DataFrame | None = None) -> list[ExampleMatch]:
+def retrieve(
+    question: str, k: int = 3, columns: Mapping[str, str] | Sequence[ColumnInfo] | pd.DataFrame | None = None
+) -> list[ExampleMatch]:
     """The ``k`` examples most similar to the question, best first (scores are cosine similarities).
 
     With ``columns``, column mentions are masked by kind before comparing (better matches).
@@ -165,7 +207,12 @@ def retrieve(question: str, k: int = 3, columns: Mapping[str, str] | Sequence[Co
     text = _masked(question, infos)
     scores = (matrix @ vectorizer.transform([text]).T).toarray().ravel()
     order = sorted(range(len(examples)), key=lambda i: (-scores[i], examples[i].id))[:k]
-    return [ExampleMatch(example_id=examples[i].id, title=examples[i].title, kind=examples[i].kind, score=round(float(scores[i]), 4)) for i in order]
+    return [
+        ExampleMatch(
+            example_id=examples[i].id, title=examples[i].title, kind=examples[i].kind, score=round(float(scores[i]), 4)
+        )
+        for i in order
+    ]
 
 
 def fill(
@@ -189,7 +236,9 @@ def fill(
     mentions = sorted([*named, *value_mentions(question, infos, named)], key=lambda m: m.start)
     charty = bool(_CHART_WORDS.search(question))
     valued = _values_named(question, infos)
-    for stated in find_filters(question, infos, mentions, set()):  # 'with 4 cylinders', 'product B': filters, not groups
+    for stated in find_filters(
+        question, infos, mentions, set()
+    ):  # 'with 4 cylinders', 'product B': filters, not groups
         if stated.source in ("count", "value"):
             valued.setdefault(stated.column, 1)
     best: tuple[float, FilledPlan] | None = None
@@ -211,7 +260,9 @@ def fill(
         total += 0.1 * _numbers_read(example, question) - 0.1 * _uncued_groups(example, params, question, mentions)
         total -= 0.15 * _two_groups_of_many(example, params, infos)
         if best is None or total > best[0] + 1e-9:
-            plan = _plan(example, match, params, filters, question, [m for m in matches if m.example_id != match.example_id])
+            plan = _plan(
+                example, match, params, filters, question, [m for m in matches if m.example_id != match.example_id]
+            )
             best = (total, plan)
     return best[1] if best else None
 
@@ -266,8 +317,16 @@ def _values_named(question: str, infos: Sequence[ColumnInfo]) -> dict[str, int]:
     return counts
 
 
-_VALUE_ALIASES = {"men": "male", "man": "male", "males": "male", "boys": "male",
-                  "women": "female", "woman": "female", "females": "female", "girls": "female"}
+_VALUE_ALIASES = {
+    "men": "male",
+    "man": "male",
+    "males": "male",
+    "boys": "male",
+    "women": "female",
+    "woman": "female",
+    "females": "female",
+    "girls": "female",
+}
 
 
 def _normalise(question: str, infos: Sequence[ColumnInfo]) -> str:
@@ -337,7 +396,12 @@ def _fits(kind: str, info: ColumnInfo) -> bool:
 
 
 def _pick_column(
-    kind: str, role: str, question: str, mentions: Sequence[Mention], by_name: Mapping[str, ColumnInfo], used: set[str],
+    kind: str,
+    role: str,
+    question: str,
+    mentions: Sequence[Mention],
+    by_name: Mapping[str, ColumnInfo],
+    used: set[str],
     valued: Mapping[str, int],
     grouped: bool = True,
 ) -> str | None:
@@ -365,7 +429,9 @@ def _pick_column(
     return free[0].column if free else None
 
 
-def _pick_value(question: str, params: Mapping[str, Any], example: Example, name: str, by_name: Mapping[str, ColumnInfo]) -> str | None:
+def _pick_value(
+    question: str, params: Mapping[str, Any], example: Example, name: str, by_name: Mapping[str, ColumnInfo]
+) -> str | None:
     """A category value of the example's column slot named in the question, in question order, not yet used."""
     lower = question.lower()
     taken = {str(v).lower() for k, v in params.items() if example.slots[k].kind == "value" and v is not None}
@@ -384,7 +450,14 @@ def _pick_value(question: str, params: Mapping[str, Any], example: Example, name
     return None
 
 
-def _plan(example: Example, match: ExampleMatch, params: dict[str, Any], filters: list[Filter], question: str, others: list[ExampleMatch]) -> FilledPlan:
+def _plan(
+    example: Example,
+    match: ExampleMatch,
+    params: dict[str, Any],
+    filters: list[Filter],
+    question: str,
+    others: list[ExampleMatch],
+) -> FilledPlan:
     """Assemble the FilledPlan: prelude, filters and the filled template."""
     literal = {k: repr(v) for k, v in params.items()}
     body = string.Template(example.code).substitute(literal)

@@ -67,8 +67,23 @@ SYNONYMS: tuple[frozenset[str], ...] = tuple(
 )
 WORD_RE = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:\.\d+)?")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|[^A-Za-z0-9]+|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?=st\b|nd\b|rd\b|th\b|%|(?!\w|\.\d))|(?<![\w.])-?\.\d+(?![\w.])")
-_GROUP_CUES = ("by", "per", "each", "across", "grouped", "among", "between", "within", "every", "for each", "vs", "versus")
+_NUMBER = re.compile(
+    r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?=st\b|nd\b|rd\b|th\b|%|(?!\w|\.\d))|(?<![\w.])-?\.\d+(?![\w.])"
+)
+_GROUP_CUES = (
+    "by",
+    "per",
+    "each",
+    "across",
+    "grouped",
+    "among",
+    "between",
+    "within",
+    "every",
+    "for each",
+    "vs",
+    "versus",
+)
 STOP_WORDS = frozenset(
     "the a an of in on at to for by and or is are was were be what which how many much with from this that "
     "it its as do does did there their each per all any data dataset column columns value values".split()
@@ -90,7 +105,9 @@ class ColumnInfo(BaseModel):
     def numeric(self) -> bool:
         """Numbers (ints, floats, booleans), or text that reads as numbers ("5,350,380")."""
         d = self.dtype.lower()
-        return self.numeric_text or d.startswith(("int", "uint", "float", "bool")) or d in ("double", "bigint", "integer")
+        return (
+            self.numeric_text or d.startswith(("int", "uint", "float", "bool")) or d in ("double", "bigint", "integer")
+        )
 
     @property
     def temporal(self) -> bool:
@@ -149,8 +166,15 @@ def describe_columns(frame: pd.DataFrame, max_values: int = 30) -> list[ColumnIn
         values: tuple[str, ...] = ()
         if n_unique <= max_values:
             values = tuple(str(v) for v in series.dropna().value_counts().index[:max_values])
-        infos.append(ColumnInfo(name=str(name), dtype=str(series.dtype), n_unique=n_unique, values=values,
-                                numeric_text=_reads_as_numbers(series)))
+        infos.append(
+            ColumnInfo(
+                name=str(name),
+                dtype=str(series.dtype),
+                n_unique=n_unique,
+                values=values,
+                numeric_text=_reads_as_numbers(series),
+            )
+        )
     return infos
 
 
@@ -236,7 +260,9 @@ def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
             for i in range(len(words) - len(seq) + 1):
                 if words[i : i + len(seq)] == seq:
                     rank = 2 if via == "name" else 1
-                    candidates.append((len(seq), rank, i, Mention(column=column.name, start=i, end=i + len(seq), via=via)))  # type: ignore[arg-type]
+                    candidates.append(
+                        (len(seq), rank, i, Mention(column=column.name, start=i, end=i + len(seq), via=via))
+                    )  # type: ignore[arg-type]
         single = [s[0] for s, via in _variants(column) if len(s) == 1 and len(s[0]) >= 4 and via == "name"]
         for i in range(len(words) - 1):  # 'model year' for the column 'modelyear'
             if words[i] + words[i + 1] in single or words[i] + _singular(words[i + 1]) in single:
@@ -282,10 +308,14 @@ def _close(word: str, name: str) -> bool:
     """
     if word == name or word[0] != name[0]:
         return False
-    if len(word) > 5 and word.endswith(("ing", "ed")) and word.rsplit("ing" if word.endswith("ing") else "ed", 1)[0] + "e" == name:
+    if (
+        len(word) > 5
+        and word.endswith(("ing", "ed"))
+        and word.rsplit("ing" if word.endswith("ing") else "ed", 1)[0] + "e" == name
+    ):
         return True  # 'closing' for 'close', 'priced' for 'price'
     if len(name) >= 4 and len(word) >= len(name) + 2 and word.startswith(name):
-        return word[len(name):] not in _SUFFIXES  # 'highest' is not an abbreviation of 'high'...
+        return word[len(name) :] not in _SUFFIXES  # 'highest' is not an abbreviation of 'high'...
     if abs(len(word) - len(name)) > 1:
         return False
     return difflib.SequenceMatcher(None, word, name).ratio() >= 0.85
@@ -329,8 +359,20 @@ def is_group_mention(question: str, mention: Mention) -> bool:
     return False
 
 
-_NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-                 "nine": 9, "ten": 10, "twenty": 20}
+_NUMBER_WORDS = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twenty": 20,
+}
 
 
 def find_numbers(question: str) -> list[tuple[float, int, int]]:

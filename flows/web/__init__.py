@@ -30,8 +30,14 @@ def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Any:
     return _create(data_dir, engine)
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path = "runs", log_level: str = "warning",
-          engine: str | None = None, why: str = "") -> int:
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    data_dir: str | Path = "runs",
+    log_level: str = "warning",
+    engine: str | None = None,
+    why: str = "",
+) -> int:
     """Serve the chat page until a signal stops it; 130 then (SIGINT, SIGTERM or SIGHUP).
 
     uvicorn takes the signal and shuts down (open connections get 5 s), then raises it again
@@ -61,8 +67,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: str | Path = "run
     print(f"whyflow: chat page at {where} (data in {Path(data_dir).resolve()}); Ctrl-C stops it", flush=True)
     print(f"whyflow: {engine_note(engine, why)}", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"whyflow: warning: listening on {host}: anyone who can reach it can upload files and run code in the sandbox",
-              flush=True)
+        print(
+            f"whyflow: warning: listening on {host}: anyone who can reach it can upload files and run code in the sandbox",
+            flush=True,
+        )
     with interrupt_guard(cancel_runs):
         try:
             with server():  # Prefect's temporary API server now (prefect engine), not at the first question

@@ -35,8 +35,10 @@ ALLOWED_SUFFIXES = (".csv", ".parquet", ".pq")
 MAX_QUESTION_CHARS = 4000
 _STATIC = Path(__file__).resolve().parent / "static"
 _VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
-_CSP = ("default-src 'none'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
-        "connect-src 'self'; font-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
+_CSP = (
+    "default-src 'none'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+    "connect-src 'self'; font-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 class UploadRejected(Exception):
@@ -109,8 +111,10 @@ def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Fast
     @app.get("/api/sessions")
     async def sessions() -> dict[str, Any]:
         items = await asyncio.to_thread(store.sessions)
-        return {"sessions": [s.as_dict() | {"running": s.id in hub.turns} for s in items],
-                "max_upload_bytes": MAX_UPLOAD_BYTES}
+        return {
+            "sessions": [s.as_dict() | {"running": s.id in hub.turns} for s in items],
+            "max_upload_bytes": MAX_UPLOAD_BYTES,
+        }
 
     @app.get("/api/sessions/{session_id}")
     async def session(session_id: str) -> dict[str, Any]:
@@ -118,8 +122,10 @@ def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Fast
         if found is None:
             raise HTTPException(404, "no such session")
         messages = await asyncio.to_thread(store.messages, session_id, False)
-        return {"session": found.as_dict() | {"running": session_id in hub.turns},
-                "messages": [m.as_dict() for m in messages]}
+        return {
+            "session": found.as_dict() | {"running": session_id in hub.turns},
+            "messages": [m.as_dict() for m in messages],
+        }
 
     @app.post("/api/sessions")
     async def upload(request: Request, filename: str = "") -> JSONResponse:
@@ -145,7 +151,7 @@ def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Fast
                 try:
                     incoming = json.loads(await ws.receive_text())
                 except ValueError:
-                    await ws.send_json({"type": "error", "message": "send JSON: {\"type\": \"message\", \"text\": ...}"})
+                    await ws.send_json({"type": "error", "message": 'send JSON: {"type": "message", "text": ...}'})
                     continue
                 await _handle(incoming if isinstance(incoming, dict) else {}, ws, found, store, hub, engine)
         except WebSocketDisconnect:
@@ -156,8 +162,9 @@ def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Fast
     return app
 
 
-async def _handle(incoming: dict[str, Any], ws: WebSocket, session: Session, store: ChatStore, hub: _Hub,
-                  engine: str) -> None:
+async def _handle(
+    incoming: dict[str, Any], ws: WebSocket, session: Session, store: ChatStore, hub: _Hub, engine: str
+) -> None:
     kind = incoming.get("type")
     if kind == "stop":
         turn = hub.turns.get(session.id)
@@ -166,7 +173,9 @@ async def _handle(incoming: dict[str, Any], ws: WebSocket, session: Session, sto
             await hub.broadcast(session.id, {"type": "status", "message": "Stopping after the current step"})
         return
     if kind not in ("message", "auto_analyze"):
-        await ws.send_json({"type": "error", "message": f"unknown message type {kind!r}: use message, auto_analyze or stop"})
+        await ws.send_json(
+            {"type": "error", "message": f"unknown message type {kind!r}: use message, auto_analyze or stop"}
+        )
         return
     text = str(incoming.get("text") or "").strip()
     if kind == "message" and not text:
@@ -176,7 +185,9 @@ async def _handle(incoming: dict[str, Any], ws: WebSocket, session: Session, sto
         await ws.send_json({"type": "error", "message": f"the question is longer than {MAX_QUESTION_CHARS} characters"})
         return
     if session.id in hub.turns:
-        await ws.send_json({"type": "error", "message": "a run is already going in this session: wait for it or stop it"})
+        await ws.send_json(
+            {"type": "error", "message": "a run is already going in this session: wait for it or stop it"}
+        )
         return
     loop = asyncio.get_running_loop()
 
@@ -193,8 +204,9 @@ async def _handle(incoming: dict[str, Any], ws: WebSocket, session: Session, sto
     if kind == "message":
         await asyncio.to_thread(store.add_message, session.id, "user", "text", text)
 
-    threading.Thread(target=run_turn, args=(store, session, kind, text, turn, engine), name=f"chat-{session.id}",
-                     daemon=True).start()
+    threading.Thread(
+        target=run_turn, args=(store, session, kind, text, turn, engine), name=f"chat-{session.id}", daemon=True
+    ).start()
 
 
 # ---- uploads -----------------------------------------------------------------------------------
@@ -202,7 +214,9 @@ async def _receive_upload(request: Request, filename: str, store: ChatStore, roo
     name = Path(filename or "").name.strip()
     suffix = Path(name).suffix.lower()
     if suffix not in ALLOWED_SUFFIXES:
-        raise UploadRejected(f"'{name or 'the file'}' is not a CSV or Parquet file (.csv, .parquet): choose one of those", 415)
+        raise UploadRejected(
+            f"'{name or 'the file'}' is not a CSV or Parquet file (.csv, .parquet): choose one of those", 415
+        )
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES:
         raise UploadRejected(f"the file is larger than the {MAX_UPLOAD_BYTES // 2**20} MB limit", 413)

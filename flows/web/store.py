@@ -78,8 +78,13 @@ class Session:
     updated: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "file_name": self.file_name,
-                "created": self.created, "updated": self.updated}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "file_name": self.file_name,
+            "created": self.created,
+            "updated": self.updated,
+        }
 
 
 @dataclass(frozen=True)
@@ -94,8 +99,14 @@ class Message:
     created: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "role": self.role, "type": self.type, "text": self.text, "data": self.data,
-                "created": self.created}
+        return {
+            "id": self.id,
+            "role": self.role,
+            "type": self.type,
+            "text": self.text,
+            "data": self.data,
+            "created": self.created,
+        }
 
 
 class ChatStore:
@@ -132,8 +143,10 @@ class ChatStore:
     def create_session(self, session_id: str, title: str, dataset_path: str, file_name: str) -> Session:
         now = _now()
         with self._connect() as con:
-            con.execute("INSERT INTO sessions (id, title, dataset_path, file_name, created, updated) VALUES (?,?,?,?,?,?)",
-                        (session_id, title, dataset_path, file_name, now, now))
+            con.execute(
+                "INSERT INTO sessions (id, title, dataset_path, file_name, created, updated) VALUES (?,?,?,?,?,?)",
+                (session_id, title, dataset_path, file_name, now, now),
+            )
         return Session(session_id, title, dataset_path, file_name, now, now)
 
     def session(self, session_id: str) -> Session | None:
@@ -152,8 +165,9 @@ class ChatStore:
             con.execute("UPDATE sessions SET title = ?, updated = ? WHERE id = ?", (title, _now(), session_id))
 
     # ---- messages ----------------------------------------------------------------------------
-    def add_message(self, session_id: str, role: str, type_: str, text: str = "", data: Any = None,
-                    job_dir: str | None = None) -> int:
+    def add_message(
+        self, session_id: str, role: str, type_: str, text: str = "", data: Any = None, job_dir: str | None = None
+    ) -> int:
         """Append one message; returns its id (and marks the session as just active)."""
         payload = None if data is None else json.dumps(clean(data), allow_nan=False)
         now = _now()

@@ -165,7 +165,9 @@ def test_infinities_are_counted_and_profiled_as_missing(tmp_path: Path) -> None:
     frame["x1"] = frame["x1"].astype(float)
     frame.loc[:3, "x1"] = [np.inf, -np.inf, np.inf, np.inf]
     state, result = _profile(frame, tmp_path, "treated", "outcome")
-    assert result.outputs["infinite_values"] == {"x1": 4} and "4 infinite values in x1 read as missing" in result.summary
+    assert (
+        result.outputs["infinite_values"] == {"x1": 4} and "4 infinite values in x1 read as missing" in result.summary
+    )
     assert state.data_profile.missing_values["x1"] == 4 and np.isfinite(state.data_profile.numeric_stats["x1"]["max"])
     copy = pd.read_parquet(state.dataframe_path)
     assert copy["x1"].isna().sum() == 4 and copy.attrs["whyflow_infinite"] == {"x1": 4}

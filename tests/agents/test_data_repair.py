@@ -217,7 +217,9 @@ def test_failed_expectations_left_unrepaired_are_listed_per_column(tmp_path: Pat
     run_single_agent("data_repair", state, tmp_path, params={"impute": False})
     left = _one(state, "unrepaired", column="x1")
     assert left["expectations"] == ["expect_column_values_to_not_be_null"] and "40 of 400" in left["detail"]
-    assert _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null")["repaired"] is False
+    assert (
+        _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null")["repaired"] is False
+    )
 
 
 def test_age_bounds_apply_to_ages_in_years_only() -> None:

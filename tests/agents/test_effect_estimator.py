@@ -196,7 +196,9 @@ def test_the_estimator_adopts_the_adjustment_decision_diagnostics_recorded(tmp_p
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     for e in state.treatment_effects:
         if e.details.method_key != "naive":
-            assert e.details.adjustment_set == ["x1", "x2"] and e.details.excluded_covariates == {"x3": "left out in this test"}
+            assert e.details.adjustment_set == ["x1", "x2"] and e.details.excluded_covariates == {
+                "x3": "left out in this test"
+            }
     state.ps_diagnostics = {**edited, "treatment": "other"}  # a record for another pair is not this pair's decision
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     assert _by_key(state)["ols"].details.adjustment_set == ["x1", "x2", "x3"]

@@ -43,7 +43,9 @@ def blocked_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         (job / "state.json").write_text(state.to_json())
         top = job / "short.ipynb.j2"
         top.write_text(SECTIONS)
-        result = run_single_agent("notebook_generator", state, job, {"template": str(top), "timeout": 120, "html": False})
+        result = run_single_agent(
+            "notebook_generator", state, job, {"template": str(top), "timeout": 120, "html": False}
+        )
         nb = nbformat.read(state.notebook_path, as_version=4)
     finally:
         patch.undo()

@@ -265,8 +265,12 @@ def test_the_estimators_sample_is_the_one_analysed_even_with_missing_values(tmp_
     state = make_state(frame, tmp_path, "treated", "outcome")
     state.critique_history = [
         CritiqueFeedback(
-            decision=CritiqueDecision.ITERATE, iteration=1, scores={"overlap": 2}, issues=[],
-            improvements=["trim_to_common_support: trim"], reasoning="",
+            decision=CritiqueDecision.ITERATE,
+            iteration=1,
+            scores={"overlap": 2},
+            issues=[],
+            improvements=["trim_to_common_support: trim"],
+            reasoning="",
         )
     ]
     state.iteration_count = 1

@@ -70,7 +70,9 @@ def test_rounding_follows_the_question(tmp_path: Path, shop: tuple[Path, pd.Data
     assert f"{frame['price'].mean():.2f}" in state.final_output.answer
 
 
-def test_a_semicolon_file_reaches_the_sandbox_as_the_planner_read_it(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
+def test_a_semicolon_file_reaches_the_sandbox_as_the_planner_read_it(
+    tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:
     _, frame = shop
     path = tmp_path / "orders_eu.csv"
     frame.to_csv(path, sep=";", index=False)
@@ -94,7 +96,9 @@ def test_a_follow_up_is_resolved_against_the_conversation(tmp_path: Path, shop: 
     assert got == pytest.approx(truth.to_dict())
 
 
-def test_a_question_without_a_fitting_example_is_answered_honestly(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
+def test_a_question_without_a_fitting_example_is_answered_honestly(
+    tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:
     path, _ = shop
     state = ask(tmp_path, path, "Write a sonnet about the ocean tides")
     final = state.final_output
@@ -113,12 +117,25 @@ def test_a_chart_is_validated_and_rendered(tmp_path: Path, shop: tuple[Path, pd.
     assert final.charts and Path(final.charts[0]).exists() and Path(final.charts[0]).read_text().startswith("<svg")
 
 
-def test_failing_code_is_recorded_with_its_traceback_for_the_next_attempt(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
+def test_failing_code_is_recorded_with_its_traceback_for_the_next_attempt(
+    tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:
     path, _ = shop
     state = AskState.model_validate(
-        {"job_id": "j", "question": "q", "code": "result = df['no_such_column'].mean()\n",
-         "datasets": {"data": {"name": "data", "source": str(path), "local_path": str(path), "rows": 300,
-                               "columns": ["region", "year", "price", "quantity"]}}}
+        {
+            "job_id": "j",
+            "question": "q",
+            "code": "result = df['no_such_column'].mean()\n",
+            "datasets": {
+                "data": {
+                    "name": "data",
+                    "source": str(path),
+                    "local_path": str(path),
+                    "rows": 300,
+                    "columns": ["region", "year", "price", "quantity"],
+                }
+            },
+        }
     )
     run_single_agent("code_runner", state, tmp_path)
     assert not state.execution_success and state.attempts == 1
@@ -136,7 +153,11 @@ def test_a_causal_question_runs_the_causal_recipe(tmp_path: Path) -> None:
     causal = tmp_path / "causal.yaml"
     causal.write_text("name: tiny_causal\nsteps:\n  - agent: data_profiler\n  - agent: effect_estimator\n")
     recipe = tmp_path / "ask.yaml"
-    recipe.write_text(ASK.read_text().replace("  - agent: causal_runner\n", f"  - agent: causal_runner\n    with: {{recipe: '{causal}'}}\n"))
+    recipe.write_text(
+        ASK.read_text().replace(
+            "  - agent: causal_runner\n", f"  - agent: causal_runner\n    with: {{recipe: '{causal}'}}\n"
+        )
+    )
     state = ask(tmp_path, data, "What is the effect of treated on outcome?", recipe=recipe)
     final = state.final_output
     assert state.plan is not None and state.plan.route == "causal"

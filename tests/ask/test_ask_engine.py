@@ -71,8 +71,9 @@ def test_the_server_is_read_from_the_environment_then_the_active_profile(
     assert ask_engine._profile_api_url() is None
 
 
-def test_a_bad_engine_setting_is_bad_input(shop: tuple[Path, pd.DataFrame], tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_engine_setting_is_bad_input(
+    shop: tuple[Path, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv(ask_engine.ENGINE_ENV, "fast")
     code = main(["--runs-dir", str(tmp_path / "runs"), "ask", "--data", str(shop[0]), "mean price?"])
     err = capsys.readouterr().err
@@ -81,7 +82,9 @@ def test_a_bad_engine_setting_is_bad_input(shop: tuple[Path, pd.DataFrame], tmp_
 
 
 # ---- `whyflow ask` without a server ------------------------------------------------------------
-def test_ask_without_a_server_runs_the_plain_runner_and_says_so(shop: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+def test_ask_without_a_server_runs_the_plain_runner_and_says_so(
+    shop: tuple[Path, pd.DataFrame], tmp_path: Path
+) -> None:
     path, frame = shop
     out = tmp_path / "job"
     script = (
@@ -90,8 +93,14 @@ def test_ask_without_a_server_runs_the_plain_runner_and_says_so(shop: tuple[Path
         f"'What is the average price?', '--output', {str(out)!r}])\n"
         "print('PREFECT' if 'prefect' in sys.modules else 'NO-PREFECT', code)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180,
-                          cwd=ROOT, env=_no_server_env(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        env=_no_server_env(tmp_path),
+    )
     assert done.stdout.strip().splitlines()[-1] == "NO-PREFECT 0", done.stderr[-2000:]
     assert f"{frame.price.mean():.4g}"[:4] in done.stdout
     notes = [line for line in done.stderr.splitlines() if line.startswith("engine:")]
@@ -102,21 +111,45 @@ def test_ask_without_a_server_runs_the_plain_runner_and_says_so(shop: tuple[Path
     assert (out / "answer.json").exists() and (out / "answer.html").exists()
 
 
-def test_a_part_the_parser_cannot_read_is_said_to_need_a_model(shop: tuple[Path, pd.DataFrame], tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_part_the_parser_cannot_read_is_said_to_need_a_model(
+    shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No model configured: the slots read are answered, the one not read says it needs a model."""
     path, frame = shop
     monkeypatch.setenv("WHYFLOW_LLM", "off")
     q = "Mean price and its trend?\nFormat: @mean_price[m] @price_trend[t] where m is rounded to two decimal places"
-    code = main(["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", str(path), q,
-                 "--output", str(tmp_path / "job")])
+    code = main(
+        [
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "ask",
+            "--engine",
+            "local",
+            "--data",
+            str(path),
+            q,
+            "--output",
+            str(tmp_path / "job"),
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert f"@mean_price[{frame.price.mean():.2f}]" in printed
     assert "@price_trend[not computed]" in printed and "without a model: price_trend" in printed
-    code = main(["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", str(path),
-                 "Write a sonnet about the ocean tides", "--output", str(tmp_path / "sonnet")])
+    code = main(
+        [
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "ask",
+            "--engine",
+            "local",
+            "--data",
+            str(path),
+            "Write a sonnet about the ocean tides",
+            "--output",
+            str(tmp_path / "sonnet"),
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0 and printed.startswith("I can't answer this without a model"), printed
 
@@ -153,8 +186,9 @@ def test_serve_answers_on_the_plain_runner(tmp_path: Path) -> None:
     class Server(LiveServer):
         def __init__(self, data_dir: Path) -> None:
             super().__init__(data_dir)
-            self.server = uvicorn.Server(uvicorn.Config(create_app(data_dir, "local"), host="127.0.0.1",
-                                                        port=self.port, log_level="warning"))
+            self.server = uvicorn.Server(
+                uvicorn.Config(create_app(data_dir, "local"), host="127.0.0.1", port=self.port, log_level="warning")
+            )
             self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     server = Server(tmp_path / "chat").start()
@@ -188,8 +222,19 @@ def test_sigterm_during_a_causal_question_cancels_the_plain_run(tmp_path: Path) 
     from tests.web.conftest import JOB_TRAINING
 
     out = tmp_path / "ask"
-    proc = start_whyflow(["ask", "What is the effect of training on earnings?", "--data", str(JOB_TRAINING),
-                          "-o", str(out), "--engine", "auto"], ephemeral=True)
+    proc = start_whyflow(
+        [
+            "ask",
+            "What is the effect of training on earnings?",
+            "--data",
+            str(JOB_TRAINING),
+            "-o",
+            str(out),
+            "--engine",
+            "auto",
+        ],
+        ephemeral=True,
+    )
 
     def nested_status() -> str | None:
         try:
@@ -207,11 +252,19 @@ def test_sigterm_during_a_causal_question_cancels_the_plain_run(tmp_path: Path) 
     assert "engine: local" in err.decode() and f"whyflow resume {out}" in err.decode()
     state = json.loads((out / "state.json").read_text())
     assert state["status"] == "cancelled" and "SIGTERM" in state["error_message"]
-    assert "causal_runner" not in state["completed_steps"] and state.get("final_output") is None, state["completed_steps"]
+    assert "causal_runner" not in state["completed_steps"] and state.get("final_output") is None, state[
+        "completed_steps"
+    ]
 
     env = _no_server_env(tmp_path)  # the resume starts the stopped nested job afresh, beside the old one
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "resume", str(out)], capture_output=True, text=True,
-                          timeout=900, cwd=ROOT, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "resume", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        env=env,
+    )
     assert done.returncode == 0 and "causal effect of 'training' on 'earnings'" in done.stdout, done.stderr[-3000:]
     assert (out / "causal.stopped" / "state.json").exists()
     assert json.loads((out / "state.json").read_text())["status"] == "completed"
@@ -230,7 +283,9 @@ def test_a_signal_to_serve_on_the_plain_runner_cancels_the_question(tmp_path: Pa
     from tests.test_signals import JOB_TRAINING, _free_port, _status, _stop, _wait
 
     port, data_dir = _free_port(), tmp_path / "chat"
-    proc = start_whyflow(["serve", "--port", str(port), "--data-dir", str(data_dir), "--engine", "local"], ephemeral=True)
+    proc = start_whyflow(
+        ["serve", "--port", str(port), "--data-dir", str(data_dir), "--engine", "local"], ephemeral=True
+    )
 
     def up() -> bool:
         try:
@@ -239,8 +294,12 @@ def test_a_signal_to_serve_on_the_plain_runner_cancels_the_question(tmp_path: Pa
             return False
 
     _wait(proc, up)
-    res = httpx.post(f"http://127.0.0.1:{port}/api/sessions", params={"filename": JOB_TRAINING.name},
-                     content=JOB_TRAINING.read_bytes(), timeout=60)
+    res = httpx.post(
+        f"http://127.0.0.1:{port}/api/sessions",
+        params={"filename": JOB_TRAINING.name},
+        content=JOB_TRAINING.read_bytes(),
+        timeout=60,
+    )
     sid = res.json()["session"]["id"]
     with connect(f"ws://127.0.0.1:{port}/ws/{sid}") as ws:
         ws.send(json.dumps({"type": "message", "text": "What is the average earnings by region?"}))

@@ -41,13 +41,28 @@ def _tokens(job: Path, agent: str) -> int:
 
 
 @pytest.mark.usefixtures("model_on")
-def test_a_question_the_parser_cannot_read_goes_to_the_model(shop: tuple[Path, pd.DataFrame], tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_question_the_parser_cannot_read_goes_to_the_model(
+    shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, _ = shop
     out = tmp_path / "sonnet"
     try:
-        code = main(["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--llm", "on",
-                     "--data", str(path), "Write a sonnet about the prices in these orders", "-o", str(out)])
+        code = main(
+            [
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "ask",
+                "--engine",
+                "local",
+                "--llm",
+                "on",
+                "--data",
+                str(path),
+                "Write a sonnet about the prices in these orders",
+                "-o",
+                str(out),
+            ]
+        )
     finally:
         reset_runs()
     printed = capsys.readouterr()
@@ -74,11 +89,27 @@ def test_a_readable_question_is_answered_from_the_data_with_the_model_on(
     out = tmp_path / "mean"
     q = "Mean and median of price?\nFormat: @mean_price[m] @median_price[d] rounded to two decimal places"
     try:
-        code = main(["--runs-dir", str(tmp_path / "runs"), "ask", "--llm", "on", "--data", str(path), q,
-                     "-o", str(out), "--engine", "local"])
+        code = main(
+            [
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "ask",
+                "--llm",
+                "on",
+                "--data",
+                str(path),
+                q,
+                "-o",
+                str(out),
+                "--engine",
+                "local",
+            ]
+        )
     finally:
         reset_runs()
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert f"@mean_price[{frame.price.mean():.2f}]" in printed and f"@median_price[{frame.price.median():.2f}]" in printed
+    assert (
+        f"@mean_price[{frame.price.mean():.2f}]" in printed and f"@median_price[{frame.price.median():.2f}]" in printed
+    )
     assert json.loads((out / "run.json").read_text())["llm"] is True

@@ -13,13 +13,15 @@ import pytest
 from flows.cli import main
 
 
-def test_local_engine_answers_and_writes_the_job(shop: tuple[Path, pd.DataFrame], tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_local_engine_answers_and_writes_the_job(
+    shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, frame = shop
     out = tmp_path / "job"
     q = "Mean and median of price?\nFormat: @mean_price[m] @median_price[d] rounded to two decimal places"
-    code = main(["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", str(path), q,
-                 "--output", str(out)])
+    code = main(
+        ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", str(path), q, "--output", str(out)]
+    )
     printed = capsys.readouterr().out
     assert code == 0
     assert f"@mean_price[{frame.price.mean():.2f}]" in printed
@@ -37,6 +39,11 @@ def test_local_engine_never_imports_prefect(shop: tuple[Path, pd.DataFrame], tmp
         f"'What is the average price?', '--output', {str(tmp_path / 'job')!r}])\n"
         "print('PREFECT' if 'prefect' in sys.modules else 'NO-PREFECT', code)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.stdout.strip().splitlines()[-1] == "NO-PREFECT 0", done.stderr[-2000:]

@@ -43,7 +43,9 @@ def test_a_question_with_the_real_model_ends_in_a_checked_answer(
     assert final is not None and final.output_type in ("analysis", "explanation", "error")
     traces = [json.loads(line) for line in (tmp_path / "job" / "traces.jsonl").read_text().splitlines() if line]
     usage = [t.get("token_usage") or {} for t in traces]
-    assert any(sum(int(v) for v in u.values() if isinstance(v, int | float)) > 0 for u in usage), "the model was never asked"
+    assert any(sum(int(v) for v in u.values() if isinstance(v, int | float)) > 0 for u in usage), (
+        "the model was never asked"
+    )
     if state.execution_success and final.output_type == "analysis":
         # Whatever the model wrote, the numbers shown are those the sandboxed code computed
         # (or the question's own), never the model's.

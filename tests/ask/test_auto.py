@@ -44,15 +44,17 @@ def test_every_public_csv_gets_a_row_per_column_a_summary_and_a_title() -> None:
 
 def test_the_issues_column_flags_what_004_asks(tmp_path: Path) -> None:
     n = 200
-    frame = pd.DataFrame({
-        "id": [f"c{i}" for i in range(n)],
-        "mostly_missing": [1.0 if i % 4 == 0 else None for i in range(n)],
-        "constant": ["x"] * n,
-        "spend": [10.0 + 0.5 * (i % 37) for i in range(n - 2)] + [5000.0, 9000.0],
-        "mixed": [str(i) if i % 2 else f"v{i}" for i in range(n)],
-        "revenue": [f"{1000 + 37 * i:,}" for i in range(n)],
-        "signup": [f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}" for i in range(n)],
-    })
+    frame = pd.DataFrame(
+        {
+            "id": [f"c{i}" for i in range(n)],
+            "mostly_missing": [1.0 if i % 4 == 0 else None for i in range(n)],
+            "constant": ["x"] * n,
+            "spend": [10.0 + 0.5 * (i % 37) for i in range(n - 2)] + [5000.0, 9000.0],
+            "mixed": [str(i) if i % 2 else f"v{i}" for i in range(n)],
+            "revenue": [f"{1000 + 37 * i:,}" for i in range(n)],
+            "signup": [f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}" for i in range(n)],
+        }
+    )
     issues = {r.column: "; ".join(r.issues) for r in column_report(frame)}
     assert "high null rate (75% missing)" in issues["mostly_missing"]
     assert "constant column" in issues["constant"]
@@ -78,13 +80,19 @@ def scripted(scripted_model: Callable[..., ScriptedLLM]) -> Callable[..., Script
     return scripted_model
 
 
-def test_with_a_model_it_explores_then_finalizes_with_a_title(scripted, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_with_a_model_it_explores_then_finalizes_with_a_title(
+    scripted, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
     count = "SELECT region, COUNT(*) AS n FROM data GROUP BY region ORDER BY region"
-    scripted([_call("sql_query", query=count, description="orders per region"),
-              _call("sql_query", query=count, description="orders per region"),
-              _call("output_text", text="These are 300 orders across four regions. West orders cost 99999 on average."),
-              _call("finalize", session_title="Regional Orders")])
+    scripted(
+        [
+            _call("sql_query", query=count, description="orders per region"),
+            _call("sql_query", query=count, description="orders per region"),
+            _call("output_text", text="These are 300 orders across four regions. West orders cost 99999 on average."),
+            _call("finalize", session_title="Regional Orders"),
+        ]
+    )
     state = ask(tmp_path, path, "first look", recipe=AUTO)
     final, rt = state.final_output, state.runtime
     assert final is not None and rt is not None and rt.mode == "model"
@@ -95,16 +103,31 @@ def test_with_a_model_it_explores_then_finalizes_with_a_title(scripted, tmp_path
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness")
-def test_the_cli_runs_auto_and_the_react_recipe(shop: tuple[Path, pd.DataFrame], tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_runs_auto_and_the_react_recipe(
+    shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, frame = shop
     runs = tmp_path / "runs"
-    assert main(["--runs-dir", str(runs), "ask", "--data", str(path), "--auto", "--output", str(tmp_path / "auto")]) == 0
+    assert (
+        main(["--runs-dir", str(runs), "ask", "--data", str(path), "--auto", "--output", str(tmp_path / "auto")]) == 0
+    )
     printed = capsys.readouterr().out
     assert "title: Orders (300 rows × 4 columns)" in printed and "Non-Null Count" in printed and "runtime:" in printed
     assert json.loads((tmp_path / "auto" / "answer.json").read_text())["result"]["columns"] == HEADERS
-    code = main(["--runs-dir", str(runs), "ask", "--data", str(path), "--recipe", str(ROOT / "pipelines" / "ask_react.yaml"),
-                 "What is the average price by region?", "--output", str(tmp_path / "react")])
+    code = main(
+        [
+            "--runs-dir",
+            str(runs),
+            "ask",
+            "--data",
+            str(path),
+            "--recipe",
+            str(ROOT / "pipelines" / "ask_react.yaml"),
+            "What is the average price by region?",
+            "--output",
+            str(tmp_path / "react"),
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     east = frame[frame.region == "east"]["price"].mean()
@@ -112,6 +135,7 @@ def test_the_cli_runs_auto_and_the_react_recipe(shop: tuple[Path, pd.DataFrame],
 
     from flows.deployments import ask_deployment  # the auto-analyze deployment of prefect.yaml
 
-    done = ask_deployment(question="first look", data=str(path), recipe="pipelines/auto_analyze.yaml",
-                          output=str(tmp_path / "deployed"))
+    done = ask_deployment(
+        question="first look", data=str(path), recipe="pipelines/auto_analyze.yaml", output=str(tmp_path / "deployed")
+    )
     assert done["status"] == "completed" and done["answer"].startswith("'orders' holds 300 rows")

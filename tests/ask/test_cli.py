@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
         (["ask", "--data", "no/such/file.csv", "mean price?"], "data file not found: no/such/file.csv"),
         (["ask", "--data", "{data}", "   "], "the question is empty"),
         (["ask", "--data", "{data}", "q?", "--session", "../etc"], "--session '../etc'"),
-        (["ask", "--data", "{data}", "q?", "--recipe", str(ROOT / "pipelines" / "quick_estimate.yaml")],
-         "needs `state: ask`"),
+        (
+            ["ask", "--data", "{data}", "q?", "--recipe", str(ROOT / "pipelines" / "quick_estimate.yaml")],
+            "needs `state: ask`",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -42,15 +44,36 @@ def test_ask_prints_the_answer_and_writes_the_files_and_the_session(
     path, frame = shop
     runs = tmp_path / "runs"
     out = tmp_path / "first"
-    code = main(["--runs-dir", str(runs), "ask", "--data", str(path), "What is the average price by region?",
-                 "--output", str(out), "--session", "s1"])
+    code = main(
+        [
+            "--runs-dir",
+            str(runs),
+            "ask",
+            "--data",
+            str(path),
+            "What is the average price by region?",
+            "--output",
+            str(out),
+            "--session",
+            "s1",
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     east = frame[frame.region == "east"]["price"].mean()
     assert "east" in printed and f"{east:.4g}" in printed
     answer = json.loads((out / "answer.json").read_text())
     assert answer["output_type"] == "analysis" and answer["code"] and 0 < answer["confidence"] <= 1
-    assert set(answer) >= {"answer", "confidence", "output_type", "result", "figure", "code", "caveats", "reasoning_trace"}
+    assert set(answer) >= {
+        "answer",
+        "confidence",
+        "output_type",
+        "result",
+        "figure",
+        "code",
+        "caveats",
+        "reasoning_trace",
+    }
     html = (out / "answer.html").read_text()
     assert "<html" in html.lower() and "east" in html and 'src="http' not in html  # self-contained
     from prefect.client.orchestration import get_client
@@ -65,8 +88,9 @@ def test_ask_prints_the_answer_and_writes_the_files_and_the_session(
     assert [m["role"] for m in session] == ["user", "assistant"]
 
     out2 = tmp_path / "second"
-    code = main(["--runs-dir", str(runs), "ask", "--data", str(path), "now by year", "--output", str(out2),
-                 "--session", "s1"])
+    code = main(
+        ["--runs-dir", str(runs), "ask", "--data", str(path), "now by year", "--output", str(out2), "--session", "s1"]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     state = json.loads((out2 / "state.json").read_text())
@@ -78,14 +102,18 @@ def test_ask_prints_the_answer_and_writes_the_files_and_the_session(
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_harness")
-def test_status_and_resume_of_an_ask_job(shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_and_resume_of_an_ask_job(
+    shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from flows.ask_job import AskRequest, prepare_ask_job
     from flows.plan import load_plan
 
     path, frame = shop
     recipe = ROOT / "pipelines" / "ask.yaml"
-    folder = prepare_ask_job(AskRequest("What is the median quantity?", [str(path)], recipe=str(recipe),
-                                        output=str(tmp_path / "job")), load_plan(recipe))
+    folder = prepare_ask_job(
+        AskRequest("What is the median quantity?", [str(path)], recipe=str(recipe), output=str(tmp_path / "job")),
+        load_plan(recipe),
+    )
     state = folder.load_any()
     state.mark_cancelled("Cancelled: interrupted (Ctrl-C)")  # as a Ctrl-C before the first agent leaves it
     folder.save(state)

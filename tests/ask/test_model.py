@@ -17,8 +17,16 @@ from agents.base.ask_state import AskState
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
 
-PLAN = Scripted(content=json.dumps({"needs_code": True, "needs_evaluation": True, "needs_explanation": True,
-                                    "reasoning": "a statistic of one column"}))
+PLAN = Scripted(
+    content=json.dumps(
+        {
+            "needs_code": True,
+            "needs_evaluation": True,
+            "needs_explanation": True,
+            "reasoning": "a statistic of one column",
+        }
+    )
+)
 BROKEN = Scripted(content="```python\nresult = float(df['pricee'].mean())\n```")
 FIXED = Scripted(content="result = float(df['price'].mean())\n")
 PROSE = Scripted(content="The typical order costs a little over forty.")
@@ -31,14 +39,22 @@ def model_on(scripted_model: Callable[..., ScriptedLLM]) -> Callable[..., Script
 
 def test_broken_code_then_the_fix_from_the_traceback(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
-    srv = model_on({"previous code failed": [FIXED], "plan how to answer": [PLAN],
-                    "Write Python that answers": [BROKEN], "explain data-analysis": [PROSE],
-                    "evaluate the output": [PROSE]})
+    srv = model_on(
+        {
+            "previous code failed": [FIXED],
+            "plan how to answer": [PLAN],
+            "Write Python that answers": [BROKEN],
+            "explain data-analysis": [PROSE],
+            "evaluate the output": [PROSE],
+        }
+    )
     state: AskState = ask(tmp_path, path, "What is the mean price?")
     assert state.plan is not None and state.plan.mode == "model"
     assert state.attempts == 2 and state.execution_success
     assert "pricee" in state.failed_attempts[0].error
-    fix_request = next(json.dumps(r["messages"]) for r in srv.chats() if "previous code failed" in json.dumps(r["messages"]))
+    fix_request = next(
+        json.dumps(r["messages"]) for r in srv.chats() if "previous code failed" in json.dumps(r["messages"])
+    )
     assert "KeyError" in fix_request and "pricee" in fix_request  # the traceback reached the model
     final = state.final_output
     assert final is not None and final.result == pytest.approx(frame["price"].mean())
@@ -57,7 +73,9 @@ def test_three_failures_end_at_the_error_node(model_on, tmp_path: Path, shop: tu
     assert "explainer" not in state.completed_steps and "error_reporter" in state.completed_steps
 
 
-def test_after_two_broken_attempts_the_worked_example_has_the_last_word(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_after_two_broken_attempts_the_worked_example_has_the_last_word(
+    model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
     model_on({"plan how to answer": [PLAN], "Write Python that answers": [BROKEN]})
     state: AskState = ask(tmp_path, path, "What is the mean price?")
@@ -65,31 +83,53 @@ def test_after_two_broken_attempts_the_worked_example_has_the_last_word(model_on
     assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
 
 
-def test_a_model_that_plans_no_code_for_a_data_question_still_gets_a_computed_answer(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_a_model_that_plans_no_code_for_a_data_question_still_gets_a_computed_answer(
+    model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     """The real 135M model called ANOVA questions 'conceptual' and answered in prose: a worked example keeps code."""
     path, frame = shop
-    prose_plan = Scripted(content=json.dumps({"needs_code": False, "needs_evaluation": False,
-                                              "needs_explanation": True, "reasoning": "explain the idea"}))
-    model_on({"plan how to answer": [prose_plan], "Write Python that answers": [FIXED],
-              "explain data-analysis": [PROSE], "evaluate the output": [PROSE]})
+    prose_plan = Scripted(
+        content=json.dumps(
+            {"needs_code": False, "needs_evaluation": False, "needs_explanation": True, "reasoning": "explain the idea"}
+        )
+    )
+    model_on(
+        {
+            "plan how to answer": [prose_plan],
+            "Write Python that answers": [FIXED],
+            "explain data-analysis": [PROSE],
+            "evaluate the output": [PROSE],
+        }
+    )
     state: AskState = ask(tmp_path, path, "What is the mean price?")
     assert state.plan is not None and state.plan.needs_code and state.plan.route == "code"
     assert "planned no code" in state.plan.reasoning
     assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
 
 
-def test_code_that_sets_no_result_is_a_failed_attempt(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_code_that_sets_no_result_is_a_failed_attempt(
+    model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     """The real model's code sometimes ran but assigned nothing; the answer was the word 'None'."""
     path, frame = shop
     silent = Scripted(content="mean_price = df['price'].mean()\n")
-    model_on({"previous code failed": [FIXED], "plan how to answer": [PLAN], "Write Python that answers": [silent],
-              "explain data-analysis": [PROSE], "evaluate the output": [PROSE]})
+    model_on(
+        {
+            "previous code failed": [FIXED],
+            "plan how to answer": [PLAN],
+            "Write Python that answers": [silent],
+            "explain data-analysis": [PROSE],
+            "evaluate the output": [PROSE],
+        }
+    )
     state: AskState = ask(tmp_path, path, "What is the mean price?")
     assert state.attempts == 2 and "set no `result`" in state.failed_attempts[0].error
     assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
 
 
-def test_a_chart_of_101_rows_is_refused_with_the_reason(model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_a_chart_of_101_rows_is_refused_with_the_reason(
+    model_on, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
     chart = (
         "result = int(len(df))\n"

@@ -75,21 +75,31 @@ def test_the_runtime_allows_exactly_003s_transitions() -> None:
 
 
 def test_arguments_from_any_model_are_normalised() -> None:
-    nested = ExecuteCodeArgs.model_validate({"arguments": json.dumps({"python": ["x = 1", "result = x"], "timeout": "45s"})})
+    nested = ExecuteCodeArgs.model_validate(
+        {"arguments": json.dumps({"python": ["x = 1", "result = x"], "timeout": "45s"})}
+    )
     assert nested.code == "x = 1\nresult = x" and nested.timeout_s == 45.0
     fenced = ExecuteCodeArgs.model_validate({"source": "```python\nresult = 2\n```", "timeout_seconds": "500ms"})
     assert fenced.code == "result = 2\n" and fenced.timeout_s == 0.5
     assert SqlQueryCall.model_validate({"sql": "SELECT 1"}).query == "SELECT 1"
-    assert call_key("sql_query", {"query": "SELECT  1", "description": ""}) == call_key("sql_query", {"query": "SELECT 1"})
+    assert call_key("sql_query", {"query": "SELECT  1", "description": ""}) == call_key(
+        "sql_query", {"query": "SELECT 1"}
+    )
 
 
 # ---- without a model: pipelines/ask.yaml's answers -----------------------------------------------
 @pytest.mark.parametrize(
     "question",
-    ["What is the average price by region?", "What is the mean price? Round to 2 decimal places.",
-     "Show a histogram of price", "Translate this into French"],
+    [
+        "What is the average price by region?",
+        "What is the mean price? Round to 2 decimal places.",
+        "Show a histogram of price",
+        "Translate this into French",
+    ],
 )
-def test_without_a_model_the_answers_are_ask_yamls(question: str, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
+def test_without_a_model_the_answers_are_ask_yamls(
+    question: str, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:
     path, _ = shop
     plain = ask(tmp_path / "plain", path, question)
     state = _react(tmp_path, path, question)
@@ -104,7 +114,9 @@ def test_without_a_model_the_answers_are_ask_yamls(question: str, tmp_path: Path
 
 
 # ---- with a (scripted) model -----------------------------------------------------------------------
-def test_a_final_answer_without_validation_is_validated_first(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_a_final_answer_without_validation_is_validated_first(
+    model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
     srv = model([call("execute_code", code=MEAN), call("finalize")])
     state = _react(tmp_path, path, "What is the mean price?")
@@ -115,11 +127,16 @@ def test_a_final_answer_without_validation_is_validated_first(model, tmp_path: P
     assert len(forced) == 1 and forced[0].origin == "runtime"
     assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
     assert [(t.source, t.target) for t in rt.transitions] == [
-        ("planning", "analyzing"), ("analyzing", "presenting"), ("presenting", "completed")]
+        ("planning", "analyzing"),
+        ("analyzing", "presenting"),
+        ("presenting", "completed"),
+    ]
     assert len(srv.chats()) == 2 and "Artifacts so far" in json.dumps(srv.chats()[1]["messages"])
 
 
-def test_the_same_failing_call_three_times_forces_divergence_then_the_deterministic_path(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_failing_call_three_times_forces_divergence_then_the_deterministic_path(
+    model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, _ = shop
     broken = call("execute_code", code="result = df['pricee'].mean()")
     srv = model([broken, broken, broken])
@@ -134,10 +151,19 @@ def test_the_same_failing_call_three_times_forces_divergence_then_the_determinis
     assert state.final_output.answer == _deterministic_answer(tmp_path, path, "What is the mean price?")
 
 
-def test_an_invalid_transition_is_refused_and_the_turn_goes_on(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_an_invalid_transition_is_refused_and_the_turn_goes_on(
+    model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
-    model([call("execute_code", code=MEAN), call("validate_results"), call("output_text", text="The mean price."),
-           call("sql_query", query="SELECT COUNT(*) FROM data"), call("finalize")])
+    model(
+        [
+            call("execute_code", code=MEAN),
+            call("validate_results"),
+            call("output_text", text="The mean price."),
+            call("sql_query", query="SELECT COUNT(*) FROM data"),
+            call("finalize"),
+        ]
+    )
     state = _react(tmp_path, path, "What is the mean price?")
     rt = state.runtime
     assert rt is not None and rt.mode == "model" and rt.counters.invalid_state == 1
@@ -150,10 +176,15 @@ def test_an_invalid_transition_is_refused_and_the_turn_goes_on(model, tmp_path: 
 
 def test_an_equivalent_artifact_is_not_created_twice(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
-    model([call("sql_query", query="SELECT AVG(price) AS m FROM data", description="mean price"),
-           call("sql_query", query="SELECT avg(price) AS m FROM data WHERE 1 = 1", description="mean price again"),
-           call("sql_query", query="SELECT AVG(price) AS m FROM data", description="mean price"),
-           call("validate_results"), call("finalize")])
+    model(
+        [
+            call("sql_query", query="SELECT AVG(price) AS m FROM data", description="mean price"),
+            call("sql_query", query="SELECT avg(price) AS m FROM data WHERE 1 = 1", description="mean price again"),
+            call("sql_query", query="SELECT AVG(price) AS m FROM data", description="mean price"),
+            call("validate_results"),
+            call("finalize"),
+        ]
+    )
     state = _react(tmp_path, path, "What is the mean price?")
     rt = state.runtime
     assert rt is not None and rt.mode == "model"
@@ -165,8 +196,14 @@ def test_an_equivalent_artifact_is_not_created_twice(model, tmp_path: Path, shop
 
 def test_an_empty_code_payload_gets_one_guided_retry(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
-    srv = model([call("execute_code", code=""), call("execute_code", python=MEAN, timeout="20s"),
-                 call("validate_results"), call("finalize")])
+    srv = model(
+        [
+            call("execute_code", code=""),
+            call("execute_code", python=MEAN, timeout="20s"),
+            call("validate_results"),
+            call("finalize"),
+        ]
+    )
     state = _react(tmp_path, path, "What is the mean price?")
     rt = state.runtime
     assert rt is not None and rt.mode == "model"
@@ -179,9 +216,13 @@ def test_an_empty_code_payload_gets_one_guided_retry(model, tmp_path: Path, shop
 def test_a_tool_call_written_as_text_json_is_used(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
     code = json.dumps({"name": "execute_code", "arguments": {"code": MEAN}})
-    model([Scripted(content=f"I will compute the mean.\n```json\n{code}\n```"),
-           Scripted(content='<tool_call>{"name": "validate_results", "arguments": {}}</tool_call>'),
-           Scripted(content='{"name": "finalize", "arguments": {"answer": "The mean price is computed."}}')])
+    model(
+        [
+            Scripted(content=f"I will compute the mean.\n```json\n{code}\n```"),
+            Scripted(content='<tool_call>{"name": "validate_results", "arguments": {}}</tool_call>'),
+            Scripted(content='{"name": "finalize", "arguments": {"answer": "The mean price is computed."}}'),
+        ]
+    )
     state = _react(tmp_path, path, "What is the mean price?")
     rt = state.runtime
     assert rt is not None and rt.mode == "model" and rt.counters.forced_validations == 0
@@ -189,7 +230,9 @@ def test_a_tool_call_written_as_text_json_is_used(model, tmp_path: Path, shop: t
     assert state.final_output is not None and state.final_output.result == pytest.approx(frame["price"].mean())
 
 
-def test_junk_gets_one_corrective_turn_then_the_deterministic_path(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_junk_gets_one_corrective_turn_then_the_deterministic_path(
+    model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, _ = shop
     srv = model([call("run_sql", query="SELECT 1"), call("execute_code", code=MEAN, timeout_s="forever")])
     state = _react(tmp_path, path, "What is the mean price?")
@@ -200,11 +243,20 @@ def test_junk_gets_one_corrective_turn_then_the_deterministic_path(model, tmp_pa
     assert state.final_output.answer == _deterministic_answer(tmp_path, path, "What is the mean price?")
 
 
-def test_at_the_budgets_end_the_best_result_comes_with_caveats(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_at_the_budgets_end_the_best_result_comes_with_caveats(
+    model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
-    model([call("profile_data"), call("sql_query", query="SELECT AVG(price) AS m FROM data"),
-           call("profile_data", columns=["price"]), call("profile_data", columns=["region"]),
-           call("profile_data", columns=["quantity"]), call("finalize")])
+    model(
+        [
+            call("profile_data"),
+            call("sql_query", query="SELECT AVG(price) AS m FROM data"),
+            call("profile_data", columns=["price"]),
+            call("profile_data", columns=["region"]),
+            call("profile_data", columns=["quantity"]),
+            call("finalize"),
+        ]
+    )
     state = _react(tmp_path, path, "What is the mean price?")
     rt = state.runtime
     assert rt is not None and rt.complexity == "simple" and rt.budget == 5 and rt.iterations == 5
@@ -215,17 +267,32 @@ def test_at_the_budgets_end_the_best_result_comes_with_caveats(model, tmp_path: 
     assert rt.counters.forced_validations == 1  # the best result is validated before it is shown
 
 
-def test_write_code_from_an_approach_in_words_then_execute_the_written_code(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_write_code_from_an_approach_in_words_then_execute_the_written_code(
+    model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, frame = shop
-    model([call("profile_data", columns=["price"]), call("write_code", approach="the mean of price"),
-           Scripted(content=f"```python\n{MEAN}\n```"), call("execute_code"), call("validate_results"),
-           call("explain_findings", explanation="The mean price is 12345.", caveats=["orders only"]), call("finalize")])
+    model(
+        [
+            call("profile_data", columns=["price"]),
+            call("write_code", approach="the mean of price"),
+            Scripted(content=f"```python\n{MEAN}\n```"),
+            call("execute_code"),
+            call("validate_results"),
+            call("explain_findings", explanation="The mean price is 12345.", caveats=["orders only"]),
+            call("finalize"),
+        ]
+    )
     state = _react(tmp_path, path, "What is the mean price? Test your code.")  # 'test': a standard budget of 8
     rt = state.runtime
     assert rt is not None and rt.mode == "model" and rt.budget == 8 and rt.counters.empty_python_payload_retried == 0
     assert [(c.tool, c.status) for c in rt.tool_calls] == [
-        ("profile_data", "ok"), ("write_code", "ok"), ("execute_code", "ok"), ("validate_results", "ok"),
-        ("explain_findings", "ok"), ("finalize", "ok")]
+        ("profile_data", "ok"),
+        ("write_code", "ok"),
+        ("execute_code", "ok"),
+        ("validate_results", "ok"),
+        ("explain_findings", "ok"),
+        ("finalize", "ok"),
+    ]
     final = state.final_output
     assert final is not None and final.code == MEAN + "\n" and final.result == pytest.approx(frame["price"].mean())
     assert "orders only" in final.caveats and not any("12345" in t for t in final.reasoning_trace)
@@ -235,14 +302,24 @@ def test_the_answer_artifact_carries_the_runtime_summary() -> None:
     from agents.base.ask_state import FinalOutput, RuntimeSummary, RuntimeTransition
     from flows.ask_flow import _markdown
 
-    runtime = RuntimeSummary(mode="deterministic", complexity="simple", budget=5, final_state="completed", ended_by="finalize",
-                             transitions=[RuntimeTransition(step=1, source="planning", target="analyzing", cause="write_code")])
-    state = AskState(job_id="j", question="q?", final_output=FinalOutput(answer="a", output_type="analysis"), runtime=runtime)
+    runtime = RuntimeSummary(
+        mode="deterministic",
+        complexity="simple",
+        budget=5,
+        final_state="completed",
+        ended_by="finalize",
+        transitions=[RuntimeTransition(step=1, source="planning", target="analyzing", cause="write_code")],
+    )
+    state = AskState(
+        job_id="j", question="q?", final_output=FinalOutput(answer="a", output_type="analysis"), runtime=runtime
+    )
     text = _markdown(state, {})
     assert "## Runtime" in text and "- invalid_state: 0" in text and "planning → analyzing" in text
 
 
-def test_a_follow_up_turn_sees_the_earlier_artifacts_and_does_not_recreate_them(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
+def test_a_follow_up_turn_sees_the_earlier_artifacts_and_does_not_recreate_them(
+    tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:
     from agents.base.ask_state import ChatMessage
     from flows.ask_job import save_turn
 
@@ -255,14 +332,17 @@ def test_a_follow_up_turn_sees_the_earlier_artifacts_and_does_not_recreate_them(
     again = ask(tmp_path / "two", path, question, messages=history, recipe=REACT)  # "once more, please"
     rt = again.runtime
     assert rt is not None and rt.counters.duplicate_artifact_prevented >= 2  # the code, result and table exist
-    assert [a.id for a in rt.artifacts][: len(first.runtime.artifacts)] == [f"earlier_{i + 1}" for i in range(len(first.runtime.artifacts))]
+    assert [a.id for a in rt.artifacts][: len(first.runtime.artifacts)] == [
+        f"earlier_{i + 1}" for i in range(len(first.runtime.artifacts))
+    ]
     assert again.final_output is not None and first.final_output is not None
     assert again.final_output.result == first.final_output.result
 
 
 @pytest.mark.parametrize(("rerun", "skipped"), [(False, 1), (True, 0)])
-def test_identical_calls_are_skipped_unless_the_user_asked_to_rerun(rerun: bool, skipped: int, tmp_path: Path,
-                                                                    shop: tuple[Path, pd.DataFrame]) -> None:
+def test_identical_calls_are_skipped_unless_the_user_asked_to_rerun(
+    rerun: bool, skipped: int, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:
     from agents.ask.toolbox import Toolbox
 
     path, frame = shop
@@ -285,10 +365,18 @@ def test_three_failed_code_runs_end_the_loop(model, tmp_path: Path, shop: tuple[
     assert state.final_output is not None and state.final_output.output_type == "analysis"
 
 
-def test_two_failed_validations_present_the_best_result_with_caveats(model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:  # type: ignore[no-untyped-def]
+def test_two_failed_validations_present_the_best_result_with_caveats(
+    model, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
+) -> None:  # type: ignore[no-untyped-def]
     path, _ = shop
-    model([call("execute_code", code="result = df[df['price'] < 0]"), call("finalize"),
-           call("execute_code", code="result = df[df['price'] < -1]"), call("validate_results")])
+    model(
+        [
+            call("execute_code", code="result = df[df['price'] < 0]"),
+            call("finalize"),
+            call("execute_code", code="result = df[df['price'] < -1]"),
+            call("validate_results"),
+        ]
+    )
     state = _react(tmp_path, path, "What is the mean price? Test it.")
     rt = state.runtime
     assert rt is not None and rt.counters.validation_failures == 2 and rt.counters.forced_validations >= 1

@@ -32,8 +32,10 @@ def _ask(tmp_path: Path, frame: pd.DataFrame, question: str) -> AskState:
 def test_every_slot_is_its_own_computation(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     frame = pd.DataFrame({"price": rng.gamma(3, 7, 400), "rooms": rng.integers(1, 6, 400)})
-    q = ("What are the mean and the median price?\nConstraints: round to two decimal places.\n"
-         "Format: @mean_price[mean] @median_price[median] @price_trend[trend]")
+    q = (
+        "What are the mean and the median price?\nConstraints: round to two decimal places.\n"
+        "Format: @mean_price[mean] @median_price[median] @price_trend[trend]"
+    )
     answer = _ask(tmp_path, frame, q).final_output.answer
     assert f"@mean_price[{frame.price.mean():.2f}]" in answer
     assert f"@median_price[{frame.price.median():.2f}]" in answer
@@ -46,8 +48,11 @@ def test_a_directed_causal_question_starts_with_its_number(tmp_path: Path) -> No
     x = rng.normal(size=n)
     t = (rng.random(n) < 1 / (1 + np.exp(-x))).astype(int)
     frame = pd.DataFrame({"t": t, "y": 2 * x + 3 * t + rng.normal(size=n), "x": x})
-    state = _ask(tmp_path, frame, "What is the average treatment effect on the treated of (t) on (y)? "
-                                  "Please round to the nearest hundredth.")
+    state = _ask(
+        tmp_path,
+        frame,
+        "What is the average treatment effect on the treated of (t) on (y)? Please round to the nearest hundredth.",
+    )
     first = float(state.final_output.answer.split()[0])
     assert abs(first - 3) < 0.3
     assert "ATT" in state.final_output.answer and "regression adjustment" in state.final_output.answer

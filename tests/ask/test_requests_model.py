@@ -13,8 +13,11 @@ from agents.base.ask_state import AskState
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
 
-PLAN = Scripted(content=json.dumps({"needs_code": True, "needs_evaluation": False, "needs_explanation": True,
-                                    "reasoning": "two statistics"}))
+PLAN = Scripted(
+    content=json.dumps(
+        {"needs_code": True, "needs_evaluation": False, "needs_explanation": True, "reasoning": "two statistics"}
+    )
+)
 CODE = Scripted(content="result = {'mean_price': round(float(df['price'].mean()), 2), 'price_trend': 'flat'}\n")
 PROSE = Scripted(content="Prices are flat.")
 
@@ -23,8 +26,9 @@ def test_a_part_the_parser_cannot_read_goes_to_the_model(
     scripted_model: Callable[..., ScriptedLLM], tmp_path: Path, shop: tuple[Path, pd.DataFrame]
 ) -> None:
     path, frame = shop
-    srv = scripted_model({"plan how to answer": [PLAN], "Write Python that answers": [CODE],
-                          "explain data-analysis": [PROSE]})
+    srv = scripted_model(
+        {"plan how to answer": [PLAN], "Write Python that answers": [CODE], "explain data-analysis": [PROSE]}
+    )
     q = "Mean price and its trend?\nFormat: @mean_price[m] @price_trend[t] where m is rounded to two decimal places"
     state: AskState = ask(tmp_path, path, q)
     assert state.plan is not None and state.plan.mode == "model"
@@ -37,8 +41,9 @@ def test_a_fully_read_format_needs_no_model(
     scripted_model: Callable[..., ScriptedLLM], tmp_path: Path, shop: tuple[Path, pd.DataFrame]
 ) -> None:
     path, frame = shop
-    srv = scripted_model({"plan how to answer": [PLAN], "Write Python that answers": [CODE],
-                          "explain data-analysis": [PROSE]})
+    srv = scripted_model(
+        {"plan how to answer": [PLAN], "Write Python that answers": [CODE], "explain data-analysis": [PROSE]}
+    )
     q = "Mean and median price?\nFormat: @mean_price[m] @median_price[d] rounded to two decimal places"
     state: AskState = ask(tmp_path, path, q)
     assert state.plan is not None and state.plan.mode == "deterministic"

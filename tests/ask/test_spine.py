@@ -88,8 +88,12 @@ def test_conditions_are_checked_against_the_state_model(text: str, message: str)
     ("name", "line", "message"),
     [
         ("ask_bad_condition.yaml", 6, "when: 'plan.needs_explanaton': AskPlan has no field 'needs_explanaton'"),
-        ("ask_unsafe_condition.yaml", 6, "until: '__import__(\"os\").system(\"true\")': Call is not allowed"),
-        ("ask_wrong_state.yaml", 5, "agent: 'data_profiler' works on the analysis state, but this recipe runs on the ask state"),
+        ("ask_unsafe_condition.yaml", 6, 'until: \'__import__("os").system("true")\': Call is not allowed'),
+        (
+            "ask_wrong_state.yaml",
+            5,
+            "agent: 'data_profiler' works on the analysis state, but this recipe runs on the ask state",
+        ),
         ("loop_unknown_until.yaml", 5, "CritiqueFeedback has no field 'decison' (did you mean 'decision'?)"),
     ],
 )
@@ -103,7 +107,12 @@ def test_bad_recipes_are_rejected_at_file_and_line(name: str, line: int, message
 def test_shipped_ask_recipe_is_valid_and_runs_on_the_ask_state() -> None:
     plan = load_plan(Path(__file__).resolve().parents[2] / "pipelines" / "ask.yaml")
     assert plan.state_model is AskState and plan.spec.state == "ask"
-    assert [n.key for n in plan.agent_nodes()][:4] == ["question_planner", "code_writer", "code_runner", "error_reporter"]
+    assert [n.key for n in plan.agent_nodes()][:4] == [
+        "question_planner",
+        "code_writer",
+        "code_runner",
+        "error_reporter",
+    ]
     assert {"question", "datasets", "data_summary", "messages"} <= plan.inputs
 
 
@@ -127,8 +136,9 @@ def _job(tmp_path: Path, overrides: dict[str, str]):  # type: ignore[no-untyped-
     data = tmp_path / "d.csv"
     pd.DataFrame({"x": [1, 2, 3]}).to_csv(data, index=False)
     plan = load_plan(RECIPES / "ask_toy_loop.yaml", overrides, registry=registry())
-    folder = prepare_ask_job(AskRequest("q?", [str(data)], recipe=str(RECIPES / "ask_toy_loop.yaml"),
-                                        output=str(tmp_path / "job")), plan)
+    folder = prepare_ask_job(
+        AskRequest("q?", [str(data)], recipe=str(RECIPES / "ask_toy_loop.yaml"), output=str(tmp_path / "job")), plan
+    )
     return plan, folder
 
 
@@ -173,7 +183,9 @@ def test_follow_ups_are_rewritten_against_the_previous_question(question: str, e
     from agents.ask._shared import resolve_follow_up
     from agents.base.ask_state import ChatMessage
 
-    history = [ChatMessage(role="user", content="What is the average price by region?"),
-               ChatMessage(role="assistant", content="(a table)")]
+    history = [
+        ChatMessage(role="user", content="What is the average price by region?"),
+        ChatMessage(role="assistant", content="(a table)"),
+    ]
     assert resolve_follow_up(question, history) == expected
     assert resolve_follow_up(question, []) == question  # nothing to follow

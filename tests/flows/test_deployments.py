@@ -317,7 +317,9 @@ def test_ask_deployment_answers_through_the_worker_with_artifacts(stack: dict[st
     import pandas as pd
 
     truth = pd.read_csv(data).groupby("region")["earnings"].mean()
-    rows = answer["result"]["rows"] if isinstance(answer["result"], dict) else [list(r.values()) for r in answer["result"]]
+    rows = (
+        answer["result"]["rows"] if isinstance(answer["result"], dict) else [list(r.values()) for r in answer["result"]]
+    )
     got = {str(r[0]): float(r[1]) for r in rows}
     assert got == pytest.approx(truth.to_dict(), rel=1e-9)  # the number the code computed, in the answer
     (child,) = _children(client, run_id)

@@ -118,7 +118,10 @@ class ScriptedLLM:
 
             def do_GET(self) -> None:
                 outer.requests.append({"path": self.path})
-                data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"} for m in outer.models]}
+                data = {
+                    "object": "list",
+                    "data": [{"id": m, "object": "model", "owned_by": "test"} for m in outer.models],
+                }
                 self._send(200, json.dumps(data).encode(), {})
 
             def do_POST(self) -> None:

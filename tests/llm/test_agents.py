@@ -91,16 +91,24 @@ def _dag() -> CausalDAG:
 
     return CausalDAG(
         nodes=["x1", "x2", "x3", "treated", "outcome"],
-        edges=[edge("x1", "treated", "undirected"), edge("x2", "treated"), edge("x1", "outcome"),
-               edge("x2", "outcome"), edge("treated", "outcome"), edge("x3", "x1", "undirected"),
-               edge("x3", "treated")],
+        edges=[
+            edge("x1", "treated", "undirected"),
+            edge("x2", "treated"),
+            edge("x1", "outcome"),
+            edge("x2", "outcome"),
+            edge("treated", "outcome"),
+            edge("x3", "x1", "undirected"),
+            edge("x3", "treated"),
+        ],
         discovery_method="pc",
     )
 
 
 def test_dag_expert_rejects_cyclic_orientation_and_applies_a_valid_one(tmp_path: Path) -> None:
     frame, _ = S.linear_confounding(n=300, seed=3)
-    cyclic = {"orientations": [{"source": "treated", "target": "x1"}, {"source": "x1", "target": "x3"}]}  # x3 -> treated
+    cyclic = {
+        "orientations": [{"source": "treated", "target": "x1"}, {"source": "x1", "target": "x3"}]
+    }  # x3 -> treated
     not_undirected = {"orientations": [{"source": "outcome", "target": "x1"}]}
     valid = {"orientations": [{"source": "x1", "target": "treated"}, {"source": "x3", "target": "x1"}]}
     for replies, applied in (([not_undirected, cyclic], False), ([valid], True)):
@@ -189,7 +197,9 @@ def test_react_model_reorders_but_cannot_cut_the_plan_short(tmp_path: Path) -> N
         result = run_with("effect_estimator_react", state, tmp_path / "llm", srv, params)
     steps = result.outputs["steps"]["treated->outcome"]
     assert steps[0]["action"] == "estimate(aipw)" and steps[0]["thought"].startswith("(model)")
-    assert {"estimate(naive)", "estimate(ols)", "estimate(aipw)", "compare_estimates", "finish"} <= {s["action"] for s in steps}
+    assert {"estimate(naive)", "estimate(ols)", "estimate(aipw)", "compare_estimates", "finish"} <= {
+        s["action"] for s in steps
+    }
     rejected = [r for x in result.outputs["llm_use"]["rejected"] for r in x["reasons"]]
     assert any("not allowed now" in r for r in rejected) and any("method must be one of" in r for r in rejected)
     assert sorted(_snapshot(state)) == sorted(_snapshot(plain))  # same numbers as the rules alone

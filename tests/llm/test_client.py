@@ -91,7 +91,10 @@ def test_junk_json_is_reasked_once_then_none(tmp_path: Path) -> None:
 
 
 def test_hallucinated_column_rejected_then_corrected(tmp_path: Path) -> None:
-    replies = [Scripted('{"column": "salary", "role": "confounder"}'), Scripted('{"column": "income", "role": "confounder"}')]
+    replies = [
+        Scripted('{"column": "salary", "role": "confounder"}'),
+        Scripted('{"column": "income", "role": "confounder"}'),
+    ]
     with ScriptedLLM(replies) as srv:
         llm = client(srv, tmp_path)
         got = llm.structured(ask(), Role, purpose="roles", check=columns_exist)
@@ -112,7 +115,9 @@ def test_cyclic_graph_rejected(tmp_path: Path) -> None:
     with ScriptedLLM(default=Scripted(json.dumps(cyclic))) as srv:
         llm = client(srv, tmp_path)
         got = llm.structured(
-            ask("graph?"), Graph, purpose="graph",
+            ask("graph?"),
+            Graph,
+            purpose="graph",
             check=lambda g: check_edges([(e.source, e.target) for e in g.edges], COLUMNS),
         )
     assert got is None

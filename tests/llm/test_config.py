@@ -20,7 +20,13 @@ def test_off_unless_switched_on_even_with_a_key() -> None:
 def test_precedence_recipe_then_openai_then_whyflow_then_switch() -> None:
     recipe = LLMSettings(enabled=True, base_url="http://recipe/v1", model="r", api_key_env="MY_KEY", timeout_s=5)
     cfg = resolve_config(recipe, {})
-    assert (cfg.enabled, cfg.endpoint, cfg.model, cfg.timeout_s, cfg.api_key) == (True, "http://recipe/v1", "r", 5, "not-needed")
+    assert (cfg.enabled, cfg.endpoint, cfg.model, cfg.timeout_s, cfg.api_key) == (
+        True,
+        "http://recipe/v1",
+        "r",
+        5,
+        "not-needed",
+    )
     env = {"OPENAI_BASE_URL": "http://openai/v1", "MY_KEY": "k1", "OPENAI_API_KEY": "k2"}
     cfg = resolve_config(recipe, env)
     assert cfg.endpoint == "http://openai/v1" and cfg.api_key == "k1"

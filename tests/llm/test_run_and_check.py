@@ -37,8 +37,9 @@ def _run(tmp_path: Path, url: str) -> tuple[Path, list[dict[str, Any]]]:
     if not data.exists():
         S.linear_confounding(n=400, seed=4)[0].to_csv(data, index=False)
     plan = load_plan(recipe)
-    request = RunRequest(recipe=str(recipe), data=str(data), treatment="treated", outcome="outcome",
-                         output=str(tmp_path / "job"))
+    request = RunRequest(
+        recipe=str(recipe), data=str(data), treatment="treated", outcome="outcome", output=str(tmp_path / "job")
+    )
     folder = prepare_job(request, plan)
     Runner(plan, folder, folder.load(), LocalExecutor(), Reporter()).run()
     traces = [json.loads(x) for x in (folder.path / "traces.jsonl").read_text().splitlines()]
@@ -47,8 +48,10 @@ def _run(tmp_path: Path, url: str) -> tuple[Path, list[dict[str, Any]]]:
 
 @pytest.mark.slow
 def test_recipe_run_builds_ctx_llm_from_recipe_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    routes = {"causal role": [Scripted('{"suggestions": [{"column": "x1", "role": "confounder"}]}')],
-              "You review": [Scripted('{"points": ["Check overlap."], "would_approve": false}')]}
+    routes = {
+        "causal role": [Scripted('{"suggestions": [{"column": "x1", "role": "confounder"}]}')],
+        "You review": [Scripted('{"points": ["Check overlap."], "would_approve": false}')],
+    }
     with ScriptedLLM(routes=routes, default=Scripted("no")) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
         job, traces = _run(tmp_path, srv.url)
@@ -65,8 +68,11 @@ def test_recipe_run_builds_ctx_llm_from_recipe_and_environment(tmp_path: Path, m
 
 
 def test_llm_check_one_screen(capsys: pytest.CaptureFixture[str]) -> None:
-    replies = [Scripted("OK"), Scripted('{"answer": "yes", "confidence": 0.9}'),
-               Scripted(None, tool_calls=[("add", '{"a": 2, "b": 3}')])]
+    replies = [
+        Scripted("OK"),
+        Scripted('{"answer": "yes", "confidence": 0.9}'),
+        Scripted(None, tool_calls=[("add", '{"a": 2, "b": 3}')]),
+    ]
     with ScriptedLLM(replies) as srv:
         assert main(["llm", "check", "--base-url", srv.url]) == 0
     out = capsys.readouterr().out

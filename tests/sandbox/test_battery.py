@@ -89,7 +89,9 @@ def _leftover_processes(marker: str, scratch_parent: Path) -> list[str]:
             cwd = os.readlink(f"/proc/{entry.name}/cwd")
         except OSError:
             continue
-        in_run_folder = cwd.startswith(str(scratch_parent)) and "/whyflow-sandbox-" in cwd.split("whyflow-sandbox-warm-")[-1]
+        in_run_folder = (
+            cwd.startswith(str(scratch_parent)) and "/whyflow-sandbox-" in cwd.split("whyflow-sandbox-warm-")[-1]
+        )
         if marker in cmdline or in_run_folder:
             found.append(f"{entry.name}: {cmdline[:80]} (cwd {cwd})")
     return found
@@ -197,7 +199,10 @@ class Case:
 
 CASES: dict[str, Case] = {
     "read /etc/shadow and the home folder": Case(
-        _attempts("['/etc/shadow', '@HOME@/secret.txt', '/root/.bashrc', '/root']", "open(path).read() if path != '/root' else os.listdir(path)"),
+        _attempts(
+            "['/etc/shadow', '@HOME@/secret.txt', '/root/.bashrc', '/root']",
+            "open(path).read() if path != '/root' else os.listdir(path)",
+        ),
         _all_refused,
     ),
     "write outside the scratch folder": Case(
@@ -223,7 +228,12 @@ CASES: dict[str, Case] = {
         "result = out\n",
         _all_refused,
     ),
-    "os.fork() in a loop": Case("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n", _timed_out, wall=2.0, processes=16),
+    "os.fork() in a loop": Case(
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+        _timed_out,
+        wall=2.0,
+        processes=16,
+    ),
     "allocate 20 GiB": Case("block = bytearray(20 * 1024**3)\nresult = len(block)\n", _failed("MemoryError")),
     "while True: pass": Case("while True:\n    pass\n", _timed_out, wall=2.0),
     "sleep past the timeout": Case("import time\ntime.sleep(60)\nresult = 1\n", _timed_out, wall=2.0),
@@ -237,7 +247,9 @@ CASES: dict[str, Case] = {
         _spawned,
     ),
     "print 1 GB to stdout": Case(
-        "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)\nresult = 'done'\n", _flood, wall=8.0
+        "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)\nresult = 'done'\n",
+        _flood,
+        wall=8.0,
     ),
     "read environment variables for keys": Case(
         "import os\nfound = dict(os.environ)\n"
@@ -247,7 +259,9 @@ CASES: dict[str, Case] = {
         "print(found)\nresult = found\n",
         _no_secret,
     ),
-    "import ctypes and crash the interpreter": Case("import ctypes\nctypes.string_at(0)\nresult = 1\n", _failed("SIGSEGV")),
+    "import ctypes and crash the interpreter": Case(
+        "import ctypes\nctypes.string_at(0)\nresult = 1\n", _failed("SIGSEGV")
+    ),
     "a syntax error": Case("result = (1 +\n", _failed("SyntaxError")),
     "an empty payload": Case("", _empty),
     "sys.exit(0) before setting result": Case("import sys\nsys.exit(0)\nresult = 1\n", _failed("sys.exit(0)")),

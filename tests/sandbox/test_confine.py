@@ -30,7 +30,9 @@ def _in_child(setup: str, probes: str) -> dict[str, str]:
         "    except OSError as exc:\n        out[name] = type(exc).__name__\n"
         "print(json.dumps(out))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
     return json.loads(done.stdout)
 
 
@@ -66,7 +68,10 @@ def test_landlock_allows_only_the_listed_paths(tmp_path: Path) -> None:
     )
     out = _in_child(setup, probes)
     assert out == {
-        "write allowed": "ok", "read other": "PermissionError", "write other": "PermissionError",
-        "read shadow": "PermissionError", "devnull": "ok",
+        "write allowed": "ok",
+        "read other": "PermissionError",
+        "write other": "PermissionError",
+        "read shadow": "PermissionError",
+        "devnull": "ok",
     }
     assert not (other / "b.txt").exists()

@@ -122,5 +122,7 @@ def test_propensity_fitted_once_and_shared_by_diagnostics_and_estimator(tmp_path
     assert sorted((tmp_path / "data" / "nuisance").glob("propensity_*.npz")) == cached  # read, not refitted
     est = _by_key(state)
     assert est["aipw"].details.extras["propensity_learner"] == state.ps_diagnostics["model"]
-    assert est["aipw"].details.extras["crossfit_folds"] >= 5 and est["dr_learner"].details.shares_nuisance_with == "aipw"
+    assert (
+        est["aipw"].details.extras["crossfit_folds"] >= 5 and est["dr_learner"].details.shares_nuisance_with == "aipw"
+    )
     assert est["aipw"].ci_lower <= truth["effect"] <= est["aipw"].ci_upper

@@ -56,7 +56,9 @@ def test_duplicate_verdict_drops_copies_only_where_a_continuous_column_rules_out
 
     rng = np.random.default_rng(0)
     n = 1000
-    discrete = pd.DataFrame({"a": rng.integers(0, 3, n), "b": rng.integers(0, 2, n), "label": rng.choice(["x", "y"], n)})
+    discrete = pd.DataFrame(
+        {"a": rng.integers(0, 3, n), "b": rng.integers(0, 2, n), "label": rng.choice(["x", "y"], n)}
+    )
     kept = duplicate_verdict(discrete)
     assert kept.rows == int(discrete.duplicated().sum()) > 900 and not kept.drop and kept.column is None
     assert kept.sentence().startswith(f"{kept.rows:,} exact duplicate rows kept: every column is discrete")

@@ -65,7 +65,9 @@ def test_adding_an_estimator_is_a_function_and_one_entry(tmp_path: Path, monkeyp
     assert "Only one credible adjusted estimator" not in fb.reasoning and fb.scores["agreement"] >= 4
 
 
-def test_the_notebook_refits_what_the_registry_says_not_what_the_label_suggests(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_notebook_refits_what_the_registry_says_not_what_the_label_suggests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from agents.stats.report_context import _kind, recompute_kind
 
     spec = EstimatorSpec("overlap", "Overlap weighting (ATO)", "weighting", _overlap_weighting, "backdoor")

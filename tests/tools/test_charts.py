@@ -24,13 +24,23 @@ from agents.tools.errors import ChartDataError, ChartRenderError, ChartSchemaErr
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
     rng = np.random.default_rng(1)
-    return pd.DataFrame({"x": rng.normal(size=300), "y": rng.normal(size=300), "g": rng.choice(["a", "b", "c"], 300),
-                         "t": np.arange(300) % 30, "id": np.arange(300)})
+    return pd.DataFrame(
+        {
+            "x": rng.normal(size=300),
+            "y": rng.normal(size=300),
+            "g": rng.choice(["a", "b", "c"], 300),
+            "t": np.arange(300) % 30,
+            "id": np.arange(300),
+        }
+    )
 
 
 def bar(rows: int) -> dict[str, Any]:
-    return {"data": {"values": [{"k": str(i), "v": i} for i in range(rows)]}, "mark": "bar",
-            "encoding": {"x": {"field": "k", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}}}
+    return {
+        "data": {"values": [{"k": str(i), "v": i} for i in range(rows)]},
+        "mark": "bar",
+        "encoding": {"x": {"field": "k", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}},
+    }
 
 
 def test_100_rows_pass_and_101_are_refused_with_a_reason() -> None:

@@ -14,11 +14,35 @@ def test_at_least_40_code_examples_covering_the_issue_kinds() -> None:
     examples = load_examples()
     assert sum(e.needs_code for e in examples) >= 40
     kinds = {e.kind for e in examples}
-    assert {"statistic", "counts", "groupby", "test", "correlation", "chart", "outliers", "regression", "trend"} <= kinds
+    assert {
+        "statistic",
+        "counts",
+        "groupby",
+        "test",
+        "correlation",
+        "chart",
+        "outliers",
+        "regression",
+        "trend",
+    } <= kinds
     ids = {e.id for e in examples}
-    for wanted in ("ttest_two_groups", "mann_whitney", "chi_square", "anova_oneway", "normality_shapiro",
-                   "outliers_iqr", "outliers_zscore", "histogram_chart", "bar_chart_mean", "scatter_chart",
-                   "line_chart_trend", "top_k_rows", "simple_regression", "trend_over_time", "missing_per_column"):
+    for wanted in (
+        "ttest_two_groups",
+        "mann_whitney",
+        "chi_square",
+        "anova_oneway",
+        "normality_shapiro",
+        "outliers_iqr",
+        "outliers_zscore",
+        "histogram_chart",
+        "bar_chart_mean",
+        "scatter_chart",
+        "line_chart_trend",
+        "top_k_rows",
+        "simple_regression",
+        "trend_over_time",
+        "missing_per_column",
+    ):
         assert wanted in ids
 
 
@@ -26,7 +50,9 @@ def test_at_least_40_code_examples_covering_the_issue_kinds() -> None:
 def test_every_template_fills_and_compiles(example: Example) -> None:
     dummy = {}
     for name, slot in example.slots.items():
-        dummy[name] = "col_" + name if slot.kind in COLUMN_SLOTS else (3 if slot.kind in ("integer", "number") else "lvl")
+        dummy[name] = (
+            "col_" + name if slot.kind in COLUMN_SLOTS else (3 if slot.kind in ("integer", "number") else "lvl")
+        )
     code = string.Template(example.code).substitute({k: repr(v) for k, v in dummy.items()})
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # e.g. "'x' is not None" on a filled literal
@@ -37,8 +63,16 @@ def test_every_template_fills_and_compiles(example: Example) -> None:
 
 
 def test_unknown_keys_and_undeclared_slots_are_errors() -> None:
-    base = {"id": "x", "kind": "statistic", "title": "t", "description": "d", "questions": ["a", "b"],
-            "output": "scalar", "answer": "{result}", "code": "result = $value"}
+    base = {
+        "id": "x",
+        "kind": "statistic",
+        "title": "t",
+        "description": "d",
+        "questions": ["a", "b"],
+        "output": "scalar",
+        "answer": "{result}",
+        "code": "result = $value",
+    }
     with pytest.raises(ValueError, match="undeclared slots: value"):
         Example.model_validate(base)
     with pytest.raises(ValueError, match="extra"):

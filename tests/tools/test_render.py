@@ -17,9 +17,13 @@ def page(**extra: object) -> str:
         "confidence": 0.9,
         "output_type": "analysis",
         "result": {"columns": ["group", EVIL], "rows": [["a", 1.5], [EVIL, 2]], "row_count": 2},
-        "figure": {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": EVIL,
-                   "data": {"values": [{"k": EVIL, "v": 1}]}, "mark": "bar",
-                   "encoding": {"x": {"field": "k", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}}},
+        "figure": {
+            "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "title": EVIL,
+            "data": {"values": [{"k": EVIL, "v": 1}]},
+            "mark": "bar",
+            "encoding": {"x": {"field": "k", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}},
+        },
         "code": f"result = '{EVIL}'",
         "caveats": [EVIL],
         "reasoning_trace": [EVIL],
@@ -56,7 +60,9 @@ def test_tables_from_sandbox_results_and_records() -> None:
     assert table is not None and len(table.rows) == 200 and table.total_rows == 900
     records = table_from_result([{"a": 1, "b": 2}, {"a": 3}])
     assert records is not None and records.headers == ["a", "b"] and records.rows == [[1, 2], [3, None]]
-    assert "showing 200 of 900 rows" in render_answer_html({"answer": "x", "result": {"columns": ["a"], "rows": [[1]] * 500, "row_count": 900}})
+    assert "showing 200 of 900 rows" in render_answer_html(
+        {"answer": "x", "result": {"columns": ["a"], "rows": [[1]] * 500, "row_count": 900}}
+    )
 
 
 def test_write_creates_the_file(tmp_path: Path) -> None:

@@ -15,12 +15,18 @@ from agents.tools.slots import ColumnInfo, describe_columns
 def people() -> list[ColumnInfo]:
     rng = np.random.default_rng(3)
     n = 120
-    frame = pd.DataFrame({
-        "Sex": rng.choice(["male", "female"], n), "Age": rng.integers(1, 80, n).astype(float),
-        "Salary": rng.normal(50, 10, n), "Department": rng.choice(["Sales", "Engineering", "Support"], n),
-        "YearsExperience": rng.integers(0, 30, n), "Survived": rng.integers(0, 2, n),
-        "Volume": [f"{v:,}" for v in rng.integers(1000, 9_000_000, n)], "year": rng.integers(2000, 2020, n),
-    })
+    frame = pd.DataFrame(
+        {
+            "Sex": rng.choice(["male", "female"], n),
+            "Age": rng.integers(1, 80, n).astype(float),
+            "Salary": rng.normal(50, 10, n),
+            "Department": rng.choice(["Sales", "Engineering", "Support"], n),
+            "YearsExperience": rng.integers(0, 30, n),
+            "Survived": rng.integers(0, 2, n),
+            "Volume": [f"{v:,}" for v in rng.integers(1000, 9_000_000, n)],
+            "year": rng.integers(2000, 2020, n),
+        }
+    )
     return describe_columns(frame)
 
 
@@ -55,7 +61,10 @@ def test_paraphrases_pick_the_right_example(people: list[ColumnInfo], question: 
 def test_synonyms_misspellings_and_abbreviations_find_columns(people: list[ColumnInfo]) -> None:
     assert fill("average wage by gender", people).params == {"group": "Sex", "value": "Salary"}  # type: ignore[union-attr]
     assert fill("What is the mean salry?", people).params == {"value": "Salary"}  # type: ignore[union-attr]
-    assert fill("correlation between years experience and salary", people).params == {"x": "YearsExperience", "y": "Salary"}  # type: ignore[union-attr]
+    assert fill("correlation between years experience and salary", people).params == {
+        "x": "YearsExperience",
+        "y": "Salary",
+    }  # type: ignore[union-attr]
 
 
 def test_numbers_filters_and_levels_are_read(people: list[ColumnInfo]) -> None:
@@ -83,7 +92,10 @@ def test_unrelated_questions_are_not_forced(people: list[ColumnInfo]) -> None:
 
 def test_column_names_are_literals_not_code() -> None:
     nasty = "x']; import os; os.system('echo hi') #"
-    columns = [ColumnInfo(name=nasty, dtype="float64", n_unique=100), ColumnInfo(name="Group", dtype="object", n_unique=3)]
+    columns = [
+        ColumnInfo(name=nasty, dtype="float64", n_unique=100),
+        ColumnInfo(name="Group", dtype="object", n_unique=3),
+    ]
     plan = fill(f"What is the average {nasty}?", columns)
     assert plan is not None
     assert repr(nasty) in plan.code
@@ -101,7 +113,10 @@ def test_output_format_hints() -> None:
 
 def test_format_answer_takes_every_number_from_the_result() -> None:
     q = "Give @correlation_coefficient[r] and @p_value[p], rounded to 3 decimals"
-    assert format_answer(q, {"correlation": 0.123456, "p_value": 0.04449, "n": 10}) == "@correlation_coefficient[0.123]\n@p_value[0.044]"
+    assert (
+        format_answer(q, {"correlation": 0.123456, "p_value": 0.04449, "n": 10})
+        == "@correlation_coefficient[0.123]\n@p_value[0.044]"
+    )
     assert format_answer("mean? round to 2 decimal places", 34.6545) == "34.65"
     assert format_answer("@mean_fare[x]", None) == "@mean_fare[not computed]"
     assert format_answer("", 2.5, template="The mean is {result}.") == "The mean is 2.5."
@@ -154,8 +169,12 @@ def test_flags_long_names_and_clipped_names() -> None:
 
 
 def test_requests_to_write_or_change_things_are_not_analyses(people: list[ColumnInfo]) -> None:
-    for question in ("Translate the column names into French", "Delete the rows with missing age",
-                     "Rename Salary to pay", "Write an essay about the salary columns"):
+    for question in (
+        "Translate the column names into French",
+        "Delete the rows with missing age",
+        "Rename Salary to pay",
+        "Write an essay about the salary columns",
+    ):
         assert fill(question, people) is None, question
     assert fill("What are the column types?", people) is not None
 
@@ -164,10 +183,15 @@ def test_the_library_finds_its_own_examples_from_their_questions() -> None:
     """Each example's questions, with real column names put in, fill back to that example (≥ 90%)."""
     from agents.tools.library import load_examples
 
-    pools = {"numeric": ["revenue", "weight", "height"], "category": ["region", "product", "segment"],
-             "column": ["revenue", "region"], "datetime": ["year"]}
+    pools = {
+        "numeric": ["revenue", "weight", "height"],
+        "category": ["region", "product", "segment"],
+        "column": ["revenue", "region"],
+        "datetime": ["year"],
+    }
     columns = [
-        ColumnInfo(name="revenue", dtype="float64", n_unique=500), ColumnInfo(name="weight", dtype="float64", n_unique=400),
+        ColumnInfo(name="revenue", dtype="float64", n_unique=500),
+        ColumnInfo(name="weight", dtype="float64", n_unique=400),
         ColumnInfo(name="height", dtype="float64", n_unique=300),
         ColumnInfo(name="region", dtype="object", n_unique=4, values=("North", "South", "East", "West")),
         ColumnInfo(name="product", dtype="object", n_unique=3, values=("alpha", "beta", "gamma")),
@@ -180,7 +204,9 @@ def test_the_library_finds_its_own_examples_from_their_questions() -> None:
             used = dict.fromkeys(pools, 0)
             for slot, spec in example.slots.items():
                 if spec.kind in pools:
-                    question = question.replace("{" + slot + "}", pools[spec.kind][used[spec.kind] % len(pools[spec.kind])])
+                    question = question.replace(
+                        "{" + slot + "}", pools[spec.kind][used[spec.kind] % len(pools[spec.kind])]
+                    )
                     used[spec.kind] += 1
                 elif spec.kind == "value":
                     question = question.replace("{" + slot + "}", "North" if slot in ("a_level", "level") else "South")
@@ -208,16 +234,23 @@ def test_stated_values_and_comparisons() -> None:
 
 def test_clipped_names_stated_numbers_years_and_shares() -> None:
     columns = [
-        ColumnInfo(name="MedInc", dtype="float64", n_unique=900), ColumnInfo(name="MedianHouseValue", dtype="float64", n_unique=900),
-        ColumnInfo(name="star_rating", dtype="float64", n_unique=9), ColumnInfo(name="product", dtype="object", n_unique=3, values=("A", "B", "C")),
+        ColumnInfo(name="MedInc", dtype="float64", n_unique=900),
+        ColumnInfo(name="MedianHouseValue", dtype="float64", n_unique=900),
+        ColumnInfo(name="star_rating", dtype="float64", n_unique=9),
+        ColumnInfo(name="product", dtype="object", n_unique=3, values=("A", "B", "C")),
         ColumnInfo(name="year", dtype="int64", n_unique=6, values=tuple(str(y) for y in range(2018, 2024))),
-        ColumnInfo(name="revenue", dtype="float64", n_unique=600), ColumnInfo(name="push_delivered", dtype="int64", n_unique=2, values=("0", "1")),
+        ColumnInfo(name="revenue", dtype="float64", n_unique=600),
+        ColumnInfo(name="push_delivered", dtype="int64", n_unique=2, values=("0", "1")),
     ]
     corr = fill("What's the correlation between median income and median house value?", columns)
     assert corr is not None and corr.params == {"x": "MedInc", "y": "MedianHouseValue"}
     stars = fill("How many hotels have a star rating of 5?", columns)
     assert stars is not None and stars.example_id == "row_count" and stars.filters == ["star_rating == 5.0"]
     total = fill("What is the total revenue for product B in 2020?", columns)
-    assert total is not None and total.example_id == "sum_of_column" and sorted(total.filters) == ["product == B", "year == 2020.0"]
+    assert (
+        total is not None
+        and total.example_id == "sum_of_column"
+        and sorted(total.filters) == ["product == B", "year == 2020.0"]
+    )
     share = fill("What share of users had a push delivered?", columns)
     assert share is not None and share.example_id == "proportion_of_value" and share.params["col"] == "push_delivered"

@@ -24,7 +24,9 @@ from agents.tools.sql import SqlQueryArgs, check_select, connect, sql_query, sql
 def sales(tmp_path: Path) -> Path:
     """250 rows: id 0..249, region cycling North/South, amount = id * 2."""
     path = tmp_path / "sales-2024.csv"
-    pd.DataFrame({"id": range(250), "region": ["North", "South"] * 125, "amount": [i * 2 for i in range(250)]}).to_csv(path, index=False)
+    pd.DataFrame({"id": range(250), "region": ["North", "South"] * 125, "amount": [i * 2 for i in range(250)]}).to_csv(
+        path, index=False
+    )
     return path
 
 
@@ -32,12 +34,17 @@ def test_views_are_data_and_the_sanitised_stem(sales: Path, tmp_path: Path) -> N
     other = tmp_path / "2nd file.csv"
     pd.DataFrame({"k": [1, 2]}).to_csv(other, index=False)
     assert list(view_names([sales, other])) == ["data", "sales_2024", "t_2nd_file"]
-    result = sql_query(SqlQueryArgs(query="SELECT (SELECT count(*) FROM data) AS a, (SELECT count(*) FROM t_2nd_file) AS b"), [sales, other])
+    result = sql_query(
+        SqlQueryArgs(query="SELECT (SELECT count(*) FROM data) AS a, (SELECT count(*) FROM t_2nd_file) AS b"),
+        [sales, other],
+    )
     assert result.rows == [[250, 2]]
 
 
 def test_select_aggregates_correctly(sales: Path) -> None:
-    result = sql_query(SqlQueryArgs(query="SELECT region, sum(amount) AS total FROM data GROUP BY region ORDER BY region"), [sales])
+    result = sql_query(
+        SqlQueryArgs(query="SELECT region, sum(amount) AS total FROM data GROUP BY region ORDER BY region"), [sales]
+    )
     frame = pd.read_csv(sales)
     assert result.columns == ["region", "total"]
     assert result.rows == [[r, int(v)] for r, v in frame.groupby("region")["amount"].sum().items()]

@@ -34,8 +34,9 @@ class LiveServer:
         self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(create_app(data_dir), host="127.0.0.1", port=self.port,
-                                                    log_level="warning"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(create_app(data_dir), host="127.0.0.1", port=self.port, log_level="warning")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self) -> LiveServer:
@@ -51,8 +52,9 @@ class LiveServer:
         self.thread.join(15)
 
     def upload(self, path: Path, name: str | None = None) -> httpx.Response:
-        return httpx.post(f"{self.url}/api/sessions", params={"filename": name or path.name},
-                          content=path.read_bytes(), timeout=60)
+        return httpx.post(
+            f"{self.url}/api/sessions", params={"filename": name or path.name}, content=path.read_bytes(), timeout=60
+        )
 
     def ws_url(self, session_id: str) -> str:
         return f"ws://127.0.0.1:{self.port}/ws/{session_id}"

@@ -31,7 +31,9 @@ def _check_order(events: list[dict]) -> None:
     assert types[0] == "status", types
     assert types[-1] == "done" and types.count("done") == 1, types
     assert any(t in CONTENT for t in types), types
-    assert all(t in {"status", "text", "table", "plot", "query_result", "session_update", "error", "done"} for t in types)
+    assert all(
+        t in {"status", "text", "table", "plot", "query_result", "session_update", "error", "done"} for t in types
+    )
 
 
 def test_upload_first_analysis_then_a_question(live_server: LiveServer) -> None:
@@ -61,8 +63,11 @@ def test_upload_first_analysis_then_a_question(live_server: LiveServer) -> None:
         text = next(e for e in answer if e["type"] == "text")["text"]
         assert "region" in text.lower()
 
-    rows = sqlite3.connect(live_server.data_dir / "chat.sqlite3").execute(
-        "SELECT role, type, text FROM messages WHERE session_id = ? ORDER BY id", (sid,)).fetchall()
+    rows = (
+        sqlite3.connect(live_server.data_dir / "chat.sqlite3")
+        .execute("SELECT role, type, text FROM messages WHERE session_id = ? ORDER BY id", (sid,))
+        .fetchall()
+    )
     kinds = [(r, t) for r, t, _ in rows]
     assert ("user", "text") in kinds and ("assistant", "reasoning") in kinds
     assert kinds.count(("assistant", "table")) == 2 and kinds.count(("assistant", "text")) >= 2
@@ -136,6 +141,9 @@ def test_stop_ends_the_run_after_the_current_tool_and_one_run_per_session(
         monkeypatch.setattr(analysis, "execute_code", original)
         again = run_until_done(ws, {"type": "message", "text": "What is the average earnings by region?"})
         assert "error" not in _types(again) and again[-1] == {"type": "done", "data_updated": False}
-    rows = sqlite3.connect(live_server.data_dir / "chat.sqlite3").execute(
-        "SELECT role, text FROM messages WHERE session_id = ? AND role = 'user'", (sid,)).fetchall()
+    rows = (
+        sqlite3.connect(live_server.data_dir / "chat.sqlite3")
+        .execute("SELECT role, text FROM messages WHERE session_id = ? AND role = 'user'", (sid,))
+        .fetchall()
+    )
     assert [t for _, t in rows] == ["What is the average earnings by region?"] * 2  # the refused one is not saved

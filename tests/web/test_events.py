@@ -37,11 +37,19 @@ def turn_box(tmp_path: Path) -> Any:
 
 def test_each_tool_call_is_a_status_then_what_it_showed(turn_box: Any) -> None:
     store, turn, box, events = turn_box
-    box.call("sql_query", T.SqlQueryCall(query="SELECT region, AVG(earnings) AS mean FROM data GROUP BY region ORDER BY region",
-                                         description="mean earnings by region"))
+    box.call(
+        "sql_query",
+        T.SqlQueryCall(
+            query="SELECT region, AVG(earnings) AS mean FROM data GROUP BY region ORDER BY region",
+            description="mean earnings by region",
+        ),
+    )
     box.call("sql_query", T.SqlQueryCall(query="SELECT nope FROM data", description="a column that is not there"))
-    spec = {"data": {"values": [{"region": "east", "mean": 1.0}, {"region": "west", "mean": 2.0}]}, "mark": "bar",
-            "encoding": {"x": {"field": "region", "type": "nominal"}, "y": {"field": "mean", "type": "quantitative"}}}
+    spec = {
+        "data": {"values": [{"region": "east", "mean": 1.0}, {"region": "west", "mean": 2.0}]},
+        "mark": "bar",
+        "encoding": {"x": {"field": "region", "type": "nominal"}, "y": {"field": "mean", "type": "quantitative"}},
+    }
     box.call("create_plot", CreatePlotArgs(title="Mean by region", vega_lite_spec=spec))
     box.call("output_text", T.OutputTextArgs(text="West earns most. <b>not markup</b>"))
     box.call("output_text", T.OutputTextArgs(text="West earns most. <b>not markup</b>"))  # an equivalent artifact
@@ -55,10 +63,12 @@ def test_each_tool_call_is_a_status_then_what_it_showed(turn_box: Any) -> None:
     assert failed["is_error"] and failed["rows"] == [] and "nope" in failed["error"]
     assert events[5]["title"] == "Mean by region" and events[5]["vega_lite_spec"]["mark"] in ("bar", {"type": "bar"})
     rows = [(m.role, m.type, m.text) for m in store.messages("s1")]
-    assert rows == [("assistant", "query_result", "mean earnings by region"),
-                    ("assistant", "query_result", "a column that is not there"),
-                    ("assistant", "plot", "Mean by region"),
-                    ("assistant", "text", "West earns most. <b>not markup</b>")]
+    assert rows == [
+        ("assistant", "query_result", "mean earnings by region"),
+        ("assistant", "query_result", "a column that is not there"),
+        ("assistant", "plot", "Mean by region"),
+        ("assistant", "text", "West earns most. <b>not markup</b>"),
+    ]
     assert store.messages("s1")[0].data["columns"] == ["region", "mean"]
 
 

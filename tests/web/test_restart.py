@@ -31,8 +31,13 @@ def test_messages_survive_a_restart(tmp_path: Path, prefect_harness: None) -> No
     assert len(before["messages"]) >= 5
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
-                            env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

@@ -101,9 +101,7 @@ def _convert(raw: str, kind: type, name: str) -> Any:
         raise ValueError(f"{name}={raw!r}: not a valid {kind.__name__}") from exc
 
 
-def resolve_config(
-    settings: Any = None, env: Mapping[str, str] | None = None, switch: bool | None = None
-) -> LLMConfig:
+def resolve_config(settings: Any = None, env: Mapping[str, str] | None = None, switch: bool | None = None) -> LLMConfig:
     """Combine the recipe's ``llm:`` block, the environment and an explicit on/off switch.
 
     Raises ValueError naming the variable when an environment value cannot be read.

@@ -124,7 +124,9 @@ def check_methods(methods: Iterable[str], known: Iterable[str]) -> list[str]:
 
 
 # ---- numbers in prose --------------------------------------------------------------------------
-_NUMBER = re.compile(r"(?<![\w.])([-−]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-−]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(\s?%)?(?![\w])")
+_NUMBER = re.compile(
+    r"(?<![\w.])([-−]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-−]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(\s?%)?(?![\w])"
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
 _ALWAYS_PERCENT = (90.0, 95.0, 99.0)
 """Percentages that carry no claim about the data (the level of an interval)."""
