@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from agents.tools.request_ops import answer_requests
-from agents.tools.request_spec import request_code
 from agents.tools.requests import parse_requests
+from tests.tools.request_answers import answers
 
 
 @pytest.fixture()
@@ -24,21 +24,13 @@ def frame() -> pd.DataFrame:
     )
 
 
-def _answers(question: str, frame: pd.DataFrame) -> dict:
-    spec = parse_requests(question, frame)
-    assert spec is not None
-    scope: dict = {"df": frame}
-    exec(request_code(spec), scope)  # noqa: S102 - the code the sandbox would run
-    return scope["result"]
-
-
 def test_each_slot_gets_its_own_statistic_and_rounding(frame: pd.DataFrame) -> None:
     q = (
         "Calculate the mean and standard deviation of the fare.\nConstraints: use the population standard deviation.\n"
         'Format: @mean_fare[mean] @std_dev_fare[std] where "mean" is rounded to two decimal places and "std" '
         "is rounded to three decimal places."
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     assert got["mean_fare"] == f"{frame.Fare.mean():.2f}"
     assert got["std_dev_fare"] == f"{frame.Fare.std(ddof=0):.3f}"
 
@@ -48,7 +40,7 @@ def test_a_group_named_in_the_slot_filters_that_slot_only(frame: pd.DataFrame) -
         "What is the mean fare in each class?\nConstraints: round to two decimal places.\n"
         "Format: @mean_fare_class1[m1] @mean_fare_class2[m2] @mean_fare_class3[m3]"
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     for k in (1, 2, 3):
         assert got[f"mean_fare_class{k}"] == f"{frame.Fare[frame.Pclass == k].mean():.2f}"
     assert len({got[f"mean_fare_class{k}"] for k in (1, 2, 3)}) == 3
@@ -63,7 +55,7 @@ def test_an_unread_part_is_not_computed_in_its_own_slot(frame: pd.DataFrame) -> 
     assert spec is not None
     ops = {r.slot: r.op for r in spec.requests}
     assert ops == {"correlation_coefficient": "corr", "relationship_type": "unknown"}
-    got = _answers(q, frame)
+    got = answers(q, frame)
     both = frame[["Fare", "Age"]].dropna()
     assert got["correlation_coefficient"] == f"{both.Fare.corr(both.Age):.2f}"
     assert got["relationship_type"] is None and got["_notes"]["relationship_type"]
@@ -75,7 +67,7 @@ def test_derived_column_and_outlier_removal(frame: pd.DataFrame) -> None:
         "with the IQR method.\nConstraints: 1.5*IQR.\nFormat: @familysize_mean[a] @fare_mean_after[b] "
         "@fare_outliers_count[c] where a and b are rounded to two decimal places."
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     fam = frame.SibSp + frame.Parch
     q1, q3 = frame.Fare.quantile([0.25, 0.75])
     out = (frame.Fare < q1 - 1.5 * (q3 - q1)) | (frame.Fare > q3 + 1.5 * (q3 - q1))
@@ -112,7 +104,7 @@ def test_a_stated_rule_is_answered_with_the_formats_own_words(frame: pd.DataFram
         'Format: @r[r] @relationship_type[t] @age_normal[n] where "t" is "linear", "nonlinear" or "none", '
         '"n" is "Yes" or "No".'
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     r, p = stats.pearsonr(frame.Fare, frame.Pclass)
     assert got["relationship_type"] == ("none" if p >= 0.05 else "linear" if abs(r) >= 0.5 else "nonlinear")
     assert got["age_normal"] == ("Yes" if stats.shapiro(frame.Age.dropna()).pvalue >= 0.05 else "No")
@@ -121,9 +113,9 @@ def test_a_stated_rule_is_answered_with_the_formats_own_words(frame: pd.DataFram
 def test_which_label_has_the_highest_value() -> None:
     frame = pd.DataFrame({"country": ["A", "A", "B", "B", "C"], "score": [1.0, 9.0, 6.0, 6.0, 2.0]})
     q = "Which country has the highest score?\nFormat: @country_with_highest_score[name]"
-    assert _answers(q, frame)["country_with_highest_score"] == "A"
+    assert answers(q, frame)["country_with_highest_score"] == "A"
     q2 = "Which country has the highest average score? Average the score of each country.\nFormat: @top_country[name]"
-    assert _answers(q2, frame)["top_country"] == "B"  # B averages 6, A 5
+    assert answers(q2, frame)["top_country"] == "B"  # B averages 6, A 5
 
 
 def test_a_named_two_group_test_and_its_verdict(frame: pd.DataFrame) -> None:
@@ -134,7 +126,7 @@ def test_a_named_two_group_test_and_its_verdict(frame: pd.DataFrame) -> None:
         "test on Age between Pclass 1 and 3 with alpha 0.05.\nFormat: @p_value[p] @significance[(Yes/No)] where p is "
         "rounded to four decimal places."
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     a, b = frame.Age[frame.Pclass == 1].dropna(), frame.Age[frame.Pclass == 3].dropna()
     p = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue
     assert got["p_value"] == f"{p:.4f}"
@@ -147,7 +139,7 @@ def test_missing_values_of_the_column_the_question_quotes(frame: pd.DataFrame) -
         'How many passengers have no "cabin"?\nConstraints: count the null values in the "cabin" column.\n'
         "Format: @missing_values[n]"
     )
-    assert _answers(q, frame)["missing_values"] == str(int(frame.cabin.isna().sum()))
+    assert answers(q, frame)["missing_values"] == str(int(frame.cabin.isna().sum()))
 
 
 def test_the_outliers_themselves_by_their_labels() -> None:
@@ -156,9 +148,9 @@ def test_the_outliers_themselves_by_their_labels() -> None:
         "Which countries are outliers in score?\nConstraints: use the IQR method (1.5*IQR).\n"
         "Format: @outlier_countries[country1, country2, ...] a list of countries"
     )
-    assert _answers(q, frame)["outlier_countries"] == "H, J"
+    assert answers(q, frame)["outlier_countries"] == "H, J"
     q2 = "Which scores are outliers?\nConstraints: z-score above 3.\nFormat: @score_outliers[a list of values]"
-    assert _answers(q2, frame)["score_outliers"] == ""  # no |z| > 3 among ten values
+    assert answers(q2, frame)["score_outliers"] == ""  # no |z| > 3 among ten values
 
 
 def test_strength_and_skewness_classes_from_the_stated_bounds(frame: pd.DataFrame) -> None:
@@ -171,7 +163,7 @@ def test_strength_and_skewness_classes_from_the_stated_bounds(frame: pd.DataFram
         'Format: @strength[s] @fare_skew_type[k] where "s" is "strong", "moderate" or "weak" and "k" is "symmetric", '
         '"skewed_right" or "skewed_left".'
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     r = abs(frame.Fare.corr(frame.Pclass))
     assert got["strength"] == ("strong" if r >= 0.7 else "moderate" if r >= 0.3 else "weak")
     skew = stats.skew(frame.Fare)
@@ -183,7 +175,7 @@ def test_stated_imputation_negated_removal_and_unbuilt_transforms(frame: pd.Data
         "Replace the missing values in Age with the median, and do not remove any outliers.\n"
         "Format: @mean_age[m] @std_age[s] rounded to two decimal places"
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     filled = frame.Age.fillna(frame.Age.median())
     assert got["mean_age"] == f"{filled.mean():.2f}" and got["std_age"] == f"{filled.std():.2f}"
     spec = parse_requests(

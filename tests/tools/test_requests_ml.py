@@ -11,8 +11,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeRegressor
 
-from agents.tools.request_spec import request_code
 from agents.tools.requests import parse_requests
+from tests.tools.request_answers import answers
 
 
 @pytest.fixture()
@@ -27,14 +27,6 @@ def frame() -> pd.DataFrame:
     frame.loc[:9, "alpha"] = np.nan  # a missing feature takes the column's mean
     frame.loc[10:14, "price"] = np.nan  # a missing target drops the row
     return frame
-
-
-def _answers(question: str, frame: pd.DataFrame) -> dict:
-    spec = parse_requests(question, frame)
-    assert spec is not None
-    scope: dict = {"df": frame}
-    exec(request_code(spec), scope)  # noqa: S102 - the code the sandbox would run
-    return scope["result"]
 
 
 def _design(frame: pd.DataFrame, target: str, features: list[str]) -> tuple[pd.DataFrame, pd.Series]:
@@ -61,7 +53,7 @@ def test_linear_regression_mse_on_a_stated_split(frame: pd.DataFrame) -> None:
     x, y = _design(frame, "price", ["alpha", "beta", "colour"])
     xa, xb, ya, yb = train_test_split(x, y, test_size=0.3, random_state=7)
     want = mean_squared_error(yb, LinearRegression().fit(xa, ya).predict(xb))
-    assert _answers(q, frame)["mse"] == f"{want:.3f}"
+    assert answers(q, frame)["mse"] == f"{want:.3f}"
 
 
 def test_logistic_accuracy_with_percent_shares_and_the_default_seed(frame: pd.DataFrame) -> None:
@@ -73,7 +65,7 @@ def test_logistic_accuracy_with_percent_shares_and_the_default_seed(frame: pd.Da
     x, y = _design(frame, "sold", ["alpha", "beta"])
     xa, xb, ya, yb = train_test_split(x, y, test_size=0.2, random_state=42)
     want = accuracy_score(yb, LogisticRegression(random_state=42, max_iter=1000).fit(xa, ya).predict(xb))
-    assert _answers(q, frame)["accuracy"] == f"{want:.2f}"
+    assert answers(q, frame)["accuracy"] == f"{want:.2f}"
 
 
 def test_scaled_tree_mae_and_the_prediction_correlation_are_two_slots(frame: pd.DataFrame) -> None:
@@ -90,7 +82,7 @@ def test_scaled_tree_mae_and_the_prediction_correlation_are_two_slots(frame: pd.
     predicted = (
         DecisionTreeRegressor(max_depth=4, random_state=3).fit(scaler.transform(xa), ya).predict(scaler.transform(xb))
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     assert got["mae"] == f"{mean_absolute_error(yb, predicted):.4f}"
     assert got["pearson_coefficient"] == f"{np.corrcoef(predicted, yb)[0, 1]:.4f}"
 
@@ -103,7 +95,7 @@ def test_without_a_stated_split_the_metric_is_not_computed(frame: pd.DataFrame) 
     spec = parse_requests(q, frame)
     assert spec is not None
     assert [r.op for r in spec.requests] == ["unknown"]
-    assert _answers(q, frame)["mse"] is None
+    assert answers(q, frame)["mse"] is None
 
 
 def test_a_multiple_regression_r2_and_which_predictors_are_significant(frame: pd.DataFrame) -> None:
@@ -115,7 +107,7 @@ def test_a_multiple_regression_r2_and_which_predictors_are_significant(frame: pd
         "R-squared value of the model.\nFormat: @significant_predictor[predictor_1,predictor_2] @r_squared[value] "
         'where "value" is rounded to four decimal places.'
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     data = frame[["price", "alpha", "beta"]].dropna()
     fit = sm.OLS(data.price, sm.add_constant(data[["alpha", "beta"]])).fit()
     assert got["r_squared"] == f"{fit.rsquared:.4f}"
@@ -127,4 +119,4 @@ def test_a_model_on_a_feature_that_is_no_column_is_not_computed(frame: pd.DataFr
         "Train a linear regression model to predict the price based on alpha, beta and the weather. Split the data "
         "70-30 and report the mean squared error.\nFormat: @mse[value]"
     )
-    assert _answers(q, frame)["mse"] is None
+    assert answers(q, frame)["mse"] is None

@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from agents.tools.request_spec import request_code
-from agents.tools.requests import parse_requests
+from tests.tools.request_answers import answers
 
 
 @pytest.fixture()
@@ -30,14 +29,6 @@ def frame() -> pd.DataFrame:
     )
 
 
-def _answers(question: str, frame: pd.DataFrame) -> dict:
-    spec = parse_requests(question, frame)
-    assert spec is not None
-    scope: dict = {"df": frame}
-    exec(request_code(spec), scope)  # noqa: S102 - the code the sandbox would run
-    return scope["result"]
-
-
 def test_a_relationship_verdict_per_group_uses_that_groups_rows(frame: pd.DataFrame) -> None:
     q = (
         "Is there a correlation between height and weight? How does it differ among male and female people?\n"
@@ -47,7 +38,7 @@ def test_a_relationship_verdict_per_group_uses_that_groups_rows(frame: pd.DataFr
         'or equal to 0.05.\nFormat: @relationship_type_male[t] @relationship_type_female[t] where "t" is a string '
         'that can either be "linear", "nonlinear", or "none".'
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     for sex, slot in (("male", "relationship_type_male"), ("female", "relationship_type_female")):
         part = frame[frame.Sex == sex]
         r, p = stats.pearsonr(part.Height, part.Weight)
@@ -62,7 +53,7 @@ def test_a_string_slot_named_like_a_number_is_a_verdict_on_the_p_value(frame: pd
         'Format: @correlation_coefficient[r] @correlation[c]\nwhere "r" is rounded to two decimal places.\n'
         'where "c" is a string that can either be "correlated" or "not correlated".'
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     r, p = stats.pearsonr(frame.Height, frame.Weight)
     assert got["correlation_coefficient"] == f"{r:.2f}"
     assert got["correlation"] == ("correlated" if p < 0.05 else "not correlated")
@@ -74,7 +65,7 @@ def test_a_rule_on_r_alone(frame: pd.DataFrame) -> None:
         "coefficient (r). Consider the relationship to correlate if the absolute value of r is greater than or equal "
         'to 0.9.\nFormat: @relationship_status[s] where "s" is a string that can either be "correlate" or "none".'
     )
-    assert _answers(q, frame)["relationship_status"] == "none"
+    assert answers(q, frame)["relationship_status"] == "none"
 
 
 def test_filters_stated_in_words_apply_to_every_part(frame: pd.DataFrame) -> None:
@@ -82,7 +73,7 @@ def test_filters_stated_in_words_apply_to_every_part(frame: pd.DataFrame) -> Non
         "Calculate the median age of male passengers who survived.\nConstraints: ignore missing ages.\n"
         "Format: @median_age[m] rounded to one decimal place."
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     want = frame.Age[(frame.Sex == "male") & (frame.Survived == 1)].median()
     assert got["median_age"] == f"{want:.1f}"
 
@@ -93,7 +84,7 @@ def test_outliers_counted_per_group(frame: pd.DataFrame) -> None:
         "Constraints: an outlier has an absolute Z-score above 2.\n"
         'Format: @male_outliers[n1] @female_outliers[n2] where "n1" and "n2" are non-negative integers.'
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     for sex in ("male", "female"):
         fare = frame.Fare[frame.Sex == sex]
         z = (fare - fare.mean()) / fare.std(ddof=0)
@@ -109,7 +100,7 @@ def test_missing_share_the_column_with_most_missing_and_a_column_named_score() -
         "is the mean quality score?\nFormat: @missing_percentage[p] @max_missing_column[column_name] "
         "@quality_score_mean[m] rounded to two decimal places."
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     assert got["missing_percentage"] == "50.00"
     assert got["max_missing_column"] == "alpha"
     assert got["quality_score_mean"] == "3.00"
@@ -128,7 +119,7 @@ def test_a_column_compared_with_its_own_average_and_a_quoted_value_next_to_its_c
         "fare.\nConstraints: the fare must be greater than the average fare of all passengers.\n"
         "Format: @median_age[m] rounded to one decimal place."
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     keep = (frame.Category == "Gold") & (frame.Fare > frame.Fare.mean())
     assert got["median_age"] == f"{frame.Age[keep].median():.1f}"
 
@@ -139,7 +130,7 @@ def test_durations_are_read_as_seconds() -> None:
         "What is the mean wait time in seconds?\nConstraints: convert the wait time from HH:MM:SS to seconds.\n"
         "Format: @mean_wait_time[m] rounded to one decimal place."
     )
-    assert _answers(q, frame)["mean_wait_time"] == "55.0"  # (10 + 60 + 30 + 120) / 4
+    assert answers(q, frame)["mean_wait_time"] == "55.0"  # (10 + 60 + 30 + 120) / 4
 
 
 def test_shapiro_statistic_and_values_seen_at_least_k_times(frame: pd.DataFrame) -> None:
@@ -148,7 +139,7 @@ def test_shapiro_statistic_and_values_seen_at_least_k_times(frame: pd.DataFrame)
         "How many unique species are there, where each species has at least 5 observations? And the Shapiro-Wilk "
         "statistic of the height?\nFormat: @unique_species_count[n] @shapiro_w[w] rounded to four decimal places."
     )
-    got = _answers(q, species)
+    got = answers(q, species)
     assert got["unique_species_count"] == "2"
     assert got["shapiro_w"] == f"{stats.shapiro(species.height).statistic:.4f}"
 
@@ -161,7 +152,7 @@ def test_an_ordinal_before_a_column_filters_on_that_number() -> None:
         "class.\nFormat: @correlation_coefficient[r] rounded to three decimal places."
     )
     first = frame[frame.Pclass == 1]
-    assert _answers(q, frame)["correlation_coefficient"] == f"{first.Age.corr(first.Fare):.3f}"
+    assert answers(q, frame)["correlation_coefficient"] == f"{first.Age.corr(first.Fare):.3f}"
 
 
 def test_the_variable_most_correlated_with_a_target_and_its_sign() -> None:
@@ -181,7 +172,7 @@ def test_the_variable_most_correlated_with_a_target_and_its_sign() -> None:
         "Pearson correlation between the score and every other numerical variable.\nFormat: "
         "@strongest_correlation_variable[variable_name] @correlation_type[positive/negative]"
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     assert got["strongest_correlation_variable"] == "Rank"
     assert got["correlation_type"] == "negative"
 
@@ -199,12 +190,12 @@ def test_a_total_of_a_named_column_and_the_value_at_the_row_with_the_highest_cat
         "What is the maximum wind speed recorded during the storm with the highest category?\nConstraints: if storms "
         'tie, the first one in the data counts.\nFormat: @max_wind_speed[w] where "w" is rounded to two decimals.'
     )
-    assert _answers(q, frame)["max_wind_speed"] == "120.00"
+    assert answers(q, frame)["max_wind_speed"] == "120.00"
     q = (
         "Find the total number of calls abandoned.\nConstraints: use the sum of the column.\n"
         "Format: @total_calls_abandoned[integer]"
     )
-    assert _answers(q, frame)["total_calls_abandoned"] == "7"
+    assert answers(q, frame)["total_calls_abandoned"] == "7"
 
 
 def test_a_two_sample_ks_test_between_groups_named_by_their_values(frame: pd.DataFrame) -> None:
@@ -216,7 +207,7 @@ def test_a_two_sample_ks_test_between_groups_named_by_their_values(frame: pd.Dat
     )
     dead = frame[frame.Survived == 0]
     p = stats.ks_2samp(dead.Age[dead.Sex == "male"], dead.Age[dead.Sex == "female"]).pvalue
-    assert _answers(q, frame)["is_significantly_different"] == ("True" if p < 0.05 else "False")
+    assert answers(q, frame)["is_significantly_different"] == ("True" if p < 0.05 else "False")
 
 
 def test_the_outliers_range_their_ids_and_a_year_filter() -> None:
@@ -233,11 +224,11 @@ def test_the_outliers_range_their_ids_and_a_year_filter() -> None:
         '@outlier_ids[id1, id2, ...] where "a" and "b" are rounded to 2 decimal places and "id1, id2, ..." are '
         'the "PassengerId"s of the outliers, sorted in ascending order.'
     )
-    got = _answers(q, frame)
+    got = answers(q, frame)
     assert (got["outlier_count"], got["outlier_range_low"], got["outlier_range_high"]) == ("3", "1.00", "300.00")
     assert got["outlier_ids"] == "906, 910, 912"
     q = "What is the mean fare for the years 2000 and beyond?\nFormat: @mean_fare[m] rounded to two decimal places."
-    assert _answers(q, frame)["mean_fare"] == f"{frame.Fare[frame.Year >= 2000].mean():.2f}"
+    assert answers(q, frame)["mean_fare"] == f"{frame.Fare[frame.Year >= 2000].mean():.2f}"
 
 
 def test_whether_an_unbuilt_column_has_missing_values_is_not_computed(frame: pd.DataFrame) -> None:
@@ -245,4 +236,4 @@ def test_whether_an_unbuilt_column_has_missing_values_is_not_computed(frame: pd.
         "Create a new feature from the fare on a logarithmic scale.\nFormat: @has_nan_values_in_new_feature[boolean] "
         'where "boolean" is True or False.'
     )
-    assert _answers(q, frame)["has_nan_values_in_new_feature"] is None
+    assert answers(q, frame)["has_nan_values_in_new_feature"] is None
