@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.base.llm import data_block
 from agents.base.llm.validate import (
     ROLES,
+    Role,
     check_edges,
     check_numbers,
     number_matches,
@@ -41,19 +42,6 @@ MODEL_MARK = "[written by the language model; numbers checked against the analys
 """How model-written prose is marked wherever it appears (recommendations, debate, notebook)."""
 
 _MAX_COLUMNS = 40
-
-Role = Literal[
-    "confounder",
-    "mediator",
-    "collider",
-    "instrument",
-    "effect_modifier",
-    "pre_treatment",
-    "post_treatment",
-    "id",
-    "time",
-    "other",
-]
 
 
 class _Answer(BaseModel):

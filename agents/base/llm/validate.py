@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 __all__ = [
     "ROLES",
@@ -26,20 +26,20 @@ __all__ = [
     "numbers_problems",
 ]
 
-ROLES = frozenset(
-    {
-        "confounder",
-        "mediator",
-        "collider",
-        "instrument",
-        "effect_modifier",
-        "pre_treatment",
-        "post_treatment",
-        "id",
-        "time",
-        "other",
-    }
-)
+Role = Literal[
+    "confounder",
+    "mediator",
+    "collider",
+    "instrument",
+    "effect_modifier",
+    "pre_treatment",
+    "post_treatment",
+    "id",
+    "time",
+    "other",
+]
+"""A column's causal role, as a model may name it."""
+ROLES = frozenset(get_args(Role))
 """Roles a model may suggest for a column (treatment and outcome are the user's to name)."""
 
 
