@@ -17,8 +17,8 @@ from agents.base.ask_state import AskPlan, ExecutionRecord, FailedAttempt, Final
 __all__ = ["cannot_answer", "causal_answer", "computed_answer", "error_answer", "render_chart", "vega_lite_of"]
 
 
-def cannot_answer(plan: AskPlan | None) -> FinalOutput:
-    """The honest answer when no worked example fits and no model is on."""
+def cannot_answer(plan: AskPlan | None, with_model: bool = False) -> FinalOutput:
+    """The honest answer when no worked example fits and the model, if one is on, gave nothing usable."""
     if plan is not None and plan.parameters.get("error"):  # a named column or method that cannot run
         return FinalOutput(
             answer=f"I can't answer this: {plan.parameters['error']}",
@@ -29,12 +29,20 @@ def cannot_answer(plan: AskPlan | None) -> FinalOutput:
         )
     closest = plan.closest_examples if plan else []
     named = "; ".join(closest) if closest else "none"
-    return FinalOutput(
-        answer=(
+    if with_model:
+        answer = (
+            "I can't answer this: the model's plan could not be used, and no worked example fits this question "
+            f"with the columns it needs. The closest examples are: {named}. Rephrase it like one of them "
+            "(naming the columns)."
+        )
+    else:
+        answer = (
             "I can't answer this without a model: no worked example fits this question with the columns it "
             f"needs. The closest examples are: {named}. Rephrase it like one of them (naming the columns), "
             "or run with --llm on."
-        ),
+        )
+    return FinalOutput(
+        answer=answer,
         confidence=0.0,
         output_type="explanation",
         caveats=["no code ran, so no number is given"],

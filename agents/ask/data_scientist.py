@@ -59,7 +59,7 @@ def deterministic_turn(box: Toolbox, plan: AskPlan, ctx: AgentContext, max_attem
         return _causal(box, plan, ctx)
     filled = filled_plan(plan)
     if plan.route != "code" or filled is None:
-        final = cannot_answer(plan)
+        final = cannot_answer(plan, with_model=ctx.llm is not None)
         if plan.route == "conceptual" and filled is not None:
             final = FinalOutput(
                 answer=filled.answer_template,

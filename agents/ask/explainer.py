@@ -56,7 +56,7 @@ class ExplainerAgent(Agent[AgentParams]):
             else:
                 text = llm_text(ctx.llm, _PROMPT, f"Question: {view.question}", purpose="ask_explain") or ""
             final = (
-                cannot_answer(plan)
+                cannot_answer(plan, with_model=ctx.llm is not None)
                 if not text
                 else FinalOutput(
                     answer=text,
@@ -68,7 +68,7 @@ class ExplainerAgent(Agent[AgentParams]):
                 )
             )
         else:
-            final = cannot_answer(plan)
+            final = cannot_answer(plan, with_model=ctx.llm is not None)
         result = AgentResult(
             updates={"explanation": final.answer, "final_output": final},
             summary=final.answer.splitlines()[0][:160] if final.answer else "",
