@@ -36,7 +36,7 @@ from flows.ask_job import (
     save_turn,
 )
 
-__all__ = ["add_parser", "cmd_ask", "resume_ask", "run_ask_flow"]
+__all__ = ["add_parser", "cmd_ask", "continue_ask", "run_ask_flow"]
 
 
 def add_parser(sub: Any) -> None:
@@ -170,27 +170,14 @@ def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
     return print_answer(state, folder)
 
 
-def resume_ask(folder: JobFolder, verbose: bool = False) -> int:
-    """`whyflow resume` of an ask job: continue from its last completed step."""
-    from flows.args import prepare_environment
-
-    prepare_environment(verbose)
-    from flows.plan import load_plan
-
-    state = folder.load_any()
-    if state.status.is_terminal and state.status.value == "completed":
-        print(f"whyflow: job {state.job_id} is already completed; nothing to resume")
-        return 0
-    if state.status.is_terminal or state.status.value == "cancelling":
-        state.reopen()
-    folder.clear_cancel()
-    folder.save(state)
-    _set_aside_unfinished_nested(folder)
-    engine, why = _engine(None)  # WHYFLOW_ASK_ENGINE, else auto: as `whyflow ask` decides
+def continue_ask(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
+    """Run a reopened ask job on from its last completed step (``whyflow resume`` prepared it)."""
     from flows.ask_engine import prewarm_sandbox
 
+    _set_aside_unfinished_nested(folder)
+    engine, why = _engine(None)  # WHYFLOW_ASK_ENGINE, else auto: as `whyflow ask` decides
     prewarm_sandbox()
-    return _run_engine(engine, why, load_plan(folder.recipe_path), folder, verbose)
+    return _run_engine(engine, why, plan, folder, verbose)
 
 
 def _set_aside_unfinished_nested(folder: JobFolder) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agents.base.state import AnalysisState, JobStatus
 from flows.args import design_from_args, overrides_from_args, resolve_path
@@ -12,6 +13,9 @@ from flows.errors import MetadataError, RecipeSyntaxError, RecipeValidationError
 from flows.metadata import read_metadata
 from flows.plan import Plan, load_plan
 from flows.store import JobFolder, JobStore
+
+if TYPE_CHECKING:
+    from agents.base.ask_state import AskState
 
 __all__ = ["cmd_validate", "cmd_run", "cmd_resume", "cmd_status", "cmd_list", "cmd_cancel", "cmd_agents", "cmd_history"]
 
@@ -164,26 +168,29 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    """Continue a job from its last completed agent, with the recipe as it was run."""
+    """Continue a job, of either family, from its last completed step with the recipe as it was run.
+
+    One path for both: the state (the previous good one when state.json is damaged), nothing to do
+    when it completed, the data its remaining steps read, the recipe; only then is the job reopened
+    and saved, so a resume that cannot start leaves the job as it was.
+    """
+    from agents.base.ask_state import AskState
     from flows.errors import DamagedJob
 
     folder = JobStore(args.runs_dir).open(args.job)
-    if folder.read_run().get("kind") == "ask":
-        from flows.ask import resume_ask
-
-        _check_ask_data(folder)
-        return resume_ask(folder, args.verbose)
     try:
-        state = folder.load()
+        state = folder.load_any()
     except DamagedJob:
         state = folder.recover()  # raises DamagedJob itself when no good state was kept
         print("whyflow: state.json was damaged (kept as state.json.damaged); using the previous good state")
     if state.status is JobStatus.COMPLETED:
         print(f"whyflow: job {state.job_id} is already completed; nothing to resume")
         return 0
-    _check_data(state, folder)
-    run = folder.read_run()
-    overrides = dict(run.get("overrides") or {})
+    overrides = dict(folder.read_run().get("overrides") or {})
+    if isinstance(state, AskState):
+        _check_ask_data(state)
+    else:
+        _check_data(state, folder)
     plan = load_plan(folder.recipe_path, overrides)
     done = len(state.completed_steps)
     if state.status in (JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.CANCELLING):
@@ -191,6 +198,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     folder.clear_cancel()
     folder.save(state)
     print(f"whyflow: resuming job {state.job_id} in {folder.path} ({done} step(s) already done)")
+    if isinstance(state, AskState):
+        from flows.ask import continue_ask
+
+        return continue_ask(plan, folder, args.verbose)
     return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
 
 
@@ -217,14 +228,10 @@ def _check_data(state: AnalysisState, folder: JobFolder) -> None:
     )
 
 
-def _check_ask_data(folder: JobFolder) -> None:
+def _check_ask_data(state: AskState) -> None:
     """:func:`_check_data` for an ask job: each dataset's copy in the job folder, else its file."""
-    from agents.base.ask_state import AskState
     from agents.base.errors import DataError
 
-    state = folder.load_any()
-    if not isinstance(state, AskState) or state.status is JobStatus.COMPLETED:
-        return
     for ds in state.datasets.values():
         if Path(ds.local_path).is_file():
             if not Path(ds.source).is_file():

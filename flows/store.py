@@ -216,14 +216,12 @@ class JobFolder:
         except (OSError, UnicodeDecodeError, ValidationError, ValueError) as exc:
             raise DamagedJob(damage_message(self, path, exc)) from None
 
-    def recover(self) -> AnalysisState:
+    def recover(self) -> JobState:
         """Put the previous good state back (the damaged file is kept as ``state.json.damaged``)."""
         prev = self.path / "state.json.prev"
         if not prev.exists():
             raise DamagedJob(damage_message(self, self.state_path, None))
         state = self._parse(prev)
-        if not isinstance(state, AnalysisState):
-            raise JobNotFound(f"{self.path} holds a question (whyflow ask), not an analysis")
         if self.state_path.exists():
             os.replace(self.state_path, self.path / "state.json.damaged")
         _atomic_write(self.state_path, prev.read_text(encoding="utf-8"))

@@ -117,6 +117,31 @@ def test_damaged_state_is_named_listed_and_recovered(
     assert (folder / "state.json.damaged").exists()
 
 
+def test_a_question_with_a_damaged_state_resumes_from_the_previous_good_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`whyflow resume` takes one path for both families: an ask job's torn state.json is put aside and
+    the previous good state continues, as for an analysis."""
+    from flows.ask_job import AskRequest, prepare_ask_job
+    from flows.plan import load_plan
+    from flows.store import JobFolder
+
+    plan = load_plan(str(ROOT / "pipelines" / "ask.yaml"))
+    data = tmp_path / "study.csv"
+    study(300).to_csv(data, index=False)
+    out = tmp_path / "question"
+    folder = prepare_ask_job(AskRequest("average outcome by treated", [str(data)], output=str(out)), plan)
+    folder.save(folder.load_any())  # a second save keeps the first as state.json.prev
+    text = (out / "state.json").read_text()
+    (out / "state.json").write_text(text[: len(text) // 2])
+    capsys.readouterr()
+    assert main(["resume", str(out)]) == 0, capsys.readouterr().err
+    assert "using the previous good state" in capsys.readouterr().out
+    assert (out / "state.json.damaged").exists()
+    state = JobFolder(out).load_any()
+    assert state.status.value == "completed" and state.final_output is not None
+
+
 def test_full_disk_ends_failed_with_the_reason_and_no_temporary_files(tmp_path: Path) -> None:
     """The analysis copy of a 300,000-row file does not fit a 2 MB disk."""
     rng = np.random.default_rng(0)
