@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.ask._shared import CHART_SUFFIX, filled_plan, is_vega_lite
-from agents.base.ask_state import AskPlan, ExecutionRecord, FailedAttempt, FinalOutput
+from agents.base.ask_state import AskPlan, CausalRunResult, ExecutionRecord, FailedAttempt, FinalOutput
 
 __all__ = ["cannot_answer", "causal_answer", "computed_answer", "error_answer", "render_chart", "vega_lite_of"]
 
@@ -51,36 +51,35 @@ def cannot_answer(plan: AskPlan | None, with_model: bool = False) -> FinalOutput
     )
 
 
-def causal_answer(causal: dict[str, Any] | None, plan: AskPlan) -> FinalOutput:
+def causal_answer(causal: CausalRunResult | None, plan: AskPlan) -> FinalOutput:
     """The causal recipe's headline and caveats as the answer."""
     t, y = plan.treatment, plan.outcome
-    head = (causal or {}).get("headline")
-    if not causal or head is None:
-        reason = (causal or {}).get("error") or "the causal run produced no estimate"
+    head = causal.headline if causal is not None else None
+    if causal is None or head is None:
+        reason = (causal.error if causal is not None else None) or "the causal run produced no estimate"
         return FinalOutput(
             answer=f"The causal analysis of '{t}' on '{y}' did not produce an estimate: {reason}",
             confidence=0.0,
             output_type="error",
-            caveats=list((causal or {}).get("caveats") or []),
+            caveats=list(causal.caveats) if causal is not None else [],
             reasoning_trace=[plan.reasoning],
         )
-    est, lo, hi = head["estimate"], head["ci_lower"], head["ci_upper"]
     answer = (
-        f"The estimated causal effect of '{t}' on '{y}' ({head.get('estimand', 'ATE')}) is {est:.4g} "
-        f"(95% CI {lo:.4g} to {hi:.4g}), by {head.get('method')}."
+        f"The estimated causal effect of '{t}' on '{y}' ({head.estimand}) is {head.estimate:.4g} "
+        f"(95% CI {head.ci_lower:.4g} to {head.ci_upper:.4g}), by {head.method}."
     )
-    if causal.get("critique"):
-        answer += f" The critique's verdict: {causal['critique']}."
+    if causal.critique:
+        answer += f" The critique's verdict: {causal.critique}."
     caveats = ["a causal estimate rests on the adjustment set being right (no unmeasured confounding)"]
-    caveats += list(causal.get("caveats") or [])
-    confidence = 0.7 if causal.get("critique") == "APPROVE" else 0.4
+    caveats += list(causal.caveats)
+    confidence = 0.7 if causal.critique == "APPROVE" else 0.4
     return FinalOutput(
         answer=answer,
         confidence=confidence,
         output_type="analysis",
-        result=head,
+        result=head.model_dump(),
         caveats=caveats,
-        reasoning_trace=[plan.reasoning, f"nested job: {causal.get('job_dir')}"],
+        reasoning_trace=[plan.reasoning, f"nested job: {causal.job_dir}"],
     )
 
 

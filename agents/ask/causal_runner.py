@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import Field
 
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskState
+from agents.base.ask_state import AskState, CausalRunResult
 from agents.base.errors import AgentError
 from agents.base.state import JobStatus
 from agents.base.view import StateView
@@ -45,7 +45,9 @@ class CausalRunnerAgent(Agent[CausalRunnerParams]):
         plan = view.plan
         recipe = params.recipe or str(_DEFAULT)
         data = next(iter(view.datasets.values())).local_path
-        result = ctx.run_recipe(recipe, data, str(ctx.job_dir / "causal"), plan.treatment, plan.outcome)
-        head = result.get("headline")
-        summary = f"{plan.treatment} → {plan.outcome}: " + (f"{head['estimate']:.4g}" if head else result["status"])
+        result = CausalRunResult.model_validate(
+            ctx.run_recipe(recipe, data, str(ctx.job_dir / "causal"), plan.treatment, plan.outcome)
+        )
+        head = result.headline
+        summary = f"{plan.treatment} → {plan.outcome}: " + (f"{head.estimate:.4g}" if head else result.status)
         return AgentResult(updates={"causal_result": result}, summary=summary, tools_called=["run_recipe"])

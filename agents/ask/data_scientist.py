@@ -23,7 +23,7 @@ from agents.ask.planning import attempt_code, plan_question
 from agents.ask.runtime import InvalidStateTransition, Runtime, RuntimeState
 from agents.ask.toolbox import Toolbox
 from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import ArtifactRecord, AskPlan, AskState, FinalOutput
+from agents.base.ask_state import ArtifactRecord, AskPlan, AskState, CausalRunResult, FinalOutput
 from agents.base.state import JobStatus
 from agents.base.view import StateView
 from agents.tools import analysis as T
@@ -130,17 +130,18 @@ def _causal(box: Toolbox, plan: AskPlan, ctx: AgentContext) -> FinalOutput:
     rt = box.runtime
     rt.transition(RuntimeState.ANALYZING, "causal recipe")
     if ctx.run_recipe is None:
-        result: dict[str, Any] = {"status": "failed", "error": "this runner cannot start a nested recipe run"}
+        result = CausalRunResult(job_dir="", status="failed", error="this runner cannot start a nested recipe run")
     else:
         data = next(iter(box.datasets.values()))
-        result = ctx.run_recipe(str(_CAUSAL), data, str(ctx.job_dir / "causal"), plan.treatment, plan.outcome)
+        result = CausalRunResult.model_validate(
+            ctx.run_recipe(str(_CAUSAL), data, str(ctx.job_dir / "causal"), plan.treatment, plan.outcome)
+        )
     box.causal = result
-    status = "ok" if result.get("headline") else "failed"
     rt.record_call(
         "run_recipe",
         {"recipe": _CAUSAL.name, "treatment": plan.treatment, "outcome": plan.outcome},
-        status,
-        str(result.get("headline") or result.get("error") or result.get("status")),
+        "ok" if result.headline else "failed",
+        str(result.headline.model_dump() if result.headline else (result.error or result.status)),
     )
     _complete(rt)
     return causal_answer(result, plan)

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from agents.ask.answering import render_chart
 from agents.ask.runtime import InvalidStateTransition, Runtime, RuntimeState, intent_summary
-from agents.base.ask_state import ExecutionRecord, FailedAttempt
+from agents.base.ask_state import CausalRunResult, ExecutionRecord, FailedAttempt
 from agents.tools import analysis as T
 from agents.tools.errors import ToolError
 
@@ -83,7 +83,7 @@ class Toolbox:
     allow_rerun: bool = False
     """The user asked to run it again: identical calls are not skipped."""
     finalized: bool = False
-    causal: dict[str, Any] | None = None
+    causal: CausalRunResult | None = None
     _con: Any = None
 
     def restart(self) -> Toolbox:

@@ -31,12 +31,14 @@ __all__ = [
     "AskDataset",
     "AskPlan",
     "AskState",
+    "CausalRunResult",
     "ChatMessage",
     "ExecutionRecord",
     "FailedAttempt",
     "FinalOutput",
     "STATE_MODELS",
     "JobState",
+    "NestedHeadline",
     "RuntimeCounters",
     "RuntimeSummary",
     "RuntimeTransition",
@@ -199,6 +201,31 @@ class RuntimeSummary(_Model):
     counters: RuntimeCounters = RuntimeCounters()
 
 
+class NestedHeadline(_Model):
+    """The headline estimate of a nested causal run."""
+
+    method: str
+    estimand: str = "ATE"
+    estimate: float
+    ci_lower: float
+    ci_upper: float
+    p_value: float | None = None
+
+
+class CausalRunResult(_Model):
+    """A causal question's nested run of the causal recipe: its headline, verdict and caveats."""
+
+    job_dir: str
+    status: str
+    error: str | None = None
+    treatment: str | None = None
+    outcome: str | None = None
+    headline: NestedHeadline | None = None
+    critique: str | None = None
+    caveats: list[str] = []
+    summary: list[str] = []
+
+
 class AskState(JobLifecycle):
     """The state of one question's job; written only by the runner."""
 
@@ -225,7 +252,7 @@ class AskState(JobLifecycle):
     explanation: str | None = None
     final_output: FinalOutput | None = None
     # A causal question's nested run of pipelines/causal_analysis.yaml.
-    causal_result: dict[str, Any] | None = None
+    causal_result: CausalRunResult | None = None
     # The ReAct data scientist's runtime summary, and the session title a first analysis gives.
     runtime: RuntimeSummary | None = None
     session_title: str | None = None
