@@ -11,7 +11,7 @@ close to the treatment may be a strong confounder; with a declared instrument th
 A candidate is a near-copy of the treatment for the instrument when all three hold:
 
 1. it is close to the treatment: |r| >= :data:`NEAR_COPY_CORR` (it shares at least 72% of its variance);
-2. on its own it absorbs more than :data:`ABSORBS` of the instrument's first stage (the share the
+2. on its own it absorbs more than :data:`~agents.stats.review_doubts.ABSORBED` of the instrument's first stage (the share the
    review refuses at, :data:`agents.stats.review_doubts.ABSORBED`);
 3. it is closer to the treatment than to the instrument (|r(c, t)| > |r(c, z)|): its relation to
    the instrument runs through the treatment, as a consequence of the treatment's would; a source of
@@ -29,13 +29,12 @@ import numpy as np
 import pandas as pd
 
 from agents.stats.column_names import ColumnRole
+from agents.stats.review_doubts import ABSORBED
 
-__all__ = ["ABSORBS", "NEAR_COPY_CORR", "first_stage_absorbed", "iv_treatment_copies"]
+__all__ = ["NEAR_COPY_CORR", "first_stage_absorbed", "iv_treatment_copies"]
 
 NEAR_COPY_CORR = 0.85
 """|correlation| with the treatment from which a column that absorbs the first stage is a near-copy of it."""
-ABSORBS = 0.5
-"""Share of the instrument's first-stage R² that a near-copy absorbs on its own (the review's refusal line)."""
 MIN_ROWS = 20
 
 
@@ -83,7 +82,7 @@ def iv_treatment_copies(frame: pd.DataFrame, treatment: str, instrument: str, co
         if abs(r_ct) < NEAR_COPY_CORR or abs(r_cz) >= abs(r_ct):
             continue
         share = first_stage_absorbed(tv[ok], zv[ok], v[ok])
-        if share <= ABSORBS:
+        if share <= ABSORBED:
             continue
         why = (
             f"derived from the treatment: a near-copy of {treatment!r} (correlation {r_ct:+.2f}, closer to it than "

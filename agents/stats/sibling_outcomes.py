@@ -33,10 +33,6 @@ _SCALE_SPAN = 0.5
 """Share of the outcome's range that a sibling's range must span (an item on the same scale)."""
 
 
-def _words(name: str) -> list[str]:
-    return name_tokens(name)
-
-
 def _time_marked(name: str, outcome: str) -> bool:
     """A wave or baseline copy rather than another item: digits only differ, or a baseline word."""
     strip = "0123456789_"
@@ -55,7 +51,7 @@ def _same_scale(v: np.ndarray, y: np.ndarray) -> bool:
 
 def sibling_outcomes(frame: pd.DataFrame, outcome: str, cols: list[str], alpha: float = 0.05) -> list[ColumnRole]:
     """The candidates that are other items of the outcome's battery, each with its reason (see the module)."""
-    words = _words(outcome)
+    words = name_tokens(outcome)
     if len(words) < 2 or outcome not in frame.columns or not pd.api.types.is_numeric_dtype(frame[outcome]):
         return []
     stem = words[0]
@@ -63,7 +59,7 @@ def sibling_outcomes(frame: pd.DataFrame, outcome: str, cols: list[str], alpha: 
         c
         for c in frame.columns
         if c != outcome
-        and len(w := _words(c)) >= 2
+        and len(w := name_tokens(c)) >= 2
         and w[0] == stem
         and w[1:] != words[1:]
         and not _time_marked(c, outcome)

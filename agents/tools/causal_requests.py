@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from agents.tools.request_rules import _norm
 from agents.tools.request_spec import Request, RequestSpec
-from agents.tools.requests import _decimals, _norm
+from agents.tools.requests import _decimals
 
 if TYPE_CHECKING:
     import pandas as pd

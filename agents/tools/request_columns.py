@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from agents.tools.request_groups import group_conditions
-from agents.tools.request_rules import _ORDINALS, _norm, _numeric
+from agents.tools.request_rules import _ORDINALS, _norm, _numeric, words_of
 from agents.tools.slots import ColumnInfo, find_columns
 
 if TYPE_CHECKING:
@@ -39,13 +39,13 @@ _GENERIC = frozenset(
 
 
 def name_words(name: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z]+|\d+", slot_words(name)) if w not in _GENERIC]
+    return [w for w in words_of(name) if w not in _GENERIC]
 
 
 def own_columns(name: str, infos: list[ColumnInfo]) -> list[str]:
     """Numeric columns a slot's name spells out: exactly (``familysize`` for FamilySize), then as
     the question-style matching finds them."""
-    words = re.findall(r"[a-z]+|\d+", slot_words(name))
+    words = words_of(name)
     joins = {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
     exact = sorted(
         (c.name for c in infos if c.numeric and _norm(c.name) in joins and len(_norm(c.name)) > 1),
@@ -58,7 +58,7 @@ def own_columns(name: str, infos: list[ColumnInfo]) -> list[str]:
 def leftover_words(name: str, own: list[str], shared: set[str]) -> list[str]:
     """Words of a slot's name that set it apart from the other slots and are neither an operation
     nor its column: a qualifier such as a group ("class1", "female") the request must honour or refuse."""
-    col_words = {w for c in own for w in re.findall(r"[a-z]+|\d+", slot_words(c))} | {_norm(c) for c in own}
+    col_words = {w for c in own for w in words_of(c)} | {_norm(c) for c in own}
     return [w for w in name_words(name) if w not in shared and w not in col_words]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from agents.tools.request_rules import _ORDINALS
+from agents.tools.request_rules import _ORDINALS, words_of
 from agents.tools.slots import ColumnInfo
 
 if TYPE_CHECKING:
@@ -19,11 +19,6 @@ if TYPE_CHECKING:
 
 _NEGATIONS = frozenset({"not", "non", "no", "did", "didnt", "does", "doesnt", "were", "was", "is", "are"})
 _FILLER = frozenset({"passengers", "passenger", "people", "persons", "group", "those", "who", "with", "without"})
-
-
-def _words(text: str) -> list[str]:
-    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-    return re.findall(r"[a-z]+|\d+", text.lower())
 
 
 def _plain(value: Any) -> Any:
@@ -43,7 +38,7 @@ def _value_match(words: list[str], start: int, frame: pd.DataFrame, info: Column
     """The longest run of words from ``start`` that spells one value of the column: (length, value)."""
     by_text: dict[str, Any] = {}
     for value in frame[info.name].dropna().unique():
-        text = "".join(_words(str(value).removesuffix(".0")))
+        text = "".join(words_of(str(value).removesuffix(".0")))
         if text:
             by_text.setdefault(text, _plain(value))
     for end in range(len(words), start, -1):
@@ -68,7 +63,7 @@ def group_conditions(
     used_columns: set[str] = set()
     i = 0
     while i < len(words):
-        if words[i] in {w for c in used_columns for w in _words(c)}:  # "eligible for free agency": one column's name
+        if words[i] in {w for c in used_columns for w in words_of(c)}:  # "eligible for free agency": one column's name
             i += 1
             continue
         found: tuple[int, dict[str, Any]] | None = None
@@ -81,7 +76,7 @@ def group_conditions(
         for info in columns:
             if info.name in used_columns:
                 continue
-            name_words = set(_words(info.name))
+            name_words = set(words_of(info.name))
             binary = _binary_values(frame, info.name)
             j = i
             negated = False
@@ -114,7 +109,7 @@ def group_conditions(
 
 def name_words_all(columns: list[ColumnInfo]) -> set[str]:
     """Every word of the candidate columns' names (``class`` after ``class1`` was read)."""
-    return {w for c in columns for w in _words(c.name)}
+    return {w for c in columns for w in words_of(c.name)}
 
 
 def stated_filters(text: str, frame: pd.DataFrame, used: set[str]) -> list[dict[str, Any]]:
@@ -177,7 +172,7 @@ def _named_filters(text: str, frame: pd.DataFrame, infos: list[ColumnInfo], used
         for info in infos:
             if info.name in used or info.name not in frame.columns or info.numeric or (info.n_unique or 0) > 200:
                 continue
-            if not any(word.lower() in w or w in word.lower() for w in _words(info.name) if len(w) > 3):
+            if not any(word.lower() in w or w in word.lower() for w in words_of(info.name) if len(w) > 3):
                 continue
             hits = [v for v in frame[info.name].dropna().unique() if str(v).strip().lower() == value.strip().lower()]
             if hits and all(st["column"] != info.name for st in steps):
@@ -264,7 +259,7 @@ def _null_condition(
 ) -> tuple[int, dict[str, Any]] | None:
     """A column's word followed by ``null`` / ``notnull`` / ``not null``: rows where it is (not) missing."""
     for info in infos:
-        if info.name in exclude or info.name not in frame.columns or words[i] not in _words(info.name):
+        if info.name in exclude or info.name not in frame.columns or words[i] not in words_of(info.name):
             continue
         rest = words[i + 1 : i + 3]
         if rest[:2] in (["not", "null"], ["not", "missing"], ["non", "null"], ["not", "na"]):

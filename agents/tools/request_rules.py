@@ -293,6 +293,11 @@ def _numeric(name: str, infos: list[ColumnInfo]) -> bool:
     return any(c.name == name and c.numeric for c in infos)
 
 
+def words_of(text: str) -> list[str]:
+    """The lower-case words and numbers of a name or a sentence, snake_case and camelCase split."""
+    return re.findall(r"[a-z]+|\d+", re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower())
+
+
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", text.lower())
 
