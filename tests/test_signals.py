@@ -153,13 +153,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_a_signal_to_whyflow_serve_cancels_the_question_it_answers(sig: signal.Signals, tmp_path: Path) -> None:
+def start_serve(data_dir: Path, *extra: str, ephemeral: bool = False) -> tuple[subprocess.Popen[bytes], int]:
+    """`whyflow serve` on a free port, returned once its page answers."""
     import httpx
-    from websockets.sync.client import connect
 
-    port, data_dir = _free_port(), tmp_path / "chat"
-    proc = start_whyflow(["serve", "--port", str(port), "--data-dir", str(data_dir), "--llm", "off"])
+    port = _free_port()
+    proc = start_whyflow(["serve", "--port", str(port), "--data-dir", str(data_dir), *extra], ephemeral=ephemeral)
 
     def up() -> bool:
         with contextlib.suppress(httpx.HTTPError):
@@ -167,13 +166,29 @@ def test_a_signal_to_whyflow_serve_cancels_the_question_it_answers(sig: signal.S
         return False
 
     _wait(proc, up)
+    return proc, port
+
+
+def open_session(port: int) -> str:
+    """Upload the shipped example to the server on ``port``; the new chat session's id."""
+    import httpx
+
     res = httpx.post(
         f"http://127.0.0.1:{port}/api/sessions",
         params={"filename": JOB_TRAINING.name},
         content=JOB_TRAINING.read_bytes(),
         timeout=60,
     )
-    sid = res.json()["session"]["id"]
+    return str(res.json()["session"]["id"])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_to_whyflow_serve_cancels_the_question_it_answers(sig: signal.Signals, tmp_path: Path) -> None:
+    from websockets.sync.client import connect
+
+    data_dir = tmp_path / "chat"
+    proc, port = start_serve(data_dir, "--llm", "off")
+    sid = open_session(port)
     with connect(f"ws://127.0.0.1:{port}/ws/{sid}") as ws:
         ws.send(json.dumps({"type": "message", "text": "What is the average earnings by region?"}))
 
@@ -189,16 +204,6 @@ def test_a_signal_to_whyflow_serve_cancels_the_question_it_answers(sig: signal.S
 
 
 def test_a_signal_to_an_idle_server_exits_130(tmp_path: Path) -> None:
-    import httpx
-
-    port = _free_port()
-    proc = start_whyflow(["serve", "--port", str(port), "--data-dir", str(tmp_path / "chat")])
-
-    def up() -> bool:
-        with contextlib.suppress(httpx.HTTPError):
-            return httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200
-        return False
-
-    _wait(proc, up)
+    proc, _ = start_serve(tmp_path / "chat")
     took, err = _stop(proc, signal.SIGTERM, group=False)
     assert proc.returncode == 130 and took < 10 and "Traceback" not in err, err

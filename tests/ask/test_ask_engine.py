@@ -276,31 +276,13 @@ def test_a_signal_to_serve_on_the_plain_runner_cancels_the_question(tmp_path: Pa
     for the sandbox's first start) saves it cancelled, exit 130, nothing left behind."""
     import signal
 
-    import httpx
     from websockets.sync.client import connect
 
-    from tests.conftest import start_whyflow
-    from tests.test_signals import JOB_TRAINING, _free_port, _status, _stop, _wait
+    from tests.test_signals import _status, _stop, _wait, open_session, start_serve
 
-    port, data_dir = _free_port(), tmp_path / "chat"
-    proc = start_whyflow(
-        ["serve", "--port", str(port), "--data-dir", str(data_dir), "--engine", "local"], ephemeral=True
-    )
-
-    def up() -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    _wait(proc, up)
-    res = httpx.post(
-        f"http://127.0.0.1:{port}/api/sessions",
-        params={"filename": JOB_TRAINING.name},
-        content=JOB_TRAINING.read_bytes(),
-        timeout=60,
-    )
-    sid = res.json()["session"]["id"]
+    data_dir = tmp_path / "chat"
+    proc, port = start_serve(data_dir, "--engine", "local", ephemeral=True)
+    sid = open_session(port)
     with connect(f"ws://127.0.0.1:{port}/ws/{sid}") as ws:
         ws.send(json.dumps({"type": "message", "text": "What is the average earnings by region?"}))
         _wait(proc, lambda: any(data_dir.rglob("state.json")))
