@@ -59,7 +59,7 @@ test: install lint typecheck
 	exit $$rc
 
 schema: install
-	$(BIN)/python -m flows.schema > schemas/recipe.schema.json
+	$(BIN)/python -m flows.recipes.schema > schemas/recipe.schema.json
 
 bench: install
 	$(BIN)/python benchmarks/bench_understanding.py

@@ -28,8 +28,8 @@ def nonlinear(n: int, seed: int, effect: float = 2.5) -> tuple[pd.DataFrame, np.
 
 
 def main() -> None:
-    from agents.stats.estimators import aipw
-    from agents.stats.nuisance import fit_binary
+    from agents.causal.estimation.backdoor import aipw
+    from agents.causal.estimation.nuisance import fit_binary
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=100)

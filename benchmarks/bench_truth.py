@@ -15,7 +15,7 @@ and crashes. Targets (issue 9): coverage ≥ 90% overall and ≥ 80% per kind, w
     python benchmarks/bench_truth.py --seeds 2 --llm-local   # each run also with the real local model
     python benchmarks/bench_truth.py --from-log runs.jsonl --oracle --oracle-seeds 200   # against the oracle
 
-``--llm-local`` starts the SmolLM2-135M server of ``agents.base.llm.local`` in this process and
+``--llm-local`` starts the SmolLM2-135M server of ``agents.runtime.llm.local`` in this process and
 runs every (kind, seed) twice, with the model off and on (``WHYFLOW_LLM``), then prints per kind
 whether the headline is the same and the largest difference: the model must never change a
 number (a 135M model tests the plumbing and the checks, not judgement).
@@ -67,13 +67,13 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     """Run the recipe on ``case`` in ``workdir``; return the headline, the final decision, any error."""
     import yaml
 
-    from agents.base.queries import headline_estimate
-    from agents.base.state import StudyDesign
+    from agents.causal.queries import headline_estimate
+    from agents.causal.state import StudyDesign
     from flows.errors import RunFailed
-    from flows.jobs import RunRequest, prepare_job
-    from flows.plan import load_plan
-    from flows.progress import Reporter
-    from flows.runner import LocalExecutor, Runner
+    from flows.jobstore.jobs import RunRequest, prepare_job
+    from flows.recipes.plan import load_plan
+    from flows.running.progress import Reporter
+    from flows.running.runner import LocalExecutor, Runner
 
     workdir.mkdir(parents=True, exist_ok=True)
     recipe = recipe or recipe_without_notebook(workdir)
@@ -108,7 +108,7 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
         out["decision"] = str(state.critique_history[-1].decision.value)
     out["adjustment_set"] = list((state.confounder_discovery or {}).get("adjustment_set") or [])
     out["left_out"] = [r["column"] for r in (state.confounder_discovery or {}).get("column_roles") or []]
-    from flows.summary import model_usage
+    from flows.jobstore.summary import model_usage
 
     out["tokens"] = sum(u.get("total_tokens", 0) for u in model_usage(state, folder.path).values())
     return out
@@ -291,7 +291,7 @@ def llm_comparison(rows: list[dict[str, Any]], kinds: Iterable[str]) -> str:
 
 def _start_local_model() -> Any:
     """Serve the local model in this process and point every run at it (the switch is per run)."""
-    from agents.base.llm.local import available, start
+    from agents.runtime.llm.local import available, start
 
     if not available():
         raise SystemExit(

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from prefect import flow
 
-from flows.store import JobFolder, JobStore
+from flows.jobstore.store import JobFolder, JobStore
 
 __all__ = ["whyflow_deployment", "ask_deployment", "find_job_of_flow_run", "mark_job_cancelled", "mark_job_crashed"]
 
@@ -36,7 +36,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 def _resolve(path: str | None) -> str | None:
     """An absolute path (relative to the working directory); URLs unchanged."""
-    from flows.args import resolve_path
+    from flows.cli.args import resolve_path
 
     return None if path is None else resolve_path(path)
 
@@ -125,12 +125,12 @@ def whyflow_deployment(
     """
     from prefect.logging import get_run_logger
 
-    from agents.base.state import StudyDesign
-    from flows.artifacts import history_roots, publish_reused
-    from flows.compile import build_flow
-    from flows.history import find_reusable, read_record
-    from flows.jobs import RunRequest, prepare_job
-    from flows.plan import load_plan
+    from agents.causal.state import StudyDesign
+    from flows.job_flow import build_flow
+    from flows.jobstore.history import find_reusable, read_record
+    from flows.jobstore.jobs import RunRequest, prepare_job
+    from flows.recipes.plan import load_plan
+    from flows.running.artifacts import history_roots, publish_reused
 
     logger = get_run_logger()
     recipe_path = _resolve(recipe)
@@ -218,11 +218,11 @@ def _run_ask_deployment(
     """The ``ask`` deployment's body: prepare the job as `whyflow ask` does, run the recipe as a subflow."""
     from prefect.logging import get_run_logger
 
-    from agents.base.ask_state import AskState
-    from flows.ask_job import AskRequest, prepare_ask_job, save_turn
-    from flows.compile import build_flow
-    from flows.plan import load_plan
-    from flows.store import JobStore
+    from agents.ask.state import AskState
+    from flows.ask.job import AskRequest, prepare_ask_job, save_turn
+    from flows.job_flow import build_flow
+    from flows.jobstore.store import JobStore
+    from flows.recipes.plan import load_plan
 
     logger = get_run_logger()
     plan = load_plan(recipe)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.base.errors import DataError, WhyflowError
+from agents.core.errors import DataError, WhyflowError
 
 __all__ = [
     "RecipeIssue",

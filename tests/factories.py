@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.base.estimates import EstimateDetails, SensitivityDetails
-from agents.base.state import SensitivityResult, TreatmentEffectResult
-from agents.stats.estimators import normal_ci
-from agents.stats.registry import REGISTRY
+from agents.causal.estimates import EstimateDetails, SensitivityDetails
+from agents.causal.estimation.backdoor import normal_ci
+from agents.causal.estimation.methods import REGISTRY
+from agents.causal.state import SensitivityResult, TreatmentEffectResult
 
 __all__ = ["make_estimate", "make_sensitivity"]
 

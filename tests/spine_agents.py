@@ -11,16 +11,19 @@ import time
 
 from pydantic import Field
 
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.data import read_table
-from agents.base.state import CritiqueDecision, CritiqueFeedback, JobStatus
-from agents.base.view import StateView
+from agents.causal.state import AnalysisState, CritiqueDecision, CritiqueFeedback
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.status import JobStatus
+from agents.core.view import StateView
+from agents.runtime.data import read_table
 from tests.factories import make_estimate
 from tests.helpers import basic_profile
 
 
 class ToyProfiler(Agent):
     """Reads the input and writes a plain profile and the analysis copy."""
+
+    STATE_MODEL = AnalysisState
 
     NAME = "toy_profiler"
     REQUIRED_STATE_FIELDS = ("dataset_info",)
@@ -47,6 +50,8 @@ class ToyEstimator(Agent[ToyEstimatorParams]):
 
     Typed the way a plug-in may be: generic over its parameters (the others subclass plain Agent).
     """
+
+    STATE_MODEL = AnalysisState
 
     NAME = "toy_estimator"
     REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")
@@ -83,6 +88,8 @@ class ToyEstimator(Agent[ToyEstimatorParams]):
 class ToyCritique(Agent):
     """Asks for another round until round ``approve_at``, then approves."""
 
+    STATE_MODEL = AnalysisState
+
     NAME = "toy_critique"
     REQUIRED_STATE_FIELDS = ("treatment_effects",)
     OPTIONAL_STATE_FIELDS = ("critique_history",)
@@ -105,6 +112,8 @@ class ToyCritique(Agent):
 class Recommender(Agent):
     """Writes one recommendation (a sibling for parallel-isolation tests)."""
 
+    STATE_MODEL = AnalysisState
+
     NAME = "toy_recommender"
     REQUIRED_STATE_FIELDS = ("data_profile",)
     WRITES_STATE_FIELDS = ("recommendations",)
@@ -119,6 +128,8 @@ class Recommender(Agent):
 class Watcher(Agent):
     """Reads the profile a parallel sibling may have mutated and reports what it saw."""
 
+    STATE_MODEL = AnalysisState
+
     NAME = "toy_watcher"
     REQUIRED_STATE_FIELDS = ("data_profile",)
     WRITES_STATE_FIELDS = ("domain_knowledge",)
@@ -132,6 +143,8 @@ class Watcher(Agent):
 class BadWriter(Agent):
     """Returns a field outside its contract."""
 
+    STATE_MODEL = AnalysisState
+
     NAME = "bad_writer"
     REQUIRED_STATE_FIELDS = ("data_profile",)
     WRITES_STATE_FIELDS = ("recommendations",)
@@ -143,6 +156,8 @@ class BadWriter(Agent):
 
 class Crasher(Agent):
     """Raises, to test failure handling."""
+
+    STATE_MODEL = AnalysisState
 
     NAME = "crasher"
     REQUIRED_STATE_FIELDS = ("data_profile",)

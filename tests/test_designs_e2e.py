@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.cli import main
+from flows.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.usefixtures("prefect_harness"), pytest.mark.slow]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import build_parser, main
-from flows.plan import load_plan
+from flows.cli.main import build_parser, main
+from flows.recipes.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.synthetic import job_training, linear_confounding
-from flows.cli import main
+from flows.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.usefixtures("prefect_harness"), pytest.mark.slow]

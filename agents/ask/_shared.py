@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from agents.base.ask_state import AskDataset, AskPlan, ChatMessage
+from agents.ask.state import AskDataset, AskPlan, ChatMessage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,7 +47,7 @@ def read_data(path: str | Path) -> pd.DataFrame:
     import csv
     import tempfile
 
-    from agents.base.data import read_table
+    from agents.runtime.data import read_table
 
     try:
         return read_table(path)
@@ -135,10 +135,10 @@ def causal_pair(question: str, columns: list[str]) -> tuple[str, str] | None:
 
 # ---- plans, results, charts --------------------------------------------------------------------
 def filled_plan(plan: AskPlan | None) -> Any:
-    """The worked example the planner filled (``agents.tools.retrieval.FilledPlan``), if any."""
+    """The worked example the planner filled (``agents.ask.tools.retrieval.FilledPlan``), if any."""
     if plan is None or "filled" not in plan.parameters:
         return None
-    from agents.tools.retrieval import FilledPlan
+    from agents.ask.tools.retrieval import FilledPlan
 
     return FilledPlan.model_validate(plan.parameters["filled"])
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.ask._shared import CHART_SUFFIX, filled_plan, is_vega_lite
-from agents.base.ask_state import AskPlan, CausalRunResult, ExecutionRecord, FailedAttempt, FinalOutput
+from agents.ask.state import AskPlan, CausalRunResult, ExecutionRecord, FailedAttempt, FinalOutput
 
 __all__ = ["cannot_answer", "causal_answer", "computed_answer", "error_answer", "render_chart", "vega_lite_of"]
 
@@ -105,8 +105,8 @@ def render_chart(
     spec: dict[str, Any], job_dir: Path, name: str = "chart"
 ) -> tuple[dict[str, Any] | None, list[str], list[str]]:
     """Validate a chart and render it; return (spec or None if refused, chart paths, caveats)."""
-    from agents.tools.charts import save_chart, validate_spec
-    from agents.tools.errors import ToolError
+    from agents.ask.tools.charts import save_chart, validate_spec
+    from agents.ask.tools.errors import ToolError
 
     try:
         spec = validate_spec(spec)
@@ -144,8 +144,8 @@ def computed_answer(
     ``explanation`` (a model's plain-language words) goes to the reasoning trace only; the answer
     itself is always the computed one.
     """
-    from agents.tools.answers import format_answer
-    from agents.tools.retrieval import explain
+    from agents.ask.tools.answers import format_answer
+    from agents.ask.tools.retrieval import explain
 
     result = record.result
     filled = filled_plan(plan)

@@ -2,7 +2,7 @@
 
 Deterministic (always): the per-column table (Column, Type, Non-Null Count, Unique Count,
 Description, Typical Values, Issues — every column), a 3–5 sentence summary and a session
-title, from :mod:`agents.tools.column_report`. With a model, the model explores with
+title, from :mod:`agents.ask.tools.column_report`. With a model, the model explores with
 ``sql_query`` (on the ask runtime: duplicate calls skipped, artifacts remembered), writes the
 summary with ``output_text`` and ends with ``finalize(session_title=...)``; a summary sentence
 whose numbers appear neither in the table nor in a query result is dropped, and the table is
@@ -18,13 +18,13 @@ from pydantic import Field
 
 from agents.ask._shared import first_frame
 from agents.ask.runtime import InvalidStateTransition, RuntimeState
+from agents.ask.state import AskState, FinalOutput
 from agents.ask.toolbox import Toolbox
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskState, FinalOutput
-from agents.base.state import JobStatus
-from agents.base.view import StateView
-from agents.tools import analysis as T
-from agents.tools.column_report import HEADERS, column_report, dataset_summary, report_table, session_title
+from agents.ask.tools import analysis as T
+from agents.ask.tools.column_report import HEADERS, column_report, dataset_summary, report_table, session_title
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.status import JobStatus
+from agents.core.view import StateView
 
 __all__ = ["AutoAnalystAgent", "AutoAnalystParams"]
 
@@ -124,8 +124,8 @@ def _explore(
     box: Toolbox, ctx: AgentContext, data_summary: str, budget: int, rows: list[Any]
 ) -> tuple[str | None, str | None, int, str]:
     """The model's exploration: (checked summary or None, title or None, model calls, why it ended)."""
-    from agents.base.llm import data_block
-    from agents.base.llm.validate import check_numbers, numbers_of
+    from agents.runtime.llm import data_block
+    from agents.runtime.llm.validate import check_numbers, numbers_of
 
     history: list[dict[str, str]] = []
     text: str | None = None

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskState, CausalRunResult
-from agents.base.errors import AgentError
-from agents.base.state import JobStatus
-from agents.base.view import StateView
+from agents.ask.state import AskState, CausalRunResult
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.errors import AgentError
+from agents.core.status import JobStatus
+from agents.core.view import StateView
 
 __all__ = ["CausalRunnerAgent", "CausalRunnerParams"]
 

@@ -1,6 +1,6 @@
 """The code step, second half: run the round's code in the sandbox, record what happened.
 
-Generated code runs only through :func:`agents.base.sandbox.run_code` (a child process with
+Generated code runs only through :func:`agents.runtime.sandbox.run.run_code` (a child process with
 limits and the best isolation available); each dataset is handed over by path under its view
 name, and only data comes back. A failure is recorded as a failed attempt (code + error +
 traceback) for the next round's writer; the loop's ``until: execution_success`` decides.
@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import Field
 
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskState, FailedAttempt
-from agents.base.state import JobStatus
-from agents.base.view import StateView
-from agents.tools.analysis import execution_record
+from agents.ask.state import AskState, FailedAttempt
+from agents.ask.tools.analysis import execution_record
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.status import JobStatus
+from agents.core.view import StateView
 
 __all__ = ["CodeRunnerAgent", "CodeRunnerParams"]
 
@@ -42,7 +42,7 @@ class CodeRunnerAgent(Agent[CodeRunnerParams]):
     Params = CodeRunnerParams
 
     def run(self, view: StateView, params: CodeRunnerParams, ctx: AgentContext) -> AgentResult:
-        from agents.base.sandbox import Limits, run_code
+        from agents.runtime.sandbox.run import Limits, run_code
 
         inputs = {name: Path(ds.local_path) for name, ds in view.datasets.items()}
         limits = _limits(Limits, params)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from agents.ask._shared import filled_plan, first_frame, llm_text, strip_fences
 from agents.ask.planning import attempt_code
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskState
-from agents.base.errors import AgentError
-from agents.base.state import JobStatus
-from agents.base.view import StateView
+from agents.ask.state import AskState
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.errors import AgentError
+from agents.core.status import JobStatus
+from agents.core.view import StateView
 
 __all__ = ["CodeWriterAgent"]
 
@@ -72,7 +72,7 @@ class CodeWriterAgent(Agent[AgentParams]):
         filled = filled_plan(view.plan)
         question = str(view.plan.parameters.get("question") or view.question)
         grounding = f"\n\nA worked example for a similar question:\n```python\n{filled.code}```" if filled else ""
-        from agents.base.llm import data_block
+        from agents.runtime.llm import data_block
 
         names = ", ".join(view.datasets)
         prompt = f"Question: {question}\n\nDatasets ({names}):\n{data_block('data summary', view.data_summary[:4000])}{grounding}"

@@ -21,12 +21,12 @@ from agents.ask._shared import filled_plan, first_frame
 from agents.ask.answering import cannot_answer, causal_answer, computed_answer, error_answer
 from agents.ask.planning import attempt_code, plan_question
 from agents.ask.runtime import InvalidStateTransition, Runtime, RuntimeState
+from agents.ask.state import ArtifactRecord, AskPlan, AskState, CausalRunResult, FinalOutput
 from agents.ask.toolbox import Toolbox
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import ArtifactRecord, AskPlan, AskState, CausalRunResult, FinalOutput
-from agents.base.state import JobStatus
-from agents.base.view import StateView
-from agents.tools import analysis as T
+from agents.ask.tools import analysis as T
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.status import JobStatus
+from agents.core.view import StateView
 
 __all__ = ["DataScientistAgent", "DataScientistParams", "estimate_complexity", "BUDGETS", "deterministic_turn"]
 
@@ -104,7 +104,7 @@ def deterministic_turn(box: Toolbox, plan: AskPlan, ctx: AgentContext, max_attem
 
 
 def _present(box: Toolbox, final: FinalOutput) -> None:
-    from agents.tools.render import OutputTableArgs, table_from_result
+    from agents.ask.tools.render import OutputTableArgs, table_from_result
 
     table = table_from_result(final.result, title="result")
     if table is not None:

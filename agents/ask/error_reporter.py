@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from agents.ask.answering import error_answer
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskState
-from agents.base.state import JobStatus
-from agents.base.view import StateView
+from agents.ask.state import AskState
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.status import JobStatus
+from agents.core.view import StateView
 
 __all__ = ["ErrorReporterAgent"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from agents.ask._shared import filled_plan, llm_text, result_text
 from agents.ask.answering import cannot_answer, causal_answer, computed_answer
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskPlan, AskState, FinalOutput
-from agents.base.state import JobStatus
-from agents.base.view import StateView
+from agents.ask.state import AskPlan, AskState, FinalOutput
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.status import JobStatus
+from agents.core.view import StateView
 
 __all__ = ["ExplainerAgent", "cannot_answer", "causal_answer"]
 

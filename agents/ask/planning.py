@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agents.ask._shared import causal_pair, filled_plan, resolve_follow_up
-from agents.base.ask_state import AskPlan, ChatMessage
+from agents.ask.state import AskPlan, ChatMessage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,11 +22,11 @@ __all__ = ["deterministic_plan", "plan_question", "attempt_code", "request_plan"
 def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
     """The plan of a question that lists its answer slots: one computed request per slot
     (None when it lists none, or when no slot can be computed without a model)."""
-    from agents.tools.answers import OutputFormat, Token
-    from agents.tools.causal_requests import CausalRequestError, parse_causal
-    from agents.tools.request_spec import request_code
-    from agents.tools.requests import parse_requests
-    from agents.tools.retrieval import FilledPlan
+    from agents.ask.tools.answers import OutputFormat, Token
+    from agents.ask.tools.causal_requests import CausalRequestError, parse_causal
+    from agents.ask.tools.request_spec import request_code
+    from agents.ask.tools.requests import parse_requests
+    from agents.ask.tools.retrieval import FilledPlan
 
     spec = parse_requests(question, frame)
     sentence = None
@@ -101,7 +101,7 @@ def plan_question(
     question: str, messages: list[ChatMessage], frame: pd.DataFrame, min_score: float = 0.0
 ) -> tuple[AskPlan, list[Any]]:
     """The deterministic plan and the retrieved nearest examples (for a model's grounding)."""
-    from agents.tools.retrieval import fill, retrieve
+    from agents.ask.tools.retrieval import fill, retrieve
 
     question = resolve_follow_up(question, messages)
     requested = request_plan(question, frame)
@@ -131,7 +131,7 @@ def plan_question(
 def attempt_code(plan: AskPlan, question: str, frame: pd.DataFrame, tried: set[str]) -> tuple[str, str]:
     """The code of the next deterministic attempt and a note: the filled example, then the next
     example that fits and has not been tried (the same code again when none is left)."""
-    from agents.tools.retrieval import fill
+    from agents.ask.tools.retrieval import fill
 
     filled = filled_plan(plan)
     if filled is None:

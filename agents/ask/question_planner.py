@@ -15,10 +15,10 @@ from pydantic import BaseModel, Field
 
 from agents.ask._shared import first_frame, llm_json
 from agents.ask.planning import plan_question
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskPlan, AskState
-from agents.base.state import JobStatus
-from agents.base.view import StateView
+from agents.ask.state import AskPlan, AskState
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.status import JobStatus
+from agents.core.view import StateView
 
 __all__ = ["QuestionPlannerAgent", "QuestionPlannerParams"]
 
@@ -76,7 +76,7 @@ class QuestionPlannerAgent(Agent[QuestionPlannerParams]):
 
     @staticmethod
     def _with_model(ctx: AgentContext, question: str, summary: str, plan: AskPlan, nearest: list[Any]) -> AskPlan:
-        from agents.base.llm import data_block
+        from agents.runtime.llm import data_block
 
         examples = "\n".join(f"- {m.title} ({m.kind})" for m in nearest)
         reply = llm_json(

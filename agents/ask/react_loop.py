@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.ask.answering import computed_answer
+from agents.ask.state import AskPlan, FinalOutput, ToolCallRecord
 from agents.ask.toolbox import Toolbox
-from agents.base.agent import AgentContext
-from agents.base.ask_state import AskPlan, FinalOutput, ToolCallRecord
-from agents.tools import analysis as T
+from agents.ask.tools import analysis as T
+from agents.core.agent import AgentContext
 
 __all__ = ["TurnOutcome", "react_turn", "detect_loop", "SYSTEM_PROMPT", "DIVERGENCE"]
 
@@ -106,7 +106,7 @@ def _messages(
     left: int,
     divergence: bool,
 ) -> list[dict[str, str]]:
-    from agents.base.llm import data_block
+    from agents.runtime.llm import data_block
 
     user = (
         f"Question: {box.question}\n\n{data_block('data summary', summary[:4000])}\n\n"
@@ -172,7 +172,7 @@ def _degrade(box: Toolbox, plan: AskPlan, ctx: AgentContext, iterations: int, wh
 def _author(ctx: AgentContext, box: Toolbox, summary: str) -> Any:
     """write_code from an approach in words: the model writes the code (one text call)."""
     from agents.ask._shared import llm_text, strip_fences
-    from agents.base.llm import data_block
+    from agents.runtime.llm import data_block
 
     def write(approach: str) -> str | None:
         prompt = f"Question: {box.question}\nApproach: {approach}\n\n{data_block('data summary', summary[:3000])}"

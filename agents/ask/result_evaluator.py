@@ -8,11 +8,11 @@ prompt sees the question, the code and the output (never anything it did not com
 from __future__ import annotations
 
 from agents.ask._shared import llm_text, result_text
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskState
-from agents.base.state import JobStatus
-from agents.base.view import StateView
-from agents.tools.analysis import evaluate_result
+from agents.ask.state import AskState
+from agents.ask.tools.analysis import evaluate_result
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.status import JobStatus
+from agents.core.view import StateView
 
 __all__ = ["ResultEvaluatorAgent", "evaluate_result"]
 

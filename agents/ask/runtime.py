@@ -23,15 +23,15 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from agents.base.ask_state import (
+from agents.ask.state import (
     ArtifactRecord,
     RuntimeCounters,
     RuntimeSummary,
     RuntimeTransition,
     ToolCallRecord,
 )
-from agents.base.errors import WhyflowError
-from agents.base.state import utcnow
+from agents.core.errors import WhyflowError
+from agents.core.job import utcnow
 
 __all__ = [
     "ALLOWED",

@@ -20,9 +20,9 @@ from pydantic import BaseModel
 
 from agents.ask.answering import render_chart
 from agents.ask.runtime import InvalidStateTransition, Runtime, RuntimeState, intent_summary
-from agents.base.ask_state import CausalRunResult, ExecutionRecord, FailedAttempt
-from agents.tools import analysis as T
-from agents.tools.errors import ToolError
+from agents.ask.state import CausalRunResult, ExecutionRecord, FailedAttempt
+from agents.ask.tools import analysis as T
+from agents.ask.tools.errors import ToolError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -174,7 +174,7 @@ class Toolbox:
             art, new = self.runtime.add_artifact("text", "text", "model", call_id, args.text)
             return "ok", "shown" if new else f"not shown again: equivalent to {art.id} (duplicate_artifact_prevented)"
         if isinstance(args, T.OutputTableArgs):
-            from agents.tools.render import output_table
+            from agents.ask.tools.render import output_table
 
             table = output_table(args)
             art, new = self.runtime.add_artifact(
@@ -197,7 +197,7 @@ class Toolbox:
         raise ToolError(f"'{tool}' is not a tool of this agent")
 
     def _sql(self, args: T.SqlQueryCall, call_id: str) -> tuple[Status, str]:
-        from agents.tools.sql import connect, sql_query_on
+        from agents.ask.tools.sql import connect, sql_query_on
 
         if self._con is None:
             self._con = connect({k: Path(v) for k, v in self.datasets.items()})
@@ -252,7 +252,7 @@ class Toolbox:
         return "ok", _short(verdict.model_dump(mode="json"))
 
     def _plot(self, args: T.CreatePlotArgs, call_id: str) -> tuple[Status, str]:
-        from agents.tools.charts import create_plot
+        from agents.ask.tools.charts import create_plot
 
         spec = create_plot(args)
         art, new = self.runtime.add_artifact(args.title, "plot", "tool", call_id, spec, logical_key=args.title)
@@ -266,7 +266,7 @@ class Toolbox:
         return "ok", f"plot {art.id} drawn" + (f": {charts[0]}" if charts else "")
 
     def _explain(self, args: T.ExplainFindingsArgs) -> tuple[Status, str]:
-        from agents.base.llm.validate import check_numbers, numbers_of
+        from agents.runtime.llm.validate import check_numbers, numbers_of
 
         text = " ".join([args.explanation, *args.key_findings]).strip()
         kept, dropped = check_numbers(text, numbers_of(self.current.result if self.current else None))

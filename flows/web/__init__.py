@@ -4,7 +4,7 @@
 uvicorn. Sessions and messages persist in ``<data-dir>/chat.sqlite3`` (:mod:`flows.web.store`);
 each question or first analysis is a run of an ask recipe (:mod:`flows.web.runs`): a Prefect flow
 run when a Prefect server is configured or ``--engine prefect`` asks for it, else the plain
-runner in a worker thread (:mod:`flows.ask_engine`).
+runner in a worker thread (:mod:`flows.ask.engine`).
 """
 
 from __future__ import annotations
@@ -43,13 +43,13 @@ def serve(
     uvicorn takes the signal and shuts down (open connections get 5 s), then raises it again
     here: every run still going is stopped and saved CANCELLED (:func:`flows.web.runs.stop_runs`)
     while Prefect's temporary server still records their end. A second signal, or runs that
-    do not end within :data:`~flows.interrupts.GRACE_SECONDS`, end the process at once with
+    do not end within :data:`~flows.running.interrupts.GRACE_SECONDS`, end the process at once with
     their jobs saved cancelled.
     """
     import uvicorn
 
-    from flows.ask_engine import engine_note, prewarm_sandbox, resolve_engine
-    from flows.interrupts import GRACE_SECONDS, interrupt_guard, received
+    from flows.ask.engine import engine_note, prewarm_sandbox, resolve_engine
+    from flows.running.interrupts import GRACE_SECONDS, interrupt_guard, received
     from flows.web.runs import cancel_runs, stop_runs
 
     if engine is None:
@@ -57,8 +57,8 @@ def serve(
     app = create_app(data_dir, engine)
     server: Any = _no_server
     if engine == "prefect":
-        from flows.progress import quiet_prefect_console
-        from flows.temp_server import temporary_server
+        from flows.running.progress import quiet_prefect_console
+        from flows.running.temp_server import temporary_server
 
         quiet_prefect_console()
         server = temporary_server

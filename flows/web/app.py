@@ -1,7 +1,7 @@
 """The chat page's FastAPI app: the page, uploads, the session list and one WebSocket per session.
 
 ``GET /`` the page; ``GET /static/*`` its script and style; ``GET /vendor/*.js`` the vendored
-vega builds (``agents/tools/static``); ``POST /api/sessions?filename=NAME`` the file as the
+vega builds (``agents/ask/tools/static``); ``POST /api/sessions?filename=NAME`` the file as the
 request body (CSV or Parquet, at most :data:`MAX_UPLOAD_BYTES`; type, size and parse are checked
 and a failure is an ``error`` event as JSON); ``GET /api/sessions`` and
 ``GET /api/sessions/{id}`` the sessions and their messages; ``WS /ws/{id}`` the conversation:
@@ -68,11 +68,11 @@ class _Hub:
 def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> FastAPI:
     """The app over ``data_dir`` (``chat.sqlite3`` and ``sessions/<id>/`` with each upload and its runs).
 
-    ``engine`` runs each turn (``prefect`` or ``local``; None: :func:`flows.ask_engine.resolve_engine`'s
+    ``engine`` runs each turn (``prefect`` or ``local``; None: :func:`flows.ask.engine.resolve_engine`'s
     choice now).
     """
     if engine is None:
-        from flows.ask_engine import resolve_engine
+        from flows.ask.engine import resolve_engine
 
         engine = resolve_engine(None)[0]
     root = Path(data_dir).resolve()
@@ -104,7 +104,7 @@ def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Fast
     async def vendor(name: str) -> Response:
         if name not in _VENDOR:
             raise HTTPException(404)
-        text = resources.files("agents.tools").joinpath("static", name).read_text(encoding="utf-8")
+        text = resources.files("agents.ask.tools").joinpath("static", name).read_text(encoding="utf-8")
         text = re.sub(r"//# sourceMappingURL=\S+\s*$", "", text)
         return Response(text, media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
 

@@ -2,8 +2,8 @@
 
 A question runs ``pipelines/ask_react.yaml`` (the ReAct data scientist), the first look at an
 upload ``pipelines/auto_analyze.yaml``; both are prepared and run exactly as `whyflow ask` does
-(:func:`flows.ask_job.prepare_ask_job`, then the compiled flow of :func:`flows.compile.build_flow`, or
-the plain runner of :func:`flows.ask_local.run_ask_plain` with the ``local`` engine), with job
+(:func:`flows.ask.job.prepare_ask_job`, then the compiled flow of :func:`flows.job_flow.build_flow`, or
+the plain runner of :func:`flows.ask.local.run_ask_plain` with the ``local`` engine), with job
 folders under the session's folder. While the run goes, every tool call of the agent's
 :class:`~agents.ask.toolbox.Toolbox` is observed: before it a ``status`` line, after it the
 content it showed (``query_result`` for ``sql_query``, ``text``, ``table``, ``plot``). When the
@@ -196,7 +196,7 @@ def stop_runs(timeout: float) -> None:
     """
     import time
 
-    from flows.store import JobFolder
+    from flows.jobstore.store import JobFolder
 
     with _lock:
         going = dict(_turns)
@@ -214,8 +214,8 @@ def stop_runs(timeout: float) -> None:
 
 def cancel_runs() -> None:
     """Save every run still going as cancelled and stop its kernels (the server is stopping now)."""
-    from flows.interrupts import cancel_job
-    from flows.store import JobFolder
+    from flows.jobstore.store import JobFolder
+    from flows.running.interrupts import cancel_job
 
     with _lock:
         going = list(_turns)
@@ -241,14 +241,14 @@ def run_turn(store: ChatStore, session: Session, kind: str, text: str, turn: Tur
 
 
 def _run(store: ChatStore, session: Session, kind: str, text: str, turn: Turn, engine: str) -> None:
-    from agents.base.ask_state import AskState
-    from agents.base.errors import WhyflowError
-    from flows.ask_job import AUTO_QUESTION, AskRequest, prepare_ask_job, save_turn
-    from flows.plan import load_plan
-    from flows.store import JobStore
+    from agents.ask.state import AskState
+    from agents.core.errors import WhyflowError
+    from flows.ask.job import AUTO_QUESTION, AskRequest, prepare_ask_job, save_turn
+    from flows.jobstore.store import JobStore
+    from flows.recipes.plan import load_plan
 
     install_tool_hook()
-    from flows.ask_engine import prewarm_sandbox
+    from flows.ask.engine import prewarm_sandbox
 
     ready = prewarm_sandbox()  # the sandbox's template, kept by a thread that outlives this turn's
     auto = kind == "auto_analyze"
@@ -275,11 +275,11 @@ def _run(store: ChatStore, session: Session, kind: str, text: str, turn: Turn, e
     try:
         ready.wait(60)  # at once when it is warm; else it boots while the data is read, not twice
         if engine == "local":
-            from flows.ask_local import run_ask_plain
+            from flows.ask.local import run_ask_plain
 
             run_ask_plain(plan, folder)
         else:
-            from flows.compile import build_flow
+            from flows.job_flow import build_flow
 
             build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")(
                 recipe=str(folder.recipe_path.resolve()), job_dir=key, return_state=True
@@ -304,7 +304,7 @@ def _run(store: ChatStore, session: Session, kind: str, text: str, turn: Turn, e
 
 def _final_events(turn: Turn, state: Any) -> None:
     """What the finished answer holds that no tool showed: the code's chart, the answer, caveats."""
-    from agents.tools.render import table_from_result
+    from agents.ask.tools.render import table_from_result
 
     final = state.final_output
     if final is None or final.output_type == "error":

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.base.state import AnalysisState, TreatmentEffectResult
-from flows.dispatch import run_single_agent
+from agents.causal.state import AnalysisState, TreatmentEffectResult
+from flows.running.dispatch import run_single_agent
 from tests.factories import make_estimate
 from tests.helpers import make_state
 

@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from agents.base.state import CausalDAG, CausalEdge
-from agents.stats.adjustment_rules import data_checks
+from agents.causal.discovery.adjustment_rules import data_checks
+from agents.causal.state import CausalDAG, CausalEdge
 from benchmarks.synthetic import TRUE_GRAPH_LINEAR, linear_confounding
 from benchmarks.synthetic_graphs import wide_confounded
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 

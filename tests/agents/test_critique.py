@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.base.state import CritiqueDecision
-from agents.critique import codes_in
+from agents.causal.review.critique import codes_in
+from agents.causal.state import CritiqueDecision
 from benchmarks.synthetic import linear_confounding
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.agents.critique_cases import (
     ADJ,
     make_analysis,

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents.base.state import AnalysisState, CritiqueDecision
-from agents.critique import codes_in
+from agents.causal.review.critique import codes_in
+from agents.causal.state import AnalysisState, CritiqueDecision
 from benchmarks.synthetic import linear_confounding
 from tests.agents.critique_cases import (
     make_analysis,

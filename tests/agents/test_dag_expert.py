@@ -8,9 +8,9 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from agents.base.state import CausalDAG, CausalEdge
-from agents.stats.graphs import directed_graph
-from flows.dispatch import run_single_agent
+from agents.causal.discovery.graphs import directed_graph
+from agents.causal.state import CausalDAG, CausalEdge
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.base.errors import DataError
-from agents.stats.profiling import build_profile, parse_numeric_text
+from agents.causal.dataprep.profiling import build_profile, parse_numeric_text
+from agents.core.errors import DataError
 from benchmarks.synthetic import job_training, linear_confounding
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 
@@ -192,7 +192,7 @@ def test_decimal_commas_and_thousands_separators_are_told_apart() -> None:
 
 
 def test_day_first_dates_are_parsed_day_first() -> None:
-    from agents.stats.profiling import parse_dates
+    from agents.causal.dataprep.profiling import parse_dates
 
     european = parse_dates(pd.Series(["04/03/2021", "25/12/2021", None]))
     assert european.tolist()[:2] == [pd.Timestamp("2021-03-04"), pd.Timestamp("2021-12-25")] and european.isna().iloc[2]

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.stats.expectations import run_expectations
-from agents.stats.repair_rules import recheck_expectations, unrepaired
+from agents.causal.dataprep.expectations import run_expectations
+from agents.causal.dataprep.repair_rules import recheck_expectations, unrepaired
 from benchmarks.synthetic import linear_confounding
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 
@@ -46,8 +46,8 @@ def test_unrepaired_data_gets_the_verdicts_great_expectations_gives_on_a_second_
 
 
 def test_type_checks_only_where_the_raw_column_is_not_already_a_number_dtype() -> None:
-    from agents.stats.expectations import expectation_suites
-    from agents.stats.profiling import build_profile
+    from agents.causal.dataprep.expectations import expectation_suites
+    from agents.causal.dataprep.profiling import build_profile
 
     raw, _ = linear_confounding(300, effect=1.0, seed=1)
     raw["price"] = [f"{v:,.2f}" for v in raw["x1"] * 1000]  # numbers stored as text

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.base.errors import AgentError
+from agents.core.errors import AgentError
 from benchmarks.synthetic import job_training
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 METADATA = {

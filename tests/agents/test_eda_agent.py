@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.agents.test_data_repair import N_DUP, N_EDU_MISSING, N_OUTLIERS, messy_copy
 from tests.helpers import make_state
 

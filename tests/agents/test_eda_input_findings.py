@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.base.data import read_table
-from agents.stats.frame_checks import FINDINGS_FILE, load_findings, quality_findings
-from flows.dispatch import run_single_agent
+from agents.causal.dataprep.frame_checks import FINDINGS_FILE, load_findings, quality_findings
+from agents.runtime.data import read_table
+from flows.running.dispatch import run_single_agent
 from tests.agents.test_data_repair import messy_copy
 from tests.helpers import make_state
 

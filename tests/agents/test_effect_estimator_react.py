@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from agents.base.agent import AgentContext
-from agents.effect_estimator_react import TOOLS, EffectEstimatorReActAgent, _Loop, llm_choose, policy
-from agents.stats.pair_analysis import run_method
+from agents.causal.estimation.effect_estimator_react import TOOLS, EffectEstimatorReActAgent, _Loop, llm_choose, policy
+from agents.causal.estimation.pair_analysis import run_method
+from agents.core.agent import AgentContext
 from benchmarks import synthetic_effects as S
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 
@@ -58,7 +58,7 @@ def test_llm_answers_validated_and_junk_falls_back(tmp_path: Path) -> None:
         json.dumps({"thought": "x", "tool": "estimate", "method": "magic"}),  # not an allowed method
     ]
     ctx = AgentContext(job_dir=tmp_path, step="effect_estimator_react", seed=0, llm=_client(answers))
-    from flows.dispatch import apply_result, dispatch
+    from flows.running.dispatch import apply_result, dispatch
 
     result = dispatch(EffectEstimatorReActAgent, state, {"methods": ["naive", "ols", "aipw"], "bootstrap": 20}, ctx)
     apply_result(state, EffectEstimatorReActAgent, result)
@@ -71,8 +71,8 @@ def test_llm_answers_validated_and_junk_falls_back(tmp_path: Path) -> None:
 
 
 def test_policy_refits_propensity_when_balance_is_poor(tmp_path: Path) -> None:
-    from agents.base.view import StateView
-    from agents.stats.estimation import setup_for_pair
+    from agents.causal.estimation.common import setup_for_pair
+    from agents.core.view import StateView
 
     frame, _ = S.nonlinear_heterogeneous(n=1500, seed=3)
     frame["x2sq"] = 0.0  # harmless constant column (excluded as constant)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.base.state import CritiqueDecision, CritiqueFeedback
+from agents.causal.state import CritiqueDecision, CritiqueFeedback
 from benchmarks import synthetic_effects as S
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 
@@ -80,7 +80,7 @@ def test_no_covariates_gives_trivial_diagnostics_not_an_error(tmp_path) -> None:
     import numpy as np
     import pandas as pd
 
-    from flows.dispatch import run_single_agent
+    from flows.running.dispatch import run_single_agent
     from tests.helpers import make_state
 
     rng = np.random.default_rng(0)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.base.llm import reset_runs
+from agents.runtime.llm import reset_runs
 from tests.llm.scripted import Scripted, ScriptedLLM
 
 

@@ -7,13 +7,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.base.ask_state import AskState, ChatMessage
-from agents.base.state import JobStatus
-from flows.ask_job import AskRequest, prepare_ask_job
-from flows.dispatch import run_single_agent
-from flows.plan import load_plan
-from flows.progress import Reporter
-from flows.runner import LocalExecutor, Runner
+from agents.ask.state import AskState, ChatMessage
+from agents.core.status import JobStatus
+from flows.ask.job import AskRequest, prepare_ask_job
+from flows.recipes.plan import load_plan
+from flows.running.dispatch import run_single_agent
+from flows.running.progress import Reporter
+from flows.running.runner import LocalExecutor, Runner
 
 ROOT = Path(__file__).resolve().parents[2]
 ASK = ROOT / "pipelines" / "ask.yaml"

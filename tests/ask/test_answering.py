@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agents.ask.answering import cannot_answer
-from agents.base.ask_state import AskPlan
+from agents.ask.state import AskPlan
 
 
 def _plan() -> AskPlan:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.base.llm import reset_runs
-from agents.base.llm.local import available
-from flows.cli import main
+from agents.runtime.llm import reset_runs
+from agents.runtime.llm.local import available
+from flows.cli.main import main
 
 pytestmark = [
     pytest.mark.llm_local,

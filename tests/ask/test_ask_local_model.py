@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.base.llm import reset_runs
-from agents.base.llm.local import available
-from agents.base.llm.validate import numbers_of, numbers_problems
+from agents.runtime.llm import reset_runs
+from agents.runtime.llm.local import available
+from agents.runtime.llm.validate import numbers_of, numbers_problems
 from tests.ask.test_agents import ROOT, ask
 
 pytestmark = [

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from agents.ask._shared import read_data
-from agents.tools.column_report import HEADERS, column_report, dataset_summary, session_title
-from flows.cli import main
+from agents.ask.tools.column_report import HEADERS, column_report, dataset_summary, session_title
+from flows.cli.main import main
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
 

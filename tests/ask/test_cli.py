@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from flows.cli import main
+from flows.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,8 +105,8 @@ def test_ask_prints_the_answer_and_writes_the_files_and_the_session(
 def test_status_and_resume_of_an_ask_job(
     shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from flows.ask_job import AskRequest, prepare_ask_job
-    from flows.plan import load_plan
+    from flows.ask.job import AskRequest, prepare_ask_job
+    from flows.recipes.plan import load_plan
 
     path, frame = shop
     recipe = ROOT / "pipelines" / "ask.yaml"

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from flows.cli import main
+from flows.cli.main import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 

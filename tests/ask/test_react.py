@@ -17,8 +17,8 @@ import pytest
 
 from agents.ask.react_loop import DIVERGENCE
 from agents.ask.runtime import ALLOWED, InvalidStateTransition, Runtime, RuntimeState, call_key
-from agents.base.ask_state import AskState
-from agents.tools.analysis import ExecuteCodeArgs, SqlQueryCall
+from agents.ask.state import AskState
+from agents.ask.tools.analysis import ExecuteCodeArgs, SqlQueryCall
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
 
@@ -299,8 +299,8 @@ def test_write_code_from_an_approach_in_words_then_execute_the_written_code(
 
 
 def test_the_answer_artifact_carries_the_runtime_summary() -> None:
-    from agents.base.ask_state import FinalOutput, RuntimeSummary, RuntimeTransition
-    from flows.ask_flow import _markdown
+    from agents.ask.state import FinalOutput, RuntimeSummary, RuntimeTransition
+    from flows.ask.flow import _markdown
 
     runtime = RuntimeSummary(
         mode="deterministic",
@@ -320,8 +320,8 @@ def test_the_answer_artifact_carries_the_runtime_summary() -> None:
 def test_a_follow_up_turn_sees_the_earlier_artifacts_and_does_not_recreate_them(
     tmp_path: Path, shop: tuple[Path, pd.DataFrame]
 ) -> None:
-    from agents.base.ask_state import ChatMessage
-    from flows.ask_job import save_turn
+    from agents.ask.state import ChatMessage
+    from flows.ask.job import save_turn
 
     path, _ = shop
     question = "What is the average price by region?"

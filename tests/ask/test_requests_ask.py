@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents.base.ask_state import AskState
-from flows.ask_job import AskRequest, prepare_ask_job
-from flows.plan import load_plan
-from flows.progress import Reporter
-from flows.runner import LocalExecutor, Runner
+from agents.ask.state import AskState
+from flows.ask.job import AskRequest, prepare_ask_job
+from flows.recipes.plan import load_plan
+from flows.running.progress import Reporter
+from flows.running.runner import LocalExecutor, Runner
 
 ASK = Path(__file__).resolve().parents[2] / "pipelines" / "ask.yaml"
 

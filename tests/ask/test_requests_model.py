@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from agents.base.ask_state import AskState
+from agents.ask.state import AskState
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
 

@@ -8,16 +8,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.base.agent import Agent, AgentParams, check_contract
-from agents.base.ask_state import AskState
-from agents.base.errors import AgentRegistrationError
-from agents.base.state import JobStatus
-from flows.ask_job import AskRequest, prepare_ask_job
-from flows.conditions import ConditionError, check_condition, evaluate, parse_condition
+from agents.ask.state import AskState
+from agents.core.agent import Agent, AgentParams, check_contract
+from agents.core.errors import AgentRegistrationError
+from agents.core.status import JobStatus
+from flows.ask.job import AskRequest, prepare_ask_job
 from flows.errors import RecipeValidationError
-from flows.plan import load_plan
-from flows.progress import Reporter
-from flows.runner import LocalExecutor, Runner
+from flows.recipes.conditions import ConditionError, check_condition, evaluate, parse_condition
+from flows.recipes.plan import load_plan
+from flows.running.progress import Reporter
+from flows.running.runner import LocalExecutor, Runner
 from tests.ask.toy_agents import registry
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
@@ -181,7 +181,7 @@ def test_a_false_condition_skips_the_loop(tmp_path: Path) -> None:
 )
 def test_follow_ups_are_rewritten_against_the_previous_question(question: str, expected: str) -> None:
     from agents.ask._shared import resolve_follow_up
-    from agents.base.ask_state import ChatMessage
+    from agents.ask.state import ChatMessage
 
     history = [
         ChatMessage(role="user", content="What is the average price by region?"),

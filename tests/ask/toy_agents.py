@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from agents.base.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.base.ask_state import AskPlan, AskState, FinalOutput
-from agents.base.registry import Registry
-from agents.base.state import JobStatus
-from agents.base.view import StateView
+from agents.ask.state import AskPlan, AskState, FinalOutput
+from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from agents.core.status import JobStatus
+from agents.core.view import StateView
+from agents.registry import Registry
 
 
 class ToyAskPlannerParams(AgentParams):

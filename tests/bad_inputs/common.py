@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from flows.cli import main
+from flows.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = str(ROOT / "pipelines" / "quick_estimate.yaml")

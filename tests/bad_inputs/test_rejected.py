@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import main
+from flows.cli.main import main
 from tests.bad_inputs.common import (
     QUICK,
     T,

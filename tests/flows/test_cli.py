@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from flows.cli import main
+from flows.cli.main import main
 from tests.conftest import subprocess_env
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
@@ -187,7 +187,7 @@ def _start_slow_run(data: Path, tmp_path: Path, sleep: float = 20) -> tuple[subp
         [
             sys.executable,
             "-m",
-            "flows.cli",
+            "flows.cli.main",
             "run",
             str(recipe),
             "--data",
@@ -272,7 +272,7 @@ def test_heavy_imports_overlap_the_temporary_server_boot(tmp_path: Path) -> None
     script = (
         "import os, sys, httpx\n"
         "from prefect.settings import PREFECT_API_URL\n"
-        "from flows.temp_server import temporary_server\n"
+        "from flows.running.temp_server import temporary_server\n"
         "calls = []\n"
         "def warm():\n"
         "    try:\n"
@@ -300,7 +300,7 @@ def test_heavy_imports_overlap_the_temporary_server_boot(tmp_path: Path) -> None
 def test_a_configured_server_is_used_as_it_is(tmp_path: Path) -> None:
     """PREFECT_API_URL set: nothing is started, the imports still run, the block gets None."""
     script = (
-        "from flows.temp_server import temporary_server\n"
+        "from flows.running.temp_server import temporary_server\n"
         "calls = []\n"
         "with temporary_server(while_booting=lambda: calls.append(1)) as server:\n"
         "    print(server, calls)\n"
@@ -312,13 +312,13 @@ def test_a_configured_server_is_used_as_it_is(tmp_path: Path) -> None:
 
 
 def test_the_console_script_exits_with_the_runs_code_and_its_whole_summary(data: Path, tmp_path: Path) -> None:
-    """`python -m flows.cli` ends through console_main (no interpreter teardown): the summary is all
+    """`python -m flows.cli.main` ends through console_main (no interpreter teardown): the summary is all
     printed, the exit code is the run's, the temporary Prefect server is stopped, and bad input
     still exits 2 with its one line."""
     import psutil
 
     env = {k: v for k, v in subprocess_env(PREFECT_HOME=str(tmp_path / "prefect")).items() if k != "PREFECT_API_URL"}
-    cmd = [sys.executable, "-m", "flows.cli", "run", str(RECIPES / "valid_toy.yaml"), "--data", str(data)]
+    cmd = [sys.executable, "-m", "flows.cli.main", "run", str(RECIPES / "valid_toy.yaml"), "--data", str(data)]
     out = subprocess.run(
         [*cmd, "-t", "treated", "-y", "outcome", "-o", str(tmp_path / "job")],
         env=env,

@@ -79,7 +79,11 @@ def _run(tmp_path: Path, data: Path, name: str, *settings: str) -> dict[str, Any
     sets = [arg for s in settings for arg in ("--set", s)]
     args = ["run", str(recipe), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out), *sets]
     done = subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args], env=subprocess_env(), capture_output=True, text=True, timeout=240
+        [sys.executable, "-m", "flows.cli.main", *args],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return dict(json.loads((out / "state.json").read_text()))

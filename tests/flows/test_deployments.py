@@ -284,8 +284,8 @@ def test_cancellation_hook_saves_a_job_the_runner_could_not(
     from prefect.states import Cancelling
 
     from flows.deployments import mark_job_cancelled
-    from flows.jobs import RunRequest, prepare_job
-    from flows.plan import load_plan
+    from flows.jobstore.jobs import RunRequest, prepare_job
+    from flows.recipes.plan import load_plan
 
     recipe = str(ROOT / "tests" / "fixtures" / "recipes" / "valid_toy.yaml")
     out = tmp_path / "job"

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from flows.cli import main
+from flows.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

@@ -10,13 +10,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.base.state import StudyDesign
+from agents.causal.state import StudyDesign
 from benchmarks.synthetic import linear_confounding
-from flows.cli import main
+from flows.cli.main import main
 from flows.errors import MetadataError
-from flows.jobs import RunRequest, prepare_job
-from flows.metadata import MetadataSpec, load_metadata, read_metadata
-from flows.plan import load_plan
+from flows.jobstore.jobs import RunRequest, prepare_job
+from flows.recipes.metadata import MetadataSpec, load_metadata, read_metadata
+from flows.recipes.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "metadata"

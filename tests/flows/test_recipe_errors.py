@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from flows.errors import RecipeSyntaxError, RecipeValidationError
-from flows.plan import load_plan
+from flows.recipes.plan import load_plan
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.base.state import AnalysisState, CritiqueDecision, JobStatus
+from agents.causal.state import AnalysisState, CritiqueDecision
+from agents.core.status import JobStatus
 from benchmarks.synthetic import linear_confounding
 from flows.errors import RunCancelled, RunFailed
-from flows.jobs import RunRequest, prepare_job
-from flows.plan import Plan, load_plan
-from flows.progress import Reporter
-from flows.runner import LocalExecutor, Runner
-from flows.store import JobFolder
+from flows.jobstore.jobs import RunRequest, prepare_job
+from flows.jobstore.store import JobFolder
+from flows.recipes.plan import Plan, load_plan
+from flows.running.progress import Reporter
+from flows.running.runner import LocalExecutor, Runner
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 

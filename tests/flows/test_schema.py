@@ -11,11 +11,12 @@ import pytest
 import yaml
 from pydantic import Field
 
-from agents.base.agent import Agent, AgentParams
-from agents.base.registry import BUILTIN_AGENTS, Registry
-from agents.base.state import JobStatus
-from flows.recipe import RecipeSpec
-from flows.schema import recipe_schema
+from agents.causal.state import AnalysisState
+from agents.core.agent import Agent, AgentParams
+from agents.core.status import JobStatus
+from agents.registry import BUILTIN_AGENTS, Registry
+from flows.recipes.recipe import RecipeSpec
+from flows.recipes.schema import recipe_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,6 +93,8 @@ def test_schema_rejects_every_builtin_bound_crossed(committed: Any) -> None:
 
 class _Bounded(Agent):
     """An agent whose options have bounds and a menu, as a plug-in could declare."""
+
+    STATE_MODEL = AnalysisState
 
     NAME = "bounded"
     DESCRIPTION = "Test agent with bounded options"

@@ -14,13 +14,13 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from agents.base.llm import client_for
-from agents.base.llm.client import LLMClient, ToolCall
-from agents.base.llm.local import available
-from agents.base.llm.roles import MODEL_MARK
-from agents.base.llm.validate import check_numbers, numbers_of
+from agents.causal.roles import MODEL_MARK
+from agents.runtime.llm import client_for
+from agents.runtime.llm.client import LLMClient, ToolCall
+from agents.runtime.llm.local import available
+from agents.runtime.llm.validate import check_numbers, numbers_of
 from benchmarks import synthetic_effects as S
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 from tests.llm.test_agents import run_with
 

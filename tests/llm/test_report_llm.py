@@ -7,11 +7,12 @@ from pathlib import Path
 
 import nbformat
 
-from agents.base.llm.roles import MODEL_MARK
-from agents.base.state import AgentTrace, AnalysisState, DatasetInfo
+from agents.causal.roles import MODEL_MARK
+from agents.causal.state import AnalysisState, DatasetInfo
+from agents.core.job import AgentTrace
 from benchmarks import synthetic_effects as S
-from flows.dispatch import run_single_agent
-from flows.summary import job_summary, model_usage
+from flows.jobstore.summary import job_summary, model_usage
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 from tests.llm.scripted import Scripted, ScriptedLLM
 from tests.llm.test_agents import run_with

@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from benchmarks import synthetic_effects as S
-from flows.cli import main
-from flows.jobs import RunRequest, prepare_job
-from flows.plan import load_plan
-from flows.progress import Reporter
-from flows.runner import LocalExecutor, Runner
+from flows.cli.main import main
+from flows.jobstore.jobs import RunRequest, prepare_job
+from flows.recipes.plan import load_plan
+from flows.running.progress import Reporter
+from flows.running.runner import LocalExecutor, Runner
 from tests.llm.scripted import Scripted, ScriptedLLM
 
 RECIPE = {

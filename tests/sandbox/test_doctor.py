@@ -6,9 +6,9 @@ import io
 
 import pytest
 
-from agents.base.sandbox_doctor import doctor
-from agents.base.sandbox_probe import probe
-from flows.cli import main
+from agents.runtime.sandbox.doctor import doctor
+from agents.runtime.sandbox.probe import probe
+from flows.cli.main import main
 
 
 def test_doctor_lists_layers_of_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:

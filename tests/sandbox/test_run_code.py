@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.base.sandbox import Limits, SandboxInputError, run_code
+from agents.runtime.sandbox.run import Limits, SandboxInputError, run_code
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -91,7 +91,7 @@ def test_errors_carry_the_generated_line() -> None:
     res = run_code("x = 1\ny = x / 0\n")
     assert not res.ok and res.error == "ZeroDivisionError: division by zero"
     assert 'File "<generated>", line 2' in (res.traceback or "") and "y = x / 0" in (res.traceback or "")
-    assert "sandbox_child" not in (res.traceback or "")
+    assert "sandbox/child.py" not in (res.traceback or "")
 
 
 def test_a_result_that_cannot_cross_is_a_clear_failure() -> None:
@@ -131,7 +131,7 @@ def test_a_dead_warm_template_falls_back_to_a_cold_run(monkeypatch: pytest.Monke
     import os
     import signal
 
-    from agents.base import sandbox_server
+    from agents.runtime.sandbox import server as sandbox_server
 
     assert run_code("result = 1", isolation="no-namespaces", warm=True).ok
     [template] = [t for t in sandbox_server._templates.values() if t.key[0] == "no-namespaces"]
@@ -179,7 +179,7 @@ def test_scratch_folders_of_a_killed_process_are_swept(tmp_path: Path) -> None:
     import os
     import subprocess
 
-    from agents.base import sandbox_process
+    from agents.runtime.sandbox import process as sandbox_process
 
     gone = subprocess.Popen(["true"])
     gone.wait()

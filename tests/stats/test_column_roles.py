@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from agents.stats.adjustment import choose_adjustment
-from agents.stats.column_roles import classify_columns, left_out_table
-from agents.stats.designs_iv import iv_2sls
-from agents.stats.iv_controls import iv_treatment_copies
-from agents.stats.randomised_move import randomised_move, says_randomised
+from agents.causal.dataprep.column_roles import classify_columns, left_out_table
+from agents.causal.discovery.adjustment import choose_adjustment
+from agents.causal.discovery.iv_controls import iv_treatment_copies
+from agents.causal.discovery.randomised_move import randomised_move, says_randomised
+from agents.causal.estimation.designs_iv import iv_2sls
 from benchmarks.truth_kinds import KINDS, TEMPTING, make
 
 SEEDS = range(5)
@@ -26,7 +26,7 @@ def _left_out(kind: str, seed: int, n: int = 800) -> tuple[list[str], float, flo
     cands = [c for c in f.columns if c not in (t, y, z)]
     left = [r.column for r in classify_columns(f, t, y, cands, instrument=z) if r.leave_out]
     rest = [c for c in cands if c not in left]
-    if z:  # an instrumented treatment: its near-copies go (agents.stats.iv_controls), and 2SLS estimates
+    if z:  # an instrumented treatment: its near-copies go (agents.causal.discovery.iv_controls), and 2SLS estimates
         left += [r.column for r in iv_treatment_copies(f, t, z, rest)]
         rest = [c for c in rest if c not in left]
         e = iv_2sls(f[y], f[t], f[z], f[rest], z, t)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from agents.stats.complete_case import complete_case_check
-from agents.stats.review_doubts import complete_case_settled
+from agents.causal.review.complete_case import complete_case_check
+from agents.causal.review.doubts import complete_case_settled
 
 
 def _imputed(n: int, seed: int, strength: float) -> pd.DataFrame:

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.base.errors import AgentError
-from agents.stats.designs_did import did_twfe
+from agents.causal.estimation.designs_did import did_twfe
+from agents.core.errors import AgentError
 
 
 def _df_het(max_unit: int = 300) -> pd.DataFrame:

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents.base.state import StudyDesign
-from flows.dispatch import run_single_agent
+from agents.causal.state import StudyDesign
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 FAST = {"bootstrap": 20}

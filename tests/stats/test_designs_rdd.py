@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.base.errors import AgentError
-from agents.stats.designs_rdd import rdd_rdrobust
+from agents.causal.estimation.designs_rdd import rdd_rdrobust
+from agents.core.errors import AgentError
 
 
 def test_senate_example_reproduces_rdrobusts_published_numbers() -> None:

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.base.state import CritiqueDecision
-from agents.stats.designs_did import did_panel, did_twfe
-from agents.stats.did_permutation import MIN_UNITS, placebo_in_space
-from agents.stats.review import ReviewInputs, review
+from agents.causal.estimation.designs_did import did_panel, did_twfe
+from agents.causal.estimation.did_permutation import MIN_UNITS, placebo_in_space
+from agents.causal.review.rules import ReviewInputs, review
+from agents.causal.state import CritiqueDecision
 from tests.factories import make_estimate
 
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from agents.stats.column_roles import classify_columns, outcome_proxies
-from agents.stats.followup_columns import followup_columns
+from agents.causal.dataprep.column_roles import classify_columns, outcome_proxies
+from agents.causal.dataprep.followup_columns import followup_columns
 from benchmarks.truth_kinds import KINDS, make
 
 

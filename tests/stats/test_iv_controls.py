@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents.base.state import StudyDesign
-from agents.stats.designs_iv import iv_2sls
-from agents.stats.iv_controls import first_stage_absorbed, iv_treatment_copies
+from agents.causal.discovery.iv_controls import first_stage_absorbed, iv_treatment_copies
+from agents.causal.estimation.designs_iv import iv_2sls
+from agents.causal.state import StudyDesign
 from benchmarks.truth_kinds import make
-from flows.dispatch import run_single_agent
+from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 

@@ -17,10 +17,10 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from agents.stats import fold_rows as FR
-from agents.stats import nuisance as N
-from agents.stats import nuisance_cache as C
-from agents.stats.adjustment import prepare
+from agents.causal.discovery.adjustment import prepare
+from agents.causal.estimation import fold_rows as FR
+from agents.causal.estimation import nuisance as N
+from agents.causal.estimation import nuisance_cache as C
 from benchmarks.synthetic import job_training
 
 

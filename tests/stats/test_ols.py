@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from agents.stats import estimators as E
-from agents.stats import ols
-from agents.stats import propensity as P
-from agents.stats.adjustment import prepare
+from agents.causal.discovery.adjustment import prepare
+from agents.causal.estimation import backdoor as E
+from agents.causal.estimation import ols
+from agents.causal.estimation import propensity as P
 from benchmarks import synthetic_effects as S
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from agents.stats.randomised_move import randomised_move
+from agents.causal.discovery.randomised_move import randomised_move
 from benchmarks.truth_kinds import make
 
 

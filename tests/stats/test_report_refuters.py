@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agents.stats.report_refuters import refuter_context as _refute
+from agents.causal.report.refuter_section import refuter_context as _refute
 
 COMMON = {"refuted_estimate": 1354.2, "n_used": 2000, "simulations": 50, "subset_fraction": 0.8}
 

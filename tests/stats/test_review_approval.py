@@ -1,4 +1,4 @@
-"""Approval needs positive evidence: the critique's rules on hand-built rounds (agents.stats.review).
+"""Approval needs positive evidence: the critique's rules on hand-built rounds (agents.causal.review.rules).
 
 A spent budget is not evidence, an open doubt keeps the answer unapproved, and a design the user
 stated is the question: its estimator headlines or the answer is refused with the reason.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.base.state import CritiqueDecision
-from agents.stats.review import ReviewInputs, review
+from agents.causal.review.rules import ReviewInputs, review
+from agents.causal.state import CritiqueDecision
 from tests.factories import make_estimate
 
 CD: dict[str, Any] = {
@@ -161,7 +161,7 @@ def test_a_panel_analysed_as_independent_rows_is_not_approved() -> None:
     import numpy as np
     import pandas as pd
 
-    from agents.stats.panel_shape import repeated_units
+    from agents.causal.dataprep.panel_shape import repeated_units
 
     rng = np.random.default_rng(0)
     units, years = 10, 60

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools.render import write_answer_html
+from agents.ask.tools.render import write_answer_html
 from tests.tools.test_render import EVIL
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

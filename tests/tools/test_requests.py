@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.tools.request_ops import answer_requests
-from agents.tools.requests import parse_requests
+from agents.ask.tools.request_ops import answer_requests
+from agents.ask.tools.requests import parse_requests
 from tests.tools.request_answers import answers
 
 

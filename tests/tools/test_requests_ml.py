@@ -11,7 +11,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeRegressor
 
-from agents.tools.requests import parse_requests
+from agents.ask.tools.requests import parse_requests
 from tests.tools.request_answers import answers
 
 

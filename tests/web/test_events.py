@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from agents.ask.toolbox import Toolbox
-from agents.tools import analysis as T
-from agents.tools.charts import CreatePlotArgs
+from agents.ask.tools import analysis as T
+from agents.ask.tools.charts import CreatePlotArgs
 from flows.errors import CancelRequested
 from flows.web import runs
 from flows.web.store import ChatStore

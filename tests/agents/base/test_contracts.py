@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.base.agent import Agent, AgentParams, AgentResult
-from agents.base.errors import AgentRegistrationError, ContractViolation, MissingStateField
-from agents.base.registry import Registry, UnknownAgent, default_registry
-from agents.base.state import JobStatus
-from agents.base.view import StateView
+from agents.causal.state import AnalysisState
+from agents.core.agent import Agent, AgentParams, AgentResult
+from agents.core.errors import AgentRegistrationError, ContractViolation, MissingStateField
+from agents.core.status import JobStatus
+from agents.core.view import StateView
+from agents.registry import Registry, UnknownAgent, default_registry
 from benchmarks.synthetic import linear_confounding
-from flows.dispatch import apply_result, run_single_agent
+from flows.running.dispatch import apply_result, run_single_agent
 from tests.helpers import make_state
 
 
@@ -37,16 +38,23 @@ def test_unknown_agent_suggests_the_closest_name() -> None:
         ({"PROGRESS_WEIGHT": 0}, "PROGRESS_WEIGHT must be a positive number"),
         ({"NAME": "has space"}, "NAME must be a non-empty identifier"),
         ({"REQUIRED_STATE_FIELDS": ("nope",)}, "REQUIRED_STATE_FIELDS names 'nope'"),
+        ({"STATE_MODEL": None}, "STATE_MODEL must name the state the agent works on"),
     ],
 )
 def test_malformed_contracts_fail_at_registration(attrs: dict[str, object], message: str) -> None:
-    base = {"NAME": "x_agent", "WRITES_STATE_FIELDS": ("recommendations",), "JOB_STATUS": JobStatus.CRITIQUE_REVIEW}
+    base = {
+        "NAME": "x_agent",
+        "STATE_MODEL": AnalysisState,
+        "WRITES_STATE_FIELDS": ("recommendations",),
+        "JOB_STATUS": JobStatus.CRITIQUE_REVIEW,
+    }
     cls = type("X", (Agent,), {**base, **attrs})
     with pytest.raises(AgentRegistrationError, match=message):
         Registry(use_entry_points=False).register(cls)
 
 
 class Snooper(Agent):
+    STATE_MODEL = AnalysisState
     NAME = "snooper"
     REQUIRED_STATE_FIELDS = ("data_profile",)
     WRITES_STATE_FIELDS = ("recommendations",)

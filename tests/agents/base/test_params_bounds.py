@@ -14,16 +14,17 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agents.base.agent import Agent, AgentParams, AgentResult, check_contract, params_model_of
-from agents.base.errors import AgentRegistrationError
-from agents.base.registry import BUILTIN_AGENTS, default_registry
-from agents.base.state import JobStatus
-from agents.effect_estimator import EffectEstimatorAgent, EffectEstimatorParams
-from agents.effect_estimator_react import EffectEstimatorReActAgent
-from agents.stats.menu import METHODS
-from flows.cli import main
+from agents.causal.estimation.effect_estimator import EffectEstimatorAgent, EffectEstimatorParams
+from agents.causal.estimation.effect_estimator_react import EffectEstimatorReActAgent
+from agents.causal.estimation.menu import METHODS
+from agents.causal.state import AnalysisState
+from agents.core.agent import Agent, AgentParams, AgentResult, check_contract, params_model_of
+from agents.core.errors import AgentRegistrationError
+from agents.core.status import JobStatus
+from agents.registry import BUILTIN_AGENTS, default_registry
+from flows.cli.main import main
 from flows.errors import RecipeValidationError
-from flows.plan import load_plan
+from flows.recipes.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 BAD = ROOT / "tests" / "fixtures" / "recipes" / "bad_options.yaml"
@@ -74,6 +75,7 @@ def test_builtin_agents_are_generic_over_their_params(name: str) -> None:
 
 def test_a_plain_agent_plugin_still_registers() -> None:
     class Plain(Agent):
+        STATE_MODEL = AnalysisState
         NAME = "plain"
         WRITES_STATE_FIELDS = ("recommendations",)
         JOB_STATUS = JobStatus.CRITIQUE_REVIEW
@@ -93,6 +95,7 @@ def test_params_other_than_the_generic_model_is_a_registration_error() -> None:
         limit: int = 3
 
     class Forgot(Agent[Mine]):
+        STATE_MODEL = AnalysisState
         NAME = "forgot"
         WRITES_STATE_FIELDS = ("recommendations",)
         JOB_STATUS = JobStatus.CRITIQUE_REVIEW

@@ -9,20 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.base.errors import IllegalTransition
-from agents.base.state import (
-    MAX_TRACE_OUTPUT_LEN,
-    MAX_TRACE_REASONING_LEN,
-    AgentTrace,
+from agents.causal.queries import effects_for_pair
+from agents.causal.state import (
     AnalysisState,
     CausalPair,
     CritiqueDecision,
     CritiqueFeedback,
     DatasetInfo,
-    JobStatus,
     TreatmentEffectResult,
-    is_legal_transition,
 )
+from agents.core.errors import IllegalTransition
+from agents.core.job import MAX_TRACE_OUTPUT_LEN, MAX_TRACE_REASONING_LEN, AgentTrace
+from agents.core.status import JobStatus, is_legal_transition
 from tests.factories import make_estimate
 
 
@@ -117,7 +115,7 @@ def test_primary_pair_priority() -> None:
 def test_effects_for_pair_and_all_pairs() -> None:
     s = new_state()
     s.treatment_effects = [effect("a", "y"), effect("b", "y"), effect("a", "y", 2.0)]
-    assert [e.estimate for e in s.get_effects_for_pair("a", "y")] == [1.0, 2.0]
+    assert [e.estimate for e in effects_for_pair(s.treatment_effects, "a", "y")] == [1.0, 2.0]
     assert s.get_all_pairs() == [("a", "y"), ("b", "y")]
     s.analyzed_pairs = [CausalPair(treatment="b", outcome="y", priority=2), CausalPair(treatment="a", outcome="y")]
     assert s.get_all_pairs() == [("a", "y"), ("b", "y")]
@@ -230,7 +228,7 @@ def test_state_json_round_trip_property(
 
 
 def test_nan_and_infinity_survive_a_save_and_load() -> None:
-    from agents.base.state import EDAResult
+    from agents.causal.state import EDAResult
 
     s = new_state()
     s.eda_result = EDAResult(

@@ -1,0 +1,1 @@
+"""Understanding and repairing the data: profile, domain knowledge, repair, EDA."""

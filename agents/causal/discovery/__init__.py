@@ -1,0 +1,1 @@
+"""The causal graph and the adjustment set: discovery, the DAG expert, confounders."""

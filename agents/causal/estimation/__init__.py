@@ -1,0 +1,1 @@
+"""Effect estimation: the estimator menu, backdoor and design-based estimators, propensity."""

@@ -1,0 +1,1 @@
+"""The report: next steps and the executed notebook."""

@@ -1,0 +1,1 @@
+"""Review of an answer: sensitivity, the critique's rules and verdict."""

@@ -1,0 +1,1 @@
+"""What agents run on, whatever their family: data I/O, the LLM client, the sandbox, parallel work, figures."""

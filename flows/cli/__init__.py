@@ -1,0 +1,1 @@
+"""The `whyflow` command."""

@@ -1,0 +1,1 @@
+"""The job store: job folders, their state, history and summaries."""

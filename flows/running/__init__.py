@@ -1,0 +1,1 @@
+"""Running a plan: the Prefect flow, the plain runner, dispatch, progress, signals, deployments."""
