@@ -8,9 +8,10 @@ orchestrator, sensitivity analysis, the notebook) calls these instead of re-deri
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
+from agents.causal.diagnostics import ConfounderDiscovery
+from agents.causal.knowledge import DomainKnowledge
 from agents.causal.state import AnalysisState, SensitivityResult, TreatmentEffectResult
 
 __all__ = [
@@ -85,23 +86,23 @@ def headline_evalue(sensitivity: Iterable[SensitivityResult]) -> SensitivityResu
 
 
 def post_treatment_set(
-    confounder_discovery: Mapping[str, Any] | None, domain_knowledge: Mapping[str, Any] | None
+    confounder_discovery: ConfounderDiscovery | None, domain_knowledge: DomainKnowledge | None
 ) -> set[str]:
     """Every variable placed after the treatment.
 
     Confounder discovery's post-treatment roles, the columns it excluded for a post-treatment
     reason, and domain knowledge's ``post_treatment`` list.
     """
-    cd, dk = confounder_discovery or {}, domain_knowledge or {}
-    post = {str(c) for role in POST_TREATMENT_ROLES for c in cd.get(role) or []}
-    post |= {str(c) for c, why in (cd.get("excluded") or {}).items() if _POST_WORDS.search(str(why))}
-    return post | {str(c) for c in dk.get("post_treatment") or []}
+    cd, dk = confounder_discovery or ConfounderDiscovery(), domain_knowledge or DomainKnowledge()
+    post = {str(c) for role in POST_TREATMENT_ROLES for c in getattr(cd, role)}
+    post |= {str(c) for c, why in cd.excluded.items() if _POST_WORDS.search(str(why))}
+    return post | {str(c) for c in dk.post_treatment}
 
 
 def adjustment_set_of(
-    head: TreatmentEffectResult | None, confounder_discovery: Mapping[str, Any] | None = None
+    head: TreatmentEffectResult | None, confounder_discovery: ConfounderDiscovery | None = None
 ) -> list[str]:
     """What the headline adjusted for: its own record first, else confounder discovery's set."""
     if head is not None and (head.details.adjustment_set or head.details.method_key != "unknown"):
         return list(head.details.adjustment_set)
-    return [str(c) for c in (confounder_discovery or {}).get("adjustment_set") or []]
+    return [str(c) for c in (confounder_discovery.adjustment_set if confounder_discovery is not None else [])]

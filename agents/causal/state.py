@@ -29,7 +29,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from agents.causal.diagnostics import ConfounderDiscovery, DataRepairEntry, PSDiagnostics
 from agents.causal.estimates import EstimateDetails, SensitivityDetails
+from agents.causal.knowledge import DebateEntry, DomainKnowledge, Metadata
 from agents.core.job import (
     JOB_CONFIG,
     JobLifecycle,
@@ -226,8 +228,8 @@ class AnalysisState(JobLifecycle):
     dataset_info: DatasetInfo
     treatment_variable: str | None = None
     outcome_variable: str | None = None
-    raw_metadata: dict[str, Any] | None = None
-    domain_knowledge: dict[str, Any] | None = None
+    raw_metadata: Metadata | None = None
+    domain_knowledge: DomainKnowledge | None = None
     data_profile: DataProfile | None = None
     dataframe_path: str | None = None
     eda_result: EDAResult | None = None
@@ -235,10 +237,10 @@ class AnalysisState(JobLifecycle):
     treatment_effects: list[TreatmentEffectResult] = []
     analyzed_pairs: list[CausalPair] = []
     sensitivity_results: list[SensitivityResult] = []
-    confounder_discovery: dict[str, Any] | None = None
-    ps_diagnostics: dict[str, Any] | None = None
-    data_repairs: list[dict[str, Any]] = []
-    debate_history: list[dict[str, Any]] = []
+    confounder_discovery: ConfounderDiscovery | None = None
+    ps_diagnostics: PSDiagnostics | None = None
+    data_repairs: list[DataRepairEntry] = []
+    debate_history: list[DebateEntry] = []
     critique_history: list[CritiqueFeedback] = []
     notebook_path: str | None = None
     recommendations: list[str] = []

@@ -38,15 +38,15 @@ def test_true_graph_gives_confounders_and_excludes_bad_controls(tmp_path: Path) 
     state.proposed_dag = _dag(TRUE_GRAPH_LINEAR)
     run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
-    assert set(truth["confounders"]) <= set(out["adjustment_set"])
-    assert not {"mediator", "collider", "t_scaled"} & set(out["adjustment_set"])
-    assert out["mediators"] == ["mediator"] and out["colliders"] == ["collider"]
-    assert out["derived_from_treatment"] == ["t_scaled"]
-    assert {"mediator", "collider", "t_scaled"} <= set(out["excluded"])
-    assert out["identification"]["identified"] is True
-    assert "x1" in out["identification"]["estimand"]
-    assert set(out["rationale"]) == set(out["adjustment_set"])
-    assert {"x1", "x2"} <= set(out["data_associated"])
+    assert set(truth["confounders"]) <= set(out.adjustment_set)
+    assert not {"mediator", "collider", "t_scaled"} & set(out.adjustment_set)
+    assert out.mediators == ["mediator"] and out.colliders == ["collider"]
+    assert out.derived_from_treatment == ["t_scaled"]
+    assert {"mediator", "collider", "t_scaled"} <= set(out.excluded)
+    assert out.identification.identified is True
+    assert "x1" in out.identification.estimand
+    assert set(out.rationale) == set(out.adjustment_set)
+    assert {"x1", "x2"} <= set(out.data_associated)
 
 
 def test_discovered_graph_with_temporal_knowledge(tmp_path: Path) -> None:
@@ -59,8 +59,8 @@ def test_discovered_graph_with_temporal_knowledge(tmp_path: Path) -> None:
     run_single_agent("dag_expert", state, tmp_path)
     run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
-    assert set(truth["confounders"]) <= set(out["adjustment_set"])
-    assert not {"mediator", "collider", "t_scaled"} & set(out["adjustment_set"])
+    assert set(truth["confounders"]) <= set(out.adjustment_set)
+    assert not {"mediator", "collider", "t_scaled"} & set(out.adjustment_set)
 
 
 def test_without_graph_falls_back_to_data_and_knowledge(tmp_path: Path) -> None:
@@ -70,9 +70,9 @@ def test_without_graph_falls_back_to_data_and_knowledge(tmp_path: Path) -> None:
     result = run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
     # x3 (a cause of the outcome only) is kept: nothing shows it follows the treatment.
-    assert set(out["adjustment_set"]) == set(truth["confounders"]) | {"x3"}
-    assert "post-treatment" in out["excluded"]["mediator"] and "t_scaled" in out["derived_from_treatment"]
-    assert out["identification"]["identified"] is False
+    assert set(out.adjustment_set) == set(truth["confounders"]) | {"x3"}
+    assert "post-treatment" in out.excluded["mediator"] and "t_scaled" in out.derived_from_treatment
+    assert out.identification.identified is False
     assert "data-driven" in result.reasoning
 
 
@@ -93,19 +93,19 @@ def test_instrument_flagged_and_kept_by_default_left_out_on_request(tmp_path: Pa
     state.proposed_dag = _dag(edges)
     run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
-    assert set(truth["confounders"]) <= set(out["adjustment_set"])
-    assert not {"mediator", "collider"} & set(out["adjustment_set"])
+    assert set(truth["confounders"]) <= set(out.adjustment_set)
+    assert not {"mediator", "collider"} & set(out.adjustment_set)
     noise = [c for c in frame.columns if c.startswith("noise")]
-    assert set(noise) <= set(out["adjustment_set"])  # harmless to adjust for; no test shows they are noise
-    assert "instrument" in out["adjustment_set"] and out["instruments"] == []
-    assert out["instrument_like"] == ["instrument"] and "instrument-like" in out["doubtful"]["instrument"]
-    shift = out["doubtful_sensitivity"]["instrument"]
-    assert abs(shift["with"] - truth["effect"]) < 4 * shift["se_with"]
+    assert set(noise) <= set(out.adjustment_set)  # harmless to adjust for; no test shows they are noise
+    assert "instrument" in out.adjustment_set and out.instruments == []
+    assert out.instrument_like == ["instrument"] and "instrument-like" in out.doubtful["instrument"]
+    shift = out.doubtful_sensitivity["instrument"]
+    assert abs(shift.with_ - truth["effect"]) < 4 * shift.se_with
     run_single_agent("confounder_discovery", state, tmp_path, {"drop_instruments": True})
     out = state.confounder_discovery
-    assert "instrument" in out["instruments"] and "instrument" not in out["adjustment_set"]
-    assert "drop_instruments" in out["excluded"]["instrument"]
-    assert set(truth["confounders"]) <= set(out["adjustment_set"])
+    assert "instrument" in out.instruments and "instrument" not in out.adjustment_set
+    assert "drop_instruments" in out.excluded["instrument"]
+    assert set(truth["confounders"]) <= set(out.adjustment_set)
 
 
 def test_hidden_confounding_is_not_identified(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_hidden_confounding_is_not_identified(tmp_path: Path) -> None:
     dag.edges.append(CausalEdge(source="treated", target="outcome", edge_type="bidirected"))
     state.proposed_dag = dag
     run_single_agent("confounder_discovery", state, tmp_path)
-    assert state.confounder_discovery["identification"]["identified"] is False
+    assert state.confounder_discovery.identification.identified is False
 
 
 def test_undirected_neighbour_of_treatment_kept_as_possible_confounder(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_undirected_neighbour_of_treatment_kept_as_possible_confounder(tmp_path:
     dag.edges.append(CausalEdge(source="treated", target="x1", edge_type="undirected", confidence=0.5))
     state.proposed_dag = dag
     result = run_single_agent("confounder_discovery", state, tmp_path)
-    assert "x1" in state.confounder_discovery["adjustment_set"]
+    assert "x1" in state.confounder_discovery.adjustment_set
     assert "assumed to precede the treatment" in result.reasoning
 
 
@@ -144,10 +144,10 @@ def test_job_training_example_with_metadata(tmp_path: Path) -> None:
     assert "region" not in state.proposed_dag.nodes  # multi-level categoricals stay out of causal-learn
     result = run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
-    assert {"age", "education_years", "prior_earnings", "region"} <= set(out["adjustment_set"])
-    assert "skills_score" not in out["adjustment_set"] and "skills_score" in out["excluded"]
-    assert "disjunctive cause criterion" in out["rationale"]["region"]
-    assert out["doubtful"] == {}  # every variable's position is known from the metadata
+    assert {"age", "education_years", "prior_earnings", "region"} <= set(out.adjustment_set)
+    assert "skills_score" not in out.adjustment_set and "skills_score" in out.excluded
+    assert "disjunctive cause criterion" in out.rationale["region"]
+    assert out.doubtful == {}  # every variable's position is known from the metadata
     assert "Adjust for region" in result.reasoning
 
 
@@ -173,8 +173,8 @@ def test_categorical_confounder_enters_by_joint_test(tmp_path: Path) -> None:
     _chain(state, tmp_path, ("causal_discovery", "dag_expert", "confounder_discovery"))
     out = state.confounder_discovery
     assert "site" not in state.proposed_dag.nodes
-    assert {"site", "x"} <= set(out["adjustment_set"]) and "post" not in out["adjustment_set"]
-    assert "possible confounder (treatment p=" in out["rationale"]["site"]
+    assert {"site", "x"} <= set(out.adjustment_set) and "post" not in out.adjustment_set
+    assert "possible confounder (treatment p=" in out.rationale["site"]
 
 
 def test_known_pre_treatment_instrument_and_outcome_cause(tmp_path: Path) -> None:
@@ -184,13 +184,13 @@ def test_known_pre_treatment_instrument_and_outcome_cause(tmp_path: Path) -> Non
     state.domain_knowledge = {"temporal_order": [pre, ["treated"], ["mediator"], ["outcome"], ["collider"]]}
     run_single_agent("confounder_discovery", state, tmp_path)  # no graph: knowledge and data only
     out = state.confounder_discovery
-    assert set(pre) <= set(out["adjustment_set"])  # pre-treatment: never a mediator or collider, all kept
-    assert not {"mediator", "collider"} & set(out["adjustment_set"])
-    assert list(out["doubtful"]) == ["instrument"] and "instrument-like" in out["doubtful"]["instrument"]
+    assert set(pre) <= set(out.adjustment_set)  # pre-treatment: never a mediator or collider, all kept
+    assert not {"mediator", "collider"} & set(out.adjustment_set)
+    assert list(out.doubtful) == ["instrument"] and "instrument-like" in out.doubtful["instrument"]
     run_single_agent("confounder_discovery", state, tmp_path, {"drop_instruments": True})
     out = state.confounder_discovery
-    assert set(truth["confounders"]) | {"outcome_cause"} <= set(out["adjustment_set"])
-    assert "instrument" in out["instruments"] and "instrument-like" in out["excluded"]["instrument"]
+    assert set(truth["confounders"]) | {"outcome_cause"} <= set(out.adjustment_set)
+    assert "instrument" in out.instruments and "instrument-like" in out.excluded["instrument"]
 
 
 def test_safety_net_drops_a_powered_collider_and_flags_a_misoriented_mediator(tmp_path: Path) -> None:
@@ -212,13 +212,13 @@ def test_safety_net_drops_a_powered_collider_and_flags_a_misoriented_mediator(tm
     state.proposed_dag = dag
     run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
-    assert set(truth["confounders"]) <= set(out["adjustment_set"])
-    assert "collider" not in out["adjustment_set"] and "collider" in out["colliders"]
-    assert "collider signature" in out["excluded"]["collider"]
-    assert "mediator" in out["adjustment_set"]
-    assert "descendant-of-treatment signature" in out["doubtful"]["mediator"]
-    shift = out["doubtful_sensitivity"]["mediator"]  # the flag comes with its consequence
-    assert abs(shift["without"] - truth["effect"]) < abs(shift["with"] - truth["effect"])
+    assert set(truth["confounders"]) <= set(out.adjustment_set)
+    assert "collider" not in out.adjustment_set and "collider" in out.colliders
+    assert "collider signature" in out.excluded["collider"]
+    assert "mediator" in out.adjustment_set
+    assert "descendant-of-treatment signature" in out.doubtful["mediator"]
+    shift = out.doubtful_sensitivity["mediator"]  # the flag comes with its consequence
+    assert abs(shift.without - truth["effect"]) < abs(shift.with_ - truth["effect"])
 
 
 def test_confounder_on_a_weak_reversed_edge_is_kept(tmp_path: Path) -> None:
@@ -229,8 +229,8 @@ def test_confounder_on_a_weak_reversed_edge_is_kept(tmp_path: Path) -> None:
     state.proposed_dag = dag
     run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
-    assert "x1" in out["adjustment_set"] and "30% of bootstrap" in out["doubtful"]["x1"]
-    assert "x1" not in out["mediators"] and "x1" not in out["excluded"]
+    assert "x1" in out.adjustment_set and "30% of bootstrap" in out.doubtful["x1"]
+    assert "x1" not in out.mediators and "x1" not in out.excluded
 
 
 def test_strongly_supported_edge_from_the_treatment_excludes(tmp_path: Path) -> None:
@@ -246,9 +246,9 @@ def test_strongly_supported_edge_from_the_treatment_excludes(tmp_path: Path) -> 
     state.proposed_dag = _dag(edges)
     run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
-    assert set(out["adjustment_set"]) == {"x1", "x2", "x3"}
-    assert "mediator" in out["mediators"] and "bootstrap support" in out["excluded"]["mediator"]
-    assert "caused by the outcome" in out["excluded"]["later"] or "derived from the outcome" in out["excluded"]["later"]
+    assert set(out.adjustment_set) == {"x1", "x2", "x3"}
+    assert "mediator" in out.mediators and "bootstrap support" in out.excluded["mediator"]
+    assert "caused by the outcome" in out.excluded["later"] or "derived from the outcome" in out.excluded["later"]
 
 
 def test_declared_instrument_is_never_adjusted_for(tmp_path: Path) -> None:
@@ -260,9 +260,9 @@ def test_declared_instrument_is_never_adjusted_for(tmp_path: Path) -> None:
     run_single_agent("confounder_discovery", state, tmp_path)
     cd = state.confounder_discovery
     assert cd is not None
-    assert "z" not in cd["adjustment_set"] and "z" in cd["instruments"]
-    assert cd["excluded"]["z"].startswith("declared instrument")
-    assert "x" in cd["adjustment_set"]  # the confounder is not thrown away as a "collider"
+    assert "z" not in cd.adjustment_set and "z" in cd.instruments
+    assert cd.excluded["z"].startswith("declared instrument")
+    assert "x" in cd.adjustment_set  # the confounder is not thrown away as a "collider"
 
 
 def test_interaction_and_square_confounders_are_kept(tmp_path: Path) -> None:
@@ -273,7 +273,7 @@ def test_interaction_and_square_confounders_are_kept(tmp_path: Path) -> None:
     state = make_state(case.frame, tmp_path, "treated", "outcome")
     _chain(state, tmp_path, ("causal_discovery", "dag_expert", "confounder_discovery"))
     out = state.confounder_discovery
-    assert {"x1", "x2", "x3", "x4"} <= set(out["adjustment_set"])
+    assert {"x1", "x2", "x3", "x4"} <= set(out.adjustment_set)
 
 
 def test_weak_confounders_of_ten_are_all_kept(tmp_path: Path) -> None:
@@ -284,8 +284,8 @@ def test_weak_confounders_of_ten_are_all_kept(tmp_path: Path) -> None:
     state = make_state(case.frame, tmp_path, "treated", "outcome")
     run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
-    assert set(out["adjustment_set"]) == {f"x{i}" for i in range(1, 11)}
-    assert all(r.startswith("kept") for r in out["doubtful"].values())
+    assert set(out.adjustment_set) == {f"x{i}" for i in range(1, 11)}
+    assert all(r.startswith("kept") for r in out.doubtful.values())
 
 
 def test_change_score_follow_up_is_excluded_baseline_kept(tmp_path: Path) -> None:
@@ -297,10 +297,10 @@ def test_change_score_follow_up_is_excluded_baseline_kept(tmp_path: Path) -> Non
     state = make_state(frame, tmp_path, "treated", "gain")
     run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
-    assert set(out["adjustment_set"]) == {"age", "weight0"}
-    assert "copy of the outcome" in out["excluded"]["gain_pct"]
-    assert "part of the outcome" in out["excluded"]["weight1"] and "follow-up" in out["excluded"]["weight1"]
-    assert "baseline of the change-score outcome" in out["doubtful"]["weight0"]
+    assert set(out.adjustment_set) == {"age", "weight0"}
+    assert "copy of the outcome" in out.excluded["gain_pct"]
+    assert "part of the outcome" in out.excluded["weight1"] and "follow-up" in out.excluded["weight1"]
+    assert "baseline of the change-score outcome" in out.doubtful["weight0"]
 
 
 def test_site_dummies_keep_all_but_a_reference(tmp_path: Path) -> None:
@@ -312,8 +312,8 @@ def test_site_dummies_keep_all_but_a_reference(tmp_path: Path) -> None:
     run_single_agent("confounder_discovery", state, tmp_path)
     out = state.confounder_discovery
     covariates = [c for c in case.frame.columns if c not in ("treated", "outcome")]
-    assert set(out["adjustment_set"]) == set(covariates) - {"site_a"}
-    assert "reference level of the one-hot group" in out["excluded"]["site_a"]
+    assert set(out.adjustment_set) == set(covariates) - {"site_a"}
+    assert "reference level of the one-hot group" in out.excluded["site_a"]
 
 
 def test_the_graph_alone_excludes_only_on_near_unanimous_support(tmp_path: Path) -> None:
@@ -327,5 +327,5 @@ def test_the_graph_alone_excludes_only_on_near_unanimous_support(tmp_path: Path)
         dag.edges.append(CausalEdge(source="treated", target="x1", confidence=support))
         state.proposed_dag = dag
         run_single_agent("confounder_discovery", state, tmp_path / str(support))
-        (kept if "x1" in state.confounder_discovery["adjustment_set"] else dropped).append(support)
+        (kept if "x1" in state.confounder_discovery.adjustment_set else dropped).append(support)
     assert kept == [0.9] and dropped == [1.0]

@@ -31,13 +31,13 @@ def test_clean_analysis_is_approved(tmp_path: Path) -> None:
     assert fb.scores["overlap"] >= 4 and fb.scores["balance"] >= 4 and fb.scores["agreement"] >= 4
     assert fb.scores["identification"] == 5
     entry = state.debate_history[-1]
-    assert entry["round"] == 1 and entry["decision"] == "APPROVE" and entry["scores"] == fb.scores
+    assert entry.round == 1 and entry.decision == "APPROVE" and entry.scores == fb.scores
 
 
 def test_poor_overlap_is_not_approved_and_asks_for_trimming(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=2000, seed=2, strength=3.0)
     state = make_analysis(frame, tmp_path)
-    assert state.ps_diagnostics["outside_support"]["overall"] > 0.1  # precondition: real poor overlap
+    assert state.ps_diagnostics.outside_support.overall > 0.1  # precondition: real poor overlap
     fb = run_critique(state, tmp_path)
     assert fb.decision is CritiqueDecision.ITERATE
     assert "trim_to_common_support" in codes_in(fb.improvements)
@@ -47,7 +47,7 @@ def test_poor_overlap_is_not_approved_and_asks_for_trimming(tmp_path: Path) -> N
 
 def test_the_policy_is_the_recipe_s_options_and_printed_where_it_applies(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=2000, seed=2, strength=3.0)
-    outside = make_analysis(frame, tmp_path).ps_diagnostics["outside_support"]["overall"]
+    outside = make_analysis(frame, tmp_path).ps_diagnostics.outside_support.overall
     assert 0.1 < outside < 0.9  # precondition: poor overlap by the default threshold
     strict = make_analysis(frame, tmp_path / "default")
     run_single_agent("critique", strict, tmp_path / "default", {})
@@ -64,7 +64,7 @@ def test_poor_overlap_at_budget_limit_is_still_not_approved(tmp_path: Path) -> N
     state = make_analysis(frame, tmp_path, rnd=3)  # iteration_count 2 of max 3: no budget left
     fb = run_critique(state, tmp_path)
     assert fb.decision is not CritiqueDecision.APPROVE
-    assert state.debate_history[-1]["limit_reached"] is True and state.debate_history[-1]["approved"] is False
+    assert state.debate_history[-1].limit_reached is True and state.debate_history[-1].approved is False
     assert "NOT APPROVED" in fb.reasoning
 
 
@@ -78,7 +78,7 @@ def test_imbalance_after_weighting_asks_for_another_propensity_model(tmp_path: P
     state = make_analysis(frame, tmp_path)
     # A logistic model linear in x1 cannot capture the U-shaped assignment: x1_sq stays imbalanced.
     state.ps_diagnostics = make_ps_diag(frame, propensity_scores(frame, ADJ), [*ADJ, "x1_sq"])
-    assert state.ps_diagnostics["max_smd_after"] > 0.1  # precondition
+    assert state.ps_diagnostics.max_smd_after > 0.1  # precondition
     fb = run_critique(state, tmp_path)
     assert fb.decision is CritiqueDecision.ITERATE
     assert "switch_propensity_model" in codes_in(fb.improvements)
@@ -115,7 +115,7 @@ def test_post_treatment_only_candidates_are_rejected(tmp_path: Path) -> None:
 def test_left_out_confounder_asks_to_widen_adjustment_set(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=1500, seed=2)
     state = make_analysis(frame, tmp_path)
-    state.confounder_discovery = {**state.confounder_discovery, "data_associated": ["x1", "x2", "x4"]}
+    state.confounder_discovery = {**state.confounder_discovery.model_dump(), "data_associated": ["x1", "x2", "x4"]}
     fb = run_critique(state, tmp_path)
     assert fb.decision is CritiqueDecision.ITERATE
     assert any(i.startswith("widen_adjustment_set:") and "x4" in i for i in fb.improvements)
@@ -144,9 +144,9 @@ def test_rounds_are_recorded_and_applied_improvements_not_repeated(tmp_path: Pat
     fb2 = run_critique(state, job2)
     assert fb2.iteration == 2
     assert not codes_in(fb2.improvements) & set(applied)
-    assert [d["round"] for d in state.debate_history] == [1, 2]
-    assert state.debate_history[0]["changes_applied"] == []
-    assert set(state.debate_history[1]["changes_applied"]) == set(applied)
+    assert [d.round for d in state.debate_history] == [1, 2]
+    assert state.debate_history[0].changes_applied == []
+    assert set(state.debate_history[1].changes_applied) == set(applied)
     assert len(state.critique_history) == 2
     assert fb2.decision is not CritiqueDecision.REJECT
 
@@ -155,7 +155,7 @@ def test_assumed_identification_lowers_the_score_but_is_not_rejected(tmp_path: P
     frame, _ = linear_confounding(n=1500, seed=2)
     state = make_analysis(frame, tmp_path)
     state.confounder_discovery = {
-        **state.confounder_discovery,
+        **state.confounder_discovery.model_dump(),
         "identification": {
             "method": "data-driven (no graph)",
             "identified": False,
@@ -172,7 +172,7 @@ def test_doubtful_adjustment_lowers_identification_and_is_named(tmp_path: Path) 
     frame, _ = linear_confounding(n=1500, seed=2)
     state = make_analysis(frame, tmp_path)
     state.confounder_discovery = {
-        **state.confounder_discovery,
+        **state.confounder_discovery.model_dump(),
         "doubtful": {"x2": "kept: its edge into treated was found in 55% of resamples"},
     }
     fb = run_critique(state, tmp_path)
@@ -190,6 +190,7 @@ def test_imputed_confounder_is_flagged_and_repairs_are_not_read_as_lost_rows(tmp
             "column": "x1",
             "success": False,
             "unexpected_count": 450,
+            "detail": "450 of 1,500 values missing (30.0%)",
         },
         {
             "kind": "repair",
@@ -198,6 +199,7 @@ def test_imputed_confounder_is_flagged_and_repairs_are_not_read_as_lost_rows(tmp
             "action": "imputed with the median (0.01)",
             "n_before": 450,
             "n_after": 0,
+            "detail": "450 of 1,500 values (30.0%) imputed",
         },
     ]
     fb = run_critique(state, tmp_path)
@@ -222,9 +224,10 @@ def test_a_complete_case_check_settles_an_imputed_confounder_only_when_it_agrees
             "action": "imputed with the median (0.01)",
             "n_before": 450,
             "n_after": 0,
+            "detail": "450 of 1,500 values (30.0%) imputed",
         },
     ]
-    cd = dict(state.confounder_discovery or {})
+    cd = state.confounder_discovery.model_dump()
     cd["complete_case"] = {
         "x1": {
             "with": 2.0,

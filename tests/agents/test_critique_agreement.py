@@ -45,7 +45,7 @@ def test_disagreeing_estimators_iterate_then_end_inconclusive(tmp_path: Path) ->
     state.iteration_count = 1
     fb2 = run_critique(state, tmp_path)
     assert fb2.decision is CritiqueDecision.REJECT and "inconclusive" in fb2.reasoning
-    assert state.debate_history[-1]["approved"] is False
+    assert state.debate_history[-1].approved is False
 
 
 def test_disagreement_at_the_budget_limit_is_rejected_not_approved(tmp_path: Path) -> None:
@@ -111,6 +111,7 @@ def test_unrepaired_failed_expectation_on_an_adjusted_column_blocks_approval(tmp
         "column": "x2",
         "success": False,
         "unexpected_count": 40,
+        "detail": "40 of 1,500 values outside the plausible range",
     }
     state = make_analysis(frame, tmp_path)
     state.data_repairs = [failed]
@@ -126,6 +127,7 @@ def test_unrepaired_failed_expectation_on_an_adjusted_column_blocks_approval(tmp
             "action": "set to missing",
             "n_before": 40,
             "n_after": 0,
+            "detail": "40 values at the wrong scale set to missing",
         },
     ]
     assert run_critique(state2, tmp_path / "b").decision is CritiqueDecision.APPROVE
@@ -140,7 +142,7 @@ def test_unrepaired_failed_expectation_on_an_adjusted_column_blocks_approval(tmp
 def test_open_expectation_count_reads_each_entrys_repaired_flag(tmp_path: Path) -> None:
     """Failed expectations the re-check after repair passed, and kept outliers, are not 'not repaired'."""
     frame, _ = linear_confounding(n=1500, seed=2)
-    base = {"kind": "expectation", "success": False, "unexpected_count": 12}
+    base = {"kind": "expectation", "success": False, "unexpected_count": 12, "detail": "12 unexpected values"}
     state = make_analysis(frame, tmp_path)
     state.data_repairs = [
         {**base, "expectation": "expect_column_values_to_not_be_null", "column": "x1", "repaired": True},

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from agents.causal.diagnostics import DataRepairEntry
 from agents.core.errors import AgentError
 from benchmarks.synthetic import job_training, linear_confounding
 from flows.running.dispatch import run_single_agent
@@ -39,11 +40,11 @@ def messy_copy(n: int = 1500, seed: int = 3) -> tuple[pd.DataFrame, dict[str, An
     return frame, truth
 
 
-def _entries(state, kind: str, **match: Any) -> list[dict[str, Any]]:
-    return [e for e in state.data_repairs if e["kind"] == kind and all(e.get(k) == v for k, v in match.items())]
+def _entries(state, kind: str, **match: Any) -> list[DataRepairEntry]:
+    return [e for e in state.data_repairs if e.kind == kind and all(getattr(e, k, None) == v for k, v in match.items())]
 
 
-def _one(state, kind: str, **match: Any) -> dict[str, Any]:
+def _one(state, kind: str, **match: Any) -> DataRepairEntry:
     found = _entries(state, kind, **match)
     assert len(found) == 1, (kind, match, state.data_repairs)
     return found[0]
@@ -68,23 +69,23 @@ def test_messy_copy_is_checked_and_repaired(tmp_path: Path) -> None:
     # Each problem shows up as a failed expectation with its count ...
     assert _one(state, "expectation", expectation="expect_column_values_to_be_in_type_list", column="prior_earnings")
     dup = _one(state, "expectation", expectation="expect_compound_columns_to_be_unique")
-    assert dup["unexpected_count"] == N_DUP
+    assert dup.unexpected_count == N_DUP
     null_edu = _one(state, "expectation", expectation="expect_column_values_to_not_be_null", column="education_years")
-    assert null_edu["unexpected_count"] == N_EDU_MISSING
+    assert null_edu.unexpected_count == N_EDU_MISSING
     outl = _one(state, "expectation", expectation="expect_column_values_to_be_between", column="spend")
-    assert outl["unexpected_count"] == N_OUTLIERS and outl["repaired"] is False and "not changed" in outl["kept"]
+    assert outl.unexpected_count == N_OUTLIERS and outl.repaired is False and "not changed" in outl.kept
     assert not _entries(state, "unrepaired", column="spend")  # kept outliers are not an open data error
     assert _one(state, "expectation", expectation="expect_column_unique_value_count_to_be_between", column="country")
 
     # ... and each safe repair as a repair entry with before/after counts.
     text = _one(state, "repair", column="prior_earnings", issue="numbers stored as text")
-    assert text["n_before"] == text["n_after"] == n
+    assert text.n_before == text.n_after == n
     dups = _one(state, "repair", issue="exact duplicate rows")
-    assert (dups["n_before"], dups["n_after"]) == (n, n - N_DUP)
+    assert (dups.n_before, dups.n_after) == (n, n - N_DUP)
     edu = _one(state, "repair", column="education_years", issue="missing values")
-    assert (edu["n_before"], edu["n_after"]) == (N_EDU_MISSING, 0) and "education_years_missing" in edu["action"]
+    assert (edu.n_before, edu.n_after) == (N_EDU_MISSING, 0) and "education_years_missing" in edu.action
     age = _one(state, "repair", column="age", issue="missing values")
-    assert (age["n_before"], age["n_after"]) == (N_AGE_MISSING, 0) and "indicator" not in age["action"]
+    assert (age.n_before, age.n_after) == (N_AGE_MISSING, 0) and "indicator" not in age.action
     assert _one(state, "repair", column="country", issue="constant column")
     assert not _entries(state, "repair", column="spend")  # plain outliers are reported, never changed
 
@@ -111,8 +112,8 @@ def test_missing_treatment_and_outcome_are_dropped_not_imputed(tmp_path: Path) -
     state, _ = run_chain(frame, tmp_path, "treated", "outcome")
     t = _one(state, "repair", column="treated", issue="missing treatment")
     y = _one(state, "repair", column="outcome", issue="missing outcome")
-    assert (t["n_before"], t["n_after"]) == (1000, 997)
-    assert (y["n_before"], y["n_after"]) == (997, 994)  # row 50 lacked both
+    assert (t.n_before, t.n_after) == (1000, 997)
+    assert (y.n_before, y.n_after) == (997, 994)  # row 50 lacked both
     repaired = pd.read_parquet(state.dataframe_path)
     assert len(repaired) == 994 and "treated_missing" not in repaired.columns
     assert set(repaired["treated"].unique()) == {0.0, 1.0}
@@ -134,7 +135,7 @@ def test_a_design_column_with_gaps_loses_its_rows_and_is_never_filled_in(tmp_pat
     run_single_agent("data_profiler", state, tmp_path)
     run_single_agent("data_repair", state, tmp_path)
     gap = _one(state, "repair", column="score", issue="missing running variable")
-    assert (gap["n_before"], gap["n_after"]) == (600, 597)
+    assert (gap.n_before, gap.n_after) == (600, 597)
     repaired = pd.read_parquet(state.dataframe_path)
     assert len(repaired) == 597 and repaired["score"].notna().all() and "score_missing" not in repaired.columns
     assert not _entries(state, "repair", column="score", issue="missing values")
@@ -146,9 +147,9 @@ def test_label_variants_are_unified(tmp_path: Path) -> None:
     frame.loc[[1, 2, 3], "region"] = [" north", "North", "SOUTH "]
     state, _ = run_chain(frame, tmp_path, "training", "earnings")
     fail = _one(state, "expectation", expectation="expect_column_values_to_be_in_set", column="region")
-    assert fail["unexpected_count"] == 3
+    assert fail.unexpected_count == 3
     fix = _one(state, "repair", column="region", issue="label spelling variants")
-    assert (fix["n_before"], fix["n_after"]) == (7, 4)
+    assert (fix.n_before, fix.n_after) == (7, 4)
     assert set(pd.read_parquet(state.dataframe_path)["region"]) == {"north", "south", "east", "west"}
 
 
@@ -187,12 +188,12 @@ def test_a_data_scientists_repairs_are_made_recorded_and_checked_again(tmp_path:
     state, result = run_chain(frame, tmp_path, "treated", "outcome")
 
     comma = _one(state, "repair", column="x1", issue="numbers stored as text")
-    assert "decimal commas" in comma["action"]
+    assert "decimal commas" in comma.action
     units = _one(state, "repair", column="x2", issue="recording errors")
-    assert units["n_before"] == 8 and "x100" in units["action"]
-    assert _one(state, "repair", column="x3", issue="infinite values")["n_before"] == 5
+    assert units.n_before == 8 and "x100" in units.action
+    assert _one(state, "repair", column="x3", issue="infinite values").n_before == 5
     assert _one(state, "repair", column="visit", issue="dates stored as text")
-    assert _one(state, "repair", issue="exact duplicate rows")["n_before"] - 30 == 600
+    assert _one(state, "repair", issue="exact duplicate rows").n_before - 30 == 600
     assert _one(state, "repair", column="site", issue="constant column")
 
     repaired = pd.read_parquet(state.dataframe_path)
@@ -204,7 +205,7 @@ def test_a_data_scientists_repairs_are_made_recorded_and_checked_again(tmp_path:
     assert prof.feature_types["visit"] == "datetime" and "visit" not in prof.potential_confounders
     # Every fixed expectation is marked repaired; the console summary names the repairs.
     fixed = _one(state, "expectation", expectation="expect_column_values_to_be_in_type_list", column="x1")
-    assert fixed["repaired"] is True
+    assert fixed.repaired is True
     assert "x2: recording errors" in result.summary and not _entries(state, "unrepaired", column="x2")
 
 
@@ -216,10 +217,8 @@ def test_failed_expectations_left_unrepaired_are_listed_per_column(tmp_path: Pat
     run_single_agent("data_profiler", state, tmp_path)
     run_single_agent("data_repair", state, tmp_path, params={"impute": False})
     left = _one(state, "unrepaired", column="x1")
-    assert left["expectations"] == ["expect_column_values_to_not_be_null"] and "40 of 400" in left["detail"]
-    assert (
-        _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null")["repaired"] is False
-    )
+    assert left.expectations == ["expect_column_values_to_not_be_null"] and "40 of 400" in left.detail
+    assert _one(state, "expectation", column="x1", expectation="expect_column_values_to_not_be_null").repaired is False
 
 
 def test_age_bounds_apply_to_ages_in_years_only() -> None:

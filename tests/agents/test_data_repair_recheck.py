@@ -10,13 +10,14 @@ import pytest
 
 from agents.causal.dataprep.expectations import run_expectations
 from agents.causal.dataprep.repair_rules import recheck_expectations, unrepaired
+from agents.causal.diagnostics import Unrepaired
 from benchmarks.synthetic import linear_confounding
 from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 
 
-def _key(entries: list[dict]) -> list[tuple]:
-    return sorted((str(e["column"]), tuple(e["expectations"]), e["detail"]) for e in entries)
+def _key(entries: list[Unrepaired]) -> list[tuple]:
+    return sorted((str(e.column), tuple(e.expectations), e.detail) for e in entries)
 
 
 @pytest.mark.parametrize("with_text_binary", [False, True])
@@ -36,12 +37,12 @@ def test_unrepaired_data_gets_the_verdicts_great_expectations_gives_on_a_second_
     profile = state.data_profile.model_copy(deep=True)
     result = run_single_agent("data_repair", state, tmp_path, params={"impute": False, "drop_duplicates": False})
 
-    assert not [e for e in state.data_repairs if e["kind"] == "repair"]
-    recorded = [e for e in state.data_repairs if e["kind"] == "unrepaired"]
+    assert not [e for e in state.data_repairs if e.kind == "repair"]
+    recorded = [e for e in state.data_repairs if isinstance(e, Unrepaired)]
     again = unrepaired(recheck_expectations(pd.read_parquet(state.dataframe_path), profile, run_expectations))
     assert _key(recorded) == _key(again)
     # The missing values and the duplicate rows (and a binary stored as text, not numbers).
-    assert {e["column"] for e in recorded} == {"x1", None} | ({"group"} if with_text_binary else set())
+    assert {e.column for e in recorded} == {"x1", None} | ({"group"} if with_text_binary else set())
     assert "x1" in result.outputs["unrepaired_columns"]
 
 

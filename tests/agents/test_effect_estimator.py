@@ -188,10 +188,14 @@ def test_the_estimator_adopts_the_adjustment_decision_diagnostics_recorded(tmp_p
     frame, _ = S.linear_confounding(n=1500, seed=4)
     state = make_state(frame, tmp_path, "treated", "outcome")
     run_single_agent("ps_diagnostics", state, tmp_path)
-    decision = state.ps_diagnostics["adjustment"]
-    assert decision["covariates"] == ["x1", "x2", "x3"] and decision["widened"] is False
-    edited = dict(state.ps_diagnostics)
-    edited["adjustment"] = {**decision, "covariates": ["x1", "x2"], "excluded": {"x3": "left out in this test"}}
+    decision = state.ps_diagnostics.adjustment
+    assert decision.covariates == ["x1", "x2", "x3"] and decision.widened is False
+    edited = state.ps_diagnostics.model_dump()
+    edited["adjustment"] = {
+        **decision.model_dump(),
+        "covariates": ["x1", "x2"],
+        "excluded": {"x3": "left out in this test"},
+    }
     state.ps_diagnostics = edited
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     for e in state.treatment_effects:

@@ -115,14 +115,14 @@ def test_poor_overlap_and_rejection_are_explained(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=800, seed=3, with_mediator=True)
     state = _analysed(frame, tmp_path, adj=[])
     state.confounder_discovery = {
-        **state.confounder_discovery,
+        **state.confounder_discovery.model_dump(),
         "adjustment_set": [],
         "mediators": ["mediator"],
         "data_associated": ["mediator"],
     }
     state.ps_diagnostics = {
         "treatment": "treated",
-        "outside_support": {"overall": 0.23},
+        "outside_support": {"treated": 0.23, "control": 0.23, "overall": 0.23},
         "common_support": [0.04, 0.93],
         "overlap_ok": False,
         "trimmed": False,
@@ -153,7 +153,7 @@ def test_data_driven_adjustment_set_asks_to_confirm_timing(tmp_path: Path) -> No
     adj = ["age", "prior_earnings", "skills_score"]  # a mediator among them, as data-driven selection can do
     state = _analysed(frame, tmp_path, adj=adj)
     state.confounder_discovery = {
-        **state.confounder_discovery,
+        **state.confounder_discovery.model_dump(),
         "identification": {"method": "data-driven (no graph)", "identified": False, "estimand": "assumed"},
     }
     recs = _recommend(state, tmp_path)

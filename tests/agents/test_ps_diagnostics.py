@@ -28,12 +28,12 @@ def test_good_overlap_balance_and_plots(tmp_path: Path) -> None:
     state = make_state(frame, tmp_path, "treated", "outcome")
     run_single_agent("ps_diagnostics", state, tmp_path)
     d = state.ps_diagnostics
-    assert d["model"] == "logistic" and 0.65 < d["auc"] < 0.85
-    assert d["overlap_ok"] and d["outside_support"]["overall"] < 0.05
-    assert d["max_smd_before"] > 0.3 and d["max_smd_after"] < 0.1 and d["balance_ok"]
-    assert set(d["balance"]) == {"x1", "x2", "x3"} and d["ess"]["treated"] < (frame["treated"] == 1).sum()
-    assert not d["trimmed"] and d["n_used"] == 2000
-    for path in d["plots"].values():
+    assert d.model == "logistic" and 0.65 < d.auc < 0.85
+    assert d.overlap_ok and d.outside_support.overall < 0.05
+    assert d.max_smd_before > 0.3 and d.max_smd_after < 0.1 and d.balance_ok
+    assert set(d.balance) == {"x1", "x2", "x3"} and d.ess.treated < (frame["treated"] == 1).sum()
+    assert not d.trimmed and d.n_used == 2000
+    for path in (d.plots.overlap, d.plots.love_plot):
         assert Path(path).exists() and Path(path).stat().st_size > 5000
 
 
@@ -42,15 +42,15 @@ def test_poor_overlap_reported_then_trimmed_in_round_two(tmp_path: Path) -> None
     state = make_state(frame, tmp_path, "treated", "outcome")
     run_single_agent("ps_diagnostics", state, tmp_path)
     first = state.ps_diagnostics
-    assert not first["overlap_ok"] and first["outside_support"]["overall"] > 0.1  # model chosen by CV loss
-    assert first["trim_suggestion"]["n_dropped"] > 300 and not first["trimmed"]
+    assert not first.overlap_ok and first.outside_support.overall > 0.1  # model chosen by CV loss
+    assert first.trim_suggestion.n_dropped > 300 and not first.trimmed
     state.critique_history = _critique("trim_to_common_support: drop units outside common support")
     state.iteration_count = 1
     run_single_agent("ps_diagnostics", state, tmp_path)
     second = state.ps_diagnostics
-    assert second["trimmed"] and second["n_used"] == 2500 - second["trim_applied"]["n_dropped"]
-    assert second["outside_support"]["overall"] < first["outside_support"]["overall"]
-    assert any(c.startswith("trim_to_common_support") for c in second["changes"])
+    assert second.trimmed and second.n_used == 2500 - second.trim_applied.n_dropped
+    assert second.outside_support.overall < first.outside_support.overall
+    assert any(c.startswith("trim_to_common_support") for c in second.changes)
 
 
 def test_switch_model_and_mediator_excluded(tmp_path: Path) -> None:
@@ -67,13 +67,13 @@ def test_switch_model_and_mediator_excluded(tmp_path: Path) -> None:
     state.iteration_count = 1
     run_single_agent("ps_diagnostics", state, tmp_path)
     d = state.ps_diagnostics
-    assert d["model"] == "gbm" and "mediator" not in d["covariates"] and "mediator" in d["excluded"]
-    assert d["changes"] and d["changes"][0].startswith("switch_propensity_model")
+    assert d.model == "gbm" and "mediator" not in d.covariates and "mediator" in d.excluded
+    assert d.changes and d.changes[0].startswith("switch_propensity_model")
     # Without confounder discovery the relabelled treatment is detected and excluded.
     state2 = make_state(frame, tmp_path / "b", "treated", "outcome")
     run_single_agent("ps_diagnostics", state2, tmp_path / "b")
-    assert "treated_label_programme" not in state2.ps_diagnostics["covariates"]
-    assert "deterministic" in state2.ps_diagnostics["excluded"]["treated_label"]
+    assert "treated_label_programme" not in state2.ps_diagnostics.covariates
+    assert "deterministic" in state2.ps_diagnostics.excluded["treated_label"]
 
 
 def test_no_covariates_gives_trivial_diagnostics_not_an_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -88,6 +88,6 @@ def test_no_covariates_gives_trivial_diagnostics_not_an_error(tmp_path) -> None:
     state = make_state(frame, tmp_path, "treated", "outcome")
     result = run_single_agent("ps_diagnostics", state, tmp_path)
     ps = state.ps_diagnostics
-    assert ps is not None and ps["covariates"] == [] and ps["overlap_ok"] is True
-    assert abs(ps["common_support"][0] - frame["treated"].mean()) < 1e-9
+    assert ps is not None and ps.covariates == [] and ps.overlap_ok is True
+    assert abs(ps.common_support[0] - frame["treated"].mean()) < 1e-9
     assert "no covariates" in result.summary

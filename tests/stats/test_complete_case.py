@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from agents.causal.diagnostics import ConfounderDiscovery
 from agents.causal.review.complete_case import complete_case_check
 from agents.causal.review.doubts import complete_case_settled
 
@@ -32,7 +33,7 @@ def test_a_weak_imputed_confounder_agrees_and_is_settled() -> None:
     r = check["income"]
     assert 0.2 < r["share_imputed"] < 0.3 and r["n_complete"] > 2000
     assert abs(r["without"] - 2.0) < 3 * r["se_without"]  # the complete cases recover the effect
-    assert complete_case_settled({"complete_case": check}) == {"income"}
+    assert complete_case_settled(ConfounderDiscovery(complete_case=check)) == {"income"}
 
 
 def test_imputation_that_moves_the_answer_stays_open() -> None:
@@ -40,10 +41,10 @@ def test_imputation_that_moves_the_answer_stays_open() -> None:
     r = check["income"]
     assert abs(r["without"] - 2.0) < 3 * r["se_without"]
     assert abs(r["with"] - 2.0) > 5 * r["se_with"]  # the filled median leaves a quarter of the rows confounded
-    assert complete_case_settled({"complete_case": check}) == set()
+    assert complete_case_settled(ConfounderDiscovery(complete_case=check)) == set()
 
 
 def test_no_indicator_no_check() -> None:
     frame = _imputed(500, 1, strength=0.5)
     assert complete_case_check(frame, "t", "y", ["age", "income"]) == {}
-    assert complete_case_settled({}) == set()
+    assert complete_case_settled(ConfounderDiscovery()) == set()

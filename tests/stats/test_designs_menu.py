@@ -71,7 +71,7 @@ def test_continuous_treatment_without_design_gets_slopes(tmp_path: Path) -> None
     frame = pd.DataFrame({"x1": x1, "x2": x2, "dose": dose, "outcome": y})
     state = make_state(frame, tmp_path, "dose", "outcome")
     run_single_agent("ps_diagnostics", state, tmp_path)
-    assert "binary" in state.ps_diagnostics["skipped"]
+    assert "binary" in state.ps_diagnostics.skipped
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     head, est = _head(state), _by_key(state)
     assert head.details.method_key == "dml_plm" and head.estimand == "slope"
@@ -91,7 +91,7 @@ def test_continuous_treatment_with_instrument_runs_2sls(tmp_path: Path) -> None:
     state = make_state(frame, tmp_path, "educ", "wage")
     state.design = StudyDesign(instrument="z")
     run_single_agent("ps_diagnostics", state, tmp_path)
-    assert "instrument" in state.ps_diagnostics["skipped"]
+    assert "instrument" in state.ps_diagnostics.skipped
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     head = _head(state)
     assert head.details.method_key == "iv" and head.ci_lower <= 0.7 <= head.ci_upper
@@ -121,7 +121,7 @@ def test_propensity_fitted_once_and_shared_by_diagnostics_and_estimator(tmp_path
     run_single_agent("effect_estimator", state, tmp_path, {"methods": ["aipw", "dr_learner", "ipw"]})
     assert sorted((tmp_path / "data" / "nuisance").glob("propensity_*.npz")) == cached  # read, not refitted
     est = _by_key(state)
-    assert est["aipw"].details.extras["propensity_learner"] == state.ps_diagnostics["model"]
+    assert est["aipw"].details.extras["propensity_learner"] == state.ps_diagnostics.model
     assert (
         est["aipw"].details.extras["crossfit_folds"] >= 5 and est["dr_learner"].details.shares_nuisance_with == "aipw"
     )

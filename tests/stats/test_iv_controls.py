@@ -55,10 +55,11 @@ def test_discovery_leaves_the_copy_out_only_with_a_declared_instrument(tmp_path:
     run_single_agent("confounder_discovery", state, tmp_path / "iv")
     out = state.confounder_discovery
     assert out is not None
-    assert "educ_reported" not in out["adjustment_set"] and "exper" in out["adjustment_set"]
-    row = next(r for r in out["column_roles"] if r["column"] == "educ_reported")
-    assert row["role"] == "treatment_copy" and "instrument's first stage" in row["reason"]
+    assert "educ_reported" not in out.adjustment_set and "exper" in out.adjustment_set
+    row = next(r for r in out.column_roles if r.column == "educ_reported")
+    assert row.role == "treatment_copy" and "instrument's first stage" in row.reason
     state = make_state(case.frame, tmp_path / "plain", "educ", "lwage")  # no design: the 0.98 rule only
     run_single_agent("confounder_discovery", state, tmp_path / "plain")
-    rows = (state.confounder_discovery or {})["column_roles"]
-    assert not any(r["column"] == "educ_reported" and r["role"] == "treatment_copy" for r in rows)
+    assert state.confounder_discovery is not None
+    rows = state.confounder_discovery.column_roles
+    assert not any(r.column == "educ_reported" and r.role == "treatment_copy" for r in rows)

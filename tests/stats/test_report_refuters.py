@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from agents.causal.diagnostics import ConfounderDiscovery
 from agents.causal.report.refuter_section import refuter_context as _refute
 
 COMMON = {"refuted_estimate": 1354.2, "n_used": 2000, "simulations": 50, "subset_fraction": 0.8}
@@ -48,8 +49,8 @@ def _snap(typed: bool) -> dict[str, Any]:
 
 
 def test_refuter_rows_come_from_typed_or_flat_details_alike() -> None:
-    typed = _refute(_snap(True), None, {"adjustment_set": ["age"]}, has_data=True)
-    assert typed == _refute(_snap(False), None, {"adjustment_set": ["age"]}, has_data=True)
+    typed = _refute(_snap(True), None, ConfounderDiscovery(adjustment_set=["age"]), has_data=True)
+    assert typed == _refute(_snap(False), None, ConfounderDiscovery(adjustment_set=["age"]), has_data=True)
     assert typed is not None
     assert typed["rows"] == [
         {"refuter": "placebo treatment", "new effect": 0.9, "p-value": 0.497, "verdict": "passed"},

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter
+
+from agents.causal.diagnostics import ConfounderDiscovery, DataRepairEntry, PSDiagnostics
 from agents.causal.review.rules import ReviewInputs, review
 from agents.causal.state import CritiqueDecision
 from tests.factories import make_estimate
@@ -23,7 +26,7 @@ CD: dict[str, Any] = {
 PS: dict[str, Any] = {
     "treatment": "treated",
     "covariates": ["x1", "x2"],
-    "outside_support": {"overall": 0.0},
+    "outside_support": {"treated": 0.0, "control": 0.0, "overall": 0.0},
     "common_support": [0.05, 0.95],
     "auc": 0.7,
     "extreme_share": 0.0,
@@ -53,7 +56,10 @@ def _inputs(**kw: Any) -> ReviewInputs:
         ps=PS,
         confounders=CD,
     )
-    base.update(kw)
+    base.update(kw)  # the records as hand-built dicts, read as the state reads them
+    base["ps"] = PSDiagnostics.model_validate(base["ps"]) if base["ps"] is not None else None
+    base["confounders"] = ConfounderDiscovery.model_validate(base["confounders"]) if base["confounders"] else None
+    base["repairs"] = TypeAdapter(list[DataRepairEntry]).validate_python(base.get("repairs", []))
     return ReviewInputs(**base)
 
 
@@ -99,7 +105,17 @@ def test_an_unoriented_edge_is_the_stated_assumption_not_a_doubt() -> None:
 
 
 def test_residual_confounding_from_an_imputed_confounder_blocks_approval() -> None:
-    repairs = [{"kind": "repair", "column": "x1", "action": "imputed with the median", "n_before": 400}]
+    repairs = [
+        {
+            "kind": "repair",
+            "column": "x1",
+            "issue": "missing values",
+            "action": "imputed with the median",
+            "n_before": 400,
+            "n_after": 0,
+            "detail": "400 of 1,000 values (40.0%) imputed",
+        }
+    ]
     rv = review(_inputs(repairs=repairs, n_input_rows=1000, round=3))
     assert rv.decision is not CritiqueDecision.APPROVE
     assert "residual confounding" in rv.verdict and "x1" in rv.verdict
@@ -148,8 +164,8 @@ def test_one_treated_unit_in_a_panel_is_refused() -> None:
 
 
 def test_an_uncertain_role_that_does_not_move_the_estimate_is_settled() -> None:
-    moves = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.5, "se_without": 0.1}}
-    still = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.04, "se_without": 0.1}}
+    moves = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.5, "se_without": 0.1, "shift_in_se": 5.0}}
+    still = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.04, "se_without": 0.1, "shift_in_se": 0.4}}
     cd = {**CD, "doubtful": {"x2": "kept, but its name ends in _2, which suggests it is measured after the treatment"}}
     assert review(_inputs(confounders={**cd, "doubtful_sensitivity": moves})).decision is not CritiqueDecision.APPROVE
     rv = review(_inputs(confounders={**cd, "doubtful_sensitivity": still}))
@@ -213,20 +229,34 @@ def test_controls_that_absorb_the_instrument_leave_the_2sls_unapproved() -> None
 def test_an_answer_that_hinges_on_an_unoriented_column_is_not_approved() -> None:
     """A self-reported copy of the outcome with an unoriented edge halves the trial's effect when kept."""
     why = "kept as a possible confounder, but its edge anytest_sr -> tx has this orientation in only 20% of resamples"
-    moves = {"anytest_sr": {"with": 0.122, "se_with": 0.019, "without": 0.246, "se_without": 0.021}}
+    moves = {"anytest_sr": {"with": 0.122, "se_with": 0.019, "without": 0.246, "se_without": 0.021, "shift_in_se": 5.9}}
     cd = {**CD, "doubtful": {"anytest_sr": why}, "doubtful_sensitivity": moves}
-    trial = {**PS, "balance": {"anytest_sr": {"smd_before": 0.46}, "age": {"smd_before": 0.08}}}
+    trial = {
+        **PS,
+        "balance": {
+            "anytest_sr": {"smd_before": 0.46, "smd_after": 0.02},
+            "age": {"smd_before": 0.08, "smd_after": 0.01},
+        },
+    }
     rv = review(_inputs(confounders=cd, ps=trial))
     assert rv.decision is not CritiqueDecision.APPROVE
     assert "anytest_sr" in rv.verdict and "metadata" in rv.verdict
-    small = {"anytest_sr": {"with": 0.122, "se_with": 0.019, "without": 0.150, "se_without": 0.021}}
+    small = {
+        "anytest_sr": {"with": 0.122, "se_with": 0.019, "without": 0.150, "se_without": 0.021, "shift_in_se": 1.33}
+    }
     assert review(_inputs(confounders={**cd, "doubtful_sensitivity": small}, ps=trial)).decision is (
         CritiqueDecision.APPROVE
     )
     # Several covariates out of balance: confounding is the ordinary reading, and a confounder moves the answer.
-    confounded = {**PS, "balance": {"anytest_sr": {"smd_before": 0.46}, "age": {"smd_before": 0.35}}}
+    confounded = {
+        **PS,
+        "balance": {
+            "anytest_sr": {"smd_before": 0.46, "smd_after": 0.02},
+            "age": {"smd_before": 0.35, "smd_after": 0.01},
+        },
+    }
     assert review(_inputs(confounders=cd, ps=confounded)).decision is CritiqueDecision.APPROVE
     collider = {"m": "left out on the collider signature: predicted by treatment and outcome jointly"}
-    big = {"m": {"with": -0.475, "se_with": 0.04, "without": -0.024, "se_without": 0.049}}
+    big = {"m": {"with": -0.475, "se_with": 0.04, "without": -0.024, "se_without": 0.049, "shift_in_se": 9.2}}
     decided = {**CD, "doubtful": collider, "doubtful_sensitivity": big}
     assert review(_inputs(confounders=decided)).decision is CritiqueDecision.APPROVE

@@ -31,6 +31,8 @@ from agents.causal.dataprep.repair_rules import (
     recording_errors,
     unrepaired,
 )
+from agents.causal.diagnostics import ExpectationFailure, RepairAction
+from agents.causal.knowledge import ColumnMetadata, Metadata
 from agents.causal.state import AnalysisState, DataProfile
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError
@@ -40,15 +42,22 @@ from agents.core.view import StateView
 __all__ = ["DataRepairAgent", "DataRepairParams"]
 
 
-def _short(entry: dict[str, Any]) -> str:
+def _short(entry: RepairAction) -> str:
     """A repair in a few words for the console: "x2: 6 recording errors set to missing"."""
-    where = f"{entry['column']}: " if entry.get("column") else ""
-    return f"{where}{entry['issue']} ({entry['detail']})"
+    where = f"{entry.column}: " if entry.column else ""
+    return f"{where}{entry.issue} ({entry.detail})"
 
 
-def _repair(column: str | None, issue: str, action: str, n_before: int, n_after: int, detail: str) -> dict[str, Any]:
-    counts = {"n_before": int(n_before), "n_after": int(n_after)}
-    return {"kind": "repair", "column": column, "issue": issue, "action": action, **counts, "detail": detail}
+def _repair(column: str | None, issue: str, action: str, n_before: int, n_after: int, detail: str) -> RepairAction:
+    return RepairAction(
+        kind="repair",
+        column=column,
+        issue=issue,
+        action=action,
+        n_before=int(n_before),
+        n_after=int(n_after),
+        detail=detail,
+    )
 
 
 class DataRepairParams(AgentParams):
@@ -95,7 +104,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
                 raise AgentError(f"the {role} column '{col}' is not in the analysis data")
         ids = [c for c, k in profile.feature_types.items() if k == "id" and c in raw.columns]
         ctx.progress(f"checking {raw.shape[0]:,} rows against expectations")
-        repairs: list[dict[str, Any]] = []
+        repairs: list[RepairAction] = []
         frame = self._parse_numbers(raw, profile, ids, repairs)
         on_raw, on_parsed = expectation_suites(frame, raw, profile, ids)
         on_parsed_failed = run_expectations(frame, on_parsed)
@@ -134,11 +143,12 @@ class DataRepairAgent(Agent[DataRepairParams]):
         unchanged = None if repairs else (on_parsed, on_parsed_failed)  # no repair: the data validated above
         still = recheck_expectations(frame, profile, run_expectations, unchanged)
         left = {(f["expectation"], f["column"]) for f in still}
-        rescaled = {r["column"] for r in repairs if r["issue"] == "recording errors"}
+        rescaled = {r.column for r in repairs if r.issue == "recording errors"}
         for failure in failures:
             failure["repaired"] = (failure["expectation"], failure["column"]) not in left
             if failure["expectation"] == "expect_column_values_to_be_between" and failure["column"] not in rescaled:
                 failure.update(repaired=False, kept="outliers are reported, not changed; not a data error")
+        checked = [ExpectationFailure.model_validate(f) for f in failures]
         open_issues = unrepaired(still)
         path = write_parquet(frame, ctx.data_dir / "repaired.parquet")
         metadata = self._metadata(view)
@@ -160,12 +170,12 @@ class DataRepairAgent(Agent[DataRepairParams]):
                 "duplicates_note": dropped.sentence(),
             }
         report.profile = report.profile.model_copy(update=duplicates)
-        entries = failures + repairs + open_issues
+        entries = [*checked, *repairs, *open_issues]
         summary = (
             f"{len(failures)} failed expectations, {len(repairs)} repairs"
             + "".join(f"; {_short(e)}" for e in repairs)
             + (
-                f"; still failing after repair: {', '.join(str(e['column'] or 'table') for e in open_issues)}"
+                f"; still failing after repair: {', '.join(str(e.column or 'table') for e in open_issues)}"
                 if open_issues
                 else ""
             )
@@ -173,11 +183,11 @@ class DataRepairAgent(Agent[DataRepairParams]):
         )
         reasoning = "\n".join(
             [why, "Failed expectations:"]
-            + [f"- {e['expectation']} [{e['column']}]: {e['detail']}" for e in failures]
+            + [f"- {e.expectation} [{e.column}]: {e.detail}" for e in checked]
             + ["Repairs:"]
-            + [f"- {e['issue']} [{e['column']}]: {e['action']} ({e['detail']})" for e in repairs]
+            + [f"- {e.issue} [{e.column}]: {e.action} ({e.detail})" for e in repairs]
             + ["Checked again with Great Expectations after the repairs; still failing:"]
-            + [f"- [{e['column']}] {', '.join(e['expectations'])}: {e['detail']}" for e in open_issues]
+            + [f"- [{e.column}] {', '.join(e.expectations)}: {e.detail}" for e in open_issues]
             + ["Other outliers are reported, not changed: trimming them would silently change the estimand."]
         )
         return AgentResult(
@@ -189,7 +199,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
                 "n_repairs": len(repairs),
                 "rows": [int(raw.shape[0]), int(frame.shape[0])],
                 "columns": [int(raw.shape[1]), int(frame.shape[1])],
-                "unrepaired_columns": [e["column"] for e in open_issues if e["column"] is not None],
+                "unrepaired_columns": [e.column for e in open_issues if e.column is not None],
             },
             tools_called=["great_expectations"],
         )
@@ -203,18 +213,20 @@ class DataRepairAgent(Agent[DataRepairParams]):
         return t, y, f"{found.note}: {t} -> {y}" if found.note else f"pair under study: {t} -> {y}"
 
     @staticmethod
-    def _metadata(view: StateView) -> dict[str, Any] | None:
+    def _metadata(view: StateView) -> Metadata | None:
         """Roles from the domain knowledge, in the metadata shape the profiler understands."""
         dk = view.domain_knowledge
         if not dk:
             return None
-        columns = {c: {"role": r} for c, r in (dk.get("roles") or {}).items()}
-        for c in dk.get("post_treatment") or []:
-            columns.setdefault(c, {})["measured"] = "post"
-        return {"columns": columns}
+        columns: dict[str, ColumnMetadata] = {c: ColumnMetadata(role=r) for c, r in dk.roles.items()}
+        for c in dk.post_treatment:
+            columns.setdefault(c, ColumnMetadata()).measured = "post"
+        return Metadata(columns=dict(columns))
 
     @staticmethod
-    def _parse_numbers(raw: pd.DataFrame, profile: DataProfile, ids: list[str], repairs: list) -> pd.DataFrame:
+    def _parse_numbers(
+        raw: pd.DataFrame, profile: DataProfile, ids: list[str], repairs: list[RepairAction]
+    ) -> pd.DataFrame:
         frame = raw.copy(deep=False)  # copy-on-write: a replaced column never reaches ``raw``
         for col in frame.columns:
             if col in ids or profile.feature_types.get(col) not in NUMERIC_TYPES:
@@ -241,7 +253,9 @@ class DataRepairAgent(Agent[DataRepairParams]):
         return frame
 
     @staticmethod
-    def _infinities_and_dates(frame: pd.DataFrame, profile: DataProfile, earlier: dict, repairs: list) -> None:
+    def _infinities_and_dates(
+        frame: pd.DataFrame, profile: DataProfile, earlier: dict, repairs: list[RepairAction]
+    ) -> None:
         counts = dict(earlier)  # the profiler already read them as missing in the analysis copy
         for col, n in infinite_to_missing(frame).items():
             counts[col] = counts.get(col, 0) + n
@@ -269,7 +283,9 @@ class DataRepairAgent(Agent[DataRepairParams]):
             )
 
     @staticmethod
-    def _recording_errors(frame: pd.DataFrame, profile: DataProfile, protected: set, repairs: list) -> None:
+    def _recording_errors(
+        frame: pd.DataFrame, profile: DataProfile, protected: set, repairs: list[RepairAction]
+    ) -> None:
         for col in list(frame.columns):
             if col in protected or profile.feature_types.get(col) != "numeric":
                 continue
@@ -292,7 +308,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
             )
 
     @staticmethod
-    def _fix_labels(frame: pd.DataFrame, profile: DataProfile, repairs: list) -> pd.DataFrame:
+    def _fix_labels(frame: pd.DataFrame, profile: DataProfile, repairs: list[RepairAction]) -> pd.DataFrame:
         for col in frame.columns:
             if profile.feature_types.get(col) not in ("categorical", "binary"):
                 continue
@@ -323,7 +339,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
         treatment: str | None,
         outcome: str | None,
         params: Any,
-        repairs: list,
+        repairs: list[RepairAction],
         design: dict[str, str | None] | None = None,
     ) -> tuple[pd.DataFrame, DuplicateVerdict | None]:
         n = len(frame)
@@ -366,7 +382,9 @@ class DataRepairAgent(Agent[DataRepairParams]):
         return frame, dropped
 
     @staticmethod
-    def _drop_constants(frame: pd.DataFrame, treatment: str | None, outcome: str | None, repairs: list) -> pd.DataFrame:
+    def _drop_constants(
+        frame: pd.DataFrame, treatment: str | None, outcome: str | None, repairs: list[RepairAction]
+    ) -> pd.DataFrame:
         constants = [c for c in frame.columns if at_most_distinct(frame[c], 1)]
         for role, col in (("treatment", treatment), ("outcome", outcome)):
             if col in constants:
@@ -390,7 +408,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
 
     @staticmethod
     def _impute(
-        frame: pd.DataFrame, profile: DataProfile, protected: set, threshold: float, repairs: list
+        frame: pd.DataFrame, profile: DataProfile, protected: set, threshold: float, repairs: list[RepairAction]
     ) -> pd.DataFrame:
         frame = frame.copy(deep=False)  # copy-on-write: columns are replaced, never written into
         n = len(frame)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from agents.causal.dataprep.frame_checks import at_most_distinct, duplicate_rows
 from agents.causal.dataprep.profiling import NUMERIC_TYPES, label_variants, parse_dates
+from agents.causal.diagnostics import Unrepaired
 from agents.causal.state import DataProfile
 
 __all__ = [
@@ -156,21 +157,21 @@ def recheck_expectations(
     return list(run(frame, suite))
 
 
-def unrepaired(after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unrepaired(after: list[dict[str, Any]]) -> list[Unrepaired]:
     """One ``data_repairs`` entry per column with a failed expectation left after the repairs.
 
-    Shape: ``{"kind": "unrepaired", "column": str | None, "expectations": [names], "detail": str}``
+    An :class:`~agents.causal.diagnostics.Unrepaired`: ``column`` (str | None), ``expectations`` (names), ``detail``
     (``column`` is None for table-level checks such as duplicate rows).
     """
     by_column: dict[str | None, list[dict[str, Any]]] = {}
     for failure in after:
         by_column.setdefault(failure.get("column"), []).append(failure)
     return [
-        {
-            "kind": "unrepaired",
-            "column": col,
-            "expectations": [f["expectation"] for f in failures],
-            "detail": "; ".join(str(f.get("detail", "")) for f in failures),
-        }
+        Unrepaired(
+            kind="unrepaired",
+            column=col,
+            expectations=[f["expectation"] for f in failures],
+            detail="; ".join(str(f.get("detail", "")) for f in failures),
+        )
         for col, failures in by_column.items()
     ]

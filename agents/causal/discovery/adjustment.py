@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from agents.causal.dataprep.frame_checks import at_most_distinct
+from agents.causal.diagnostics import ConfounderDiscovery
+from agents.causal.knowledge import DomainKnowledge
 from agents.causal.review.improvements import CODES, ordered_codes
 from agents.core.errors import AgentError
 
@@ -98,25 +100,27 @@ def derived_from_treatment(frame: pd.DataFrame, treatment: str, candidates: list
     return out
 
 
-def _exclusions(confounder_discovery: dict[str, Any] | None, domain_knowledge: dict[str, Any] | None) -> dict[str, str]:
+def _exclusions(
+    confounder_discovery: ConfounderDiscovery | None, domain_knowledge: DomainKnowledge | None
+) -> dict[str, str]:
     excluded: dict[str, str] = {}
-    cd = confounder_discovery or {}
-    for col, reason in (cd.get("excluded") or {}).items():
+    cd = confounder_discovery or ConfounderDiscovery()
+    for col, reason in cd.excluded.items():
         excluded[str(col)] = f"excluded by confounder discovery: {reason}"
-    for key, label in (
-        ("mediators", "mediator (on the causal path)"),
-        ("colliders", "collider (common effect)"),
-        ("descendants", "descendant of the treatment"),
-        ("derived_from_treatment", "deterministic function of the treatment"),
+    for cols, label in (
+        (cd.mediators, "mediator (on the causal path)"),
+        (cd.colliders, "collider (common effect)"),
+        (cd.descendants, "descendant of the treatment"),
+        (cd.derived_from_treatment, "deterministic function of the treatment"),
     ):
-        for col in cd.get(key) or []:
+        for col in cols:
             excluded.setdefault(str(col), label)
-    for col in cd.get("instruments") or []:
+    for col in cd.instruments:
         excluded.setdefault(str(col), "instrument (affects the outcome only through the treatment)")
-    dk = domain_knowledge or {}
-    for col in dk.get("post_treatment") or []:
+    dk = domain_knowledge or DomainKnowledge()
+    for col in dk.post_treatment:
         excluded.setdefault(str(col), "measured after the treatment (domain knowledge)")
-    for col, role in (dk.get("roles") or {}).items():
+    for col, role in dk.roles.items():
         if role in ("mediator", "id", "collider"):
             excluded.setdefault(str(col), f"role '{role}' in domain knowledge")
     return excluded
@@ -127,8 +131,8 @@ def choose_adjustment(
     treatment: str,
     outcome: str,
     potential_confounders: list[str],
-    confounder_discovery: dict[str, Any] | None = None,
-    domain_knowledge: dict[str, Any] | None = None,
+    confounder_discovery: ConfounderDiscovery | None = None,
+    domain_knowledge: DomainKnowledge | None = None,
     *,
     widen: bool = False,
     design_columns: tuple[str | None, ...] = (),
@@ -140,13 +144,13 @@ def choose_adjustment(
     """
     cd = (
         confounder_discovery
-        if confounder_discovery and confounder_discovery.get("treatment") in (None, treatment)
+        if confounder_discovery is not None and confounder_discovery.treatment in (None, treatment)
         else None
     )
     excluded = _exclusions(cd, domain_knowledge)
     reserved = {treatment, outcome, *[c for c in design_columns if c]}
-    if cd is not None and cd.get("adjustment_set") is not None:
-        base = [str(c) for c in cd["adjustment_set"]]
+    if cd is not None and "adjustment_set" in cd.model_fields_set:
+        base = [str(c) for c in cd.adjustment_set]
         source = "confounder_discovery adjustment set"
     else:
         base = [str(c) for c in potential_confounders]
@@ -154,7 +158,7 @@ def choose_adjustment(
     pool = list(base)
     added: list[str] = []
     if widen:
-        for col in [*((cd or {}).get("data_associated") or []), *potential_confounders]:
+        for col in [*(cd.data_associated if cd is not None else []), *potential_confounders]:
             if col not in pool:
                 pool.append(str(col))
                 added.append(str(col))
@@ -204,7 +208,7 @@ def _column_roles(
     treatment: str,
     outcome: str,
     pool: list[str],
-    domain_knowledge: dict[str, Any] | None,
+    domain_knowledge: DomainKnowledge | None,
     excluded: dict[str, str],
 ) -> None:
     """Without confounder discovery, the column-role rules still keep identifiers, functions of the
@@ -213,17 +217,17 @@ def _column_roles(
 
     if outcome not in frame.columns or treatment not in frame.columns:
         return
-    dk = domain_knowledge or {}
-    pre = {str(c) for c in dk.get("pre_treatment") or []}
-    pre |= {str(c) for c, r in (dk.get("roles") or {}).items() if r == "confounder"}
+    dk = domain_knowledge or DomainKnowledge()
+    pre = {str(c) for c in dk.pre_treatment}
+    pre |= {str(c) for c, r in dk.roles.items() if r == "confounder"}
     for role in classify_columns(frame, treatment, outcome, pool, protected=pre):
         if role.leave_out:
             excluded[role.column] = role.reason
 
 
-def _has_timing(domain_knowledge: dict[str, Any] | None) -> bool:
-    dk = domain_knowledge or {}
-    return bool(dk.get("temporal_order") or dk.get("post_treatment"))
+def _has_timing(domain_knowledge: DomainKnowledge | None) -> bool:
+    dk = domain_knowledge or DomainKnowledge()
+    return bool(dk.temporal_order or dk.post_treatment)
 
 
 def encode_treatment(series: pd.Series) -> tuple[np.ndarray, str, str]:

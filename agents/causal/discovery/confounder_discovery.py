@@ -17,7 +17,7 @@ still run and reported.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -29,6 +29,7 @@ from agents.causal.dataprep.column_roles import (
     outcome_proxies,
 )
 from agents.causal.dataprep.frame_checks import at_most_distinct
+from agents.causal.diagnostics import ConfounderDiscovery
 from agents.causal.discovery.adjustment_policy import as_read, onehot_reference, outcome_parts
 from agents.causal.discovery.adjustment_rules import (
     data_checks,
@@ -39,6 +40,7 @@ from agents.causal.discovery.confounder_builder import AdjustmentBuilder, Confou
 from agents.causal.discovery.graphs import Knowledge, dowhy_graph
 from agents.causal.discovery.iv_controls import iv_treatment_copies
 from agents.causal.discovery.randomised_move import MoveCheck, randomised_move, says_randomised
+from agents.causal.knowledge import DomainKnowledge
 from agents.causal.review.complete_case import complete_case_check
 from agents.causal.state import AnalysisState, CausalDAG, DataProfile
 from agents.core.agent import Agent, AgentContext, AgentResult
@@ -137,7 +139,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         summary += left_out_summary(out["column_roles"])
         outputs = {k: out[k] for k in OUTPUT_KEYS}
         return AgentResult(
-            updates={"confounder_discovery": out},
+            updates={"confounder_discovery": ConfounderDiscovery.model_validate(out)},
             summary=summary,
             reasoning=result.reasoning(),
             outputs=outputs,
@@ -211,9 +213,9 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
 
     @staticmethod
     def _candidates(
-        frame: pd.DataFrame, profile: DataProfile, t: str, y: str, domain: dict[str, Any] | None
+        frame: pd.DataFrame, profile: DataProfile, t: str, y: str, domain: DomainKnowledge | None
     ) -> tuple[list[str], dict[str, str]]:
-        roles = (domain or {}).get("roles") or {}
+        roles = domain.roles if domain else {}
         excluded: dict[str, str] = {}
         candidates: list[str] = []
         n = len(frame)

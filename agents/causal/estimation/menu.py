@@ -11,13 +11,14 @@ the partially linear model by double machine learning). Every method left out is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from agents.causal.estimation.methods import REGISTRY, keys_where
 
 if TYPE_CHECKING:
+    from agents.causal.diagnostics import PSDiagnostics
     from agents.causal.estimation.backdoor import Estimate
     from agents.causal.estimation.pair_setup import PairSetup
 
@@ -116,9 +117,7 @@ def _continuous(setup: PairSetup, designs: list[str], why: list[str]) -> list[st
     return methods
 
 
-def choose_headline(
-    setup: PairSetup, estimates: dict[str, Estimate], ps_diag: dict[str, Any] | None
-) -> tuple[str, str]:
+def choose_headline(setup: PairSetup, estimates: dict[str, Estimate], ps_diag: PSDiagnostics | None) -> tuple[str, str]:
     """The headline method and why, by a fixed rule (see agents/README and the module docs).
 
     1. A declared design (IV, then RDD, then DiD) wins: it does not rest on "no unmeasured
@@ -146,7 +145,7 @@ def choose_headline(
 
 
 def _backdoor_headline(
-    setup: PairSetup, estimates: dict[str, Estimate], ps_diag: dict[str, Any] | None
+    setup: PairSetup, estimates: dict[str, Estimate], ps_diag: PSDiagnostics | None
 ) -> tuple[str, str]:
     """The headline among the estimators that assume every confounder is measured (rules 2-6)."""
     if "diff_means" in estimates:
@@ -163,8 +162,8 @@ def _backdoor_headline(
                     f"({estimates[key].details.get('estimand_description', 'per unit of the treatment')})."
                 )
     overlap_ok = bool((setup.overlap or {}).get("overlap_ok", True))
-    if ps_diag and ps_diag.get("treatment") == setup.treatment and not setup.trim and not ps_diag.get("skipped"):
-        overlap_ok = overlap_ok and bool(ps_diag.get("overlap_ok", True))
+    if ps_diag is not None and ps_diag.treatment == setup.treatment and not setup.trim and not ps_diag.skipped:
+        overlap_ok = overlap_ok and ps_diag.overlap_ok is not False
     agree = _agreement(estimates)
     if "aipw" in estimates and (overlap_ok or setup.trim):
         where = "on the trimmed common-support sample" if setup.trim else "and propensity overlap is adequate"

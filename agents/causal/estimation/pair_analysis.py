@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agents.causal.diagnostics import ConfounderDiscovery, PSDiagnostics
 from agents.causal.discovery.adjustment import Adjustment, Prepared, choose_adjustment, prepare, safe_name
 from agents.causal.estimates import EstimateDetails, Trimming
 from agents.causal.estimation import propensity as P
@@ -26,6 +27,7 @@ from agents.causal.estimation.menu import (
 from agents.causal.estimation.methods import REGISTRY
 from agents.causal.estimation.nuisance import MORE_FOLDS
 from agents.causal.estimation.pair_setup import PairSetup, covariates_of
+from agents.causal.knowledge import DomainKnowledge
 from agents.causal.state import TreatmentEffectResult
 from agents.core.errors import AgentError
 
@@ -46,7 +48,7 @@ __all__ = [
 ]
 
 
-def _design(view_design: Any, frame: pd.DataFrame, profile: Any, dk: dict[str, Any] | None) -> dict[str, Any]:
+def _design(view_design: Any, frame: pd.DataFrame, profile: Any, dk: DomainKnowledge | None) -> dict[str, Any]:
     """The declared design: instrument, discontinuity and/or panel columns present in the data."""
     d: dict[str, Any] = {}
     if view_design.instrument and view_design.instrument in frame.columns:
@@ -57,7 +59,7 @@ def _design(view_design: Any, frame: pd.DataFrame, profile: Any, dk: dict[str, A
         and view_design.running_variable in frame.columns
     ):
         d["rdd"] = {"running_variable": view_design.running_variable, "cutoff": float(view_design.cutoff)}
-    unit = view_design.unit_column or next((c for c, r in ((dk or {}).get("roles") or {}).items() if r == "id"), None)
+    unit = view_design.unit_column or next((c for c, r in (dk.roles if dk else {}).items() if r == "id"), None)
     time = view_design.time_column or (profile.time_column if profile is not None else None)
     if unit in frame.columns and time in frame.columns and frame.duplicated(subset=[unit]).any():
         d["did"] = {"unit_column": unit, "time_column": time}
@@ -71,14 +73,14 @@ def setup_pair(
     *,
     profile: Any,
     view_design: Any,
-    confounder_discovery: dict[str, Any] | None,
-    domain_knowledge: dict[str, Any] | None,
+    confounder_discovery: ConfounderDiscovery | None,
+    domain_knowledge: DomainKnowledge | None,
     codes: list[str],
     ps_model: str,
     seed: int,
     bootstrap: int,
     cache_dir: Any = None,
-    ps_diagnostics: dict[str, Any] | None = None,
+    ps_diagnostics: PSDiagnostics | None = None,
 ) -> PairSetup:
     """Adopt (or choose) the adjustment set, prepare the data, fit propensities and act on trim codes.
 
@@ -182,19 +184,19 @@ def _restore_dosecovariates_of(frame: pd.DataFrame, treatment: str, adj: Adjustm
         adj.covariates.append(col)
 
 
-def shared_adjustment(ps: dict[str, Any] | None, treatment: str, outcome: str, widen: bool) -> Adjustment | None:
+def shared_adjustment(ps: PSDiagnostics | None, treatment: str, outcome: str, widen: bool) -> Adjustment | None:
     """Propensity diagnostics' adjustment decision for this pair and this round's codes, if recorded."""
-    decision = (ps or {}).get("adjustment")
-    if not decision or (ps or {}).get("treatment") != treatment or (ps or {}).get("outcome") != outcome:
+    decision = ps.adjustment if ps is not None else None
+    if decision is None or ps is None or ps.treatment != treatment or ps.outcome != outcome:
         return None
-    if bool(decision.get("widened")) != widen:
+    if decision.widened != widen:
         return None
     return Adjustment(
-        covariates=list(decision["covariates"]),
-        excluded=dict(decision.get("excluded") or {}),
-        source=str(decision.get("source") or ""),
-        added=list(decision.get("added") or []),
-        caveat=str(decision.get("caveat") or ""),
+        covariates=list(decision.covariates),
+        excluded=dict(decision.excluded),
+        source=decision.source,
+        added=list(decision.added),
+        caveat=decision.caveat,
     )
 
 
@@ -242,14 +244,14 @@ def refit_propensity(setup: PairSetup, model: str) -> dict[str, Any]:
     return setup.overlap
 
 
-def _precision(setup: PairSetup, profile: Any, cd: dict[str, Any] | None, reserved: tuple[Any, ...]) -> None:
+def _precision(setup: PairSetup, profile: Any, cd: ConfounderDiscovery | None, reserved: tuple[Any, ...]) -> None:
     """Pick pre-treatment covariates that may sharpen the difference in means (empty adjustment set)."""
     from agents.causal.discovery.rct import describe, precision_covariates
 
     pool = [
         *(profile.potential_confounders if profile is not None else []),
-        *((cd or {}).get("excluded") or {}),
-        *((cd or {}).get("data_associated") or []),
+        *(cd.excluded if cd is not None else {}),
+        *(cd.data_associated if cd is not None else []),
     ]
     skip = {setup.treatment, setup.outcome, *[c for c in reserved if c]}
     # With no covariates, prepare() kept exactly the rows where the treatment and outcome are known.

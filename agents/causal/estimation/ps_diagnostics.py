@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from agents.causal.diagnostics import AdjustmentDecision, PSDiagnostics
 from agents.causal.discovery.adjustment import choose_adjustment, critique_codes, prepare
 from agents.causal.estimation.nuisance import FOLDS, MORE_FOLDS, fit_propensity
 from agents.causal.state import AnalysisState
@@ -92,9 +93,7 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
         prep = prepare(frame, treatment, outcome, adj.covariates)
         why.extend(prep.notes)
         if prep.X.shape[1] == 0:
-            trivial = _no_covariates(treatment, outcome, model, prep.t, adj.excluded, changes, why)
-            trivial.updates["ps_diagnostics"]["adjustment"] = decision
-            return trivial
+            return _no_covariates(treatment, outcome, model, prep.t, adj.excluded, changes, why, decision)
         model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, model, ctx.data_dir)
         if "switch_propensity_model" in codes:
             before = model
@@ -127,26 +126,28 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
         }
         figures.draw(P.plot_overlap, ps, t, diag["common_support"], plots["overlap"], title)  # in the figure worker
         figures.draw(P.plot_love, diag["balance"], plots["love_plot"], f"Covariate balance for {treatment}")
-        result: dict[str, Any] = {
-            "treatment": treatment,
-            "outcome": outcome,
-            "model": model,
-            "model_detail": _model_detail(model, folds),
-            "model_cv_loss": cv_loss,
-            "model_choice": "pinned by the recipe"
-            if params.model != "auto"
-            else "chosen by cross-validated log loss (logistic vs gradient boosting)",
-            "covariates": list(X.columns),
-            "excluded": adj.excluded,
-            "adjustment": decision,
-            **diag,
-            "trimmed": trimmed,
-            "trim_applied": trim_applied,
-            "n_used": int(len(t)),
-            "plots": plots,
-            "changes": changes,
-        }
-        why.extend(_explain(result))
+        result = PSDiagnostics.model_validate(
+            {
+                "treatment": treatment,
+                "outcome": outcome,
+                "model": model,
+                "model_detail": _model_detail(model, folds),
+                "model_cv_loss": cv_loss,
+                "model_choice": "pinned by the recipe"
+                if params.model != "auto"
+                else "chosen by cross-validated log loss (logistic vs gradient boosting)",
+                "covariates": list(X.columns),
+                "excluded": adj.excluded,
+                "adjustment": decision,
+                **diag,
+                "trimmed": trimmed,
+                "trim_applied": trim_applied,
+                "n_used": int(len(t)),
+                "plots": plots,
+                "changes": changes,
+            }
+        )
+        why.extend(_explain(diag))
         summary = (
             f"{model} propensity for {treatment}: AUC {diag['auc']}, "
             f"{diag['outside_support']['overall']:.1%} outside common support, overlap {'ok' if diag['overlap_ok'] else 'POOR'}, "
@@ -198,22 +199,22 @@ def _skip_reason(frame: Any, treatment: str, design: Any) -> str:
     return ""
 
 
-def _decision(adj: Any, widened: bool) -> dict[str, Any]:
+def _decision(adj: Any, widened: bool) -> AdjustmentDecision:
     """The adjustment decision as the state records it: the estimator adopts it for the same pair."""
-    return {
-        "covariates": list(adj.covariates),
-        "excluded": dict(adj.excluded),
-        "source": adj.source,
-        "added": list(adj.added),
-        "caveat": adj.caveat,
-        "widened": widened,
-    }
+    return AdjustmentDecision(
+        covariates=list(adj.covariates),
+        excluded=dict(adj.excluded),
+        source=adj.source,
+        added=list(adj.added),
+        caveat=adj.caveat,
+        widened=widened,
+    )
 
 
 def _skipped(treatment: str, outcome: str, reason: str, why: list[str]) -> AgentResult:
     """A recorded skip: the state says what was not done and why; the run goes on."""
     why.append(f"Propensity diagnostics skipped: {reason}.")
-    result = {"treatment": treatment, "outcome": outcome, "skipped": reason, "covariates": [], "changes": []}
+    result = PSDiagnostics(treatment=treatment, outcome=outcome, skipped=reason, covariates=[], changes=[])
     return AgentResult(
         updates={"ps_diagnostics": result},
         summary=f"skipped: {reason}",
@@ -223,6 +224,7 @@ def _skipped(treatment: str, outcome: str, reason: str, why: list[str]) -> Agent
 
 
 def _explain(d: dict[str, Any]) -> list[str]:
+    """The diagnosis (:func:`~agents.causal.estimation.propensity.diagnose`'s dict) in sentences."""
     out = [
         f"AUC {d['auc']}: {'strong' if (d['auc'] or 0) > 0.8 else 'moderate' if (d['auc'] or 0) > 0.65 else 'weak'} "
         "separation of the arms by the covariates.",
@@ -239,7 +241,14 @@ def _explain(d: dict[str, Any]) -> list[str]:
 
 
 def _no_covariates(
-    treatment: str, outcome: str, model: str, t: Any, excluded: dict[str, str], changes: list[str], why: list[str]
+    treatment: str,
+    outcome: str,
+    model: str,
+    t: Any,
+    excluded: dict[str, str],
+    changes: list[str],
+    why: list[str],
+    decision: AdjustmentDecision,
 ) -> AgentResult:
     """Diagnostics when nothing is adjusted for: the propensity is the treated share for everyone.
 
@@ -252,30 +261,33 @@ def _no_covariates(
         f"No covariates are adjusted for, so the propensity of {treatment} is the treated share ({share:.1%}) for "
         "every unit: overlap and balance hold trivially; the design's own assumptions carry the identification."
     )
-    result = {
-        "treatment": treatment,
-        "outcome": outcome,
-        "model": model,
-        "covariates": [],
-        "excluded": excluded,
-        "auc": 0.5,
-        "propensity_range": {"treated": [share, share], "control": [share, share]},
-        "common_support": [share, share],
-        "outside_support": {"treated": 0.0, "control": 0.0, "overall": 0.0},
-        "overlap_ok": True,
-        "trim_suggestion": None,
-        "trimmed": False,
-        "trim_applied": None,
-        "n_used": int(len(t)),
-        "balance": {},
-        "max_smd_before": 0.0,
-        "max_smd_after": 0.0,
-        "balance_ok": True,
-        "ess": {"treated": float(n1), "control": float(n0)},
-        "plots": {},
-        "changes": changes,
-        "note": "no covariates to adjust for",
-    }
+    result = PSDiagnostics.model_validate(
+        {
+            "treatment": treatment,
+            "outcome": outcome,
+            "model": model,
+            "covariates": [],
+            "excluded": excluded,
+            "auc": 0.5,
+            "propensity_range": {"treated": [share, share], "control": [share, share]},
+            "common_support": [share, share],
+            "outside_support": {"treated": 0.0, "control": 0.0, "overall": 0.0},
+            "overlap_ok": True,
+            "trim_suggestion": None,
+            "trimmed": False,
+            "trim_applied": None,
+            "n_used": int(len(t)),
+            "balance": {},
+            "max_smd_before": 0.0,
+            "max_smd_after": 0.0,
+            "balance_ok": True,
+            "ess": {"treated": float(n1), "control": float(n0)},
+            "plots": {},
+            "changes": changes,
+            "note": "no covariates to adjust for",
+            "adjustment": decision,
+        }
+    )
     return AgentResult(
         updates={"ps_diagnostics": result},
         summary=f"no covariates to adjust for: propensity of {treatment} is the treated share {share:.1%}",

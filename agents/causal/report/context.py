@@ -15,6 +15,15 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter
+
+from agents.causal.diagnostics import (
+    ConfounderDiscovery,
+    DataRepairEntry,
+    ExpectationFailure,
+    PSDiagnostics,
+    RepairAction,
+)
 from agents.causal.estimation.ols import block_rows_for
 from agents.causal.report.refuter_section import flat_details, refuter_context
 from agents.causal.report.review_section import (
@@ -30,6 +39,9 @@ if TYPE_CHECKING:
     from agents.core.view import StateView
 
 __all__ = ["build_context", "recompute_kind", "model_text"]
+
+_REPAIRS: TypeAdapter[DataRepairEntry] = TypeAdapter(DataRepairEntry)
+"""Reads one ``data_repairs`` entry of the snapshot back into its record."""
 
 _NOT_CHEAP = {
     "dml",
@@ -86,7 +98,10 @@ def build_context(view: StateView, snap: dict[str, Any], job_dir: Path, seed: in
     if headline:
         headline["sentence"] = _sentence(headline, treatment, outcome, binary)
         headline["reason"] = headline["details"].get("headline_reason", "")
-    confounders, ps = snap.get("confounder_discovery"), snap.get("ps_diagnostics")
+    found, diagnosed = snap.get("confounder_discovery"), snap.get("ps_diagnostics")
+    confounders = ConfounderDiscovery.model_validate(found) if found else None
+    ps = PSDiagnostics.model_validate(diagnosed) if diagnosed else None
+    repairs = [_REPAIRS.validate_python(r) for r in snap.get("data_repairs", [])]
     recompute = _recompute(effects, headline, confounders, ps, has_data, binary, decisions)
     agreement = _agreement(effects, headline)
     return {
@@ -110,8 +125,8 @@ def build_context(view: StateView, snap: dict[str, Any], job_dir: Path, seed: in
         "paths": _paths(snap, job_dir, decisions),
         "missing": [(c, n) for c, n in profile.get("missing_values", {}).items() if n],
         "repairs": {
-            "expectations": [r for r in snap.get("data_repairs", []) if r.get("kind") == "expectation"],
-            "actions": [r for r in snap.get("data_repairs", []) if r.get("kind") == "repair"],
+            "expectations": [r for r in repairs if isinstance(r, ExpectationFailure)],
+            "actions": [r for r in repairs if isinstance(r, RepairAction)],
         },
         "eda": snap.get("eda_result"),
         "domain": snap.get("domain_knowledge"),
@@ -302,8 +317,8 @@ def _bounds(value: Any) -> list[float] | None:
 def _recompute(
     effects: list[dict[str, Any]],
     headline: dict[str, Any] | None,
-    confounders: dict[str, Any] | None,
-    ps: dict[str, Any] | None,
+    confounders: ConfounderDiscovery | None,
+    ps: PSDiagnostics | None,
     has_data: bool,
     binary: bool,
     decisions: list[str],
@@ -328,7 +343,7 @@ def _recompute(
     kind, d, notes = ok(target), target["details"], []
     adjustment = d.get("adjustment_set")
     if adjustment is None:
-        adjustment = list((confounders or {}).get("adjustment_set", []))
+        adjustment = list(confounders.adjustment_set if confounders is not None else [])
         notes.append("The estimate did not record its adjustment set; the confounder analysis's set is used.")
     cov_type = d.get("cov_type")  # hand-made states; estimators name it in se_method
     if cov_type is None and re.search(r"\bHC[0-3]\b", str(d.get("se_method", ""))):
@@ -337,10 +352,10 @@ def _recompute(
         cov_type = "HC1"
         notes.append("The run did not record its standard-error type; HC1 is assumed (only the estimate is checked).")
     trim = _bounds(d.get("trimmed"))
-    if trim is None and d.get("trimmed") and ps and ps.get("trim_suggestion"):
-        trim = _bounds(ps["trim_suggestion"])
+    if trim is None and d.get("trimmed") and ps is not None and ps.trim_suggestion is not None:
+        trim = _bounds(ps.trim_suggestion.model_dump())
     exact_fit = kind == "ols" or (kind == "dowhy" and "linear_regression" in str(target["method"]))
-    ps_model = d.get("propensity_model") or (ps or {}).get("model") or "logistic"
+    ps_model = d.get("propensity_model") or (ps.model if ps is not None else None) or "logistic"
     return {
         "index": target["index"],
         "kind": kind,
@@ -373,8 +388,8 @@ def _recompute(
 
 
 def _propensity(
-    confounders: dict[str, Any] | None,
-    ps: dict[str, Any] | None,
+    confounders: ConfounderDiscovery | None,
+    ps: PSDiagnostics | None,
     headline: dict[str, Any] | None,
     has_data: bool,
     binary: bool,
@@ -385,13 +400,14 @@ def _propensity(
     # which the notebook's design_matrix rebuilds from the original column.
     covs = (
         (headline or {}).get("details", {}).get("adjustment_set")
-        or (confounders or {}).get("adjustment_set")
-        or (ps or {}).get("covariates")
+        or (confounders.adjustment_set if confounders is not None else None)
+        or (ps.covariates if ps is not None else None)
     )
     if not covs:
         return None
-    trim = _bounds((ps or {}).get("trim_suggestion")) if (ps or {}).get("trimmed") else None
-    return {"covariates": list(covs), "model": (ps or {}).get("model") or "logistic", "trim": trim}
+    sugg = ps.trim_suggestion if ps is not None and ps.trimmed else None
+    trim = _bounds(sugg.model_dump()) if sugg is not None else None
+    return {"covariates": list(covs), "model": (ps.model if ps is not None else None) or "logistic", "trim": trim}
 
 
 def _traces(snap: dict[str, Any]) -> list[dict[str, Any]]:

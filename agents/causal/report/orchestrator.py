@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from agents.causal.diagnostics import ConfounderDiscovery, PSDiagnostics
+from agents.causal.knowledge import DomainKnowledge
 from agents.causal.queries import headline_evalue, headline_of, refuter_tally
 from agents.causal.review.rules import BALANCE_SMD, OVERLAP_POOR_SHARE, primary_estimates
 from agents.causal.roles import annotated, orchestrator_summary
@@ -73,10 +75,10 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         head = headline_of(estimates) or estimates[0]
         sens = list(view.sensitivity_results)
         critique = view.critique_history[-1] if view.critique_history else None
-        cd = view.confounder_discovery or {}
+        cd = view.confounder_discovery or ConfounderDiscovery()
         recs = [self._trust(head, critique, sens, treatment, outcome)]
-        recs += self._unmeasured(sens, cd, view.domain_knowledge or {}, treatment, outcome, params)
-        recs += self._overlap_balance(view.ps_diagnostics or {}, treatment)
+        recs += self._unmeasured(sens, cd, view.domain_knowledge, treatment, outcome, params)
+        recs += self._overlap_balance(view.ps_diagnostics, treatment)
         recs += self._graph(view.proposed_dag, cd, treatment, outcome, params)
         recs += self._assumed_identification(cd, treatment, outcome)
         recs += self._excluded(cd, treatment)
@@ -150,8 +152,8 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
     @staticmethod
     def _unmeasured(
         sens: list[SensitivityResult],
-        cd: dict[str, Any],
-        dk: dict[str, Any],
+        cd: ConfounderDiscovery,
+        dk: DomainKnowledge | None,
         treatment: str,
         outcome: str,
         params: OrchestratorParams,
@@ -163,8 +165,8 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         e_ci = float(ev.details.extras.get("evalue_ci", ev.robustness_value))
         if e_ci >= params.small_evalue:
             return []
-        adjusted = cd.get("adjustment_set") or []
-        roles = dk.get("roles") or {}
+        adjusted = cd.adjustment_set
+        roles = dk.roles if dk else {}
         known = [c for c, r in roles.items() if r == "confounder" and c not in adjusted]
         hint = (
             f" Domain knowledge names {', '.join(known)} as confounder(s) not in the adjustment set: collect or add them."
@@ -182,22 +184,24 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         return [lead + hint]
 
     @staticmethod
-    def _overlap_balance(ps: dict[str, Any], treatment: str) -> list[str]:
+    def _overlap_balance(ps: PSDiagnostics | None, treatment: str) -> list[str]:
         """Poor overlap or imbalance: what it means and what to do."""
         out: list[str] = []
-        outside = float((ps.get("outside_support") or {}).get("overall", 0.0) or 0.0)
-        if ps and (ps.get("overlap_ok") is False or outside > OVERLAP_POOR_SHARE):
-            lo, hi = (ps.get("common_support") or [0.0, 1.0])[:2]
-            trimmed = "The sample was trimmed, so" if ps.get("trimmed") else "Until the sample is trimmed,"
+        if ps is None:
+            return out
+        outside = float(ps.outside_support.overall if ps.outside_support is not None else 0.0)
+        if ps.overlap_ok is False or outside > OVERLAP_POOR_SHARE:
+            lo, hi = (ps.common_support or [0.0, 1.0])[:2]
+            trimmed = "The sample was trimmed, so" if ps.trimmed else "Until the sample is trimmed,"
             out.append(
                 f"Overlap is poor: {outside:.0%} of units have propensity scores for {treatment} outside the common "
                 f"support [{lo:.3f}, {hi:.3f}]. {trimmed} the estimate describes only units comparable across groups; "
                 f"collect more {treatment} = 0 units with high propensity and {treatment} = 1 units with low propensity."
             )
-        smd = ps.get("max_smd_after")
+        smd = ps.max_smd_after
         if smd is not None and abs(float(smd)) > BALANCE_SMD:
-            balance = ps.get("balance") or {}
-            worst = max(balance, key=lambda c: abs(balance[c].get("smd_after", 0)), default="a covariate")
+            balance = ps.balance or {}
+            worst = max(balance, key=lambda c: abs(balance[c].smd_after), default="a covariate")
             out.append(
                 f"Covariates remain imbalanced after weighting (max |SMD| {abs(float(smd)):.2f}, worst {worst}): "
                 f"check the functional form of {worst} in the propensity and outcome models."
@@ -205,11 +209,13 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         return out
 
     @staticmethod
-    def _graph(dag: Any, cd: dict[str, Any], treatment: str, outcome: str, params: OrchestratorParams) -> list[str]:
+    def _graph(
+        dag: Any, cd: ConfounderDiscovery, treatment: str, outcome: str, params: OrchestratorParams
+    ) -> list[str]:
         """Identification that rests on uncertain edges of the causal graph."""
         if dag is None:
             return []
-        key = {treatment, outcome, *(cd.get("adjustment_set") or []), *(cd.get("mediators") or [])}
+        key = {treatment, outcome, *cd.adjustment_set, *cd.mediators}
         weak = [
             e for e in dag.edges if e.confidence < params.weak_edge_confidence and (e.source in key or e.target in key)
         ]
@@ -224,11 +230,11 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         return out
 
     @staticmethod
-    def _assumed_identification(cd: dict[str, Any], treatment: str, outcome: str) -> list[str]:
+    def _assumed_identification(cd: ConfounderDiscovery, treatment: str, outcome: str) -> list[str]:
         """An adjustment set picked from data associations: its timing must be confirmed."""
-        ident = cd.get("identification") or {}
-        adjustment = cd.get("adjustment_set") or []
-        if ident.get("identified") is not False or not adjustment:
+        ident = cd.identification
+        adjustment = cd.adjustment_set
+        if ident is None or ident.identified is not False or not adjustment:
             return []
         return [
             f"The adjustment set ({', '.join(adjustment)}) was chosen from data associations, not from a causal "
@@ -238,9 +244,9 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         ]
 
     @staticmethod
-    def _excluded(cd: dict[str, Any], treatment: str) -> list[str]:
+    def _excluded(cd: ConfounderDiscovery, treatment: str) -> list[str]:
         """Exclusions that rest on timing: the analyst should confirm them."""
-        post = [*(cd.get("mediators") or []), *(cd.get("derived_from_treatment") or [])]
+        post = [*cd.mediators, *cd.derived_from_treatment]
         if not post:
             return []
         return [

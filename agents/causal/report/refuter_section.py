@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from agents.causal.diagnostics import ConfounderDiscovery
+
 __all__ = ["flat_details", "refuter_context"]
 
 
@@ -32,7 +34,7 @@ def _finite(value: Any) -> float | None:
 
 
 def refuter_context(
-    snap: dict[str, Any], recompute: dict[str, Any] | None, confounders: dict[str, Any] | None, has_data: bool
+    snap: dict[str, Any], recompute: dict[str, Any] | None, confounders: ConfounderDiscovery | None, has_data: bool
 ) -> dict[str, Any] | None:
     """The run's refuter results (``sensitivity_results``) as literals for the notebook's table.
 
@@ -75,7 +77,11 @@ def refuter_context(
         "subset_fraction": _finite(common.get("subset_fraction")),
         "placebo": next((row["new effect"] for row in rows if row["refuter"] == "placebo treatment"), None),
     }
-    adjustment = (recompute or {}).get("adjustment_set") or (confounders or {}).get("adjustment_set")
+    adjustment = (recompute or {}).get("adjustment_set") or (
+        confounders.adjustment_set
+        if confounders is not None and "adjustment_set" in confounders.model_fields_set
+        else None
+    )
     known = None not in [out[k] for k in ("estimate", "n_used", "simulations", "placebo")]
     out["recheck_adjustment"] = list(adjustment) if has_data and adjustment is not None and known else None
     return out

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agents.causal.diagnostics import ConfounderDiscovery, PSDiagnostics
+from agents.causal.knowledge import DomainKnowledge
 from agents.causal.queries import post_treatment_set
 from agents.causal.roles import MODEL_MARK
 
@@ -25,17 +27,20 @@ def assumption_rows(
     from agents.causal.report.notebook import fmt_num, fmt_pct
 
     rows: list[dict[str, str]] = []
-    cd, ps = snap.get("confounder_discovery") or {}, snap.get("ps_diagnostics") or {}
-    ident = cd.get("identification") or {}
-    if ident:
+    found, diagnosed = snap.get("confounder_discovery"), snap.get("ps_diagnostics")
+    cd = ConfounderDiscovery.model_validate(found) if found else ConfounderDiscovery()
+    ps = PSDiagnostics.model_validate(diagnosed) if diagnosed else PSDiagnostics()
+    ident = cd.identification
+    if ident is not None:
         rows.append(
             {
                 "name": "Identification",
-                "status": "holds" if ident.get("identified") else "doubtful",
-                "evidence": f"{ident.get('method', '')}: {ident.get('estimand', '')}".strip(": "),
+                "status": "holds" if ident.identified else "doubtful",
+                "evidence": f"{ident.method}: {ident.estimand}".strip(": "),
             }
         )
-    post = post_treatment_set(cd, snap.get("domain_knowledge"))
+    known = snap.get("domain_knowledge")
+    post = post_treatment_set(cd, DomainKnowledge.model_validate(known) if known else None)
     if headline is not None and headline["details"].get("adjustment_set") is not None:
         bad = sorted(post & set(headline["details"]["adjustment_set"]))
         rows.append(
@@ -60,22 +65,22 @@ def assumption_rows(
             ),
         }
     )
-    if ps.get("overlap_ok") is not None:
-        share = (ps.get("outside_support") or {}).get("overall")
+    if ps.overlap_ok is not None:
+        share = ps.outside_support.overall if ps.outside_support is not None else None
         rows.append(
             {
                 "name": "Overlap (positivity)",
-                "status": "holds" if ps["overlap_ok"] else "doubtful",
-                "evidence": f"AUC {fmt_num(ps.get('auc'))}"
+                "status": "holds" if ps.overlap_ok else "doubtful",
+                "evidence": f"AUC {fmt_num(ps.auc)}"
                 + (f"; {fmt_pct(share)} of rows outside common support" if share is not None else ""),
             }
         )
-    if ps.get("balance_ok") is not None:
+    if ps.balance_ok is not None:
         rows.append(
             {
                 "name": "Covariate balance after weighting",
-                "status": "holds" if ps["balance_ok"] else "doubtful",
-                "evidence": f"largest |SMD| {fmt_num(ps.get('max_smd_before'))} before, {fmt_num(ps.get('max_smd_after'))} after weighting",
+                "status": "holds" if ps.balance_ok else "doubtful",
+                "evidence": f"largest |SMD| {fmt_num(ps.max_smd_before)} before, {fmt_num(ps.max_smd_after)} after weighting",
             }
         )
     if headline is not None and headline.get("assumptions_tested"):

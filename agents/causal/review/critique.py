@@ -23,7 +23,7 @@ and decides:
   the analysis was not approved.
 
 A code counts as applied when this round's estimates (``details.changes_applied``),
-``ps_diagnostics["changes"]`` or an earlier debate entry list it; an applied code is never
+``ps_diagnostics.changes`` or an earlier debate entry list it; an applied code is never
 recommended again.
 """
 
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from agents.causal.knowledge import DebateEntry
 from agents.causal.review.improvements import codes_in
 from agents.causal.review.rules import (
     BALANCE_SMD,
@@ -135,18 +136,18 @@ class CritiqueAgent(Agent[CritiqueParams]):
             blockers=rv.blockers,
             limit_reached=rv.limit_reached,
         )
-        entry = {
-            "round": inp.round,
-            "decision": rv.decision.value,
-            "scores": rv.scores,
-            "issues": rv.issues,
-            "improvements": rv.improvements,
-            "changes_applied": rv.changes_applied,
-            "approved": rv.decision is CritiqueDecision.APPROVE,
-            "limit_reached": rv.limit_reached,
-        }
+        entry = DebateEntry(
+            round=inp.round,
+            decision=rv.decision.value,
+            scores=rv.scores,
+            issues=rv.issues,
+            improvements=rv.improvements,
+            changes_applied=rv.changes_applied,
+            approved=rv.decision is CritiqueDecision.APPROVE,
+            limit_reached=rv.limit_reached,
+        )
         if ctx.llm is not None:  # advisory points beside the rules' (never the decision)
-            entry.update(critique_llm_review(ctx.llm, inp.treatment, inp.outcome, inp.estimates, rv))
+            entry.llm_review = critique_llm_review(ctx.llm, inp.treatment, inp.outcome, inp.estimates, rv)
         mean = sum(rv.scores.values()) / len(rv.scores)
         codes = sorted(codes_in(rv.improvements))
         return annotated(
@@ -177,14 +178,14 @@ class CritiqueAgent(Agent[CritiqueParams]):
             estimates=estimates,
             round=view.iteration_count + 1,
             max_iterations=view.max_iterations,
-            ps=ps if ps and ps.get("treatment", treatment) == treatment else None,
+            ps=ps if ps is not None and ps.treatment in (None, treatment) else None,
             sensitivity=list(view.sensitivity_results),
             eda=view.eda_result,
-            confounders=cd if cd and cd.get("treatment", treatment) == treatment else None,
+            confounders=cd if cd is not None and cd.treatment in (None, treatment) else None,
             profile=view.data_profile,
             repairs=list(view.data_repairs),
             previous_improvements=list(history[-1].improvements) if history else [],
-            earlier_applied=[c for d in view.debate_history for c in d.get("changes_applied") or []],
+            earlier_applied=[c for d in view.debate_history for c in d.changes_applied],
             instrument=view.design.instrument,
             declared=tuple(
                 kind

@@ -10,9 +10,11 @@ instrument, a column whose timing is in question and that moves the answer.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.causal.diagnostics import CompleteCase, ConfounderDiscovery, PSDiagnostics, WithWithout
 from agents.causal.state import TreatmentEffectResult
 
 __all__ = [
@@ -122,10 +124,10 @@ def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
         )
 
 
-def role_doubts(doubtful: dict[str, str], cd: dict[str, Any], ps: dict[str, Any] | None) -> list[str]:
+def role_doubts(doubtful: dict[str, str], cd: ConfounderDiscovery, ps: PSDiagnostics | None) -> list[str]:
     """The open doubts among uncertain roles (already without the settled ones)."""
     named_after = sorted(c for c, r in doubtful.items() if _AFTER_EVIDENCE.search(str(r)))
-    moves = _gaps(cd)
+    moves = _gaps(cd.doubtful_sensitivity)
     hinges = sorted(
         c
         for c, r in doubtful.items()
@@ -143,39 +145,36 @@ def role_doubts(doubtful: dict[str, str], cd: dict[str, Any], ps: dict[str, Any]
     return out
 
 
-def _gaps(cd: dict[str, Any]) -> dict[str, float]:
-    """Each doubtful variable's with/without difference, in the larger of the two standard errors."""
+def _gaps(checks: Mapping[str, WithWithout | CompleteCase]) -> dict[str, float]:
+    """Each variable's with/without difference, in the larger of the two standard errors."""
     out: dict[str, float] = {}
-    for c, r in (cd.get("doubtful_sensitivity") or {}).items():
-        try:
-            gap = abs(float(r["with"]) - float(r["without"]))
-            se = max(float(r["se_with"]), float(r["se_without"]))
-        except (KeyError, TypeError, ValueError):
-            continue
+    for c, r in checks.items():
+        gap = abs(float(r.with_) - float(r.without))
+        se = max(float(r.se_with), float(r.se_without))
         out[str(c)] = gap / se if se > 0 else float("inf")
     return out
 
 
-def stands_out(column: str, ps: dict[str, Any] | None) -> bool:
+def stands_out(column: str, ps: PSDiagnostics | None) -> bool:
     """Whether ``column`` alone is out of balance: every other covariate within :data:`BALANCED_SMD` and
     the column's own imbalance at least twice the largest of theirs (its one-hot levels count as it)."""
-    balance = (ps or {}).get("balance") or {}
+    balance = (ps.balance if ps is not None else None) or {}
 
     def own(name: str) -> bool:
         return name == column or name.startswith(f"{column}_")
 
-    mine = [abs(float(v.get("smd_before", 0.0))) for k, v in balance.items() if own(k)]
-    others = [abs(float(v.get("smd_before", 0.0))) for k, v in balance.items() if not own(k)]
+    mine = [abs(float(v.smd_before)) for k, v in balance.items() if own(k)]
+    others = [abs(float(v.smd_before)) for k, v in balance.items() if not own(k)]
     top = max(others, default=0.0)
     return bool(mine) and top < BALANCED_SMD and max(mine) >= 2 * top
 
 
-def settled(cd: dict[str, Any]) -> set[str]:
+def settled(cd: ConfounderDiscovery) -> set[str]:
     """Doubtful variables whose with/without estimates differ by less than a standard error."""
-    return {c for c, z in _gaps(cd).items() if z <= 1}
+    return {c for c, z in _gaps(cd.doubtful_sensitivity).items() if z <= 1}
 
 
-def complete_case_settled(cd: dict[str, Any]) -> set[str]:
-    """Imputed confounders whose complete-case estimate (``cd["complete_case"]``, rows where the column was
+def complete_case_settled(cd: ConfounderDiscovery) -> set[str]:
+    """Imputed confounders whose complete-case estimate (``cd.complete_case``, rows where the column was
     measured) agrees with the all-rows estimate within a standard error: the imputation does not move the answer."""
-    return {c for c, z in _gaps({"doubtful_sensitivity": cd.get("complete_case") or {}}).items() if z <= 1}
+    return {c for c, z in _gaps(cd.complete_case).items() if z <= 1}

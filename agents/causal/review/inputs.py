@@ -8,8 +8,9 @@ while it scores and returns a :class:`Review`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agents.causal.diagnostics import ConfounderDiscovery, DataRepairEntry, PSDiagnostics
 from agents.causal.queries import pair_estimates
 from agents.causal.review.policy import Policy
 from agents.causal.state import CritiqueDecision, DataProfile, EDAResult, SensitivityResult, TreatmentEffectResult
@@ -45,12 +46,12 @@ class ReviewInputs:
     estimates: list[TreatmentEffectResult]
     round: int
     max_iterations: int
-    ps: dict[str, Any] | None = None
+    ps: PSDiagnostics | None = None
     sensitivity: list[SensitivityResult] = field(default_factory=list)
     eda: EDAResult | None = None
-    confounders: dict[str, Any] | None = None
+    confounders: ConfounderDiscovery | None = None
     profile: DataProfile | None = None
-    repairs: list[dict[str, Any]] = field(default_factory=list)
+    repairs: list[DataRepairEntry] = field(default_factory=list)
     previous_improvements: list[str] = field(default_factory=list)
     earlier_applied: list[str] = field(default_factory=list)
     instrument: str | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from agents.causal.diagnostics import ExpectationFailure, RepairAction
 from agents.causal.queries import (
     adjustment_set_of,
     headline_evalue,
@@ -55,7 +56,7 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
     """Is the effect identified with these data, and is the adjustment set well argued?"""
     cd, head, score = inp.confounders, _headline(inp.estimates), 5.0
     if head is not None and head.details.family == "iv":
-        instruments = list((cd or {}).get("instruments") or []) + ([inp.instrument] if inp.instrument else [])
+        instruments = list(cd.instruments if cd is not None else []) + ([inp.instrument] if inp.instrument else [])
         if not instruments:
             acc.impossible.append(
                 f"the headline is an IV estimate ({head.method}) but no instrument was named or found"
@@ -66,24 +67,25 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
             "No confounder discovery: the adjustment set was not derived from a causal graph or domain knowledge."
         )
         return _clip(score - 2)
-    ident = cd.get("identification") or {}
-    ident_text = f"{ident.get('method', '')}: {ident.get('estimand', '')}"
-    if ident.get("identified") is False and _UNIDENTIFIABLE.search(ident_text):
+    ident = cd.identification
+    ident_text = f"{ident.method}: {ident.estimand}" if ident is not None else ": "
+    unidentified = ident is not None and ident.identified is False
+    if unidentified and _UNIDENTIFIABLE.search(ident_text):
         acc.impossible.append(
             f"confounder discovery found no valid adjustment for the effect of {inp.treatment} on {inp.outcome} "
             f"({ident_text})"
         )
         return 1
-    if ident.get("identified") is False:
+    if unidentified:
         score -= 2
         acc.issues.append(
             f"Identification is assumed, not derived from a causal graph ({ident_text.strip(': ')}): the estimate "
-            f"holds only if nothing outside {sorted(cd.get('adjustment_set') or []) or 'the empty set'} confounds "
+            f"holds only if nothing outside {sorted(cd.adjustment_set) or 'the empty set'} confounds "
             f"{inp.treatment} and {inp.outcome}."
         )
-    adjustment = set(cd.get("adjustment_set") or [])
+    adjustment = set(cd.adjustment_set)
     post = post_treatment_set(cd, None)
-    candidates = set(cd.get("data_associated") or []) - {inp.treatment, inp.outcome}
+    candidates = set(cd.data_associated) - {inp.treatment, inp.outcome}
     if not candidates and inp.profile is not None:
         candidates = set(inp.profile.potential_confounders) - {inp.treatment, inp.outcome}
     if not adjustment and candidates and candidates <= post:
@@ -93,8 +95,8 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
             "before the treatment is left to adjust for"
         )
         return 1
-    accounted = adjustment | post | set(cd.get("excluded") or {}) | set(cd.get("instruments") or [])
-    left_out = sorted(set(cd.get("data_associated") or []) - accounted - {inp.treatment, inp.outcome})
+    accounted = adjustment | post | set(cd.excluded) | set(cd.instruments)
+    left_out = sorted(set(cd.data_associated) - accounted - {inp.treatment, inp.outcome})
     if left_out:
         score -= 1.5
         acc.issues.append(
@@ -127,7 +129,7 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
             head,
             "residual confounding: " + ", ".join(f"{c} imputed for {s:.0%} of rows" for c, s in imputed.items()),
         )
-    doubtful = cd.get("doubtful") or {}
+    doubtful = dict(cd.doubtful)
     done = settled(cd)
     if done:
         acc.reasons.append(
@@ -144,8 +146,8 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
         )
         for text in role_doubts(doubtful, cd, inp.ps):
             _doubt(acc, head, text)
-    if cd.get("excluded"):
-        acc.reasons.append(f"Excluded with reasons: {', '.join(sorted(cd['excluded']))}.")
+    if cd.excluded:
+        acc.reasons.append(f"Excluded with reasons: {', '.join(sorted(cd.excluded))}.")
     return _clip(score)
 
 
@@ -165,26 +167,26 @@ def _constant_treatment(inp: ReviewInputs) -> bool:
         levels = p.categorical_stats.get(inp.treatment)
         if levels is not None and sum(1 for v in levels.values() if v > 0) < 2:
             return True
-    ess = (inp.ps or {}).get("ess") or {}
-    return bool(ess) and (ess.get("treated", 1) == 0 or ess.get("control", 1) == 0)
+    ess = inp.ps.ess if inp.ps is not None else None
+    return ess is not None and (ess.treated == 0 or ess.control == 0)
 
 
 def _overlap(inp: ReviewInputs, acc: Findings, applied: set[str]) -> int:
     """Common support of the propensity score; poor overlap needs trimming before approval."""
     ps = inp.ps
     head = _headline(inp.estimates)
-    if not ps:
+    if ps is None:
         acc.issues.append("No propensity-score diagnostics: overlap was not checked.")
         return 3
-    if ps.get("skipped"):
-        acc.reasons.append(f"Propensity diagnostics were skipped: {ps['skipped']}.")
+    if ps.skipped:
+        acc.reasons.append(f"Propensity diagnostics were skipped: {ps.skipped}.")
         return 3
-    if not ps.get("covariates"):
+    if not ps.covariates:
         acc.reasons.append("No covariates are adjusted for: overlap holds trivially.")
         return 5
-    outside = float((ps.get("outside_support") or {}).get("overall", 0.0) or 0.0)
-    support = ps.get("common_support") or [0.0, 1.0]
-    auc = float(ps.get("auc") or 0.5)
+    outside = float(ps.outside_support.overall if ps.outside_support is not None else 0.0)
+    support = ps.common_support or [0.0, 1.0]
+    auc = float(ps.auc or 0.5)
     separated = support[0] >= support[1] or auc >= 0.999 or outside >= 0.95
     if separated and head is not None and head.details.is_design:
         acc.issues.append(
@@ -204,12 +206,12 @@ def _overlap(inp: ReviewInputs, acc: Findings, applied: set[str]) -> int:
         return 1
     share = inp.policy.overlap_poor_share
     score = 5 - (outside > 0.02) - (outside > 0.05) - (outside > share) - (outside > 0.2)
-    extreme = ps.get("extreme_share")
+    extreme = ps.extreme_share
     if extreme is None:  # diagnostics without the share of extreme scores: their own verdict stands
-        poor = ps.get("overlap_ok") is False or outside > share
+        poor = ps.overlap_ok is False or outside > share
     else:
         poor = outside > share or float(extreme) > share or support[0] >= support[1]
-    trimmed = bool(ps.get("trimmed")) or "trim_to_common_support" in applied
+    trimmed = bool(ps.trimmed) or "trim_to_common_support" in applied
     if poor:
         score = min(score, 2)
         acc.issues.append(
@@ -218,9 +220,9 @@ def _overlap(inp: ReviewInputs, acc: Findings, applied: set[str]) -> int:
         )
         if not trimmed:
             acc.must_trim = True
-            sugg = ps.get("trim_suggestion") or {}
-            lo, hi = sugg.get("lower", support[0]), sugg.get("upper", support[1])
-            dropped = f", dropping {sugg['n_dropped']} units" if "n_dropped" in sugg else ""
+            sugg = ps.trim_suggestion
+            lo, hi = (sugg.lower, sugg.upper) if sugg is not None else (support[0], support[1])
+            dropped = f", dropping {sugg.n_dropped} units" if sugg is not None else ""
             acc.improvements["trim_to_common_support"] = (
                 f"trim_to_common_support: restrict the sample to propensity scores in [{lo:.3f}, {hi:.3f}]"
                 f"{dropped}, then re-estimate (the estimand becomes the effect in the overlap population)."
@@ -236,17 +238,16 @@ def _balance(inp: ReviewInputs, acc: Findings, applied: set[str]) -> int:
     """Covariate balance after weighting/matching (max |SMD|)."""
     ps = inp.ps
     head = _headline(inp.estimates)
-    if not ps or ps.get("max_smd_after") is None or (head is not None and head.details.is_design):
+    if ps is None or ps.max_smd_after is None or (head is not None and head.details.is_design):
         return 3
-    smd = abs(float(ps["max_smd_after"]))
+    smd = abs(float(ps.max_smd_after))
     limit = inp.policy.balance_smd
     score = 5 - (smd > limit / 2) - (smd > limit) - (smd > 1.5 * limit) - (smd > 2.5 * limit)
-    if smd > limit or ps.get("balance_ok") is False:
-        worst = max(
-            (ps.get("balance") or {"?": {"smd_after": smd}}).items(), key=lambda kv: abs(kv[1].get("smd_after", 0))
-        )
+    if smd > limit or ps.balance_ok is False:
+        after = {c: v.smd_after for c, v in (ps.balance or {}).items()} or {"?": smd}
+        worst = max(after.items(), key=lambda kv: abs(kv[1]))
         acc.issues.append(f"Imbalance after weighting: max |SMD| {smd:.2f} (worst: {worst[0]}), above {limit}.")
-        if ps.get("model", "logistic") == "logistic" and "switch_propensity_model" not in applied:
+        if ps.model in (None, "logistic") and "switch_propensity_model" not in applied:
             acc.improvements["switch_propensity_model"] = (
                 f"switch_propensity_model: replace the logistic propensity model by gradient boosting (or add "
                 f"interactions/splines for {worst[0]}) to bring max |SMD| below {limit}."
@@ -323,18 +324,18 @@ def _data_quality(inp: ReviewInputs, acc: Findings) -> int:
         )
     # Each failed expectation says whether the re-check after repair passed; kept outliers are not errors.
     # (States written before data repair recorded ``repaired`` fall back to a repair on the column.)
-    repaired_columns = {r.get("column") for r in inp.repairs if r.get("kind") == "repair"}
+    repaired_columns = {r.column for r in inp.repairs if isinstance(r, RepairAction)}
     open_failures = [
         r
         for r in inp.repairs
-        if r.get("kind") == "expectation"
-        and r.get("success") is False
-        and not r.get("repaired", r.get("column") in repaired_columns)
-        and not r.get("kept")
+        if isinstance(r, ExpectationFailure)
+        and r.success is False
+        and not (r.repaired if r.repaired is not None else r.column in repaired_columns)
+        and not r.kept
     ]
     if open_failures:
         score -= 0.5
-        named = ", ".join(sorted({str(r.get("column")) for r in open_failures}))
+        named = ", ".join(sorted({str(r.column) for r in open_failures}))
         acc.issues.append(f"{len(open_failures)} failed data expectation(s) were not repaired ({named}).")
     return _clip(score)
 
@@ -344,9 +345,9 @@ def _imputed_shares(inp: ReviewInputs, adjustment: set[str], threshold: float = 
     rows = inp.n_input_rows or (inp.profile.n_samples if inp.profile is not None else 0)
     out: dict[str, float] = {}
     for r in inp.repairs:
-        col = r.get("column")
-        if r.get("kind") == "repair" and col in adjustment and str(r.get("action", "")).startswith("imputed") and rows:
-            share = float(r.get("n_before", 0)) / rows
+        col = r.column
+        if isinstance(r, RepairAction) and col in adjustment and r.action.startswith("imputed") and rows:
+            share = float(r.n_before) / rows
             if share > threshold:
                 out[str(col)] = share
     return out
@@ -359,7 +360,7 @@ def review(inp: ReviewInputs) -> Review:
     head = _headline(inp.estimates)
     this_round = sorted(
         codes_in([c for e in inp.estimates for c in e.details.changes_applied])
-        | codes_in((inp.ps or {}).get("changes"))
+        | codes_in(inp.ps.changes if inp.ps is not None else None)
     )
     applied = set(this_round) | codes_in(inp.earlier_applied)
     if _constant_treatment(inp):
@@ -471,7 +472,7 @@ def _blockers(inp: ReviewInputs, acc: Findings, head: TreatmentEffectResult | No
         degenerate = degenerate_interval(head, stats.get("std"))
         if degenerate:
             acc.blockers.append(degenerate)
-    adjustment = set((inp.confounders or {}).get("adjustment_set") or []) | set(
+    adjustment = set(inp.confounders.adjustment_set if inp.confounders is not None else []) | set(
         adjustment_set_of(head, inp.confounders)
     )
     bad = unrepaired_in_set(inp.repairs, adjustment)

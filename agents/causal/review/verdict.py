@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.causal.diagnostics import DataRepairEntry, ExpectationFailure, RepairAction
+
 __all__ = ["Agreement", "agreement", "credible_others", "degenerate_interval", "unrepaired_in_set", "is_naive_estimate"]
 
 Z95 = 1.959963984540054
@@ -121,19 +123,19 @@ def degenerate_interval(head: Any, outcome_sd: float | None) -> str:
     return ""
 
 
-def unrepaired_in_set(repairs: list[dict[str, Any]], adjustment: set[str]) -> dict[str, str]:
+def unrepaired_in_set(repairs: list[DataRepairEntry], adjustment: set[str]) -> dict[str, str]:
     """Adjusted-for columns with a failed data expectation that no repair addressed, and which expectation."""
-    repaired = {r.get("column") for r in repairs if r.get("kind") == "repair"}
+    repaired = {r.column for r in repairs if isinstance(r, RepairAction)}
     passed_later: set[str] = set()
     out: dict[str, str] = {}
     for r in repairs:
-        col = r.get("column")
-        if r.get("kind") != "expectation" or col not in adjustment:
+        col = r.column
+        if not isinstance(r, ExpectationFailure) or col not in adjustment:
             continue
-        if r.get("kept"):  # reported on purpose (outliers are not a data error): nothing to repair
+        if r.kept:  # reported on purpose (outliers are not a data error): nothing to repair
             continue
-        if r.get("success") is False and not r.get("repaired") and col not in repaired:
-            out[str(col)] = str(r.get("expectation", "an expectation"))
-        elif r.get("success") is True:
+        if r.success is False and not r.repaired and col not in repaired:
+            out[str(col)] = str(r.expectation)
+        elif r.success is True:
             passed_later.add(str(col))
     return {c: x for c, x in out.items() if c not in passed_later}
