@@ -97,7 +97,8 @@ def _child(parquet: str, rows: int) -> None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         out[agent] = {"seconds": round(secs, 2), "peak_rss_mb": round(peak), "summary": result.summary}
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    out["adjustment_set"] = state.confounder_discovery["adjustment_set"]
+    assert state.confounder_discovery is not None
+    out["adjustment_set"] = state.confounder_discovery.adjustment_set
     print("RESULT " + json.dumps(out))
 
 

@@ -106,8 +106,9 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
         out.update(estimate=head.estimate, lo=head.ci_lower, hi=head.ci_upper, method=head.method)
     if state.critique_history:
         out["decision"] = str(state.critique_history[-1].decision.value)
-    out["adjustment_set"] = list((state.confounder_discovery or {}).get("adjustment_set") or [])
-    out["left_out"] = [r["column"] for r in (state.confounder_discovery or {}).get("column_roles") or []]
+    cd = state.confounder_discovery
+    out["adjustment_set"] = list(cd.adjustment_set) if cd is not None else []
+    out["left_out"] = [r.column for r in cd.column_roles] if cd is not None else []
     from flows.jobstore.summary import model_usage
 
     out["tokens"] = sum(u.get("total_tokens", 0) for u in model_usage(state, folder.path).values())
