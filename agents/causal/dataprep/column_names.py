@@ -27,7 +27,7 @@ class ColumnRole:
     leave_out: bool = True
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form written into ``confounder_discovery['column_roles']``."""
+        """The JSON form written into ``confounder_discovery.column_roles``."""
         return asdict(self)
 
 
