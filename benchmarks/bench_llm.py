@@ -59,9 +59,9 @@ def _modes(llm: Any) -> dict[str, Any]:
             lambda a, b: None,
             desc,
         ),
-        "critique": lambda: roles.critique_llm_review(llm, "training", "earnings", _estimates(), review)["llm_review"],
+        "critique": lambda: roles.critique_llm_review(llm, "training", "earnings", _estimates(), review),
         "summary": lambda: (
-            roles.orchestrator_summary(llm, "training", "earnings", _estimates(), critique, recs, {}) or None
+            roles.orchestrator_summary(llm, "training", "earnings", _estimates(), critique, recs, None) or None
         ),
         "next_tool": lambda: roles.choose_step(
             llm, ["check_overlap", "estimate", "finish"], ["check_overlap", "estimate"], ["ols", "aipw"], []

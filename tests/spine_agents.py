@@ -11,6 +11,7 @@ import time
 
 from pydantic import Field
 
+from agents.causal.knowledge import DomainKnowledge
 from agents.causal.state import AnalysisState, CritiqueDecision, CritiqueFeedback
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
@@ -137,7 +138,8 @@ class Watcher(Agent):
 
     def run(self, view, params, ctx):  # type: ignore[no-untyped-def]
         time.sleep(0.2)
-        return AgentResult(updates={"domain_knowledge": {"names": list(view.data_profile.feature_names)}})
+        seen = DomainKnowledge(notes=list(view.data_profile.feature_names))
+        return AgentResult(updates={"domain_knowledge": seen})
 
 
 class BadWriter(Agent):

@@ -55,8 +55,8 @@ def test_poor_overlap_is_not_approved_until_the_next_round_trims(tmp_path: Path)
     # Round 2 acted on it, recorded what changed, and the critique saw the change.
     round2 = [e for e in state.treatment_effects if e.details.round == 2]
     assert round2 and all("trim_to_common_support" in e.details.changes_applied for e in round2)
-    assert state.debate_history[1]["round"] == 2
-    assert "trim_to_common_support" in state.debate_history[1]["changes_applied"]
+    assert state.debate_history[1].round == 2
+    assert "trim_to_common_support" in state.debate_history[1].changes_applied
     assert not any(i.startswith("trim_to_common_support") for i in state.critique_history[1].improvements)
     head = next(e for e in round2 if e.details.headline)
     # One seeded draw: correctly specified OLS on this very sample is 2.5 SE above the truth, and

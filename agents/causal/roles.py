@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.causal.knowledge import DomainKnowledge, ModelReview, RoleSuggestionsRecord
 from agents.causal.queries import headline_of
 from agents.runtime.llm import data_block
 from agents.runtime.llm.validate import (
@@ -171,7 +172,7 @@ def _numbers_check(allowed: set[float]) -> Callable[[str], list[str]]:
     return check
 
 
-def critique_review(llm: Any, facts: dict[str, Any], decision: str) -> dict[str, Any] | None:
+def critique_review(llm: Any, facts: dict[str, Any], decision: str) -> ModelReview | None:
     """Advisory review points (numbers checked) for the debate; never the decision."""
     allowed = numbers_of(facts)
     ask = (
@@ -190,15 +191,15 @@ def critique_review(llm: Any, facts: dict[str, Any], decision: str) -> dict[str,
         return None
     agrees = ans.would_approve == (decision == "APPROVE")
     llm.note_change(f"added {len(ans.points)} advisory review point(s) to the debate; decision unchanged ({decision})")
-    return {
-        "reviewer": "language model",
-        "model": llm.model,
-        "points": [p.strip() for p in ans.points if p.strip()],
-        "would_approve": ans.would_approve,
-        "agrees_with_rules": agrees,
-        "effect": "advisory: the rule-based decision stands" + ("" if agrees else f" ({decision})"),
-        "mark": MODEL_MARK,
-    }
+    return ModelReview(
+        reviewer="language model",
+        model=llm.model,
+        points=[p.strip() for p in ans.points if p.strip()],
+        would_approve=ans.would_approve,
+        agrees_with_rules=agrees,
+        effect="advisory: the rule-based decision stands" + ("" if agrees else f" ({decision})"),
+        mark=MODEL_MARK,
+    )
 
 
 # ---- orchestrator ------------------------------------------------------------------------------
@@ -283,7 +284,7 @@ def choose_step(
 def domain_knowledge_mode(
     llm: Any,
     mode: str,
-    knowledge: dict[str, Any],
+    knowledge: DomainKnowledge,
     columns: list[str],
     treatment: str | None,
     outcome: str | None,
@@ -295,20 +296,20 @@ def domain_knowledge_mode(
     role are labelled, and a temporal order is used only when none is declared. Returns one
     line per change made (none in ``suggest`` mode).
     """
-    roles: dict[str, str] = knowledge["roles"]
-    want_order = not knowledge.get("temporal_order")
-    ans = suggest_roles(llm, columns, knowledge.get("column_descriptions") or {}, roles, treatment, outcome, want_order)
+    roles = knowledge.roles
+    want_order = not knowledge.temporal_order
+    ans = suggest_roles(llm, columns, knowledge.column_descriptions, roles, treatment, outcome, want_order)
     if ans is None:
         return []
     suggested = {s.column: s.role for s in ans.suggestions}
-    knowledge["llm_suggestions"] = {
-        "model": llm.model,
-        "roles": suggested,
-        "reasons": {s.column: s.reason for s in ans.suggestions if s.reason},
-        "temporal_order": ans.temporal_order if want_order else [],
-        "applied": mode == "apply",
-        "mark": "suggested by the language model",
-    }
+    knowledge.llm_suggestions = RoleSuggestionsRecord(
+        model=llm.model,
+        roles=suggested,
+        reasons={s.column: s.reason for s in ans.suggestions if s.reason},
+        temporal_order=ans.temporal_order if want_order else [],
+        applied=mode == "apply",
+        mark="suggested by the language model",
+    )
     if mode != "apply":
         if suggested:
             notes.append(
@@ -319,14 +320,14 @@ def domain_knowledge_mode(
     changed = []
     for col, role in suggested.items():
         roles[col] = role
-        if role in ("post_treatment", "mediator") and col not in knowledge["post_treatment"]:
-            knowledge["post_treatment"].append(col)
-        if role == "pre_treatment" and col not in knowledge["pre_treatment"]:
-            knowledge["pre_treatment"].append(col)
+        if role in ("post_treatment", "mediator") and col not in knowledge.post_treatment:
+            knowledge.post_treatment.append(col)
+        if role == "pre_treatment" and col not in knowledge.pre_treatment:
+            knowledge.pre_treatment.append(col)
         changed.append(f"'{col}' given the role '{role}' (language model)")
     if want_order and ans.temporal_order:
-        knowledge["temporal_order"] = [list(t) for t in ans.temporal_order if t]
-        changed.append(f"temporal order of {len(knowledge['temporal_order'])} tiers (language model)")
+        knowledge.temporal_order = [list(t) for t in ans.temporal_order if t]
+        changed.append(f"temporal order of {len(knowledge.temporal_order)} tiers (language model)")
     notes += changed
     return changed
 
@@ -400,11 +401,13 @@ def analysis_facts(
     return facts
 
 
-def critique_llm_review(llm: Any, treatment: str, outcome: str, estimates: Iterable[Any], rv: Any) -> dict[str, Any]:
-    """The critique's hook: ``{"llm_review": advisory points or None}`` for the debate entry."""
+def critique_llm_review(
+    llm: Any, treatment: str, outcome: str, estimates: Iterable[Any], rv: Any
+) -> ModelReview | None:
+    """The critique's hook: the debate entry's ``llm_review`` (advisory points, or None when rejected)."""
     decision = rv.decision.value
     facts = analysis_facts(treatment, outcome, estimates, decision=decision, scores=rv.scores, issues=rv.issues)
-    return {"llm_review": critique_review(llm, facts, decision)}
+    return critique_review(llm, facts, decision)
 
 
 def orchestrator_summary(
@@ -414,7 +417,7 @@ def orchestrator_summary(
     estimates: Iterable[Any],
     critique: Any,
     recommendations: list[str],
-    domain: dict[str, Any] | None,
+    domain: DomainKnowledge | None,
 ) -> list[str]:
     """The orchestrator's hook: ``[marked summary]`` or ``[]``; numbers not in the state are dropped."""
     estimates = list(estimates)
@@ -426,9 +429,9 @@ def orchestrator_summary(
         scores=dict(critique.scores) if critique is not None else None,
         extra={"recommendations": [r[:300] for r in recommendations[:3]]},
     )
-    domain = domain or {}
-    described = "; ".join(f"{c}: {d}" for c, d in list((domain.get("column_descriptions") or {}).items())[:12])
-    context = " ".join(x for x in (str(domain.get("description") or ""), described) if x)
+    domain = domain or DomainKnowledge()
+    described = "; ".join(f"{c}: {d}" for c, d in list(domain.column_descriptions.items())[:12])
+    context = " ".join(x for x in (domain.description, described) if x)
     head = headline_of(estimates)
     out = write_summary(llm, facts, context, anchor=float(head.estimate) if head is not None else None)
     if not out:

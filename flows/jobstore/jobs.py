@@ -20,7 +20,7 @@ from agents.core.errors import DataError
 from agents.core.job import utcnow
 from agents.runtime.data import check_columns, describe_read, hand_over, read_table
 from flows.jobstore.store import JobFolder, JobStore, new_job_id
-from flows.recipes.metadata import load_metadata
+from flows.recipes.metadata import state_metadata
 from flows.recipes.plan import Plan
 
 __all__ = ["RunRequest", "prepare_job", "fingerprint", "is_url"]
@@ -173,7 +173,7 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
     store = JobStore(request.runs_dir)
     job_id = request.job_id or new_job_id()
     local: Path | None = None if is_url(request.data) else Path(request.data)
-    metadata = load_metadata(request.metadata) if request.metadata else None
+    metadata = state_metadata(request.metadata) if request.metadata else None
     if local is not None:
         frame = read_table(local)  # raises DataError before any folder is made
         _check_question(frame, request)

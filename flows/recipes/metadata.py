@@ -6,11 +6,13 @@ file is loaded with the recipes' strict YAML loader (duplicate keys rejected, ev
 known) and validated against :class:`MetadataSpec`, which forbids unknown keys; a problem is one
 line naming the file, the line, the key and the closest valid key.
 
-The agents still receive a plain dict (``raw_metadata``): the validated file's own values, so a
-valid file means exactly what it meant before. The keys are the ones the agents read:
+The agents receive the validated file's own values (``raw_metadata``) in their typed
+:class:`~agents.causal.knowledge.Metadata`, so a valid file means exactly what it meant before and
+``state.json`` keeps what the file said (a tag written 2024 stays a number, a one-column tier
+stays bare), which the spec's coerced values would not. The keys are the ones the agents read:
 ``agents/causal/dataprep/domain_knowledge.py`` (all of them), ``agents/causal/dataprep/profiling.py`` (``roles``,
 ``columns.<col>.role`` and ``.measured``) and ``agents/causal/report/context.py``
-(``description``). A key added there must be added here too.
+(``description``). A key added there must be added here and to ``Metadata`` too.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
+from agents.causal.knowledge import Metadata
 from flows.errors import MetadataError, RecipeSyntaxError
 from flows.recipes.yamlload import LocDict, LocList, load_yaml, locate
 
-__all__ = ["ColumnSpec", "MetadataSpec", "load_metadata", "read_metadata"]
+__all__ = ["ColumnSpec", "MetadataSpec", "load_metadata", "read_metadata", "state_metadata"]
 
 
 def _tier(value: Any) -> Any:
@@ -111,8 +114,13 @@ def read_metadata(path: str | Path) -> tuple[MetadataSpec, dict[str, Any]]:
 
 
 def load_metadata(path: str | Path) -> dict[str, Any]:
-    """The validated metadata file as the plain dict the agents read (``raw_metadata``)."""
+    """The validated metadata file's own values, as a plain dict."""
     return read_metadata(path)[1]
+
+
+def state_metadata(path: str | Path) -> Metadata:
+    """The validated metadata file as the agents read it (``raw_metadata``): its own values, typed."""
+    return Metadata.model_validate(load_metadata(path))
 
 
 def _read(p: Path) -> str:

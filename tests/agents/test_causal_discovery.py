@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from agents.causal.discovery.graphs import oriented, precision_recall, skeleton
+from agents.causal.knowledge import DomainKnowledge
 from benchmarks.synthetic import linear_confounding
 from benchmarks.synthetic_graphs import SEVEN_NODE_GRAPH, linear_sem
 from flows.running.dispatch import run_single_agent
@@ -100,7 +101,7 @@ def test_batched_pc_returns_causal_learns_graph(seed: int) -> None:
     frame, _ = wide_linear(2000, 16, seed)
     names, x = list(frame.columns), frame.to_numpy(dtype=float)
     # The outcome after a later tier is no sink, so every test is causal-learn's (its one rule of ours).
-    tiers = {"temporal_order": [["x01", "x02"], ["treated"], ["outcome"], ["x03"]]}
+    tiers = DomainKnowledge(temporal_order=[["x01", "x02"], ["treated"], ["outcome"], ["x03"]])
     knowledge = Knowledge.from_domain(tiers, "treated", "outcome", names)
     assert not knowledge.is_sink("outcome")
     bk = knowledge.causallearn(names)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from agents.causal.dataprep.profiling import build_profile, parse_numeric_text
+from agents.causal.knowledge import Metadata
 from agents.core.errors import DataError
 from benchmarks.synthetic import job_training, linear_confounding
 from flows.running.dispatch import run_single_agent
@@ -100,7 +101,7 @@ def test_instruments_need_evidence(tmp_path: Path) -> None:
     assert prof.potential_instruments == ["lottery_win"]
     assert "lottery_win" not in prof.potential_confounders
     # A metadata role is evidence too; an anonymous column without one never is.
-    meta = {"columns": {"z": {"role": "instrument"}}}
+    meta = Metadata.model_validate({"columns": {"z": {"role": "instrument"}}})
     prof = build_profile(frame, metadata=meta).profile
     assert set(prof.potential_instruments) == {"lottery_win", "z"}
 

@@ -15,7 +15,7 @@ from benchmarks.synthetic import linear_confounding
 from flows.cli.main import main
 from flows.errors import MetadataError
 from flows.jobstore.jobs import RunRequest, prepare_job
-from flows.recipes.metadata import MetadataSpec, load_metadata, read_metadata
+from flows.recipes.metadata import MetadataSpec, load_metadata, read_metadata, state_metadata
 from flows.recipes.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,8 +116,10 @@ def test_json_metadata_reaches_the_state(data: Path, tmp_path: Path) -> None:
     )
     folder = prepare_job(request, load_plan(QUICK))
     raw = folder.load().raw_metadata
-    assert raw == json.loads(path.read_text())
-    assert raw["tags"] == ["training", 2024] and raw["temporal_order"][1] == "training"
+    assert raw is not None
+    assert raw.model_dump(mode="json") == json.loads(path.read_text())
+    assert list(raw.model_dump(mode="json")) == list(json.loads(path.read_text()))  # the file's keys, in its order
+    assert raw.tags == ["training", 2024] and raw.temporal_order is not None and raw.temporal_order[1] == "training"
 
 
 _text = st.text(st.characters(categories=["L", "N"]) | st.sampled_from(" _-"), min_size=1, max_size=12)
@@ -146,3 +148,4 @@ def test_yaml_and_json_round_trip(tmp_path_factory: pytest.TempPathFactory, meta
     (folder / "m.json").write_text(json.dumps(metadata, ensure_ascii=False), encoding="utf-8")
     assert load_metadata(folder / "m.yaml") == metadata == load_metadata(folder / "m.json")
     assert MetadataSpec.model_validate(metadata) == read_metadata(folder / "m.yaml")[0]
+    assert state_metadata(folder / "m.json").model_dump(mode="json") == metadata  # the state keeps the file's values

@@ -60,14 +60,15 @@ def test_domain_knowledge_suggests_validated_roles_and_applies_only_when_asked(t
         state = make_state(frame, tmp_path / mode, "treated", "outcome")
         with ScriptedLLM(routes={k: list(v) for k, v in routes.items()}) as srv:
             result = run_with("domain_knowledge", state, tmp_path / mode, srv, {"llm": mode})
-        dk = state.domain_knowledge or {}
-        assert dk["llm_suggestions"]["roles"] == {"x1": "confounder", "x3": "other"}
+        dk = state.domain_knowledge
+        assert dk is not None and dk.llm_suggestions is not None
+        assert dk.llm_suggestions.roles == {"x1": "confounder", "x3": "other"}
         assert "'salary' is not a column" in result.outputs["llm_use"]["rejected"][0]["reasons"][0]
         assert result.token_usage["calls"] == 2
         if mode == "suggest":
-            assert "x1" not in dk["roles"] and result.outputs["llm_use"]["changed"] == []
+            assert "x1" not in dk.roles and result.outputs["llm_use"]["changed"] == []
         else:
-            assert dk["roles"]["x1"] == "confounder" and dk["roles"]["treated"] == "treatment"
+            assert dk.roles["x1"] == "confounder" and dk.roles["treated"] == "treatment"
             assert any("language model" in c for c in result.outputs["llm_use"]["changed"])
 
 
@@ -78,9 +79,11 @@ def test_domain_knowledge_never_relabels_treatment_or_outcome(tmp_path: Path) ->
     hostile = {"suggestions": [{"column": "outcome", "role": "confounder"}, {"column": "treated", "role": "mediator"}]}
     with ScriptedLLM(default=Scripted(json.dumps(hostile))) as srv:
         result = run_with("domain_knowledge", state, tmp_path, srv, {"llm": "apply"})
-    dk = state.domain_knowledge or {}
-    assert dk["roles"]["outcome"] == "outcome" and dk["roles"]["treated"] == "treatment"
-    assert "llm_suggestions" not in dk and result.outputs["llm_use"]["used"] is False
+    dk = state.domain_knowledge
+    assert dk is not None
+    assert dk.roles["outcome"] == "outcome" and dk.roles["treated"] == "treatment"
+    assert dk.llm_suggestions is None and "llm_suggestions" not in dk.model_dump()
+    assert result.outputs["llm_use"]["used"] is False
     asked = json.dumps(srv.chats())
     assert "region" in asked and INJECTION not in asked  # cell values never reach a prompt
 
@@ -140,11 +143,12 @@ def test_critique_points_go_beside_the_rules_and_cannot_approve(
     with ScriptedLLM(routes={"You review": [Scripted(json.dumps(hostile)), Scripted(json.dumps(fine))]}) as srv:
         result = run_with("critique", state, tmp_path, srv)
     entry, rules = state.debate_history[-1], base.debate_history[-1]
-    assert entry["decision"] == rules["decision"] and entry["approved"] == rules["approved"]
+    assert entry.decision == rules.decision and entry.approved == rules.approved
     assert state.critique_history[-1].decision == base.critique_history[-1].decision
-    review = entry["llm_review"]
-    assert review["points"] == fine["points"] and "advisory" in review["effect"]
-    assert review["agrees_with_rules"] == (rules["decision"] == "APPROVE")
+    review = entry.llm_review
+    assert review is not None
+    assert review.points == fine["points"] and "advisory" in review.effect
+    assert review.agrees_with_rules == (rules.decision == "APPROVE")
     assert "numbers not in the analysis" in result.outputs["llm_use"]["rejected"][0]["reasons"][0]
 
 

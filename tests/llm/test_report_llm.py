@@ -35,7 +35,8 @@ def test_model_points_and_roles_are_in_the_report_marked_and_escaped(tmp_path: P
         run_with("domain_knowledge", state, tmp_path, srv)
         run_single_agent("effect_estimator", state, tmp_path, {"methods": ["naive", "ols"], "bootstrap": 10})
         run_with("critique", state, tmp_path, srv)
-    assert state.debate_history[-1]["llm_review"]["points"][0] == HOSTILE
+    given = state.debate_history[-1].llm_review
+    assert given is not None and given.points[0] == HOSTILE
     run_single_agent("notebook_generator", state, tmp_path, {"execute": False, "html": False})
     cells = _markdown(Path(str(state.notebook_path)))
     ident = next(c for c in cells if c.startswith("## 4."))
@@ -55,7 +56,8 @@ def test_a_rejected_review_is_said_and_shows_nothing_from_the_model(tmp_path: Pa
     bad = json.dumps({"points": ["The effect is 123456.7."], "would_approve": True})  # a number not in the analysis
     with ScriptedLLM(default=Scripted(bad)) as srv:
         run_with("critique", state, tmp_path, srv)
-    assert state.debate_history[-1]["llm_review"] is None
+    assert state.debate_history[-1].llm_review is None
+    assert "llm_review" in state.debate_history[-1].model_dump()  # asked, and its answer rejected
     run_single_agent("notebook_generator", state, tmp_path, {"execute": False, "html": False})
     crit = next(c for c in _markdown(Path(str(state.notebook_path))) if c.startswith("## 8."))
     assert "answer was rejected by the checks" in crit and "123456" not in crit

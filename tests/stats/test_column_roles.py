@@ -13,6 +13,7 @@ from agents.causal.discovery.adjustment import choose_adjustment
 from agents.causal.discovery.iv_controls import iv_treatment_copies
 from agents.causal.discovery.randomised_move import randomised_move, says_randomised
 from agents.causal.estimation.designs_iv import iv_2sls
+from agents.causal.knowledge import DomainKnowledge
 from benchmarks.truth_kinds import KINDS, TEMPTING, make
 
 SEEDS = range(5)
@@ -31,7 +32,8 @@ def _left_out(kind: str, seed: int, n: int = 800) -> tuple[list[str], float, flo
         rest = [c for c in rest if c not in left]
         e = iv_2sls(f[y], f[t], f[z], f[rest], z, t)
         return left, e.estimate, e.ci[0], e.ci[1]
-    move = randomised_move(f, t, y, rest, stated_randomised=says_randomised(case.metadata))
+    known = DomainKnowledge.model_validate(case.metadata) if case.metadata else None
+    move = randomised_move(f, t, y, rest, stated_randomised=says_randomised(known))
     left += [r.column for r in move.carriers]
     rest = [c for c in rest if c not in left]
     d = f[[y, t, *rest]].dropna()  # the rows with an outcome, as data repair keeps them

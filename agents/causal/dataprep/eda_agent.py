@@ -237,14 +237,14 @@ class EDAAgent(Agent[EDAParams]):
         if len(frame) > params.vif_rows:
             notes.append(f"VIF uses a seeded sample of {min(params.vif_rows, len(sample)):,} rows")
         treatment, outcome = self._pair(view, frame, notes)
-        dk = view.domain_knowledge or {}
+        dk = view.domain_knowledge
         num = _numeric_columns(frame, profile)
         continuous = [c for c in num if not at_most_distinct(frame[c], 2)]
         ctx.progress(f"describing {len(num)} numeric columns of {len(frame):,} rows")
         matrix, high = _correlations(frame, num, params.correlation_threshold)
         dist = {c: _distribution(frame[c]) for c in continuous}
         outliers = {c: _outliers(frame[c]) for c in continuous}
-        excluded = {outcome, *dk.get("post_treatment", [])}
+        excluded = {outcome, *(dk.post_treatment if dk else [])}
         covs = [c for c in profile.potential_confounders if c in frame.columns and c not in excluded | {treatment}]
         vif_cols = [c for c in [treatment, *covs] if c in num]
         vif_rows = sample if len(sample) <= params.vif_rows else sample.sample(params.vif_rows, random_state=ctx.seed)

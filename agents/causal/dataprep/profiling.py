@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from agents.causal.knowledge import ColumnMetadata, Metadata
 from agents.causal.state import DataProfile
 
 __all__ = [
@@ -231,20 +231,20 @@ def _value_counts(series: pd.Series) -> dict[str, int]:
     return out
 
 
-def _metadata_roles(metadata: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, str]]:
+def _metadata_roles(metadata: Metadata | None) -> tuple[dict[str, str], dict[str, str]]:
     """Roles and measurement timing (pre/post) the metadata states, by column."""
     roles: dict[str, str] = {}
     measured: dict[str, str] = {}
-    if not isinstance(metadata, dict):
+    if metadata is None:
         return roles, measured
-    for col, role in (metadata.get("roles") or {}).items():
+    for col, role in (metadata.roles or {}).items():
         roles[str(col)] = str(role).lower()
-    for col, spec in (metadata.get("columns") or {}).items():
-        if isinstance(spec, dict):
-            if spec.get("role"):
-                roles[str(col)] = str(spec["role"]).lower()
-            if spec.get("measured"):
-                measured[str(col)] = str(spec["measured"]).lower()
+    for col, spec in (metadata.columns or {}).items():
+        if isinstance(spec, ColumnMetadata):
+            if spec.role:
+                roles[str(col)] = str(spec.role).lower()
+            if spec.measured:
+                measured[str(col)] = str(spec.measured).lower()
     return roles, measured
 
 
@@ -300,7 +300,7 @@ def build_profile(
     frame: pd.DataFrame,
     treatment: str | None = None,
     outcome: str | None = None,
-    metadata: dict[str, Any] | None = None,
+    metadata: Metadata | None = None,
     *,
     instrument: str | None = None,
     running_variable: str | None = None,
@@ -363,7 +363,7 @@ def _classify(
     frame: pd.DataFrame,
     treatment: str | None,
     outcome: str | None,
-    metadata: dict[str, Any] | None,
+    metadata: Metadata | None,
     instrument: str | None,
     running_variable: str | None,
     time_hint: str | None,

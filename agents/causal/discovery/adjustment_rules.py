@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from agents.causal.knowledge import DomainKnowledge
 
 __all__ = [
     "DataChecks",
@@ -175,7 +176,7 @@ def data_checks(frame: pd.DataFrame, t: str, y: str, candidates: list[str]) -> D
 
 
 def known_pre_treatment(
-    domain: dict[str, Any] | None, tiers: dict[str, int], t: str, candidates: list[str]
+    domain: DomainKnowledge | None, tiers: dict[str, int], t: str, candidates: list[str]
 ) -> dict[str, str]:
     """Candidates that domain knowledge places before the treatment, with where that comes from.
 
@@ -184,8 +185,8 @@ def known_pre_treatment(
     (if domain knowledge provides one), or the role
     ``confounder`` (the user asserts a common cause, hence something that precedes the treatment).
     """
-    roles = (domain or {}).get("roles") or {}
-    flagged = set((domain or {}).get("pre_treatment") or [])
+    roles = domain.roles if domain else {}
+    flagged = set(domain.pre_treatment if domain else [])
     out: dict[str, str] = {}
     for c in candidates:
         if t in tiers and c in tiers and tiers[c] < tiers[t]:

@@ -163,7 +163,7 @@ class DAGExpertAgent(Agent[DAGExpertParams]):
         llm_changed: list[str] = []
         llm_notes: list[str] = []
         if ctx.llm is not None and params.llm != "off":
-            described = (view.domain_knowledge or {}).get("column_descriptions") or {}
+            described = view.domain_knowledge.column_descriptions if view.domain_knowledge else {}
             edges, llm_changed, llm_notes = dag_expert_mode(
                 ctx.llm, params.llm, nodes, edges, k.forbid_reason, described
             )

@@ -12,6 +12,7 @@ import pandas as pd
 
 from agents.causal.dataprep.frame_checks import at_most_distinct
 from agents.causal.discovery.pc_search import relevance_screen
+from agents.causal.knowledge import DomainKnowledge
 from agents.core.errors import AgentError
 
 __all__ = ["prepare_matrix", "screen_columns", "named_in_knowledge"]
@@ -149,13 +150,12 @@ def screen_columns(
     return x[:, scr.keep], [names[j] for j in scr.keep], notes, out
 
 
-def named_in_knowledge(domain: dict[str, object] | None) -> set[str]:
+def named_in_knowledge(domain: DomainKnowledge | None) -> set[str]:
     """Columns that domain knowledge names in tiers or edge lists: never screened out."""
     out: set[str] = set()
-    domain = domain or {}
-    for tier in domain.get("temporal_order") or []:  # type: ignore[attr-defined]
-        out.update(str(c) for c in tier or [])
-    for key in ("forbidden_edges", "required_edges"):
-        for pair in domain.get(key) or []:  # type: ignore[attr-defined]
-            out.update(str(c) for c in pair or [])
+    domain = domain or DomainKnowledge()
+    for tier in domain.temporal_order:
+        out.update(str(c) for c in tier)
+    for pair in [*domain.forbidden_edges, *domain.required_edges]:
+        out.update(str(c) for c in pair)
     return out

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agents.causal.knowledge import DomainKnowledge
 from agents.causal.state import CausalDAG, CausalEdge
 
 if TYPE_CHECKING:
@@ -61,34 +62,35 @@ class Knowledge:
 
     @classmethod
     def from_domain(
-        cls, domain: dict[str, Any] | None, treatment: str | None, outcome: str | None, nodes: Iterable[str] = ()
+        cls, domain: DomainKnowledge | None, treatment: str | None, outcome: str | None, nodes: Iterable[str] = ()
     ) -> Knowledge:
-        """Read the ``domain_knowledge`` dict (agents/README.md shape), limited to ``nodes`` if given."""
-        domain = domain or {}
+        """Read the state's :class:`DomainKnowledge`, limited to ``nodes`` if given."""
+        domain = domain or DomainKnowledge()
         keep = set(nodes)
 
         def ok(name: object) -> bool:
             return isinstance(name, str) and (not keep or name in keep)
 
         tiers: dict[str, int] = {}
-        for i, tier in enumerate(domain.get("temporal_order") or []):
+        for i, tier in enumerate(domain.temporal_order):
             for col in tier or []:
                 if ok(col):
                     tiers.setdefault(col, i)
-        post = {c for c in domain.get("post_treatment") or [] if ok(c) and c != treatment}
-        roles = domain.get("roles") or {}
-        post |= {c for c, r in roles.items() if r == "mediator" and ok(c)}
+        post = {c for c in domain.post_treatment if ok(c) and c != treatment}
+        post |= {c for c, r in domain.roles.items() if r == "mediator" and ok(c)}
         if treatment in tiers:
             post |= {c for c, t in tiers.items() if t > tiers[treatment] and c != outcome}
 
-        def pairs(key: str) -> frozenset[tuple[str, str]]:
+        def pairs(edges: list[list[str]]) -> frozenset[tuple[str, str]]:
             out = set()
-            for pair in domain.get(key) or []:
+            for pair in edges:
                 if isinstance(pair, (list, tuple)) and len(pair) == 2 and ok(pair[0]) and ok(pair[1]):
                     out.add((str(pair[0]), str(pair[1])))
             return frozenset(out)
 
-        return cls(treatment, outcome, tiers, frozenset(post), pairs("forbidden_edges"), pairs("required_edges"))
+        return cls(
+            treatment, outcome, tiers, frozenset(post), pairs(domain.forbidden_edges), pairs(domain.required_edges)
+        )
 
     def forbid_reason(self, src: str, dst: str) -> str | None:
         """Why ``src -> dst`` is impossible, or ``None`` when nothing known rules it out."""

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from agents.causal.dataprep.column_names import ColumnRole
+from agents.causal.knowledge import DomainKnowledge
 
 __all__ = ["MoveCheck", "randomised_move", "says_randomised"]
 
@@ -74,17 +75,10 @@ class MoveCheck:
         return d
 
 
-def says_randomised(domain: dict[str, Any] | None) -> bool:
+def says_randomised(domain: DomainKnowledge | None) -> bool:
     """Whether domain knowledge (description, tags, notes) says the treatment was randomised."""
-    dk = domain or {}
-    text = " ".join(
-        [
-            str(dk.get("description") or ""),
-            str(dk.get("domain") or ""),
-            *map(str, dk.get("tags") or []),
-            *map(str, dk.get("notes") or []),
-        ]
-    )
+    dk = domain or DomainKnowledge()
+    text = " ".join([dk.description, dk.domain or "", *dk.tags, *dk.notes])
     return bool(_RANDOMISED_WORDS.search(text))
 
 
