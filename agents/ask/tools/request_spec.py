@@ -52,7 +52,7 @@ class RequestSpec(BaseModel):
 
 SANDBOX_MODULES = ("request_ops_base.py", "request_fits.py", "request_ops.py")
 """The operations' modules, in the order their sources make one sandbox program."""
-_OWN_IMPORT = re.compile(r"^from agents\.tools\.request_\w+ import (?:\([^)]*\)|[^\n]+)\n", re.M)
+_OWN_IMPORT = re.compile(r"^from agents\.ask\.tools\.request_\w+ import (?:\([^)]*\)|[^\n]+)\n", re.M)
 
 
 def sandbox_source() -> str:
