@@ -18,13 +18,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ModelWrapValidatorHandler,
-    PrivateAttr,
     SerializerFunctionWrapHandler,
     model_serializer,
-    model_validator,
 )
 
+from agents.causal.records import Record
 from agents.core.job import JOB_CONFIG
 
 __all__ = [
@@ -51,7 +49,7 @@ Text = str | int | float
 """A text as the metadata file wrote it: a number stays a number (``tags: [2024]``, ``treatment: 1990``)."""
 
 
-class _AsWritten(BaseModel):
+class _AsWritten(Record):
     """A mapping from the metadata file: only the keys the file wrote serialise, in its order.
 
     ``raw_metadata`` is the validated file's own values (``flows/recipes/metadata.py`` checks the
@@ -59,21 +57,6 @@ class _AsWritten(BaseModel):
     """
 
     model_config = ConfigDict(**JOB_CONFIG, coerce_numbers_to_str=True)  # a column may be called 1990
-    _written: tuple[str, ...] = PrivateAttr(default=())
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _remember_keys(cls, value: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
-        model = handler(value)
-        if isinstance(value, dict):
-            model._written = tuple(value)
-        return model
-
-    @model_serializer(mode="wrap")
-    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        later = [k for k in type(self).model_fields if k in self.model_fields_set and k not in self._written]
-        return {k: data[k] for k in [*self._written, *later] if k in data}
 
 
 class ColumnMetadata(_AsWritten):
