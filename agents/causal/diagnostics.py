@@ -193,8 +193,8 @@ class Identification(Record):
     estimand: str
 
 
-class WithWithout(Record):
-    """OLS effect of the treatment with and without one doubtful variable (HC1 errors)."""
+class _TwoFits(Record):
+    """The treatment's effect fitted twice (OLS, HC1 errors): ``with`` something and ``without`` it."""
 
     model_config = _ALIASED
 
@@ -202,19 +202,18 @@ class WithWithout(Record):
     se_with: float
     without: float
     se_without: float
+
+
+class WithWithout(_TwoFits):
+    """The effect with and without one doubtful variable in the adjustment set."""
+
     shift_in_se: float
     """|with - without| in units of the larger standard error."""
 
 
-class CompleteCase(Record):
+class CompleteCase(_TwoFits):
     """An imputed confounder's estimate on all rows (``with``) and on the rows where it was measured."""
 
-    model_config = _ALIASED
-
-    with_: float = Field(alias="with")
-    se_with: float
-    without: float
-    se_without: float
     n_complete: int
     share_imputed: float
 
