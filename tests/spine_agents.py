@@ -25,7 +25,6 @@ class ToyProfiler(Agent):
     """Reads the input and writes a plain profile and the analysis copy."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "toy_profiler"
     REQUIRED_STATE_FIELDS = ("dataset_info",)
     WRITES_STATE_FIELDS = ("data_profile", "dataframe_path")
@@ -53,7 +52,6 @@ class ToyEstimator(Agent[ToyEstimatorParams]):
     """
 
     STATE_MODEL = AnalysisState
-
     NAME = "toy_estimator"
     REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")
     OPTIONAL_STATE_FIELDS = ("critique_history",)
@@ -90,7 +88,6 @@ class ToyCritique(Agent):
     """Asks for another round until round ``approve_at``, then approves."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "toy_critique"
     REQUIRED_STATE_FIELDS = ("treatment_effects",)
     OPTIONAL_STATE_FIELDS = ("critique_history",)
@@ -114,7 +111,6 @@ class Recommender(Agent):
     """Writes one recommendation (a sibling for parallel-isolation tests)."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "toy_recommender"
     REQUIRED_STATE_FIELDS = ("data_profile",)
     WRITES_STATE_FIELDS = ("recommendations",)
@@ -130,7 +126,6 @@ class Watcher(Agent):
     """Reads the profile a parallel sibling may have mutated and reports what it saw."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "toy_watcher"
     REQUIRED_STATE_FIELDS = ("data_profile",)
     WRITES_STATE_FIELDS = ("domain_knowledge",)
@@ -146,7 +141,6 @@ class BadWriter(Agent):
     """Returns a field outside its contract."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "bad_writer"
     REQUIRED_STATE_FIELDS = ("data_profile",)
     WRITES_STATE_FIELDS = ("recommendations",)
@@ -160,7 +154,6 @@ class Crasher(Agent):
     """Raises, to test failure handling."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "crasher"
     REQUIRED_STATE_FIELDS = ("data_profile",)
     WRITES_STATE_FIELDS = ("recommendations",)

@@ -95,7 +95,6 @@ class _Bounded(Agent):
     """An agent whose options have bounds and a menu, as a plug-in could declare."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "bounded"
     DESCRIPTION = "Test agent with bounded options"
     REQUIRED_STATE_FIELDS = ("dataset_info",)

@@ -35,7 +35,6 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
     """Profiles the job's copy of the data and proposes treatment, outcome and covariate roles."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "data_profiler"
     DESCRIPTION = "Column types, missingness, summary statistics and candidate causal roles."
     REQUIRED_STATE_FIELDS = ("dataset_info",)

@@ -80,7 +80,6 @@ class DataRepairAgent(Agent[DataRepairParams]):
     """Validates the data against expectations built from its profile and repairs what is safe."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "data_repair"
     DESCRIPTION = "Great Expectations checks, then safe repairs (types, duplicates, missing values), each recorded."
     REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")

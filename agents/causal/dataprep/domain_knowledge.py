@@ -63,7 +63,6 @@ class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
     """Turns the user's metadata and catalogue fields into the shared :class:`DomainKnowledge`."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "domain_knowledge"
     DESCRIPTION = "Column meanings, roles, temporal order and forbidden edges from metadata and name cues."
     REQUIRED_STATE_FIELDS = ("dataset_info",)

@@ -207,7 +207,6 @@ class EDAAgent(Agent[EDAParams]):
     """Describes the analysis data and scores its quality before any causal modelling."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "eda_agent"
     DESCRIPTION = "Distributions, correlations, outliers, VIF, covariate balance, data quality and plots."
     REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")

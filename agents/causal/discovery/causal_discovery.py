@@ -194,7 +194,6 @@ class CausalDiscoveryAgent(Agent[CausalDiscoveryParams]):
     """Learns a causal graph from the data with causal-learn, respecting background knowledge."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "causal_discovery"
     DESCRIPTION = "Causal discovery (PC, FCI, GES, LiNGAM) with bootstrap edge confidence"
     REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")

@@ -63,7 +63,6 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
     """Chooses the adjustment set from the DAG (DoWhy backdoor), the data and domain knowledge."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "confounder_discovery"
     DESCRIPTION = "Backdoor adjustment set with DoWhy, cross-checked against the data"
     REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")

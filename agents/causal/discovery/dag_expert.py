@@ -132,7 +132,6 @@ class DAGExpertAgent(Agent[DAGExpertParams]):
     """Refines the proposed DAG with temporal order, the question and domain edge lists."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "dag_expert"
     DESCRIPTION = "Orient, prune and complete the proposed DAG with background knowledge; guarantee acyclicity"
     REQUIRED_STATE_FIELDS = ("data_profile", "proposed_dag")

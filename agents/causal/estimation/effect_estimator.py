@@ -76,7 +76,6 @@ class EffectEstimatorAgent(Agent[EffectEstimatorParams]):
     """Estimates each pair's effect with several methods and picks a headline by a fixed rule."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "effect_estimator"
     DESCRIPTION = (
         "Treatment effects by regression, weighting, doubly robust, matching, meta-learner and design-based estimators"

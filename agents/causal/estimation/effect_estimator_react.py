@@ -49,7 +49,6 @@ class EffectEstimatorReActAgent(Agent[EffectEstimatorReActParams]):
     """The effect estimator as a reason-act loop (LLM-chosen steps, deterministic fallback)."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "effect_estimator_react"
     DESCRIPTION = "Treatment effects chosen step by step (overlap, balance, estimate, compare)"
     REQUIRED_STATE_FIELDS = ESTIMATOR_REQUIRED

@@ -39,7 +39,6 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
     """Propensity model, overlap, trimming suggestion, balance and effective sample sizes."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "ps_diagnostics"
     DESCRIPTION = "Propensity score overlap, common support, trimming and covariate balance"
     REQUIRED_STATE_FIELDS = ("data_profile", "dataframe_path")

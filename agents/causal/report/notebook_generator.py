@@ -79,7 +79,6 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
     """Writes ``report.ipynb`` (executed) and ``report.html`` into the job folder."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "notebook_generator"
     DESCRIPTION = "Render, execute and export the reproducible report notebook"
     REQUIRED_STATE_FIELDS = ("data_profile",)

@@ -47,7 +47,6 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
     """Turns the finished analysis into specific, prioritised recommendations."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "orchestrator"
     DESCRIPTION = "Plain-language next steps: trust, assumptions to check, data to collect"
     REQUIRED_STATE_FIELDS = ("treatment_effects",)

@@ -99,7 +99,6 @@ class CritiqueAgent(Agent[CritiqueParams]):
     """Deterministic reviewer of one round: scores, issues, coded improvements and a decision."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "critique"
     DESCRIPTION = "Scores the analysis and decides APPROVE / ITERATE / REJECT"
     REQUIRED_STATE_FIELDS = ("treatment_effects",)

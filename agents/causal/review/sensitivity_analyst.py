@@ -74,7 +74,6 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
     """E-values, Rosenbaum bounds and DoWhy refuters for the primary pair's estimates."""
 
     STATE_MODEL = AnalysisState
-
     NAME = "sensitivity_analyst"
     DESCRIPTION = "E-values, Rosenbaum bounds and DoWhy refuters for the primary estimate"
     REQUIRED_STATE_FIELDS = ("treatment_effects", "dataframe_path")
