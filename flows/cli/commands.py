@@ -34,7 +34,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             failed += 1
             continue
         names = [n.key for n in plan.agent_nodes()]
-        print(f"✓ {recipe}: recipe '{plan.name}' is valid — {len(names)} agents: {', '.join(names)}")
+        count = f"{len(names)} agent" + ("" if len(names) == 1 else "s")
+        print(f"✓ {recipe}: recipe '{plan.name}' is valid — {count}: {', '.join(names)}")
     return 1 if failed else 0
 
 

@@ -18,6 +18,7 @@ from flows.cli.main import main
 from tests.conftest import subprocess_env
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
@@ -141,6 +142,8 @@ def test_failed_run_exits_nonzero_with_reason(data: Path, tmp_path: Path, capsys
 def test_validate_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli("validate", str(RECIPES / "valid_toy.yaml")) == 0
     assert "recipe 'toy' is valid" in capsys.readouterr().out
+    assert run_cli("validate", str(ROOT / "pipelines" / "ask_react.yaml")) == 0
+    assert "is valid — 1 agent: data_scientist" in capsys.readouterr().out
     assert run_cli("validate", str(RECIPES / "unknown_agent.yaml"), str(RECIPES / "valid_toy.yaml")) == 1
     err = capsys.readouterr().err
     assert "unknown_agent.yaml:4:5 step 'toy_estimater'" in err
