@@ -22,9 +22,9 @@ from agents.ask.state import AskState, FinalOutput
 from agents.ask.toolbox import Toolbox
 from agents.ask.tools import analysis as T
 from agents.ask.tools.column_report import HEADERS, column_report, dataset_summary, report_table, session_title
+from agents.ask.view import AskView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
-from agents.core.view import StateView
 
 __all__ = ["AutoAnalystAgent", "AutoAnalystParams"]
 
@@ -57,7 +57,7 @@ class AutoAnalystAgent(Agent[AutoAnalystParams]):
 
     Params = AutoAnalystParams
 
-    def run(self, view: StateView, params: AutoAnalystParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AskView, params: AutoAnalystParams, ctx: AgentContext) -> AgentResult:
         frame = first_frame(view.datasets)
         first = next(iter(view.datasets.values()))
         name = Path(first.source).stem

@@ -12,10 +12,11 @@ from pathlib import Path
 from pydantic import Field
 
 from agents.ask.state import AskState, CausalRunResult
+from agents.ask.view import AskView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 
 __all__ = ["CausalRunnerAgent", "CausalRunnerParams"]
 
@@ -39,10 +40,10 @@ class CausalRunnerAgent(Agent[CausalRunnerParams]):
 
     Params = CausalRunnerParams
 
-    def run(self, view: StateView, params: CausalRunnerParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AskView, params: CausalRunnerParams, ctx: AgentContext) -> AgentResult:
         if ctx.run_recipe is None:
             raise AgentError("this runner cannot start a nested recipe run")
-        plan = view.plan
+        plan = required(view.plan, "plan")
         recipe = params.recipe or str(_DEFAULT)
         data = next(iter(view.datasets.values())).local_path
         result = CausalRunResult.model_validate(

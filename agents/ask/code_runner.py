@@ -15,9 +15,10 @@ from pydantic import Field
 
 from agents.ask.state import AskState, FailedAttempt
 from agents.ask.tools.analysis import execution_record
+from agents.ask.view import AskView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 
 __all__ = ["CodeRunnerAgent", "CodeRunnerParams"]
 
@@ -41,12 +42,12 @@ class CodeRunnerAgent(Agent[CodeRunnerParams]):
 
     Params = CodeRunnerParams
 
-    def run(self, view: StateView, params: CodeRunnerParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AskView, params: CodeRunnerParams, ctx: AgentContext) -> AgentResult:
         from agents.runtime.sandbox.run import Limits, run_code
 
         inputs = {name: Path(ds.local_path) for name, ds in view.datasets.items()}
         limits = _limits(Limits, params)
-        outcome = run_code(view.code, inputs, limits, figures_dir=ctx.plots_dir)
+        outcome = run_code(required(view.code, "code"), inputs, limits, figures_dir=ctx.plots_dir)
         record = execution_record(outcome)
         if record.ok and record.result is None and not record.figures:
             # Code that ran but answered nothing is a failed attempt: the next one is told why.

@@ -11,10 +11,11 @@ from __future__ import annotations
 from agents.ask._shared import filled_plan, first_frame, llm_text, strip_fences
 from agents.ask.planning import attempt_code
 from agents.ask.state import AskState
+from agents.ask.view import AskView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 
 __all__ = ["CodeWriterAgent"]
 
@@ -45,8 +46,8 @@ class CodeWriterAgent(Agent[AgentParams]):
     JOB_STATUS = JobStatus.EXPLORATORY_ANALYSIS
     PROGRESS_WEIGHT = 1.0
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        plan = view.plan
+    def run(self, view: AskView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        plan = required(view.plan, "plan")
         filled = filled_plan(plan)
         last_round = view.iteration_count + 1 >= view.max_iterations and bool(view.failed_attempts)
         if ctx.llm is not None and plan.mode == "model" and filled is not None and last_round:
@@ -68,9 +69,10 @@ class CodeWriterAgent(Agent[AgentParams]):
         return AgentResult(updates={"code": code}, summary=note)
 
     @staticmethod
-    def _model_code(view: StateView, ctx: AgentContext) -> str:
-        filled = filled_plan(view.plan)
-        question = str(view.plan.parameters.get("question") or view.question)
+    def _model_code(view: AskView, ctx: AgentContext) -> str:
+        plan = required(view.plan, "plan")
+        filled = filled_plan(plan)
+        question = str(plan.parameters.get("question") or view.question)
         grounding = f"\n\nA worked example for a similar question:\n```python\n{filled.code}```" if filled else ""
         from agents.runtime.llm import data_block
 

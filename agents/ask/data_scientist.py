@@ -24,9 +24,9 @@ from agents.ask.runtime import InvalidStateTransition, Runtime, RuntimeState
 from agents.ask.state import ArtifactRecord, AskPlan, AskState, CausalRunResult, FinalOutput
 from agents.ask.toolbox import Toolbox
 from agents.ask.tools import analysis as T
+from agents.ask.view import AskView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
-from agents.core.view import StateView
 
 __all__ = ["DataScientistAgent", "DataScientistParams", "estimate_complexity", "BUDGETS", "deterministic_turn"]
 
@@ -199,7 +199,7 @@ class DataScientistAgent(Agent[DataScientistParams]):
 
     Params = DataScientistParams
 
-    def run(self, view: StateView, params: DataScientistParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AskView, params: DataScientistParams, ctx: AgentContext) -> AgentResult:
         frame = first_frame(view.datasets)
         plan, nearest = plan_question(view.question, list(view.messages), frame)
         question = str(plan.parameters.get("question") or view.question)

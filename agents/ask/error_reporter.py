@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from agents.ask.answering import error_answer
 from agents.ask.state import AskState
+from agents.ask.view import AskView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
-from agents.core.view import StateView
 
 __all__ = ["ErrorReporterAgent"]
 
@@ -23,6 +23,6 @@ class ErrorReporterAgent(Agent[AgentParams]):
     JOB_STATUS = JobStatus.GENERATING_NOTEBOOK
     PROGRESS_WEIGHT = 0.5
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AskView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         final = error_answer(view.attempts, view.error, view.code, list(view.failed_attempts), view.plan)
         return AgentResult(updates={"explanation": final.answer, "final_output": final}, summary=final.answer[:160])

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from agents.ask._shared import filled_plan, llm_text, result_text
 from agents.ask.answering import cannot_answer, causal_answer, computed_answer
-from agents.ask.state import AskPlan, AskState, FinalOutput
+from agents.ask.state import AskPlan, AskState, ExecutionRecord, FinalOutput
+from agents.ask.view import AskView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 
 __all__ = ["ExplainerAgent", "cannot_answer", "causal_answer"]
 
@@ -43,12 +44,12 @@ class ExplainerAgent(Agent[AgentParams]):
     JOB_STATUS = JobStatus.GENERATING_NOTEBOOK
     PROGRESS_WEIGHT = 0.5
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        plan: AskPlan = view.plan
+    def run(self, view: AskView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        plan: AskPlan = required(view.plan, "plan")
         if plan.route == "causal":
             final = causal_answer(view.causal_result, plan)
-        elif view.execution_success and view.execution_result is not None:
-            final = self._answer(view, ctx)
+        elif view.execution_success and (record := view.execution_result) is not None:
+            final = self._answer(view, plan, record, ctx)
         elif plan.route == "conceptual" and (ctx.llm is not None or filled_plan(plan) is not None):
             filled = filled_plan(plan)
             if filled is not None and plan.mode == "deterministic":
@@ -77,9 +78,7 @@ class ExplainerAgent(Agent[AgentParams]):
             ctx.llm.annotate(result)
         return result
 
-    def _answer(self, view: StateView, ctx: AgentContext) -> FinalOutput:
-        plan: AskPlan = view.plan
-        record = view.execution_result
+    def _answer(self, view: AskView, plan: AskPlan, record: ExecutionRecord, ctx: AgentContext) -> FinalOutput:
         question = str(plan.parameters.get("question") or view.question)
         said = None
         if ctx.llm is not None:

@@ -16,9 +16,9 @@ from pydantic import BaseModel, Field
 from agents.ask._shared import first_frame, llm_json
 from agents.ask.planning import plan_question
 from agents.ask.state import AskPlan, AskState
+from agents.ask.view import AskView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
-from agents.core.view import StateView
 
 __all__ = ["QuestionPlannerAgent", "QuestionPlannerParams"]
 
@@ -59,7 +59,7 @@ class QuestionPlannerAgent(Agent[QuestionPlannerParams]):
 
     Params = QuestionPlannerParams
 
-    def run(self, view: StateView, params: QuestionPlannerParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AskView, params: QuestionPlannerParams, ctx: AgentContext) -> AgentResult:
         frame = first_frame(view.datasets)
         plan, nearest = plan_question(view.question, list(view.messages), frame, params.min_score)
         if plan.route == "causal":

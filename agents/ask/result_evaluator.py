@@ -10,9 +10,10 @@ from __future__ import annotations
 from agents.ask._shared import llm_text, result_text
 from agents.ask.state import AskState
 from agents.ask.tools.analysis import evaluate_result
+from agents.ask.view import AskView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 
 __all__ = ["ResultEvaluatorAgent", "evaluate_result"]
 
@@ -33,8 +34,8 @@ class ResultEvaluatorAgent(Agent[AgentParams]):
     JOB_STATUS = JobStatus.CRITIQUE_REVIEW
     PROGRESS_WEIGHT = 0.5
 
-    def run(self, view: StateView, params: AgentParams, ctx: AgentContext) -> AgentResult:
-        record = view.execution_result
+    def run(self, view: AskView, params: AgentParams, ctx: AgentContext) -> AgentResult:
+        record = required(view.execution_result, "execution_result")
         text = evaluate_result(record.result, record.result_kind, record.truncated)
         if ctx.llm is not None:
             prompt = f"Question: {view.question}\n\nCode:\n{view.code}\n\nOutput:\n{result_text(record.result)}"

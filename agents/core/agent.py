@@ -40,7 +40,6 @@ from pydantic import BaseModel, ConfigDict
 from agents.core.errors import AgentRegistrationError
 from agents.core.job import JobLifecycle
 from agents.core.status import JobStatus
-from agents.core.view import StateView
 
 __all__ = [
     "Agent",
@@ -171,8 +170,13 @@ class Agent(Generic[P]):
         """
         return None
 
-    def run(self, view: StateView, params: P, ctx: AgentContext) -> AgentResult:
-        """Do the agent's work and return the update; never mutate ``view``."""
+    def run(self, view: Any, params: P, ctx: AgentContext) -> AgentResult:
+        """Do the agent's work and return the update; never mutate ``view``.
+
+        ``view`` is a :class:`StateView`. An agent annotates it with its family's typed view
+        (``agents.causal.view.AnalysisView``, ``agents.ask.view.AskView``), so the type checker
+        knows the type of every field it reads.
+        """
         raise NotImplementedError
 
 

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from agents.core.errors import ContractViolation, MissingPair
+from agents.core.errors import AgentError, ContractViolation, MissingPair
 
 if TYPE_CHECKING:
     from agents.core.job import JobLifecycle
 
-__all__ = ["Pair", "StateView"]
+__all__ = ["Pair", "StateView", "required"]
+
+T = TypeVar("T")
+
+
+def required(value: T | None, field: str) -> T:
+    """A field the agent declares required, typed without ``None``.
+
+    The runner dispatches an agent only when its required fields are set, so ``None`` here means
+    the agent was called some other way; it fails with the field's name instead of an
+    ``AttributeError`` on ``None`` further on.
+    """
+    if value is None:
+        raise AgentError(f"state field '{field}' is empty, but the agent requires it")
+    return value
 
 
 @dataclass(frozen=True)

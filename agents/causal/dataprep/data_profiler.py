@@ -12,10 +12,10 @@ from pydantic import Field
 from agents.causal.dataprep.frame_checks import duplicate_rows, duplicate_verdict, save_findings
 from agents.causal.dataprep.profiling import build_profile
 from agents.causal.state import AnalysisState
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
 from agents.runtime.data import check_columns, describe_read, read_table, write_parquet
 
 __all__ = ["DataProfilerAgent", "DataProfilerParams", "write_parquet"]  # write_parquet: from agents.runtime.data
@@ -45,7 +45,7 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
 
     Params = DataProfilerParams
 
-    def run(self, view: StateView, params: DataProfilerParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: DataProfilerParams, ctx: AgentContext) -> AgentResult:
         """Read the input, profile it and write the analysis copy."""
         info = view.dataset_info
         if not info.local_path:

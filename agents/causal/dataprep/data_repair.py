@@ -34,10 +34,11 @@ from agents.causal.dataprep.repair_rules import (
 from agents.causal.diagnostics import ExpectationFailure, RepairAction
 from agents.causal.knowledge import ColumnMetadata, Metadata
 from agents.causal.state import AnalysisState, DataProfile
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 
 __all__ = ["DataRepairAgent", "DataRepairParams"]
 
@@ -91,12 +92,12 @@ class DataRepairAgent(Agent[DataRepairParams]):
 
     Params = DataRepairParams
 
-    def run(self, view: StateView, params: DataRepairParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: DataRepairParams, ctx: AgentContext) -> AgentResult:
         """Validate, repair, write ``repaired.parquet`` and re-profile."""
         from agents.runtime.data import read_table, write_parquet
 
-        profile = view.data_profile
-        raw = read_table(view.dataframe_path)
+        profile = required(view.data_profile, "data_profile")
+        raw = read_table(required(view.dataframe_path, "dataframe_path"))
         treatment, outcome, why = self._pair(view)
         for role, col in (("treatment", treatment), ("outcome", outcome)):
             if col and col not in raw.columns:
@@ -204,7 +205,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
         )
 
     @staticmethod
-    def _pair(view: StateView) -> tuple[str | None, str | None, str]:
+    def _pair(view: AnalysisView) -> tuple[str | None, str | None, str]:
         found = view.maybe_pair()
         if found is None:
             return None, None, "no pair chosen yet and no candidates in the profile"
@@ -212,7 +213,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
         return t, y, f"{found.note}: {t} -> {y}" if found.note else f"pair under study: {t} -> {y}"
 
     @staticmethod
-    def _metadata(view: StateView) -> Metadata | None:
+    def _metadata(view: AnalysisView) -> Metadata | None:
         """Roles from the domain knowledge, in the metadata shape the profiler understands."""
         dk = view.domain_knowledge
         if not dk:

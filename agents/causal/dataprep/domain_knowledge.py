@@ -15,10 +15,10 @@ from agents.causal.dataprep.profiling import name_tokens
 from agents.causal.knowledge import ColumnMetadata, DomainKnowledge, Metadata
 from agents.causal.roles import annotated, domain_knowledge_mode
 from agents.causal.state import AnalysisState
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError, DataError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
 from agents.runtime.data import read_table, suggest
 
 __all__ = ["DomainKnowledgeAgent", "DomainKnowledgeParams", "metadata_columns"]
@@ -73,7 +73,7 @@ class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
 
     Params = DomainKnowledgeParams
 
-    def run(self, view: StateView, params: DomainKnowledgeParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: DomainKnowledgeParams, ctx: AgentContext) -> AgentResult:
         """Validate the metadata and build the domain knowledge."""
         meta = view.raw_metadata or Metadata()
         has_meta = meta.given()
@@ -114,7 +114,7 @@ class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
         )
 
     @staticmethod
-    def _columns(view: StateView, profile: Any) -> tuple[list[str] | None, dict[str, str]]:
+    def _columns(view: AnalysisView, profile: Any) -> tuple[list[str] | None, dict[str, str]]:
         if profile is not None:
             return list(profile.feature_names), dict(profile.feature_types)
         path = view.dataset_info.local_path
@@ -193,7 +193,7 @@ class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
         kn: DomainKnowledge,
         pre: list[str],
         stated_post: list[str],
-        view: StateView,
+        view: AnalysisView,
         columns: list[str],
         types: dict[str, str],
         cues: bool,

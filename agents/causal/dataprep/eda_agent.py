@@ -21,10 +21,11 @@ from agents.causal.dataprep import eda_figures
 from agents.causal.dataprep.frame_checks import at_most_distinct, load_findings, quality_findings
 from agents.causal.dataprep.profiling import is_missing_indicator
 from agents.causal.state import AnalysisState, DataProfile, EDAResult
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError, DataError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 from agents.runtime import figures
 from agents.runtime.data import read_table
 
@@ -223,11 +224,11 @@ class EDAAgent(Agent[EDAParams]):
 
     Params = EDAParams
 
-    def run(self, view: StateView, params: EDAParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: EDAParams, ctx: AgentContext) -> AgentResult:
         """Compute every part of the EDA result."""
-        profile = view.data_profile
+        profile = required(view.data_profile, "data_profile")
         received = self._input_findings(view, ctx)  # first: the input table is gone before the analysis data is read
-        frame = read_table(view.dataframe_path)
+        frame = read_table(required(view.dataframe_path, "dataframe_path"))
         notes: list[str] = []
         sample = frame
         if len(frame) > params.sample_size:
@@ -303,7 +304,7 @@ class EDAAgent(Agent[EDAParams]):
         )
 
     @staticmethod
-    def _pair(view: StateView, frame: pd.DataFrame, notes: list[str]) -> tuple[Any, Any]:
+    def _pair(view: AnalysisView, frame: pd.DataFrame, notes: list[str]) -> tuple[Any, Any]:
         found = view.maybe_pair()
         t, y = (found.treatment, found.outcome) if found else (None, None)
         if found is not None and found.note:
@@ -393,7 +394,7 @@ class EDAAgent(Agent[EDAParams]):
         return float(round(max(0.0, 100.0 - penalty), 1)), issues
 
     @staticmethod
-    def _input_findings(view: StateView, ctx: AgentContext) -> dict[str, Any] | None:
+    def _input_findings(view: AnalysisView, ctx: AgentContext) -> dict[str, Any] | None:
         """Findings on the input file as received (None: use the analysis data's own, it cannot be read).
 
         The data profiler records them when it reads the file (``load_findings`` checks they are

@@ -28,10 +28,11 @@ from agents.causal.discovery.discovery_matrix import named_in_knowledge, prepare
 from agents.causal.discovery.graphs import Knowledge, break_cycles, edge_key
 from agents.causal.discovery.pc_search import Skeleton, orient, pc_skeleton
 from agents.causal.state import AnalysisState, CausalDAG, CausalEdge
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 from agents.runtime.data import read_table
 
 __all__ = [
@@ -210,7 +211,7 @@ class CausalDiscoveryAgent(Agent[CausalDiscoveryParams]):
 
     Params = CausalDiscoveryParams
 
-    def run(self, view: StateView, params: CausalDiscoveryParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: CausalDiscoveryParams, ctx: AgentContext) -> AgentResult:
         """Prepare the matrix, screen, learn the graph, bootstrap confidences, return the DAG."""
         if not 0 < params.alpha < 1 or params.bootstrap < 0 or params.max_rows < 100:
             raise AgentError("causal_discovery needs 0 < alpha < 1, bootstrap >= 0 and max_rows >= 100")
@@ -223,7 +224,7 @@ class CausalDiscoveryAgent(Agent[CausalDiscoveryParams]):
         started = time.perf_counter()
         found = view.maybe_pair()
         t, y, pair_note = (found.treatment, found.outcome, found.note) if found else (None, None, "")
-        frame = read_table(view.dataframe_path)
+        frame = read_table(required(view.dataframe_path, "dataframe_path"))
         first = [c for c in (t, y) if c]
         for c in first:
             if c not in frame.columns:

@@ -43,10 +43,11 @@ from agents.causal.discovery.randomised_move import MoveCheck, randomised_move, 
 from agents.causal.knowledge import DomainKnowledge
 from agents.causal.review.complete_case import complete_case_check
 from agents.causal.state import AnalysisState, CausalDAG, DataProfile
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 from agents.runtime.data import read_table
 
 if TYPE_CHECKING:
@@ -74,13 +75,13 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
 
     Params = ConfounderDiscoveryParams
 
-    def run(self, view: StateView, params: ConfounderDiscoveryParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: ConfounderDiscoveryParams, ctx: AgentContext) -> AgentResult:
         """Combine graph, data and knowledge into the adjustment set with a reason per variable."""
-        profile: DataProfile = view.data_profile
+        profile: DataProfile = required(view.data_profile, "data_profile")
         dag: CausalDAG | None = view.proposed_dag
         pair = view.pair("find confounders for")
         t, y, notes = pair.treatment, pair.outcome, [pair.note] if pair.note else []
-        frame = read_table(view.dataframe_path)
+        frame = read_table(required(view.dataframe_path, "dataframe_path"))
         for role, col in (("treatment", t), ("outcome", y)):
             if col not in frame.columns:
                 raise AgentError(f"{role} column '{col}' is not in the data")
@@ -97,10 +98,10 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             view.design.unit_column: "unit id of the declared panel",
             view.design.time_column: "time index of the declared panel",
         }
-        for col, why in declared.items():
-            if col in candidates:
-                candidates.remove(col)
-                excluded[col] = why
+        for column, why in declared.items():
+            if column is not None and column in candidates:
+                candidates.remove(column)
+                excluded[column] = why
         roles = self._column_roles(frame, t, y, candidates, excluded, view, knowledge, params, ctx.seed)
         checks = data_checks(frame, t, y, candidates)
         excluded.update(checks.unusable)
@@ -152,7 +153,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         y: str,
         candidates: list[str],
         excluded: dict[str, str],
-        view: StateView,
+        view: AnalysisView,
         knowledge: Knowledge,
         params: ConfounderDiscoveryParams,
         seed: int,
@@ -177,7 +178,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         return roles
 
     @staticmethod
-    def _randomised_move(frame: pd.DataFrame, result: AdjustmentBuilder, view: StateView, seed: int) -> MoveCheck:
+    def _randomised_move(frame: pd.DataFrame, result: AdjustmentBuilder, view: AnalysisView, seed: int) -> MoveCheck:
         """Where the treatment looks randomised (and no design was declared), adjusted columns that
         move the estimate far beyond chance are left out as post-treatment."""
         d = view.design

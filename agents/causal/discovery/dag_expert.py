@@ -15,10 +15,11 @@ from pydantic import Field
 from agents.causal.discovery.graphs import Knowledge, break_cycles, directed_graph, mediators
 from agents.causal.roles import annotated, dag_expert_mode
 from agents.causal.state import AnalysisState, CausalDAG, CausalEdge
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 
 __all__ = ["DAGExpertAgent", "DAGExpertParams", "refine_edges"]
 
@@ -142,14 +143,16 @@ class DAGExpertAgent(Agent[DAGExpertParams]):
 
     Params = DAGExpertParams
 
-    def run(self, view: StateView, params: DAGExpertParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: DAGExpertParams, ctx: AgentContext) -> AgentResult:
         """Refine the proposed DAG and explain every change."""
-        dag: CausalDAG = view.proposed_dag
+        dag: CausalDAG = required(view.proposed_dag, "proposed_dag")
         found = view.maybe_pair()
         t, y = (found.treatment, found.outcome) if found else (None, None)
         if t and y and t == y:
             raise AgentError(f"treatment and outcome are the same column '{t}'")
-        k = Knowledge.from_domain(view.domain_knowledge, t, y, [*dag.nodes, *view.data_profile.feature_names])
+        k = Knowledge.from_domain(
+            view.domain_knowledge, t, y, [*dag.nodes, *required(view.data_profile, "data_profile").feature_names]
+        )
         method = dag.discovery_method or "unknown"
         keep_bidirected = method.upper().startswith("FCI")
         nodes, edges, changes = refine_edges(

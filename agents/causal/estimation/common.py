@@ -17,11 +17,12 @@ from pydantic_core import PydanticCustomError
 
 from agents.causal.estimation.methods import METHOD_KEYS, REGISTRY
 from agents.causal.state import TreatmentEffectResult
+from agents.causal.view import AnalysisView
 from agents.core.agent import AgentParams
 from agents.runtime.data import check_columns
 
 if TYPE_CHECKING:
-    from agents.core.view import StateView
+    pass
 
 __all__ = [
     "ESTIMATOR_OPTIONAL",
@@ -80,7 +81,7 @@ class EffectEstimatorParams(AgentParams):
     propensity_model: Literal["auto", "logistic", "gbm"] = Field("auto", description="propensity score model")
 
 
-def resolve_pairs(view: StateView) -> tuple[list[dict[str, Any]], list[str]]:
+def resolve_pairs(view: AnalysisView) -> tuple[list[dict[str, Any]], list[str]]:
     """The pairs to analyse, primary first, as CausalPair dicts, and how they were chosen."""
     pair = view.pair("estimate")
     treatment, outcome = pair.treatment, pair.outcome
@@ -101,7 +102,7 @@ def resolve_pairs(view: StateView) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def setup_for_pair(
-    view: StateView,
+    view: AnalysisView,
     frame: Any,
     treatment: str,
     outcome: str,
@@ -199,7 +200,7 @@ def _save_rows(setup: Any, round_no: int) -> str | None:
 
 
 def finish_pair(
-    view: StateView, setup: Any, estimates: dict[str, Any], round_no: int
+    view: AnalysisView, setup: Any, estimates: dict[str, Any], round_no: int
 ) -> tuple[list[TreatmentEffectResult], str, str]:
     """Typed results with exactly one headline, plus the reasoning text for the pair."""
     from agents.causal.estimation.pair_analysis import choose_headline, mark_credibility, to_result

@@ -32,10 +32,11 @@ from agents.causal.estimation.common import (
     setup_for_pair,
 )
 from agents.causal.state import AnalysisState, TreatmentEffectResult
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 from agents.runtime.data import read_table
 
 __all__ = ["EffectEstimatorAgent", "EffectEstimatorParams"]
@@ -89,12 +90,12 @@ class EffectEstimatorAgent(Agent[EffectEstimatorParams]):
 
     Params = EffectEstimatorParams
 
-    def run(self, view: StateView, params: EffectEstimatorParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: EffectEstimatorParams, ctx: AgentContext) -> AgentResult:
         """Estimate every pair and return ``treatment_effects`` and ``analyzed_pairs``."""
         from agents.causal.estimation.pair_analysis import default_methods
 
         pairs, why = resolve_pairs(view)
-        frame = read_table(view.dataframe_path)
+        frame = read_table(required(view.dataframe_path, "dataframe_path"))
         codes = critique_codes(view.critique_history)
         round_no = view.iteration_count + 1
         results: list[TreatmentEffectResult] = []

@@ -28,10 +28,11 @@ from agents.causal.estimation.common import (
 from agents.causal.estimation.propensity import SMD_OK
 from agents.causal.roles import annotated, choose_step
 from agents.causal.state import AnalysisState, TreatmentEffectResult
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 from agents.runtime.data import read_table
 
 __all__ = ["EffectEstimatorReActAgent", "EffectEstimatorReActParams", "TOOLS", "policy", "llm_choose", "valid_tools"]
@@ -59,10 +60,10 @@ class EffectEstimatorReActAgent(Agent[EffectEstimatorReActParams]):
 
     Params = EffectEstimatorReActParams
 
-    def run(self, view: StateView, params: EffectEstimatorReActParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: EffectEstimatorReActParams, ctx: AgentContext) -> AgentResult:
         """Run the loop for every pair and return the same fields as effect_estimator."""
         pairs, why = resolve_pairs(view)
-        frame = read_table(view.dataframe_path)
+        frame = read_table(required(view.dataframe_path, "dataframe_path"))
         codes = critique_codes(view.critique_history)
         round_no = view.iteration_count + 1
         results: list[TreatmentEffectResult] = []

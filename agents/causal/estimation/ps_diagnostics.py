@@ -19,9 +19,10 @@ from agents.causal.diagnostics import AdjustmentDecision, PSDiagnostics
 from agents.causal.discovery.adjustment import choose_adjustment, critique_codes, prepare
 from agents.causal.estimation.nuisance import FOLDS, MORE_FOLDS, fit_propensity
 from agents.causal.state import AnalysisState
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
-from agents.core.view import StateView
+from agents.core.view import required
 from agents.runtime import figures
 from agents.runtime.data import check_columns, read_table
 
@@ -55,15 +56,15 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
 
     Params = PSDiagnosticsParams
 
-    def run(self, view: StateView, params: PSDiagnosticsParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: PSDiagnosticsParams, ctx: AgentContext) -> AgentResult:
         """Diagnose the primary pair's propensity scores and write ``ps_diagnostics``."""
         from agents.causal.estimation import propensity as P
 
-        profile = view.data_profile
+        profile = required(view.data_profile, "data_profile")
         pair = view.pair("diagnose")
         treatment, outcome = pair.treatment, pair.outcome
         why: list[str] = [f"{pair.note[0].upper()}{pair.note[1:]}: {treatment} -> {outcome}."] if pair.note else []
-        frame = read_table(view.dataframe_path)
+        frame = read_table(required(view.dataframe_path, "dataframe_path"))
         check_columns(frame, {"treatment": treatment, "outcome": outcome}, "the analysis data")
         design = view.design
         skip = _skip_reason(frame, treatment, design)

@@ -34,9 +34,10 @@ from agents.causal.report.review_section import (
     recommendations,
 )
 from agents.causal.roles import MODEL_MARK
+from agents.causal.view import AnalysisView
 
 if TYPE_CHECKING:
-    from agents.core.view import StateView
+    pass
 
 __all__ = ["build_context", "recompute_kind", "model_text"]
 
@@ -81,7 +82,9 @@ def recompute_kind(method: str) -> str | None:
     return None
 
 
-def build_context(view: StateView, snap: dict[str, Any], job_dir: Path, seed: int, title: str | None) -> dict[str, Any]:
+def build_context(
+    view: AnalysisView, snap: dict[str, Any], job_dir: Path, seed: int, title: str | None
+) -> dict[str, Any]:
     """Everything the templates use, from the state only (numbers are never invented here)."""
     decisions: list[str] = []
     profile = snap["data_profile"]

@@ -21,10 +21,10 @@ from pydantic import Field
 
 from agents.causal.report.context import build_context, recompute_kind
 from agents.causal.state import AnalysisState
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError
 from agents.core.status import JobStatus
-from agents.core.view import StateView
 
 __all__ = ["NotebookGeneratorAgent", "NotebookGeneratorParams", "recompute_kind"]
 
@@ -99,7 +99,7 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
 
         return start_warm_kernel(Path(job_dir))
 
-    def run(self, view: StateView, params: NotebookGeneratorParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: NotebookGeneratorParams, ctx: AgentContext) -> AgentResult:
         """Render the notebook, write it, execute it, export HTML and report what happened."""
         from agents.causal.report import notebook as nbk
 
@@ -221,7 +221,7 @@ def _summary(executed: bool, errors: list[dict[str, Any]], outputs: dict[str, An
     return f"report.ipynb executed ({outputs['n_cells']} cells, {outputs.get('execution_s', 0):.0f} s){tail}"
 
 
-def _snapshot(view: StateView) -> dict[str, Any]:
+def _snapshot(view: AnalysisView) -> dict[str, Any]:
     """The state as this agent sees it, JSON-ready (what the notebook reloads if needed)."""
     from agents.causal.report.notebook import jsonable
 

@@ -20,12 +20,13 @@ from agents.causal.queries import headline_evalue, headline_of, refuter_tally
 from agents.causal.review.rules import BALANCE_SMD, OVERLAP_POOR_SHARE, primary_estimates
 from agents.causal.roles import annotated, orchestrator_summary
 from agents.causal.state import AnalysisState, CritiqueFeedback, SensitivityResult, TreatmentEffectResult
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.numbers import fmt_number as _fmt
 from agents.core.status import JobStatus
 
 if TYPE_CHECKING:
-    from agents.core.view import StateView
+    pass
 
 __all__ = ["OrchestratorAgent", "OrchestratorParams"]
 
@@ -68,7 +69,7 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
 
     Params = OrchestratorParams
 
-    def run(self, view: StateView, params: OrchestratorParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: OrchestratorParams, ctx: AgentContext) -> AgentResult:
         """Build the recommendations, most important first."""
         treatment, outcome, estimates = primary_estimates(view, "recommend on")
         head = headline_of(estimates) or estimates[0]

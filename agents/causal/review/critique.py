@@ -49,11 +49,12 @@ from agents.causal.review.rules import (
 )
 from agents.causal.roles import annotated, critique_llm_review
 from agents.causal.state import AnalysisState, CritiqueDecision, CritiqueFeedback
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.status import JobStatus
 
 if TYPE_CHECKING:
-    from agents.core.view import StateView
+    pass
 
 __all__ = [
     "BALANCE_SMD",
@@ -120,7 +121,7 @@ class CritiqueAgent(Agent[CritiqueParams]):
 
     Params = CritiqueParams
 
-    def run(self, view: StateView, params: CritiqueParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: CritiqueParams, ctx: AgentContext) -> AgentResult:
         """Gather the inputs, run the rules, append the feedback and the debate entry."""
         inp = dataclasses.replace(self._inputs(view), policy=params.policy())
         rv = review(inp)
@@ -165,7 +166,7 @@ class CritiqueAgent(Agent[CritiqueParams]):
         )
 
     @staticmethod
-    def _inputs(view: StateView) -> ReviewInputs:
+    def _inputs(view: AnalysisView) -> ReviewInputs:
         """Collect the primary pair's latest estimates and every diagnostic the rules use."""
         treatment, outcome, estimates = primary_estimates(view, "review")
         history = view.critique_history

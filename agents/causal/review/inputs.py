@@ -14,10 +14,11 @@ from agents.causal.diagnostics import ConfounderDiscovery, DataRepairEntry, PSDi
 from agents.causal.queries import pair_estimates
 from agents.causal.review.policy import Policy
 from agents.causal.state import CritiqueDecision, DataProfile, EDAResult, SensitivityResult, TreatmentEffectResult
+from agents.causal.view import AnalysisView
 from agents.core.errors import AgentError
 
 if TYPE_CHECKING:
-    from agents.core.view import StateView
+    pass
 
 __all__ = ["Findings", "Review", "ReviewInputs", "is_naive", "primary_estimates"]
 
@@ -27,7 +28,7 @@ def is_naive(e: TreatmentEffectResult) -> bool:
     return e.details.is_naive
 
 
-def primary_estimates(view: StateView, purpose: str) -> tuple[str, str, list[TreatmentEffectResult]]:
+def primary_estimates(view: AnalysisView, purpose: str) -> tuple[str, str, list[TreatmentEffectResult]]:
     """The primary pair and its latest round of estimates; ``purpose`` words the error."""
     pair = view.pair(purpose)
     treatment, outcome = pair.treatment, pair.outcome

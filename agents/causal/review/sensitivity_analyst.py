@@ -28,14 +28,16 @@ from pydantic import Field
 from agents.causal.queries import adjustment_set_of, effects_for_pair, headline_evalue, latest_round, refuter_tally
 from agents.causal.review.refuters import failure_reason
 from agents.causal.state import AnalysisState, SensitivityResult, TreatmentEffectResult
+from agents.causal.view import AnalysisView
 from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from agents.core.errors import AgentError
 from agents.core.numbers import fmt_number
 from agents.core.status import JobStatus
+from agents.core.view import required
 from agents.runtime.data import read_table
 
 if TYPE_CHECKING:
-    from agents.core.view import StateView
+    pass
 
 __all__ = ["SensitivityAnalystAgent", "SensitivityAnalystParams", "adjusted_estimates", "fmt_number"]
 
@@ -85,7 +87,7 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
 
     Params = SensitivityAnalystParams
 
-    def run(self, view: StateView, params: SensitivityAnalystParams, ctx: AgentContext) -> AgentResult:
+    def run(self, view: AnalysisView, params: SensitivityAnalystParams, ctx: AgentContext) -> AgentResult:
         """Compute every applicable sensitivity analysis and explain each."""
         notes: list[str] = []
         pair = view.pair("analyse")
@@ -101,7 +103,7 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
                 reasoning=f"Skipped every sensitivity analysis: {why}.",
                 outputs={"skipped": {"all": why}},
             )
-        frame = read_table(view.dataframe_path)
+        frame = read_table(required(view.dataframe_path, "dataframe_path"))
         missing = [c for c in (treatment, outcome) if c not in frame.columns]
         if missing:
             raise AgentError(f"column(s) {missing} of the estimates are not in the analysis data")

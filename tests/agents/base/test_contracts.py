@@ -127,3 +127,19 @@ def test_each_update_leaves_a_trace(state, tmp_path: Path) -> None:  # type: ign
     trace = state.agent_traces[-1]
     assert trace.agent_name == "toy_estimator"
     assert trace.outputs["fields_written"] == ["treatment_effects"]
+
+
+def test_the_typed_views_are_the_state_view_at_run_time_and_required_names_the_empty_field() -> None:
+    from agents.ask.view import AskView
+    from agents.causal.view import AnalysisView
+    from agents.core.errors import AgentError
+    from agents.core.view import required
+
+    assert AnalysisView is StateView and AskView is StateView
+    from agents.causal.state import DatasetInfo
+
+    state = AnalysisState(job_id="j1", dataset_info=DatasetInfo(url="data.csv"))
+    view = StateView(state, "x", frozenset({"data_profile"}))
+    with pytest.raises(AgentError, match="state field 'data_profile' is empty, but the agent requires it"):
+        required(view.data_profile, "data_profile")
+    assert required(0, "n") == 0  # only None counts as empty
