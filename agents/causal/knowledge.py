@@ -18,8 +18,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
 )
 
 from agents.causal.records import Record
@@ -180,7 +178,7 @@ class ModelReview(_Model):
     """How model-written text is marked."""
 
 
-class DebateEntry(_Model):
+class DebateEntry(Record):
     """One critique round of the debate: the rules' decision and what was applied before it."""
 
     round: int
@@ -201,10 +199,3 @@ class DebateEntry(_Model):
     """True when the loop stopped unapproved because the iteration budget was spent."""
     llm_review: ModelReview | None = None
     """The model's review, None when its answer was rejected; absent (not in the JSON) without a model."""
-
-    @model_serializer(mode="wrap")
-    def _without_unasked_review(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if "llm_review" not in self.model_fields_set:
-            data.pop("llm_review", None)
-        return data

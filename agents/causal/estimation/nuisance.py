@@ -37,7 +37,7 @@ import pandas as pd
 
 from agents.causal.estimation.fold_rows import Rows, fit_owned, predict_owned, splits_of, take_rows
 from agents.causal.estimation.nuisance_cache import outcome_cache_path, propensity_cache_path, store
-from agents.causal.estimation.propensity import CLIP
+from agents.causal.estimation.propensity import CLIP, gbm_classifier, logistic
 from agents.runtime.parallel import map_parts
 
 __all__ = [
@@ -113,14 +113,6 @@ def flexible_allowed(n_train: int) -> bool:
     return n_train >= MIN_FLEXIBLE
 
 
-def _logistic() -> Any:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    return make_pipeline(StandardScaler(), LogisticRegression(C=100.0, max_iter=2000))
-
-
 def _logistic_quadratic() -> Any:
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -148,32 +140,14 @@ def _ridge_quadratic() -> Any:
 
 def _classifier(name: str, seed: int) -> Any:
     if name == "gbm":
-        return _gbm_classifier(seed)
-    return _logistic_quadratic() if name == "logistic-quadratic" else _logistic()
+        return gbm_classifier(seed)
+    return _logistic_quadratic() if name == "logistic-quadratic" else logistic()
 
 
 def _regressor(name: str, seed: int) -> Any:
     if name == "quadratic":
         return _ridge_quadratic()
     return LinearPlusBoost(seed, boost=name == "linear+boosting")
-
-
-def _gbm_classifier(seed: int) -> Any:
-    from lightgbm import LGBMClassifier
-
-    return LGBMClassifier(
-        n_estimators=150,
-        learning_rate=0.05,
-        num_leaves=8,
-        max_depth=3,
-        min_child_samples=50,
-        reg_lambda=1.0,
-        subsample=0.8,
-        subsample_freq=1,
-        random_state=seed,
-        n_jobs=1,
-        verbose=-1,
-    )
 
 
 class LinearPlusBoost:

@@ -38,7 +38,8 @@ OVERLAP_POOR_SHARE = 0.10
 """Share of units outside common support (or with extreme scores) above which overlap counts as poor."""
 
 
-def _logistic() -> Any:
+def logistic() -> Any:
+    """The propensity model's logistic regression (scaled, nearly unpenalised); also a nuisance candidate."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -46,7 +47,8 @@ def _logistic() -> Any:
     return make_pipeline(StandardScaler(), LogisticRegression(C=100.0, max_iter=2000))
 
 
-def _gbm(seed: int) -> Any:
+def gbm_classifier(seed: int) -> Any:
+    """The regularised LightGBM propensity model; also the nuisance models' boosted classifier."""
     from lightgbm import LGBMClassifier
 
     return LGBMClassifier(
@@ -83,7 +85,7 @@ def fit_propensity(
     k = max(2, min(folds, int(min(t.sum(), (1 - t).sum()))))
     splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     for train, test in splitter.split(np.zeros((len(t), 1)), t):
-        est = _gbm(seed) if model == "gbm" else _logistic()
+        est = gbm_classifier(seed) if model == "gbm" else logistic()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*feature names.*", category=UserWarning)
             fit_owned(est, rows.take(train), t[train])

@@ -45,18 +45,6 @@ _READS: tuple[str, ...] = (
     "agent_traces",
     "created_at",
 )
-_SNAPSHOT_FIELDS = (
-    "job_id",
-    "dataset_info",
-    "treatment_variable",
-    "outcome_variable",
-    "design",
-    "iteration_count",
-    "max_iterations",
-    "analyzed_pairs",
-    "data_profile",
-    *_READS,
-)
 
 
 class NotebookGeneratorParams(AgentParams):
@@ -225,11 +213,8 @@ def _snapshot(view: AnalysisView) -> dict[str, Any]:
     """The state as this agent sees it, JSON-ready (what the notebook reloads if needed)."""
     from agents.causal.report.notebook import jsonable
 
-    out: dict[str, Any] = {}
-    for name in _SNAPSHOT_FIELDS:
-        value = getattr(view, name)
-        out[name] = jsonable(value)
-    return out
+    readable = NotebookGeneratorAgent.reads()
+    return {name: jsonable(getattr(view, name)) for name in AnalysisState.model_fields if name in readable}
 
 
 # ---- the template context -----------------------------------------------------------------------
