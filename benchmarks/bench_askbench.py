@@ -157,18 +157,18 @@ def ask_inprocess(item: dict[str, Any], llm: str, timeout: float, work: Path) ->
     """The ask recipe's agents run in this process by the plain runner (no Prefect): the same answers."""
     sys.path.insert(0, str(ROOT))
     os.environ["WHYFLOW_LLM"] = llm
-    from agents.ask.state import AskState
-    from flows.ask.job import DEFAULT_RECIPE, AskRequest, prepare_ask_job
-    from flows.recipes.plan import load_plan
-    from flows.running.progress import Reporter
-    from flows.running.runner import LocalExecutor, Runner
+    from whyflow.ask.state import AskState
+    from whyflow.flows.ask_jobs.job import DEFAULT_RECIPE, AskRequest, prepare_ask_job
+    from whyflow.flows.recipes.plan import load_plan
+    from whyflow.flows.running.progress import Reporter
+    from whyflow.flows.running.runner import LocalExecutor, Runner
 
     start = time.perf_counter()
     try:
         plan = load_plan(DEFAULT_RECIPE)
         files = [str(SHARED / f) for f in item["files"]]
         request = AskRequest(
-            item["prompt"], files, recipe=str(DEFAULT_RECIPE), output=str(work / item["id"]), llm=llm == "on"
+            item["prompt"], files, recipe=DEFAULT_RECIPE, output=str(work / item["id"]), llm=llm == "on"
         )
         folder = prepare_ask_job(request, plan)
         state = folder.load_any()

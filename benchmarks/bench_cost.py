@@ -1,7 +1,7 @@
 """What a whyflow run costs next to the floor: a plain script doing the same core computations.
 
 For each size, generates data with a known effect, runs ``whyflow run
-pipelines/causal_analysis.yaml`` as a user would (a subprocess, Prefect's ephemeral mode, the
+whyflow/recipes/causal_analysis.yaml`` as a user would (a subprocess, Prefect's ephemeral mode, the
 notebook executed, ``--llm off``) and then ``benchmarks/floor.py`` on the same file (read,
 profile, correlations, OLS, logistic propensity, IPW, balance, cross-fitted gradient-boosting
 AIPW, PC on 5,000 rows, 20 placebo refits; see its docstring). Both wall times include start-up
@@ -49,6 +49,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from whyflow.flows.recipes.builtin import builtin_recipe
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -60,7 +62,7 @@ try:
 except ImportError:  # pragma: no cover - psutil is optional
     psutil = None
 
-RECIPE = ROOT / "pipelines" / "causal_analysis.yaml"
+RECIPE = builtin_recipe("causal_analysis")
 DEMO = ROOT / "examples" / "job_training.csv"
 DEMO_META = ROOT / "examples" / "job_training.meta.yaml"
 

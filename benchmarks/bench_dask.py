@@ -1,8 +1,8 @@
 """effect_estimator's fan-out under Prefect's task runners: sequential, threads and a local Dask cluster.
 
-The estimator splits its costly work into independent parts (:func:`agents.runtime.parallel.map_parts`:
+The estimator splits its costly work into independent parts (:func:`whyflow.runtime.parallel.map_parts`:
 the nuisance learners' cross-fitting folds, the DR-learner's folds, the S/T/X/DR learners), which
-a flow run maps as Prefect tasks over its task runner (:class:`flows.running.compile.PrefectPartMapper`).
+a flow run maps as Prefect tasks over its task runner (:class:`whyflow.flows.running.compile.PrefectPartMapper`).
 This benchmark runs the agent as a task of a flow, on the same data, under
 
 * ``plain``: no flow, no mapper (what tests and the truth benchmark do: parts in order, in-process);
@@ -21,7 +21,7 @@ processes, where BLAS may sum in another order: differences in the last bits at 
 Each mode starts from an empty job folder, so each fits the propensity itself (in a recipe run
 ps_diagnostics has fitted and stored it). The agent's heavy modules are imported before the clock,
 here and on the Dask workers, and the flows report to one temporary Prefect server
-(:func:`flows.running.temp_server.temporary_server`) that the Dask workers reach through
+(:func:`whyflow.flows.running.temp_server.temporary_server`) that the Dask workers reach through
 ``PREFECT_API_URL``. Wall times depend on the machine's free cores: on a shared machine they
 are noisy, the differences are not.
 """
@@ -46,12 +46,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.runtime.parallel import use_mapper  # noqa: E402
 from benchmarks.synthetic import linear_confounding  # noqa: E402
-from flows.running.compile import PrefectPartMapper  # noqa: E402
-from flows.running.dispatch import run_single_agent  # noqa: E402
-from flows.running.temp_server import temporary_server  # noqa: E402
 from tests.helpers import make_state  # noqa: E402
+from whyflow.flows.running.compile import PrefectPartMapper  # noqa: E402
+from whyflow.flows.running.dispatch import run_single_agent  # noqa: E402
+from whyflow.flows.running.temp_server import temporary_server  # noqa: E402
+from whyflow.runtime.parallel import use_mapper  # noqa: E402
 
 Row = tuple[str, float, float, float]
 PRELOAD = (
@@ -60,7 +60,7 @@ PRELOAD = (
     "causalml.inference.meta",
     "sklearn.linear_model",
     "statsmodels.api",
-    "agents.causal.estimation.effect_estimator",
+    "whyflow.causal.estimation.effect_estimator",
 )
 
 

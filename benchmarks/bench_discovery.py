@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agents.causal.discovery.causal_discovery import learn_edges  # noqa: E402
-from agents.causal.discovery.graphs import Knowledge, oriented, precision_recall, skeleton  # noqa: E402
-from agents.causal.state import CausalEdge  # noqa: E402
 from benchmarks.synthetic_graphs import SEVEN_NODE_GRAPH, linear_sem, random_dag  # noqa: E402
+from whyflow.causal.discovery.causal_discovery import learn_edges  # noqa: E402
+from whyflow.causal.discovery.graphs import Knowledge, oriented, precision_recall, skeleton  # noqa: E402
+from whyflow.causal.state import CausalEdge  # noqa: E402
 
 
 def accuracy(seeds: int, n: int) -> None:
@@ -70,9 +70,9 @@ def _child(parquet: str, rows: int) -> None:
     """Run the three agents on one dataset and print JSON timings (runs in a fresh process)."""
     import pandas as pd
 
-    from agents.causal.state import AnalysisState, DatasetInfo
-    from flows.running.dispatch import run_single_agent
     from tests.helpers import basic_profile
+    from whyflow.causal.state import AnalysisState, DatasetInfo
+    from whyflow.flows.running.dispatch import run_single_agent
 
     frame = pd.read_parquet(parquet)
     job = Path(parquet).parent

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.causal.state import StudyDesign  # noqa: E402
 from benchmarks import synthetic_effects as S  # noqa: E402
-from flows.running.dispatch import run_single_agent  # noqa: E402
 from tests.helpers import make_state  # noqa: E402
+from whyflow.causal.state import StudyDesign  # noqa: E402
+from whyflow.flows.running.dispatch import run_single_agent  # noqa: E402
 
 DESIGNS = {
     "instrument": lambda tr: StudyDesign(instrument=tr["instrument"]),

@@ -40,7 +40,7 @@ def _estimates() -> list[Any]:
 
 
 def _modes(llm: Any) -> dict[str, Any]:
-    from agents.causal import roles
+    from whyflow.causal import roles
 
     columns = ["age", "education_years", "prior_earnings", "region", "training", "skills_score", "earnings"]
     desc = {"age": "Age at enrolment", "skills_score": "Skills test score after the programme", "region": "Region"}
@@ -70,7 +70,7 @@ def _modes(llm: Any) -> dict[str, Any]:
 
 
 def run(base_url: str, model: str | None, trials: int, temperature: float) -> None:
-    from agents.runtime.llm import client_for
+    from whyflow.runtime.llm import client_for
 
     settings = {
         "enabled": True,
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     server = None
     url = args.base_url
     if url is None:
-        from agents.runtime.llm.local import start
+        from whyflow.runtime.llm.local import start
 
         started = time.perf_counter()
         server, url = start()

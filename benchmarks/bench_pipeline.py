@@ -4,7 +4,7 @@ Runs ``whyflow run`` (Prefect's ephemeral mode, as a user would) on the job-trai
 scaled to each size and prints a table from the job's traces.
 
     python benchmarks/bench_pipeline.py                       # 10k and 100k rows
-    python benchmarks/bench_pipeline.py --rows 10000,100000,1000000 --recipe pipelines/quick_estimate.yaml
+    python benchmarks/bench_pipeline.py --rows 10000,100000,1000000 --recipe quick_estimate
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def run_once(rows: int, recipe: Path, workdir: Path, execute_notebook: bool) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", default="10000,100000")
-    parser.add_argument("--recipe", default=str(ROOT / "pipelines" / "causal_analysis.yaml"))
+    parser.add_argument("--recipe", default="causal_analysis")
     parser.add_argument("--execute-notebook", action="store_true", help="also execute the notebook (slower)")
     args = parser.parse_args()
     sizes = [int(x) for x in args.rows.split(",") if x]

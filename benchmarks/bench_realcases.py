@@ -1,7 +1,7 @@
 """Real-paper benchmark: does the causal recipe land published effects, or refuse for a real reason?
 
 Runs every case of ``../shared/datasets/realcases/cases.json`` (24 effects published in real papers,
-with their standard errors; see that folder's README) through ``pipelines/causal_analysis.yaml`` as a
+with their standard errors; see that folder's README) through ``whyflow/recipes/causal_analysis.yaml`` as a
 user would: ``whyflow run`` in a subprocess, with the case's data, treatment, outcome and design hints
 (instrument, running variable and cutoff, unit and time, estimand). The notebook step is left out
 unless ``--notebook`` is given (it reports the numbers, it does not choose them).
@@ -32,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from whyflow.flows.recipes.builtin import builtin_recipe
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -40,7 +42,7 @@ from benchmarks.bench_truth import recipe_without_notebook  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 CASES = SHARED / "datasets" / "realcases" / "cases.json"
-RECIPE = ROOT / "pipelines" / "causal_analysis.yaml"
+RECIPE = builtin_recipe("causal_analysis")
 WHYFLOW = Path(sys.executable).parent / "whyflow"
 
 # A refusal is justified when its reason names a problem the case really has. Each problem is a set of

@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.runtime.sandbox import server as sandbox_server  # noqa: E402
-from agents.runtime.sandbox.run import run_code  # noqa: E402
+from whyflow.runtime.sandbox import server as sandbox_server  # noqa: E402
+from whyflow.runtime.sandbox.run import run_code  # noqa: E402
 
 SNIPPETS = {"trivial": "result = 1", "pandas": "result = df.groupby('g')['y'].mean()"}
 

@@ -1,6 +1,6 @@
 """Truth benchmark: is the full causal recipe right on data it has never seen?
 
-Runs every kind of ``benchmarks/truth_kinds.py`` × N seeds through ``pipelines/causal_analysis.yaml``
+Runs every kind of ``benchmarks/truth_kinds.py`` × N seeds through ``whyflow/recipes/causal_analysis.yaml``
 with the notebook step removed (every decision — adjustment set, estimators, headline, critique
 loop — is the recipe's own; the runner calls the agents in-process, without Prefect) and prints
 per kind: how often the headline 95% interval covers the truth, the bias and mean relative error
@@ -15,7 +15,7 @@ and crashes. Targets (issue 9): coverage ≥ 90% overall and ≥ 80% per kind, w
     python benchmarks/bench_truth.py --seeds 2 --llm-local   # each run also with the real local model
     python benchmarks/bench_truth.py --from-log runs.jsonl --oracle --oracle-seeds 200   # against the oracle
 
-``--llm-local`` starts the SmolLM2-135M server of ``agents.runtime.llm.local`` in this process and
+``--llm-local`` starts the SmolLM2-135M server of ``whyflow.runtime.llm.local`` in this process and
 runs every (kind, seed) twice, with the model off and on (``WHYFLOW_LLM``), then prints per kind
 whether the headline is the same and the largest difference: the model must never change a
 number (a 135M model tests the plumbing and the checks, not judgement).
@@ -41,13 +41,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 from typing import Any
 
+from whyflow.flows.recipes.builtin import builtin_recipe
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.truth_kinds import DEFAULT_N, KINDS, Case, make  # noqa: E402
 
-RECIPE = ROOT / "pipelines" / "causal_analysis.yaml"
+RECIPE = builtin_recipe("causal_analysis")
 DESIGN_KEYS = ("instrument", "running_variable", "cutoff", "unit_column", "time_column")
 
 
@@ -67,13 +69,13 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     """Run the recipe on ``case`` in ``workdir``; return the headline, the final decision, any error."""
     import yaml
 
-    from agents.causal.queries import headline_estimate
-    from agents.causal.state import StudyDesign
-    from flows.errors import RunFailed
-    from flows.jobstore.jobs import RunRequest, prepare_job
-    from flows.recipes.plan import load_plan
-    from flows.running.progress import Reporter
-    from flows.running.runner import LocalExecutor, Runner
+    from whyflow.causal.queries import headline_estimate
+    from whyflow.causal.state import StudyDesign
+    from whyflow.flows.errors import RunFailed
+    from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
+    from whyflow.flows.recipes.plan import load_plan
+    from whyflow.flows.running.progress import Reporter
+    from whyflow.flows.running.runner import LocalExecutor, Runner
 
     workdir.mkdir(parents=True, exist_ok=True)
     recipe = recipe or recipe_without_notebook(workdir)
@@ -109,7 +111,7 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     cd = state.confounder_discovery
     out["adjustment_set"] = list(cd.adjustment_set) if cd is not None else []
     out["left_out"] = [r.column for r in cd.column_roles] if cd is not None else []
-    from flows.jobstore.summary import model_usage
+    from whyflow.flows.jobstore.summary import model_usage
 
     out["tokens"] = sum(u.get("total_tokens", 0) for u in model_usage(state, folder.path).values())
     return out
@@ -292,7 +294,7 @@ def llm_comparison(rows: list[dict[str, Any]], kinds: Iterable[str]) -> str:
 
 def _start_local_model() -> Any:
     """Serve the local model in this process and point every run at it (the switch is per run)."""
-    from agents.runtime.llm.local import available, start
+    from whyflow.runtime.llm.local import available, start
 
     if not available():
         raise SystemExit(

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agents.causal.state import AnalysisState, DatasetInfo  # noqa: E402
-from flows.running.dispatch import run_single_agent  # noqa: E402
+from whyflow.causal.state import AnalysisState, DatasetInfo  # noqa: E402
+from whyflow.flows.running.dispatch import run_single_agent  # noqa: E402
 
 AGENTS = ("data_profiler", "data_repair", "eda_agent")
 

@@ -186,8 +186,8 @@ def iv_treatment_copy(n: int, seed: int) -> Interval:
 
 def did_one_treated(n: int, seed: int) -> Interval:
     """TWFE with placebo-in-space permutation inference over the states (interval by test inversion)."""
-    from agents.causal.estimation.designs_did import did_panel
-    from agents.causal.estimation.did_permutation import placebo_in_space
+    from whyflow.causal.estimation.designs_did import did_panel
+    from whyflow.causal.estimation.did_permutation import placebo_in_space
 
     perm = placebo_in_space(did_panel(_frame("did_one_treated", n, seed), "state", "quarter", "treated", "outcome"))
     lo, hi = perm["ci"]

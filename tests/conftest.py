@@ -38,7 +38,7 @@ def start_whyflow(argv: list[str], *, ephemeral: bool = False) -> subprocess.Pop
     if ephemeral:
         env.pop("PREFECT_API_URL", None)
     return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli.main", *argv],
+        [sys.executable, "-m", "whyflow.cli.main", *argv],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -79,7 +79,7 @@ def local_url() -> Iterator[str]:
     Module-scoped: the server runs threads in the test process, so it stops before the next
     module (sandbox tests fork). Tests using it skip when ``available()`` is false.
     """
-    from agents.runtime.llm.local import start
+    from whyflow.runtime.llm.local import start
 
     server, url = start(n_ctx=4096)
     yield url

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.causal.estimates import EstimateDetails, SensitivityDetails
-from agents.causal.estimation.backdoor import normal_ci
-from agents.causal.estimation.methods import REGISTRY
-from agents.causal.state import SensitivityResult, TreatmentEffectResult
+from whyflow.causal.estimates import EstimateDetails, SensitivityDetails
+from whyflow.causal.estimation.backdoor import normal_ci
+from whyflow.causal.estimation.methods import REGISTRY
+from whyflow.causal.state import SensitivityResult, TreatmentEffectResult
 
 __all__ = ["make_estimate", "make_sensitivity"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from agents.causal.state import AnalysisState, DataProfile, DatasetInfo
+from whyflow.causal.state import AnalysisState, DataProfile, DatasetInfo
 
 
 def basic_profile(frame: pd.DataFrame, treatment: str | None = None, outcome: str | None = None) -> DataProfile:

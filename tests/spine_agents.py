@@ -11,14 +11,14 @@ import time
 
 from pydantic import Field
 
-from agents.causal.knowledge import DomainKnowledge
-from agents.causal.state import AnalysisState, CritiqueDecision, CritiqueFeedback
-from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.core.status import JobStatus
-from agents.core.view import StateView
-from agents.runtime.data import read_table
 from tests.factories import make_estimate
 from tests.helpers import basic_profile
+from whyflow.causal.knowledge import DomainKnowledge
+from whyflow.causal.state import AnalysisState, CritiqueDecision, CritiqueFeedback
+from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from whyflow.core.status import JobStatus
+from whyflow.core.view import StateView
+from whyflow.runtime.data import read_table
 
 
 class ToyProfiler(Agent):

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.causal.state import CritiqueDecision
 from benchmarks.synthetic_effects import poor_overlap
-from flows.jobstore.jobs import RunRequest, prepare_job
-from flows.recipes.plan import load_plan
-from flows.running.progress import Reporter
-from flows.running.runner import LocalExecutor, Runner
+from whyflow.causal.state import CritiqueDecision
+from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
+from whyflow.flows.recipes.plan import load_plan
+from whyflow.flows.running.progress import Reporter
+from whyflow.flows.running.runner import LocalExecutor, Runner
 
 RECIPE = """
 name: overlap_loop

@@ -1,4 +1,4 @@
-"""Legitimate designs end to end through pipelines/causal_analysis.yaml (issue 9): no crash, the truth covered.
+"""Legitimate designs end to end through whyflow/recipes/causal_analysis.yaml (issue 9): no crash, the truth covered.
 
 A randomised experiment with covariates, a continuous treatment with a declared instrument, and
 data with nothing to adjust for; each on generated data with a known effect, through the CLI and
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.cli.main import main
+from whyflow.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.usefixtures("prefect_harness"), pytest.mark.slow]
@@ -32,7 +32,7 @@ def _run(frame: pd.DataFrame, tmp_path: Path, treatment: str, outcome: str, *fla
     data = tmp_path / "study.csv"
     frame.to_csv(data, index=False)
     out = tmp_path / "job"
-    argv = ["run", str(ROOT / "pipelines" / "causal_analysis.yaml"), "--data", str(data), "-t", treatment]
+    argv = ["run", "causal_analysis", "--data", str(data), "-t", treatment]
     code = main([*argv, "-y", outcome, *flags, "-o", str(out), *FAST])
     assert code == 0
     state = json.loads((out / "state.json").read_text())

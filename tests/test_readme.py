@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli.main import build_parser, main
-from flows.recipes.plan import load_plan
+from whyflow.flows.recipes.builtin import builtin_recipes
+from whyflow.cli.main import build_parser, main
+from whyflow.flows.recipes.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -49,7 +50,7 @@ def test_readme_commands_parse(command: str) -> None:
 
 def test_readme_validate_example_runs(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    recipes = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pipelines").glob("*.yaml"))
+    recipes = [r.name for r in builtin_recipes()]
     assert main(["validate", *recipes]) == 0
     out = capsys.readouterr().out
     assert all(f"✓ {r}" in out for r in recipes)

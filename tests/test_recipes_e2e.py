@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.synthetic import job_training, linear_confounding
-from flows.cli.main import main
+from whyflow.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.usefixtures("prefect_harness"), pytest.mark.slow]
@@ -34,7 +34,7 @@ def test_quick_estimate_recipe_covers_the_truth(tmp_path: Path, capsys: pytest.C
     code = main(
         [
             "run",
-            str(ROOT / "pipelines" / "quick_estimate.yaml"),
+            "quick_estimate",
             "--data",
             str(data),
             "-t",
@@ -79,7 +79,7 @@ def test_causal_analysis_recipe_end_to_end(tmp_path: Path) -> None:
     code = main(
         [
             "run",
-            str(ROOT / "pipelines" / "causal_analysis.yaml"),
+            "causal_analysis",
             "--data",
             str(data),
             "--treatment",
@@ -127,7 +127,7 @@ def test_causal_analysis_with_a_declared_design(generator: str, flags: list[str]
     out = tmp_path / "job"
     argv = [
         "run",
-        str(ROOT / "pipelines" / "causal_analysis.yaml"),
+        "causal_analysis",
         "--data",
         str(data),
         "-t",

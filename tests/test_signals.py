@@ -25,7 +25,7 @@ from benchmarks.synthetic import linear_confounding
 from tests.conftest import start_whyflow
 
 ROOT = Path(__file__).resolve().parents[1]
-QUICK = str(ROOT / "pipelines" / "quick_estimate.yaml")
+QUICK = "quick_estimate"
 JOB_TRAINING = ROOT / "examples" / "job_training.csv"
 pytestmark = [pytest.mark.usefixtures("prefect_harness"), pytest.mark.slow]
 

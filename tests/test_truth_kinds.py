@@ -1,6 +1,6 @@
 """One seed of every truth-benchmark kind through the full recipe (notebook step removed).
 
-The same path as ``benchmarks/bench_truth.py``: ``pipelines/causal_analysis.yaml`` run in-process
+The same path as ``benchmarks/bench_truth.py``: ``whyflow/recipes/causal_analysis.yaml`` run in-process
 by the runner, every decision the recipe's own. Each kind must run to completion with a headline
 that covers the truth, or with a critique that refuses to approve it (issue 9's "done means"),
 at a smaller size than the benchmark's so the whole file stays fast.

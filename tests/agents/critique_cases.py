@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.causal.state import AnalysisState, TreatmentEffectResult
-from flows.running.dispatch import run_single_agent
 from tests.factories import make_estimate
 from tests.helpers import make_state
+from whyflow.causal.state import AnalysisState, TreatmentEffectResult
+from whyflow.flows.running.dispatch import run_single_agent
 
 ADJ = ["x1", "x2", "x3"]
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.causal.discovery.graphs import oriented, precision_recall, skeleton
-from agents.causal.knowledge import DomainKnowledge
 from benchmarks.synthetic import linear_confounding
 from benchmarks.synthetic_graphs import SEVEN_NODE_GRAPH, linear_sem
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.discovery.graphs import oriented, precision_recall, skeleton
+from whyflow.causal.knowledge import DomainKnowledge
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def _run(frame, tmp_path: Path, params: dict, treatment=None, outcome=None, domain=None):
@@ -88,10 +88,10 @@ def test_batched_pc_returns_causal_learns_graph(seed: int) -> None:
     """The vectorised search makes causal-learn's decisions: the same endpoint matrix, knowledge included."""
     from causallearn.search.ConstraintBased.PC import pc
 
-    from agents.causal.discovery.causal_discovery import learn_pc
-    from agents.causal.discovery.graphs import Knowledge
-    from agents.causal.discovery.pc_search import orient
     from benchmarks.synthetic_graphs import random_dag, wide_linear
+    from whyflow.causal.discovery.causal_discovery import learn_pc
+    from whyflow.causal.discovery.graphs import Knowledge
+    from whyflow.causal.discovery.pc_search import orient
 
     frame, _ = linear_sem(random_dag(12, 3.0, seed), n=1500, seed=seed)
     names, x = list(frame.columns), frame.to_numpy()
@@ -115,9 +115,9 @@ def test_the_outcome_never_separates_two_other_variables() -> None:
     outcome adds (weight0 -> treated, both -> gain): conditioning on the outcome removed that true
     edge and made a mediator of the confounder age. The outcome causes nothing, so it is never in a
     separating set of two other variables (tiered PC); the edge stays and age is not a mediator."""
-    from agents.causal.discovery.causal_discovery import learn_pc
-    from agents.causal.discovery.graphs import Knowledge
     from benchmarks.truth_kinds import make
+    from whyflow.causal.discovery.causal_discovery import learn_pc
+    from whyflow.causal.discovery.graphs import Knowledge
 
     frame = make("change_score", 16).frame[["treated", "gain", "age", "weight0"]]
     names, x = list(frame.columns), frame.to_numpy(dtype=float)

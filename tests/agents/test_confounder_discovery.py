@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from agents.causal.discovery.adjustment_rules import data_checks
-from agents.causal.state import CausalDAG, CausalEdge
 from benchmarks.synthetic import TRUE_GRAPH_LINEAR, linear_confounding
 from benchmarks.synthetic_graphs import wide_confounded
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.discovery.adjustment_rules import data_checks
+from whyflow.causal.state import CausalDAG, CausalEdge
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def _data(n: int = 2000, seed: int = 0):

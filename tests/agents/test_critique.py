@@ -8,10 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.review.critique import codes_in
-from agents.causal.state import CritiqueDecision
 from benchmarks.synthetic import linear_confounding
-from flows.running.dispatch import run_single_agent
 from tests.agents.critique_cases import (
     ADJ,
     make_analysis,
@@ -19,6 +16,9 @@ from tests.agents.critique_cases import (
     propensity_scores,
     run_critique,
 )
+from whyflow.causal.review.critique import codes_in
+from whyflow.causal.state import CritiqueDecision
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 # ---- tests -------------------------------------------------------------------------------

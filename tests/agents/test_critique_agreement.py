@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents.causal.review.critique import codes_in
-from agents.causal.state import AnalysisState, CritiqueDecision
 from benchmarks.synthetic import linear_confounding
 from tests.agents.critique_cases import (
     make_analysis,
     run_critique,
 )
+from whyflow.causal.review.critique import codes_in
+from whyflow.causal.state import AnalysisState, CritiqueDecision
 
 
 def _shift(state: AnalysisState, method: str, to: float, se: float | None = None) -> None:

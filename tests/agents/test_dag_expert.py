@@ -8,10 +8,10 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from agents.causal.discovery.graphs import directed_graph
-from agents.causal.state import CausalDAG, CausalEdge
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.discovery.graphs import directed_graph
+from whyflow.causal.state import CausalDAG, CausalEdge
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def _state(tmp_path: Path, nodes: list[str], edges: list[CausalEdge], domain=None, method="PC", pair=("t", "y")):

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.dataprep.profiling import build_profile, parse_numeric_text
-from agents.causal.knowledge import Metadata
-from agents.core.errors import DataError
 from benchmarks.synthetic import job_training, linear_confounding
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.dataprep.profiling import build_profile, parse_numeric_text
+from whyflow.causal.knowledge import Metadata
+from whyflow.core.errors import DataError
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def _profile(frame: pd.DataFrame, tmp_path: Path, treatment: str | None = None, outcome: str | None = None, **kw):
@@ -193,7 +193,7 @@ def test_decimal_commas_and_thousands_separators_are_told_apart() -> None:
 
 
 def test_day_first_dates_are_parsed_day_first() -> None:
-    from agents.causal.dataprep.profiling import parse_dates
+    from whyflow.causal.dataprep.profiling import parse_dates
 
     european = parse_dates(pd.Series(["04/03/2021", "25/12/2021", None]))
     assert european.tolist()[:2] == [pd.Timestamp("2021-03-04"), pd.Timestamp("2021-12-25")] and european.isna().iloc[2]

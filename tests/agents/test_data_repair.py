@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.diagnostics import DataRepairEntry
-from agents.core.errors import AgentError
 from benchmarks.synthetic import job_training, linear_confounding
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.diagnostics import DataRepairEntry
+from whyflow.core.errors import AgentError
+from whyflow.flows.running.dispatch import run_single_agent
 
 N_DUP = 40
 N_AGE_MISSING = 20
@@ -120,7 +120,7 @@ def test_missing_treatment_and_outcome_are_dropped_not_imputed(tmp_path: Path) -
 
 
 def test_a_design_column_with_gaps_loses_its_rows_and_is_never_filled_in(tmp_path: Path) -> None:
-    from agents.causal.state import StudyDesign
+    from whyflow.causal.state import StudyDesign
 
     rng = np.random.default_rng(4)
     n = 600
@@ -223,7 +223,7 @@ def test_failed_expectations_left_unrepaired_are_listed_per_column(tmp_path: Pat
 
 def test_age_bounds_apply_to_ages_in_years_only() -> None:
     """A standardised age (negative lower quartile) gets Tukey's fences, not [0, 120]."""
-    from agents.causal.dataprep.expectations import range_bounds
+    from whyflow.causal.dataprep.expectations import range_bounds
 
     z = {"p25": -0.67, "p75": 0.67}
     lo, hi = range_bounds("age_z", z) or (0.0, 0.0)
@@ -239,7 +239,7 @@ def test_validation_leaves_no_context_holding_the_data_behind() -> None:
     from great_expectations.data_context.data_context.context_factory import project_manager
     from great_expectations.exceptions import DataContextRequiredError
 
-    from agents.causal.dataprep.expectations import run_expectations
+    from whyflow.causal.dataprep.expectations import run_expectations
 
     frame = pd.DataFrame({"a": [1.0, 2.0, None, 4.0], "b": [0, 1, 0, 1]})
     checks = [E.ExpectColumnValuesToNotBeNull(column="a"), E.ExpectColumnValuesToNotBeNull(column="b")]

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.dataprep.expectations import run_expectations
-from agents.causal.dataprep.repair_rules import recheck_expectations, unrepaired
-from agents.causal.diagnostics import Unrepaired
 from benchmarks.synthetic import linear_confounding
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.dataprep.expectations import run_expectations
+from whyflow.causal.dataprep.repair_rules import recheck_expectations, unrepaired
+from whyflow.causal.diagnostics import Unrepaired
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def _key(entries: list[Unrepaired]) -> list[tuple]:
@@ -47,8 +47,8 @@ def test_unrepaired_data_gets_the_verdicts_great_expectations_gives_on_a_second_
 
 
 def test_type_checks_only_where_the_raw_column_is_not_already_a_number_dtype() -> None:
-    from agents.causal.dataprep.expectations import expectation_suites
-    from agents.causal.dataprep.profiling import build_profile
+    from whyflow.causal.dataprep.expectations import expectation_suites
+    from whyflow.causal.dataprep.profiling import build_profile
 
     raw, _ = linear_confounding(300, effect=1.0, seed=1)
     raw["price"] = [f"{v:,.2f}" for v in raw["x1"] * 1000]  # numbers stored as text

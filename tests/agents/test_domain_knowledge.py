@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from agents.causal.state import AnalysisState
-from agents.core.errors import AgentError
 from benchmarks.synthetic import job_training
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.state import AnalysisState
+from whyflow.core.errors import AgentError
+from whyflow.flows.running.dispatch import run_single_agent
 
 METADATA = {
     "description": "Job-training programme evaluation",

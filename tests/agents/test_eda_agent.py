@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from flows.running.dispatch import run_single_agent
 from tests.agents.test_data_repair import N_DUP, N_EDU_MISSING, N_OUTLIERS, messy_copy
 from tests.helpers import make_state
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def _issue(issues: list[str], *words: str) -> str:

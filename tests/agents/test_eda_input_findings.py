@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.causal.dataprep.frame_checks import FINDINGS_FILE, load_findings, quality_findings
-from agents.runtime.data import read_table
-from flows.running.dispatch import run_single_agent
 from tests.agents.test_data_repair import messy_copy
 from tests.helpers import make_state
+from whyflow.causal.dataprep.frame_checks import FINDINGS_FILE, load_findings, quality_findings
+from whyflow.flows.running.dispatch import run_single_agent
+from whyflow.runtime.data import read_table
 
 
 def test_recorded_findings_give_the_same_quality_report_as_reading_the_input_again(tmp_path: Path) -> None:

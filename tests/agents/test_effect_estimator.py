@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from agents.causal.state import CritiqueDecision, CritiqueFeedback, StudyDesign
-from agents.core.errors import AgentError
 from benchmarks import synthetic_effects as S
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.state import CritiqueDecision, CritiqueFeedback, StudyDesign
+from whyflow.core.errors import AgentError
+from whyflow.flows.running.dispatch import run_single_agent
 
 FAST = {"methods": ["naive", "ols", "ipw", "aipw"], "bootstrap": 50}
 
@@ -86,7 +86,7 @@ def test_poor_overlap_trimmed_in_round_two(tmp_path: Path) -> None:
     assert _headlines(state)[0].details.method_key == "aipw" and _covers(est["aipw"], truth["effect"])
     assert "dropped" in result.reasoning
     # The headline says which population it is about, in the state and in the CLI summary.
-    from flows.jobstore.summary import estimate_lines
+    from whyflow.flows.jobstore.summary import estimate_lines
 
     head = _headlines(state)[0]
     kept = f"{trim.n_kept:,} of 2,500 units inside common support"

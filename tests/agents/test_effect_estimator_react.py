@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from agents.causal.estimation.effect_estimator_react import TOOLS, EffectEstimatorReActAgent, _Loop, llm_choose, policy
-from agents.causal.estimation.pair_analysis import run_method
-from agents.core.agent import AgentContext
 from benchmarks import synthetic_effects as S
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.estimation.effect_estimator_react import TOOLS, EffectEstimatorReActAgent, _Loop, llm_choose, policy
+from whyflow.causal.estimation.pair_analysis import run_method
+from whyflow.core.agent import AgentContext
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def test_policy_headline_covers_truth_and_steps_recorded(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_llm_answers_validated_and_junk_falls_back(tmp_path: Path) -> None:
         json.dumps({"thought": "x", "tool": "estimate", "method": "magic"}),  # not an allowed method
     ]
     ctx = AgentContext(job_dir=tmp_path, step="effect_estimator_react", seed=0, llm=_client(answers))
-    from flows.running.dispatch import apply_result, dispatch
+    from whyflow.flows.running.dispatch import apply_result, dispatch
 
     result = dispatch(EffectEstimatorReActAgent, state, {"methods": ["naive", "ols", "aipw"], "bootstrap": 20}, ctx)
     apply_result(state, EffectEstimatorReActAgent, result)
@@ -71,8 +71,8 @@ def test_llm_answers_validated_and_junk_falls_back(tmp_path: Path) -> None:
 
 
 def test_policy_refits_propensity_when_balance_is_poor(tmp_path: Path) -> None:
-    from agents.causal.estimation.common import setup_for_pair
-    from agents.core.view import StateView
+    from whyflow.causal.estimation.common import setup_for_pair
+    from whyflow.core.view import StateView
 
     frame, _ = S.nonlinear_heterogeneous(n=1500, seed=3)
     frame["x2sq"] = 0.0  # harmless constant column (excluded as constant)

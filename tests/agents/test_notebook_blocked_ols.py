@@ -1,6 +1,6 @@
 """On large data the regression adjustment is fitted a block of rows at a time, and the notebook refits it so.
 
-The threshold (:data:`agents.causal.estimation.ols.BLOCKED_FROM_CELLS`, 4M cells) and the block size are lowered
+The threshold (:data:`whyflow.causal.estimation.ols.BLOCKED_FROM_CELLS`, 4M cells) and the block size are lowered
 so that 1,500 rows take the large-data path: the estimator records its block size, the notebook's
 helpers gain ``least_squares`` (the same computation in plain NumPy), and the headline check and the
 refuters' re-check use it, reproducing the run's numbers and statsmodels'.
@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from agents.causal.estimation import ols
 from benchmarks.synthetic import job_training
-from flows.running.dispatch import run_single_agent
 from tests.helpers import cell_stream, make_state, tagged_cell
+from whyflow.causal.estimation import ols
+from whyflow.flows.running.dispatch import run_single_agent
 
 SECTIONS = """{% include "sections/00_setup.j2" %}
 {% include "sections/60_estimates.j2" %}

@@ -17,14 +17,14 @@ import nbformat
 import pandas as pd
 import pytest
 
-from agents.causal.report.notebook import fmt_num, split_cells
-from agents.causal.report.notebook_generator import recompute_kind
-from agents.causal.state import AnalysisState, CausalDAG, CausalEdge, DatasetInfo, TreatmentEffectResult
-from agents.core.errors import AgentError
 from benchmarks.synthetic import job_training
-from flows.running.dispatch import run_single_agent
 from tests.factories import make_estimate
 from tests.helpers import basic_profile, make_state
+from whyflow.causal.report.notebook import fmt_num, split_cells
+from whyflow.causal.report.notebook_generator import recompute_kind
+from whyflow.causal.state import AnalysisState, CausalDAG, CausalEdge, DatasetInfo, TreatmentEffectResult
+from whyflow.core.errors import AgentError
+from whyflow.flows.running.dispatch import run_single_agent
 
 CONFOUNDERS = ["age", "education_years", "prior_earnings", "married", "region"]
 
@@ -237,7 +237,7 @@ def test_html_contains_the_headline(analysis: dict[str, Any]) -> None:
 
 def test_warmed_html_exporter_writes_the_same_page(analysis: dict[str, Any], tmp_path: Path) -> None:
     """The agent warms its exporter on a thread while the kernel runs: the page is a fresh exporter's."""
-    from agents.causal.report.notebook import export_html, html_exporter
+    from whyflow.causal.report.notebook import export_html, html_exporter
 
     nb = nbformat.read(analysis["job"] / "report.ipynb", as_version=4)
     fresh = export_html(nb, tmp_path / "fresh.html").read_text()
@@ -289,8 +289,8 @@ print("probe", os.getpid(), "pandas" in sys.modules, "pd" in dir(), "_whyflow_mo
 def test_a_kernel_warmed_when_the_run_starts_is_the_one_the_notebook_runs_in(tmp_path: Path) -> None:
     """The kernel started by warm_up (in the flow's thread) runs the notebook (in a task's thread),
     with the report's libraries already imported and no name left defined by the warm-up."""
-    from agents.causal.report.notebook_generator import NotebookGeneratorAgent
-    from agents.runtime.children import kernel_processes
+    from whyflow.causal.report.notebook_generator import NotebookGeneratorAgent
+    from whyflow.runtime.children import kernel_processes
 
     top = tmp_path / "probe.ipynb.j2"
     top.write_text(PROBE)
@@ -309,8 +309,8 @@ def test_a_kernel_warmed_when_the_run_starts_is_the_one_the_notebook_runs_in(tmp
 
 
 def test_a_warm_kernel_the_run_never_uses_is_shut_down(tmp_path: Path) -> None:
-    from agents.causal.report.notebook_generator import NotebookGeneratorAgent
-    from agents.runtime.children import kernel_processes
+    from whyflow.causal.report.notebook_generator import NotebookGeneratorAgent
+    from whyflow.runtime.children import kernel_processes
 
     assert NotebookGeneratorAgent.warm_up(NotebookGeneratorAgent.Params(execute=False), tmp_path) is None
     release = NotebookGeneratorAgent.warm_up(NotebookGeneratorAgent.Params(), tmp_path)

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from benchmarks.synthetic import job_training
-from flows.running.dispatch import run_single_agent
 from tests.helpers import cell_stream, make_state, tagged_cell
+from whyflow.flows.running.dispatch import run_single_agent
 
 SECTIONS = """{% include "sections/00_setup.j2" %}
 {% include "sections/20_eda.j2" %}
@@ -76,7 +76,7 @@ def test_a_small_table_is_drawn_whole(tmp_path: Path) -> None:
 
 def _helpers(sample_rows: int = 500) -> dict[str, Any]:
     """The setup template's helper cell, executed here (the functions the cells call)."""
-    from agents.causal.report.notebook import make_environment, render_template, split_cells
+    from whyflow.causal.report.notebook import make_environment, render_template, split_cells
 
     text = render_template(
         make_environment(),
@@ -100,7 +100,7 @@ def _helpers(sample_rows: int = 500) -> dict[str, Any]:
 def test_the_setup_cell_reads_the_frame_pandas_reads(tmp_path: Path) -> None:
     """The setup cell reads Parquet through Arrow (each column keeps Arrow's buffer, Arrow's spare memory is given
     back): the frame is still the one pd.read_parquet makes, whatever the column types."""
-    from agents.causal.report.notebook import make_environment, render_template, split_cells
+    from whyflow.causal.report.notebook import make_environment, render_template, split_cells
 
     frame, _ = job_training(n=300, seed=6)
     frame["region"] = frame["region"].astype("category")

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents.causal.state import AnalysisState, CausalDAG, CausalEdge, TreatmentEffectResult
 from benchmarks.synthetic import linear_confounding
-from flows.running.dispatch import run_single_agent
 from tests.factories import make_estimate
 from tests.helpers import make_state
+from whyflow.causal.state import AnalysisState, CausalDAG, CausalEdge, TreatmentEffectResult
+from whyflow.flows.running.dispatch import run_single_agent
 
 ADJ = ["x1", "x2", "x3"]
 
@@ -36,8 +36,8 @@ def _ols(frame: pd.DataFrame, adj: list[str]) -> TreatmentEffectResult:
 
 def _aipw(frame: pd.DataFrame, adj: list[str]) -> TreatmentEffectResult:
     """The doubly robust estimate beside the regression: approval needs the credible estimators to agree."""
-    from agents.causal.estimation.backdoor import aipw
-    from agents.causal.estimation.nuisance import fit_propensity
+    from whyflow.causal.estimation.backdoor import aipw
+    from whyflow.causal.estimation.nuisance import fit_propensity
 
     X, t, y = frame[adj], frame["treated"].to_numpy(), frame["outcome"].to_numpy()
     _, ps, _ = fit_propensity(X, t, 0, 5, "logistic", None)
@@ -162,8 +162,8 @@ def test_data_driven_adjustment_set_asks_to_confirm_timing(tmp_path: Path) -> No
 
 
 def test_weak_identification_is_not_called_trustworthy(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from agents.causal.report.orchestrator import OrchestratorAgent
-    from agents.causal.state import CritiqueDecision, CritiqueFeedback
+    from whyflow.causal.report.orchestrator import OrchestratorAgent
+    from whyflow.causal.state import CritiqueDecision, CritiqueFeedback
 
     head = make_estimate("aipw", 1.2, 0.1, label="AIPW", ci=(1.0, 1.4), headline=True)
     verdict = OrchestratorAgent._trust(  # noqa: SLF001 - the verdict rule itself

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.causal.state import CritiqueDecision, CritiqueFeedback
 from benchmarks import synthetic_effects as S
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.state import CritiqueDecision, CritiqueFeedback
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def _critique(*improvements: str) -> list[CritiqueFeedback]:
@@ -80,8 +80,8 @@ def test_no_covariates_gives_trivial_diagnostics_not_an_error(tmp_path) -> None:
     import numpy as np
     import pandas as pd
 
-    from flows.running.dispatch import run_single_agent
     from tests.helpers import make_state
+    from whyflow.flows.running.dispatch import run_single_agent
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"treated": rng.binomial(1, 0.3, 500), "outcome": rng.normal(size=500)})

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.review.sensitivity import evalue_for_effect, evalue_rr, matched_pair_differences, rosenbaum_gamma
-from agents.causal.state import AnalysisState, TreatmentEffectResult
 from benchmarks.synthetic import linear_confounding
-from flows.running.dispatch import run_single_agent
 from tests.factories import make_estimate
 from tests.helpers import make_state
+from whyflow.causal.review.sensitivity import evalue_for_effect, evalue_rr, matched_pair_differences, rosenbaum_gamma
+from whyflow.causal.state import AnalysisState, TreatmentEffectResult
+from whyflow.flows.running.dispatch import run_single_agent
 
 ADJ = ["x1", "x2", "x3"]
 
@@ -183,8 +183,8 @@ def test_a_failing_refuter_is_a_recorded_skip(tmp_path: Path) -> None:
 
 
 def test_trimmed_headline_is_analysed_on_its_trimmed_sample(tmp_path: Path) -> None:
-    from agents.causal.discovery.adjustment import prepare
-    from agents.causal.estimation.propensity import fit_propensity
+    from whyflow.causal.discovery.adjustment import prepare
+    from whyflow.causal.estimation.propensity import fit_propensity
 
     frame, _ = linear_confounding(n=1500, effect=2.0, seed=7, strength=3.0)
     prep = prepare(frame, "treated", "outcome", ADJ)  # the estimators' own propensity, as a trimmed run has
@@ -229,8 +229,8 @@ def test_large_data_refuters_use_a_seeded_sample_and_say_so(tmp_path: Path) -> N
 
 
 def test_trimmed_headline_keeps_exactly_the_estimators_rows(tmp_path: Path) -> None:
-    from agents.causal.state import CritiqueDecision, CritiqueFeedback
     from benchmarks.synthetic_effects import poor_overlap
+    from whyflow.causal.state import CritiqueDecision, CritiqueFeedback
 
     frame, _ = poor_overlap(n=2000, seed=1)
     state = make_state(frame, tmp_path, "treated", "outcome")
@@ -257,8 +257,8 @@ def test_trimmed_headline_keeps_exactly_the_estimators_rows(tmp_path: Path) -> N
 def test_the_estimators_sample_is_the_one_analysed_even_with_missing_values(tmp_path: Path) -> None:
     """One analysed sample: trimmed and with incomplete rows, the sensitivity analysis runs on exactly
     the rows the estimator recorded (row labels of the data, not positions among complete rows)."""
-    from agents.causal.state import CritiqueDecision, CritiqueFeedback
     from benchmarks.synthetic_effects import poor_overlap
+    from whyflow.causal.state import CritiqueDecision, CritiqueFeedback
 
     frame, _ = poor_overlap(n=2000, seed=1)
     frame.loc[frame.index[:300:3], "x2"] = np.nan  # 100 incomplete rows, all early in the file

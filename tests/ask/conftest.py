@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.runtime.llm import reset_runs
 from tests.llm.scripted import Scripted, ScriptedLLM
+from whyflow.runtime.llm import reset_runs
 
 
 @pytest.fixture(scope="session")

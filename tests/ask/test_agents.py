@@ -7,16 +7,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.ask.state import AskState, ChatMessage
-from agents.core.status import JobStatus
-from flows.ask.job import AskRequest, prepare_ask_job
-from flows.recipes.plan import load_plan
-from flows.running.dispatch import run_single_agent
-from flows.running.progress import Reporter
-from flows.running.runner import LocalExecutor, Runner
+from whyflow.ask.state import AskState, ChatMessage
+from whyflow.core.status import JobStatus
+from whyflow.flows.ask_jobs.job import AskRequest, prepare_ask_job
+from whyflow.flows.recipes.builtin import builtin_recipe
+from whyflow.flows.recipes.plan import load_plan
+from whyflow.flows.running.dispatch import run_single_agent
+from whyflow.flows.running.progress import Reporter
+from whyflow.flows.running.runner import LocalExecutor, Runner
 
 ROOT = Path(__file__).resolve().parents[2]
-ASK = ROOT / "pipelines" / "ask.yaml"
+ASK = builtin_recipe("ask")
 
 
 def ask(

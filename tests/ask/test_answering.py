@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.ask.answering import cannot_answer
-from agents.ask.state import AskPlan
+from whyflow.ask.answering import cannot_answer
+from whyflow.ask.state import AskPlan
 
 
 def _plan() -> AskPlan:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from flows.ask import engine as ask_engine
-from flows.cli.main import main
+from whyflow.cli.main import main
+from whyflow.flows.ask_jobs import engine as ask_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,7 @@ def test_ask_without_a_server_runs_the_plain_runner_and_says_so(
     path, frame = shop
     out = tmp_path / "job"
     script = (
-        "import sys\nfrom flows.cli.main import main\n"
+        "import sys\nfrom whyflow.cli.main import main\n"
         f"code = main(['--runs-dir', {str(tmp_path / 'runs')!r}, 'ask', '--data', {str(path)!r}, "
         f"'What is the average price?', '--output', {str(out)!r}])\n"
         "print('PREFECT' if 'prefect' in sys.modules else 'NO-PREFECT', code)\n"
@@ -156,8 +156,8 @@ def test_a_part_the_parser_cannot_read_is_said_to_need_a_model(
 
 # ---- the sandbox's template outlives the thread that needed it ---------------------------------
 def test_the_warm_template_survives_the_threads_that_use_it(shop: tuple[Path, pd.DataFrame]) -> None:
-    from agents.runtime.sandbox import server as sandbox_server
-    from agents.runtime.sandbox.run import run_code
+    from whyflow.runtime.sandbox import server as sandbox_server
+    from whyflow.runtime.sandbox.run import run_code
 
     assert ask_engine.prewarm_sandbox().wait(120)
     templates = [t for t in sandbox_server._templates.values() if t.alive()]
@@ -180,8 +180,8 @@ def test_serve_answers_on_the_plain_runner(tmp_path: Path) -> None:
     import uvicorn
     from websockets.sync.client import connect
 
-    from flows.web import create_app
     from tests.web.conftest import JOB_TRAINING, LiveServer, run_until_done
+    from whyflow.web import create_app
 
     class Server(LiveServer):
         def __init__(self, data_dir: Path) -> None:
@@ -258,7 +258,7 @@ def test_sigterm_during_a_causal_question_cancels_the_plain_run(tmp_path: Path) 
 
     env = _no_server_env(tmp_path)  # the resume starts the stopped nested job afresh, beside the old one
     done = subprocess.run(
-        [sys.executable, "-m", "flows.cli.main", "resume", str(out)],
+        [sys.executable, "-m", "whyflow.cli.main", "resume", str(out)],
         capture_output=True,
         text=True,
         timeout=900,

@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.runtime.llm import reset_runs
-from agents.runtime.llm.local import available
-from flows.cli.main import main
+from whyflow.cli.main import main
+from whyflow.runtime.llm import reset_runs
+from whyflow.runtime.llm.local import available
 
 pytestmark = [
     pytest.mark.llm_local,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from flows.cli.main import main
+from whyflow.cli.main import main
 
 
 def test_local_engine_answers_and_writes_the_job(
@@ -34,7 +34,7 @@ def test_local_engine_answers_and_writes_the_job(
 def test_local_engine_never_imports_prefect(shop: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
     path, _ = shop
     script = (
-        "import sys\nfrom flows.cli.main import main\n"
+        "import sys\nfrom whyflow.cli.main import main\n"
         f"code = main(['--runs-dir', {str(tmp_path)!r}, 'ask', '--engine', 'local', '--data', {str(path)!r}, "
         f"'What is the average price?', '--output', {str(tmp_path / 'job')!r}])\n"
         "print('PREFECT' if 'prefect' in sys.modules else 'NO-PREFECT', code)\n"

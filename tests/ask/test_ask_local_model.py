@@ -1,4 +1,4 @@
-"""`pipelines/ask.yaml` and `pipelines/ask_react.yaml` with a real local model (xllamacpp serving SmolLM2-135M) switched on.
+"""`whyflow/recipes/ask.yaml` and `whyflow/recipes/ask_react.yaml` with a real local model (xllamacpp serving SmolLM2-135M) switched on.
 
 Asserts protocol and structure, never the model's judgement: the run ends with a valid
 FinalOutput whatever the 135M model says, the model was really asked (usage in the trace), and
@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.runtime.llm import reset_runs
-from agents.runtime.llm.local import available
-from agents.runtime.llm.validate import numbers_of, numbers_problems
 from tests.ask.test_agents import ROOT, ask
+from whyflow.runtime.llm import reset_runs
+from whyflow.runtime.llm.local import available
+from whyflow.runtime.llm.validate import numbers_of, numbers_problems
 
 pytestmark = [
     pytest.mark.llm_local,
@@ -25,7 +25,7 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("recipe", ["ask.yaml", "ask_react.yaml"])
+@pytest.mark.parametrize("recipe", ["ask", "ask_react"])
 def test_a_question_with_the_real_model_ends_in_a_checked_answer(
     recipe: str, local_url: str, tmp_path: Path, shop: tuple[Path, pd.DataFrame], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -36,7 +36,7 @@ def test_a_question_with_the_real_model_ends_in_a_checked_answer(
     monkeypatch.setenv("WHYFLOW_LLM_TIMEOUT_S", "120")
     reset_runs()
     try:
-        state = ask(tmp_path, path, "What is the average price by region?", recipe=ROOT / "pipelines" / recipe)
+        state = ask(tmp_path, path, "What is the average price by region?", recipe=recipe)
     finally:
         reset_runs()
     final = state.final_output

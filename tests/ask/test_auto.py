@@ -1,5 +1,5 @@
-"""Seed 004's first analysis (pipelines/auto_analyze.yaml, `whyflow ask --data FILE --auto`) and
-`whyflow ask --recipe pipelines/ask_react.yaml`: real reader, runner, DuckDB and Prefect."""
+"""Seed 004's first analysis (whyflow/recipes/auto_analyze.yaml, `whyflow ask --data FILE --auto`) and
+`whyflow ask --recipe ask_react`: real reader, runner, DuckDB and Prefect."""
 
 from __future__ import annotations
 
@@ -11,14 +11,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.ask._shared import read_data
-from agents.ask.tools.column_report import HEADERS, column_report, dataset_summary, session_title
-from flows.cli.main import main
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
+from whyflow.ask._shared import read_data
+from whyflow.ask.tools.column_report import HEADERS, column_report, dataset_summary, session_title
+from whyflow.cli.main import main
+from whyflow.flows.recipes.builtin import builtin_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
-AUTO = ROOT / "pipelines" / "auto_analyze.yaml"
+AUTO = builtin_recipe("auto_analyze")
 PUBLIC = Path("/work/shared/datasets/public")
 
 
@@ -122,7 +123,7 @@ def test_the_cli_runs_auto_and_the_react_recipe(
             "--data",
             str(path),
             "--recipe",
-            str(ROOT / "pipelines" / "ask_react.yaml"),
+            "ask_react",
             "What is the average price by region?",
             "--output",
             str(tmp_path / "react"),
@@ -133,9 +134,9 @@ def test_the_cli_runs_auto_and_the_react_recipe(
     east = frame[frame.region == "east"]["price"].mean()
     assert f"{east:.4g}" in printed and "runtime: deterministic" in printed
 
-    from flows.deployments import ask_deployment  # the auto-analyze deployment of prefect.yaml
+    from whyflow.deployments import ask_deployment  # the auto-analyze deployment of prefect.yaml
 
     done = ask_deployment(
-        question="first look", data=str(path), recipe="pipelines/auto_analyze.yaml", output=str(tmp_path / "deployed")
+        question="first look", data=str(path), recipe="auto_analyze", output=str(tmp_path / "deployed")
     )
     assert done["status"] == "completed" and done["answer"].startswith("'orders' holds 300 rows")

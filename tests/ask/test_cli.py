@@ -9,7 +9,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from flows.cli.main import main
+from whyflow.cli.main import main
+from whyflow.flows.recipes.builtin import builtin_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
         (["ask", "--data", "{data}", "   "], "the question is empty"),
         (["ask", "--data", "{data}", "q?", "--session", "../etc"], "--session '../etc'"),
         (
-            ["ask", "--data", "{data}", "q?", "--recipe", str(ROOT / "pipelines" / "quick_estimate.yaml")],
+            ["ask", "--data", "{data}", "q?", "--recipe", "quick_estimate"],
             "needs `state: ask`",
         ),
     ],
@@ -105,11 +106,11 @@ def test_ask_prints_the_answer_and_writes_the_files_and_the_session(
 def test_status_and_resume_of_an_ask_job(
     shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from flows.ask.job import AskRequest, prepare_ask_job
-    from flows.recipes.plan import load_plan
+    from whyflow.flows.ask_jobs.job import AskRequest, prepare_ask_job
+    from whyflow.flows.recipes.plan import load_plan
 
     path, frame = shop
-    recipe = ROOT / "pipelines" / "ask.yaml"
+    recipe = builtin_recipe("ask")
     folder = prepare_ask_job(
         AskRequest("What is the median quantity?", [str(path)], recipe=str(recipe), output=str(tmp_path / "job")),
         load_plan(recipe),

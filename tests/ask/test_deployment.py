@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from flows.cli.main import main
+from whyflow.cli.main import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -25,7 +25,7 @@ def _artifacts(key: str) -> list[Any]:
 def test_a_scheduled_question_records_its_answers_over_time(
     shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from flows.deployments import ask_deployment
+    from whyflow.deployments import ask_deployment
 
     _, frame = shop
     data = tmp_path / "orders.csv"
@@ -41,6 +41,6 @@ def test_a_scheduled_question_records_its_answers_over_time(
     again = ask_deployment(question=question, data=str(data), output=str(runs / "c"))
     assert again["drift_flags"] and "estimate moved 100%" in again["drift_flags"][0]
 
-    assert main(["--runs-dir", str(runs), "history", "pipelines/ask.yaml", "--data", str(data)]) == 0
+    assert main(["--runs-dir", str(runs), "history", "ask", "--data", str(data)]) == 0
     printed = capsys.readouterr().out
     assert f"{frame['price'].mean():.4g}" in printed and f"{2 * frame['price'].mean():.4g}" in printed

@@ -1,8 +1,8 @@
-"""pipelines/ask_react.yaml: the data scientist's ReAct loop (seed 002) on 003's runtime.
+"""whyflow/recipes/ask_react.yaml: the data scientist's ReAct loop (seed 002) on 003's runtime.
 
 Real DuckDB, sandbox and runner; the model's turns come from a scripted OpenAI-compatible
 server on loopback (the only thing that stands in). Without a model, the recipe gives the same
-answers as pipelines/ask.yaml through the same tool functions.
+answers as whyflow/recipes/ask.yaml through the same tool functions.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from agents.ask.react_loop import DIVERGENCE
-from agents.ask.runtime import ALLOWED, InvalidStateTransition, Runtime, RuntimeState, call_key
-from agents.ask.state import AskState
-from agents.ask.tools.analysis import ExecuteCodeArgs, SqlQueryCall
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
+from whyflow.ask.react_loop import DIVERGENCE
+from whyflow.ask.runtime import ALLOWED, InvalidStateTransition, Runtime, RuntimeState, call_key
+from whyflow.ask.state import AskState
+from whyflow.ask.tools.analysis import ExecuteCodeArgs, SqlQueryCall
+from whyflow.flows.recipes.builtin import builtin_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
-REACT = ROOT / "pipelines" / "ask_react.yaml"
+REACT = builtin_recipe("ask_react")
 MEAN = "result = float(df['price'].mean())"
 
 
@@ -87,7 +88,7 @@ def test_arguments_from_any_model_are_normalised() -> None:
     )
 
 
-# ---- without a model: pipelines/ask.yaml's answers -----------------------------------------------
+# ---- without a model: whyflow/recipes/ask.yaml's answers -----------------------------------------------
 @pytest.mark.parametrize(
     "question",
     [
@@ -299,8 +300,8 @@ def test_write_code_from_an_approach_in_words_then_execute_the_written_code(
 
 
 def test_the_answer_artifact_carries_the_runtime_summary() -> None:
-    from agents.ask.state import FinalOutput, RuntimeSummary, RuntimeTransition
-    from flows.ask.flow import _markdown
+    from whyflow.ask.state import FinalOutput, RuntimeSummary, RuntimeTransition
+    from whyflow.flows.ask_jobs.flow import _markdown
 
     runtime = RuntimeSummary(
         mode="deterministic",
@@ -320,8 +321,8 @@ def test_the_answer_artifact_carries_the_runtime_summary() -> None:
 def test_a_follow_up_turn_sees_the_earlier_artifacts_and_does_not_recreate_them(
     tmp_path: Path, shop: tuple[Path, pd.DataFrame]
 ) -> None:
-    from agents.ask.state import ChatMessage
-    from flows.ask.job import save_turn
+    from whyflow.ask.state import ChatMessage
+    from whyflow.flows.ask_jobs.job import save_turn
 
     path, _ = shop
     question = "What is the average price by region?"
@@ -343,7 +344,7 @@ def test_a_follow_up_turn_sees_the_earlier_artifacts_and_does_not_recreate_them(
 def test_identical_calls_are_skipped_unless_the_user_asked_to_rerun(
     rerun: bool, skipped: int, tmp_path: Path, shop: tuple[Path, pd.DataFrame]
 ) -> None:
-    from agents.ask.toolbox import Toolbox
+    from whyflow.ask.toolbox import Toolbox
 
     path, frame = shop
     box = Toolbox(question="q", frame=frame, datasets={"data": str(path)}, job_dir=tmp_path, allow_rerun=rerun)

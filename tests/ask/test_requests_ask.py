@@ -8,13 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents.ask.state import AskState
-from flows.ask.job import AskRequest, prepare_ask_job
-from flows.recipes.plan import load_plan
-from flows.running.progress import Reporter
-from flows.running.runner import LocalExecutor, Runner
+from whyflow.ask.state import AskState
+from whyflow.flows.ask_jobs.job import AskRequest, prepare_ask_job
+from whyflow.flows.recipes.builtin import builtin_recipe
+from whyflow.flows.recipes.plan import load_plan
+from whyflow.flows.running.progress import Reporter
+from whyflow.flows.running.runner import LocalExecutor, Runner
 
-ASK = Path(__file__).resolve().parents[2] / "pipelines" / "ask.yaml"
+ASK = builtin_recipe("ask")
 
 
 def _ask(tmp_path: Path, frame: pd.DataFrame, question: str) -> AskState:

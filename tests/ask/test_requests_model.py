@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from agents.ask.state import AskState
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
+from whyflow.ask.state import AskState
 
 PLAN = Scripted(
     content=json.dumps(

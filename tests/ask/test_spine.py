@@ -8,17 +8,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.ask.state import AskState
-from agents.core.agent import Agent, AgentParams, check_contract
-from agents.core.errors import AgentRegistrationError
-from agents.core.status import JobStatus
-from flows.ask.job import AskRequest, prepare_ask_job
-from flows.errors import RecipeValidationError
-from flows.recipes.conditions import ConditionError, check_condition, evaluate, parse_condition
-from flows.recipes.plan import load_plan
-from flows.running.progress import Reporter
-from flows.running.runner import LocalExecutor, Runner
 from tests.ask.toy_agents import registry
+from whyflow.ask.state import AskState
+from whyflow.core.agent import Agent, AgentParams, check_contract
+from whyflow.core.errors import AgentRegistrationError
+from whyflow.core.status import JobStatus
+from whyflow.flows.ask_jobs.job import AskRequest, prepare_ask_job
+from whyflow.flows.errors import RecipeValidationError
+from whyflow.flows.recipes.builtin import builtin_recipe
+from whyflow.flows.recipes.conditions import ConditionError, check_condition, evaluate, parse_condition
+from whyflow.flows.recipes.plan import load_plan
+from whyflow.flows.running.progress import Reporter
+from whyflow.flows.running.runner import LocalExecutor, Runner
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 
@@ -105,7 +106,7 @@ def test_bad_recipes_are_rejected_at_file_and_line(name: str, line: int, message
 
 
 def test_shipped_ask_recipe_is_valid_and_runs_on_the_ask_state() -> None:
-    plan = load_plan(Path(__file__).resolve().parents[2] / "pipelines" / "ask.yaml")
+    plan = load_plan(builtin_recipe("ask"))
     assert plan.state_model is AskState and plan.spec.state == "ask"
     assert [n.key for n in plan.agent_nodes()][:4] == [
         "question_planner",
@@ -180,8 +181,8 @@ def test_a_false_condition_skips_the_loop(tmp_path: Path) -> None:
     ],
 )
 def test_follow_ups_are_rewritten_against_the_previous_question(question: str, expected: str) -> None:
-    from agents.ask._shared import resolve_follow_up
-    from agents.ask.state import ChatMessage
+    from whyflow.ask._shared import resolve_follow_up
+    from whyflow.ask.state import ChatMessage
 
     history = [
         ChatMessage(role="user", content="What is the average price by region?"),

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from agents.ask.state import AskPlan, AskState, FinalOutput
-from agents.core.agent import Agent, AgentContext, AgentParams, AgentResult
-from agents.core.status import JobStatus
-from agents.core.view import StateView
-from agents.registry import Registry
+from whyflow.ask.state import AskPlan, AskState, FinalOutput
+from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
+from whyflow.core.status import JobStatus
+from whyflow.core.view import StateView
+from whyflow.registry import Registry
 
 
 class ToyAskPlannerParams(AgentParams):

@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from flows.cli.main import main
+from whyflow.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICK = str(ROOT / "pipelines" / "quick_estimate.yaml")
-FULL = str(ROOT / "pipelines" / "causal_analysis.yaml")
+QUICK = "quick_estimate"
+FULL = "causal_analysis"
 TOY = str(ROOT / "tests" / "fixtures" / "recipes" / "valid_toy.yaml")
 FAST = ("--set", "notebook_generator.execute=false", "--set", "notebook_generator.html=false")
 T, Y = ("-t", "treated"), ("-y", "outcome")

@@ -17,11 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.cli.main import main
 from tests.bad_inputs.common import (
     FAST,
     QUICK,
-    ROOT,
     TOY,
     T,
     Y,
@@ -29,6 +27,7 @@ from tests.bad_inputs.common import (
     tmpfs,
 )
 from tests.conftest import start_whyflow
+from whyflow.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -122,11 +121,11 @@ def test_a_question_with_a_damaged_state_resumes_from_the_previous_good_one(
 ) -> None:
     """`whyflow resume` takes one path for both families: an ask job's torn state.json is put aside and
     the previous good state continues, as for an analysis."""
-    from flows.ask.job import AskRequest, prepare_ask_job
-    from flows.jobstore.store import JobFolder
-    from flows.recipes.plan import load_plan
+    from whyflow.flows.ask_jobs.job import AskRequest, prepare_ask_job
+    from whyflow.flows.jobstore.store import JobFolder
+    from whyflow.flows.recipes.plan import load_plan
 
-    plan = load_plan(str(ROOT / "pipelines" / "ask.yaml"))
+    plan = load_plan("ask")
     data = tmp_path / "study.csv"
     study(300).to_csv(data, index=False)
     out = tmp_path / "question"
@@ -168,9 +167,9 @@ def test_full_disk_ends_failed_with_the_reason_and_no_temporary_files(tmp_path: 
 def test_resume_after_the_data_file_is_deleted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No copy yet (nothing ran): one line naming the file, exit 2, the job untouched. Once the
     profiler has written the job's own copy, the resume goes on with it and says so."""
-    from flows.jobstore.jobs import RunRequest, prepare_job
-    from flows.recipes.plan import load_plan
-    from flows.running.dispatch import run_single_agent
+    from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
+    from whyflow.flows.recipes.plan import load_plan
+    from whyflow.flows.running.dispatch import run_single_agent
 
     recipe = tmp_path / "r.yaml"
     recipe.write_text("name: r\nsteps:\n  - agent: data_profiler\n  - agent: toy_estimator\n")
@@ -207,10 +206,10 @@ def test_resume_of_a_question_after_its_data_file_is_deleted(
 ) -> None:
     """`whyflow ask` keeps its own copy of each file from the start: the resume says so and answers;
     with that copy gone too, one line and exit 2."""
-    from flows.ask.job import AskRequest, prepare_ask_job
-    from flows.recipes.plan import load_plan
+    from whyflow.flows.ask_jobs.job import AskRequest, prepare_ask_job
+    from whyflow.flows.recipes.plan import load_plan
 
-    plan = load_plan(str(ROOT / "pipelines" / "ask.yaml"))
+    plan = load_plan("ask")
     for case in ("copy", "no-copy"):
         data = tmp_path / f"{case}.csv"
         study(300).to_csv(data, index=False)
@@ -299,9 +298,9 @@ def test_disk_full_at_the_notebook_ends_failed_and_resume_completes(
 
 
 def test_notebook_time_limit_holds_and_no_kernel_is_left(tmp_path: Path) -> None:
-    from agents.runtime.children import kernel_processes
-    from flows.running.dispatch import run_single_agent
     from tests.helpers import make_state
+    from whyflow.flows.running.dispatch import run_single_agent
+    from whyflow.runtime.children import kernel_processes
 
     state = make_state(study(200), tmp_path, "treated", "outcome")
     started = time.perf_counter()
@@ -315,8 +314,8 @@ def test_notebook_time_limit_holds_and_no_kernel_is_left(tmp_path: Path) -> None
 
 def test_eda_figures_that_cannot_be_written_are_a_recorded_skip(tmp_path: Path) -> None:
     """A file where the plots folder should be: the figures are skipped with the reason, the EDA still answers."""
-    from flows.running.dispatch import run_single_agent
     from tests.helpers import make_state
+    from whyflow.flows.running.dispatch import run_single_agent
 
     state = make_state(study(300), tmp_path, "treated", "outcome")
     (tmp_path / "plots").write_text("not a folder")
@@ -346,7 +345,7 @@ def test_a_url_that_fails_and_a_second_run_on_one_folder(good_csv: Path, tmp_pat
 
 
 def test_torn_traces_and_a_damaged_run_record(good_csv: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from flows.jobstore.store import JobFolder
+    from whyflow.flows.jobstore.store import JobFolder
 
     runs = tmp_path / "runs"
     assert main(["--runs-dir", str(runs), "run", TOY, "--data", str(good_csv), *T, *Y, "--job-id", "job-t"]) == 0
@@ -365,8 +364,8 @@ def test_a_cell_that_runs_past_the_time_limit_is_stopped_mid_cell(tmp_path: Path
     """The kernel is killed in the middle of a long cell; execution ends at once (no wait on a dead kernel)."""
     import nbformat
 
-    from agents.causal.report.notebook import execute_notebook
-    from agents.runtime.children import kernel_processes, time_limit
+    from whyflow.causal.report.notebook import execute_notebook
+    from whyflow.runtime.children import kernel_processes, time_limit
 
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(120)"), nbformat.v4.new_code_cell("print('after')")]

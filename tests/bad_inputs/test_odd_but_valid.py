@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.cli.main import main
 from tests.bad_inputs.common import (
     FAST,
     FULL,
@@ -21,14 +20,15 @@ from tests.bad_inputs.common import (
     quick_run,
     study,
 )
+from whyflow.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def test_multi_valued_and_continuous_treatments_pass_the_checks(tmp_path: Path) -> None:
     """Not rejected up front: a numeric dose gets a slope estimate (issue 9)."""
-    from flows.jobstore.jobs import RunRequest, prepare_job
-    from flows.recipes.plan import load_plan
+    from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
+    from whyflow.flows.recipes.plan import load_plan
 
     frame = study(200)
     frame["dose"] = np.random.default_rng(0).integers(0, 4, len(frame))
@@ -65,7 +65,7 @@ def test_a_continuous_treatment_gets_a_slope_through_the_cli(tmp_path: Path) -> 
 # ---- odd but valid input: read as meant, analysed ----------------------------------------------
 @pytest.mark.parametrize("compression", ["gzip", "bz2", "zip", "xz"])
 def test_a_compressed_csv_is_read_as_pandas_reads_it(compression: str, tmp_path: Path) -> None:
-    from agents.runtime.data import describe_read, read_table
+    from whyflow.runtime.data import describe_read, read_table
 
     frame = study(300)
     path = tmp_path / f"study.csv.{ {'gzip': 'gz'}.get(compression, compression) }"
@@ -101,7 +101,7 @@ def test_semicolons_with_decimal_points_are_read(tmp_path: Path, capsys: pytest.
 
 def test_the_decimal_mark_of_a_semicolon_file_is_read_from_its_numbers(tmp_path: Path) -> None:
     """``0,5`` is a decimal comma, ``0.5`` a decimal point; ``1.234`` (a thousand, or not) decides nothing."""
-    from agents.runtime.data import describe_read, read_table
+    from whyflow.runtime.data import describe_read, read_table
 
     commas = tmp_path / "commas.csv"
     commas.write_text("a;b;y\n1.234;0,5;2,5\n2.345;1,5;3,5\n")

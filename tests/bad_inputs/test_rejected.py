@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli.main import main
 from tests.bad_inputs.common import (
     QUICK,
     T,
@@ -19,6 +18,7 @@ from tests.bad_inputs.common import (
     with_column,
     write_file,
 )
+from whyflow.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

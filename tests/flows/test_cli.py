@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from flows.cli.main import main
 from tests.conftest import subprocess_env
+from whyflow.cli.main import main
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,7 +142,7 @@ def test_failed_run_exits_nonzero_with_reason(data: Path, tmp_path: Path, capsys
 def test_validate_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli("validate", str(RECIPES / "valid_toy.yaml")) == 0
     assert "recipe 'toy' is valid" in capsys.readouterr().out
-    assert run_cli("validate", str(ROOT / "pipelines" / "ask_react.yaml")) == 0
+    assert run_cli("validate", "ask_react") == 0
     assert "is valid — 1 agent: data_scientist" in capsys.readouterr().out
     assert run_cli("validate", str(RECIPES / "unknown_agent.yaml"), str(RECIPES / "valid_toy.yaml")) == 1
     err = capsys.readouterr().err
@@ -190,7 +190,7 @@ def _start_slow_run(data: Path, tmp_path: Path, sleep: float = 20) -> tuple[subp
         [
             sys.executable,
             "-m",
-            "flows.cli.main",
+            "whyflow.cli.main",
             "run",
             str(recipe),
             "--data",
@@ -275,7 +275,7 @@ def test_heavy_imports_overlap_the_temporary_server_boot(tmp_path: Path) -> None
     script = (
         "import os, sys, httpx\n"
         "from prefect.settings import PREFECT_API_URL\n"
-        "from flows.running.temp_server import temporary_server\n"
+        "from whyflow.flows.running.temp_server import temporary_server\n"
         "calls = []\n"
         "def warm():\n"
         "    try:\n"
@@ -303,7 +303,7 @@ def test_heavy_imports_overlap_the_temporary_server_boot(tmp_path: Path) -> None
 def test_a_configured_server_is_used_as_it_is(tmp_path: Path) -> None:
     """PREFECT_API_URL set: nothing is started, the imports still run, the block gets None."""
     script = (
-        "from flows.running.temp_server import temporary_server\n"
+        "from whyflow.flows.running.temp_server import temporary_server\n"
         "calls = []\n"
         "with temporary_server(while_booting=lambda: calls.append(1)) as server:\n"
         "    print(server, calls)\n"
@@ -315,13 +315,13 @@ def test_a_configured_server_is_used_as_it_is(tmp_path: Path) -> None:
 
 
 def test_the_console_script_exits_with_the_runs_code_and_its_whole_summary(data: Path, tmp_path: Path) -> None:
-    """`python -m flows.cli.main` ends through console_main (no interpreter teardown): the summary is all
+    """`python -m whyflow.cli.main` ends through console_main (no interpreter teardown): the summary is all
     printed, the exit code is the run's, the temporary Prefect server is stopped, and bad input
     still exits 2 with its one line."""
     import psutil
 
     env = {k: v for k, v in subprocess_env(PREFECT_HOME=str(tmp_path / "prefect")).items() if k != "PREFECT_API_URL"}
-    cmd = [sys.executable, "-m", "flows.cli.main", "run", str(RECIPES / "valid_toy.yaml"), "--data", str(data)]
+    cmd = [sys.executable, "-m", "whyflow.cli.main", "run", str(RECIPES / "valid_toy.yaml"), "--data", str(data)]
     out = subprocess.run(
         [*cmd, "-t", "treated", "-y", "outcome", "-o", str(tmp_path / "job")],
         env=env,

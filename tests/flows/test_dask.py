@@ -79,7 +79,7 @@ def _run(tmp_path: Path, data: Path, name: str, *settings: str) -> dict[str, Any
     sets = [arg for s in settings for arg in ("--set", s)]
     args = ["run", str(recipe), "--data", str(data), "-t", "treated", "-y", "outcome", "-o", str(out), *sets]
     done = subprocess.run(
-        [sys.executable, "-m", "flows.cli.main", *args],
+        [sys.executable, "-m", "whyflow.cli.main", *args],
         env=subprocess_env(),
         capture_output=True,
         text=True,

@@ -173,7 +173,7 @@ def test_deployment_runs_recipe_with_tasks_artifacts_and_reuse(
     stack: dict[str, Any], client: Any, small_data: Path
 ) -> None:
     params = {
-        "recipe": "pipelines/quick_estimate.yaml",
+        "recipe": "quick_estimate",
         "data": str(small_data),
         "treatment": "treated",
         "outcome": "outcome",
@@ -283,9 +283,9 @@ def test_cancellation_hook_saves_a_job_the_runner_could_not(
 
     from prefect.states import Cancelling
 
-    from flows.deployments import mark_job_cancelled
-    from flows.jobstore.jobs import RunRequest, prepare_job
-    from flows.recipes.plan import load_plan
+    from whyflow.deployments import mark_job_cancelled
+    from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
+    from whyflow.flows.recipes.plan import load_plan
 
     recipe = str(ROOT / "tests" / "fixtures" / "recipes" / "valid_toy.yaml")
     out = tmp_path / "job"
@@ -306,7 +306,7 @@ def test_ask_deployment_answers_through_the_worker_with_artifacts(stack: dict[st
     assert "ask" in {d.name for d in client.read_deployments()}
     data = ROOT / "examples" / "job_training.csv"
     before = data.read_bytes()
-    params = {"question": "What is the average earnings by region?", "data": str(data), "recipe": "pipelines/ask.yaml"}
+    params = {"question": "What is the average earnings by region?", "data": str(data), "recipe": "ask"}
     run_id = _trigger(client, "whyflow-ask/ask", params)
     run = _final(client, run_id, 300, stack)
     assert run.state.is_completed(), run.state

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.runtime.parallel import map_parts, sequential, thread_mapper, use_mapper
 from benchmarks import synthetic_effects as S
-from flows.running.dispatch import run_single_agent
 from tests.flows.test_dask import cluster  # noqa: F401 - the module-scoped Dask cluster fixture
 from tests.helpers import make_state
+from whyflow.flows.running.dispatch import run_single_agent
+from whyflow.runtime.parallel import map_parts, sequential, thread_mapper, use_mapper
 
 METHODS = {"methods": ["naive", "aipw", "t_learner", "x_learner", "dr_learner"], "bootstrap": 20}
 
@@ -71,7 +71,7 @@ def test_effect_estimator_identical_sequential_and_on_threads(tmp_path: Path) ->
 
 
 def test_refuters_identical_sequential_and_on_threads() -> None:
-    from agents.causal.review.refuters import REFUTERS, run_refuters
+    from whyflow.causal.review.refuters import REFUTERS, run_refuters
 
     frame, _ = S.nonlinear_heterogeneous(n=1200, seed=2)
     covariates = [c for c in frame.columns if c not in ("treated", "outcome")]
@@ -85,7 +85,7 @@ def _flow_estimates(frame: Any, job: Path, runner: Any) -> tuple[list[Any], set[
     """effect_estimator as a Prefect task in a flow with ``runner``, parts mapped by the flow's mapper."""
     from prefect import flow, task
 
-    from flows.running.compile import PrefectPartMapper
+    from whyflow.flows.running.compile import PrefectPartMapper
 
     seen: set[str] = set()
 
@@ -162,7 +162,7 @@ def test_prefect_mapper_on_threads_runs_a_worker_task_per_thread() -> None:
     from prefect.context import FlowRunContext
     from prefect.task_runners import ThreadPoolTaskRunner
 
-    from flows.running.compile import PrefectPartMapper
+    from whyflow.flows.running.compile import PrefectPartMapper
 
     @flow(task_runner=ThreadPoolTaskRunner(max_workers=4))
     def fan_out() -> tuple[list[Any], list[str], str]:
@@ -188,7 +188,7 @@ def test_prefect_mapper_on_threads_runs_a_worker_task_per_thread() -> None:
 
 def test_worker_tasks_take_no_part_after_a_failure_or_a_cancel() -> None:
     """Parts go out in item order; after a failure or a cancel (Ctrl-C while waiting) none is taken."""
-    from flows.running.compile import _Shared
+    from whyflow.flows.running.compile import _Shared
 
     failing, cancelled = _Shared(_fail_on, list(range(6))), _Shared(_fail_on, list(range(6)))
     assert [failing.take(), failing.take(), failing.take()] == [0, 1, 2]

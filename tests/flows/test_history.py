@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from flows.cli.main import main
+from whyflow.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -108,7 +108,7 @@ def test_refreshed_data_flags_drift_and_history_shows_every_run(
 def test_unchanged_data_reuses_the_completed_job_unless_forced(
     recipe: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.deployments import whyflow_deployment
+    from whyflow.deployments import whyflow_deployment
 
     runs = tmp_path / "runs"
     monkeypatch.setenv("WHYFLOW_RUNS_DIR", str(runs))

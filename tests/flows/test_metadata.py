@@ -10,17 +10,17 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.causal.state import StudyDesign
 from benchmarks.synthetic import linear_confounding
-from flows.cli.main import main
-from flows.errors import MetadataError
-from flows.jobstore.jobs import RunRequest, prepare_job
-from flows.recipes.metadata import MetadataSpec, load_metadata, read_metadata, state_metadata
-from flows.recipes.plan import load_plan
+from whyflow.causal.state import StudyDesign
+from whyflow.cli.main import main
+from whyflow.flows.errors import MetadataError
+from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
+from whyflow.flows.recipes.metadata import MetadataSpec, load_metadata, read_metadata, state_metadata
+from whyflow.flows.recipes.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "metadata"
-QUICK = str(ROOT / "pipelines" / "quick_estimate.yaml")
+QUICK = "quick_estimate"
 EXAMPLES = sorted((ROOT / "examples").glob("*.meta.yaml"))
 
 INVALID = [

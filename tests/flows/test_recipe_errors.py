@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.errors import RecipeSyntaxError, RecipeValidationError
-from flows.recipes.plan import load_plan
+from whyflow.flows.errors import RecipeSyntaxError, RecipeValidationError
+from whyflow.flows.recipes.plan import load_plan
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 

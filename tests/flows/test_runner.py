@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.causal.state import AnalysisState, CritiqueDecision
-from agents.core.status import JobStatus
 from benchmarks.synthetic import linear_confounding
-from flows.errors import RunCancelled, RunFailed
-from flows.jobstore.jobs import RunRequest, prepare_job
-from flows.jobstore.store import JobFolder
-from flows.recipes.plan import Plan, load_plan
-from flows.running.progress import Reporter
-from flows.running.runner import LocalExecutor, Runner
+from whyflow.causal.state import AnalysisState, CritiqueDecision
+from whyflow.core.status import JobStatus
+from whyflow.flows.errors import RunCancelled, RunFailed
+from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
+from whyflow.flows.jobstore.store import JobFolder
+from whyflow.flows.recipes.plan import Plan, load_plan
+from whyflow.flows.running.progress import Reporter
+from whyflow.flows.running.runner import LocalExecutor, Runner
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 

@@ -11,12 +11,13 @@ import pytest
 import yaml
 from pydantic import Field
 
-from agents.causal.state import AnalysisState
-from agents.core.agent import Agent, AgentParams
-from agents.core.status import JobStatus
-from agents.registry import BUILTIN_AGENTS, Registry
-from flows.recipes.recipe import RecipeSpec
-from flows.recipes.schema import recipe_schema
+from whyflow.causal.state import AnalysisState
+from whyflow.core.agent import Agent, AgentParams
+from whyflow.core.status import JobStatus
+from whyflow.flows.recipes.builtin import builtin_recipes
+from whyflow.flows.recipes.recipe import RecipeSpec
+from whyflow.flows.recipes.schema import recipe_schema
+from whyflow.registry import BUILTIN_AGENTS, Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,7 @@ def test_committed_schema_is_in_sync() -> None:
     assert committed == json.loads(json.dumps(recipe_schema())), "run `make schema` and commit the result"
 
 
-@pytest.mark.parametrize("recipe", sorted((ROOT / "pipelines").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("recipe", [r.path for r in builtin_recipes()], ids=lambda p: p.name)
 def test_shipped_recipes_round_trip_through_the_spec(recipe: Path) -> None:
     spec = RecipeSpec.model_validate(yaml.safe_load(recipe.read_text()))
     dumped = spec.model_dump(by_alias=True, exclude_none=True)
@@ -64,7 +65,7 @@ def test_every_builtin_agent_has_a_branch_with_its_params(committed: Any) -> Non
         assert params["additionalProperties"] is False
 
 
-@pytest.mark.parametrize("recipe", sorted((ROOT / "pipelines").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("recipe", [r.path for r in builtin_recipes()], ids=lambda p: p.name)
 def test_shipped_recipes_satisfy_the_schema(committed: Any, recipe: Path) -> None:
     committed.validate(yaml.safe_load(recipe.read_text()))
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.runtime.llm import reset_runs
+from whyflow.runtime.llm import reset_runs
 
 _VARS = (
     "OPENAI_BASE_URL",

@@ -9,10 +9,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from agents.runtime.llm import client_for
-from agents.runtime.llm.client import LLMClient, ToolCall
-from agents.runtime.llm.validate import check_edges, unknown_columns
 from tests.llm.scripted import Scripted, ScriptedLLM
+from whyflow.runtime.llm import client_for
+from whyflow.runtime.llm.client import LLMClient, ToolCall
+from whyflow.runtime.llm.validate import check_edges, unknown_columns
 
 COLUMNS = ["age", "education", "income", "treated", "outcome"]
 
@@ -178,7 +178,7 @@ def test_server_without_json_schema_gets_plain_prompt(tmp_path: Path) -> None:
 def test_cache_means_resume_never_asks_twice(tmp_path: Path) -> None:
     with ScriptedLLM(default=Scripted('{"column": "age", "role": "other"}')) as srv:
         first = client(srv, tmp_path, model="m1").structured(ask(), Role, purpose="roles")
-        from agents.runtime.llm import reset_runs
+        from whyflow.runtime.llm import reset_runs
 
         reset_runs()  # as a new process would (whyflow resume)
         again = client(srv, tmp_path, model="m1")
@@ -237,7 +237,7 @@ def test_malformed_response_body_is_a_failed_call(tmp_path: Path) -> None:
 
 
 def test_annotate_puts_usage_prompts_and_changes_in_the_result(tmp_path: Path) -> None:
-    from agents.core.agent import AgentResult
+    from whyflow.core.agent import AgentResult
 
     with ScriptedLLM(default=Scripted("ok", usage=(5, 2))) as srv:
         llm = client(srv, tmp_path)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from agents.runtime.llm import client_for
-from agents.runtime.llm.config import resolve_config
-from agents.runtime.llm.parse import extract_json, tool_calls_in_text
-from agents.runtime.llm.validate import check_edges, check_numbers, check_roles
-from flows.recipes.recipe import LLMSettings
+from whyflow.flows.recipes.recipe import LLMSettings
+from whyflow.runtime.llm import client_for
+from whyflow.runtime.llm.config import resolve_config
+from whyflow.runtime.llm.parse import extract_json, tool_calls_in_text
+from whyflow.runtime.llm.validate import check_edges, check_numbers, check_roles
 
 
 def test_off_unless_switched_on_even_with_a_key() -> None:

@@ -14,15 +14,15 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from agents.causal.roles import MODEL_MARK
-from agents.runtime.llm import client_for
-from agents.runtime.llm.client import LLMClient, ToolCall
-from agents.runtime.llm.local import available
-from agents.runtime.llm.validate import check_numbers, numbers_of
 from benchmarks import synthetic_effects as S
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 from tests.llm.test_agents import run_with
+from whyflow.causal.roles import MODEL_MARK
+from whyflow.flows.running.dispatch import run_single_agent
+from whyflow.runtime.llm import client_for
+from whyflow.runtime.llm.client import LLMClient, ToolCall
+from whyflow.runtime.llm.local import available
+from whyflow.runtime.llm.validate import check_numbers, numbers_of
 
 pytestmark = [
     pytest.mark.llm_local,

@@ -1,6 +1,6 @@
-"""``whyflow run pipelines/causal_analysis.yaml --llm on`` end to end against the real local model.
+"""``whyflow run causal_analysis --llm on`` end to end against the real local model.
 
-xllamacpp serves SmolLM2-135M (``agents.runtime.llm.local``); the endpoint goes in through
+xllamacpp serves SmolLM2-135M (``whyflow.runtime.llm.local``); the endpoint goes in through
 ``WHYFLOW_LLM_BASE_URL``. On small generated data, with the report executed, the run must
 complete, record the tokens of every agent that asked the model, print them in the summary,
 mark what the model wrote in the report, and give the same headline as the run with
@@ -18,13 +18,13 @@ from typing import Any
 import nbformat
 import pytest
 
-from agents.causal.roles import MODEL_MARK
-from agents.runtime.llm.local import available
 from benchmarks import synthetic_effects as S
-from flows.cli.main import main
+from whyflow.causal.roles import MODEL_MARK
+from whyflow.cli.main import main
+from whyflow.runtime.llm.local import available
 
 ROOT = Path(__file__).resolve().parents[2]
-RECIPE = str(ROOT / "pipelines" / "causal_analysis.yaml")
+RECIPE = "causal_analysis"
 QUICKER = ("--set", "causal_discovery.bootstrap=0", "--set", "notebook_generator.html=false")
 
 pytestmark = [

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import nbformat
 
-from agents.causal.roles import MODEL_MARK
-from agents.causal.state import AnalysisState, DatasetInfo
-from agents.core.job import AgentTrace
 from benchmarks import synthetic_effects as S
-from flows.jobstore.summary import job_summary, model_usage
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
 from tests.llm.scripted import Scripted, ScriptedLLM
 from tests.llm.test_agents import run_with
+from whyflow.causal.roles import MODEL_MARK
+from whyflow.causal.state import AnalysisState, DatasetInfo
+from whyflow.core.job import AgentTrace
+from whyflow.flows.jobstore.summary import job_summary, model_usage
+from whyflow.flows.running.dispatch import run_single_agent
 
 HOSTILE = "<script>alert('x')</script> see [this](http://evil.example) *now*"
 

@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 from benchmarks import synthetic_effects as S
-from flows.cli.main import main
-from flows.jobstore.jobs import RunRequest, prepare_job
-from flows.recipes.plan import load_plan
-from flows.running.progress import Reporter
-from flows.running.runner import LocalExecutor, Runner
 from tests.llm.scripted import Scripted, ScriptedLLM
+from whyflow.cli.main import main
+from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
+from whyflow.flows.recipes.plan import load_plan
+from whyflow.flows.running.progress import Reporter
+from whyflow.flows.running.runner import LocalExecutor, Runner
 
 RECIPE = {
     "name": "llm_small",
@@ -84,5 +84,5 @@ def test_llm_check_one_screen(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_llm_environment_is_bad_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("WHYFLOW_LLM_MAX_RETRIES", "many")
-    assert main(["run", "pipelines/quick_estimate.yaml", "--data", "examples/job_training.csv"]) == 2
+    assert main(["run", "quick_estimate", "--data", "examples/job_training.csv"]) == 2
     assert "WHYFLOW_LLM_MAX_RETRIES" in capsys.readouterr().err

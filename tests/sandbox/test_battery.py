@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.runtime.sandbox import server as sandbox_server
-from agents.runtime.sandbox.probe import probe
-from agents.runtime.sandbox.run import ExecutionResult, Limits, run_code
+from whyflow.runtime.sandbox import server as sandbox_server
+from whyflow.runtime.sandbox.probe import probe
+from whyflow.runtime.sandbox.run import ExecutionResult, Limits, run_code
 
 CANARY = "sk-whyflow-canary-7f3a9c"
 ISOLATIONS = ["best", "no-namespaces"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.runtime.sandbox import confine
+from whyflow.runtime.sandbox import confine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ def _in_child(setup: str, probes: str) -> dict[str, str]:
     """Run ``setup`` then each probe in a fresh interpreter; what each probe raised, or 'ok'."""
     script = (
         "import ctypes, json, os, signal, socket, sys\n"
-        "from agents.runtime.sandbox import confine\n"
+        "from whyflow.runtime.sandbox import confine\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "def unshare():\n    if libc.unshare(0x10000000) != 0:\n        raise OSError(ctypes.get_errno(), 'unshare')\n"
         "def fork_and_wait():\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\n"

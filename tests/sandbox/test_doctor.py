@@ -6,9 +6,9 @@ import io
 
 import pytest
 
-from agents.runtime.sandbox.doctor import doctor
-from agents.runtime.sandbox.probe import probe
-from flows.cli.main import main
+from whyflow.cli.main import main
+from whyflow.runtime.sandbox.doctor import doctor
+from whyflow.runtime.sandbox.probe import probe
 
 
 def test_doctor_lists_layers_of_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:

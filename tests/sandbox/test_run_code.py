@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.runtime.sandbox.run import Limits, SandboxInputError, run_code
+from whyflow.runtime.sandbox.run import Limits, SandboxInputError, run_code
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -131,7 +131,7 @@ def test_a_dead_warm_template_falls_back_to_a_cold_run(monkeypatch: pytest.Monke
     import os
     import signal
 
-    from agents.runtime.sandbox import server as sandbox_server
+    from whyflow.runtime.sandbox import server as sandbox_server
 
     assert run_code("result = 1", isolation="no-namespaces", warm=True).ok
     [template] = [t for t in sandbox_server._templates.values() if t.key[0] == "no-namespaces"]
@@ -179,7 +179,7 @@ def test_scratch_folders_of_a_killed_process_are_swept(tmp_path: Path) -> None:
     import os
     import subprocess
 
-    from agents.runtime.sandbox import process as sandbox_process
+    from whyflow.runtime.sandbox import process as sandbox_process
 
     gone = subprocess.Popen(["true"])
     gone.wait()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from agents.causal.discovery.adjustment import choose_adjustment, derived_from_treatment
+from whyflow.causal.discovery.adjustment import choose_adjustment, derived_from_treatment
 
 
 def _frame(n: int = 4000, seed: int = 0) -> pd.DataFrame:

@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from agents.causal.dataprep.column_roles import classify_columns, left_out_table
-from agents.causal.discovery.adjustment import choose_adjustment
-from agents.causal.discovery.iv_controls import iv_treatment_copies
-from agents.causal.discovery.randomised_move import randomised_move, says_randomised
-from agents.causal.estimation.designs_iv import iv_2sls
-from agents.causal.knowledge import DomainKnowledge
 from benchmarks.truth_kinds import KINDS, TEMPTING, make
+from whyflow.causal.dataprep.column_roles import classify_columns, left_out_table
+from whyflow.causal.discovery.adjustment import choose_adjustment
+from whyflow.causal.discovery.iv_controls import iv_treatment_copies
+from whyflow.causal.discovery.randomised_move import randomised_move, says_randomised
+from whyflow.causal.estimation.designs_iv import iv_2sls
+from whyflow.causal.knowledge import DomainKnowledge
 
 SEEDS = range(5)
 
@@ -27,7 +27,7 @@ def _left_out(kind: str, seed: int, n: int = 800) -> tuple[list[str], float, flo
     cands = [c for c in f.columns if c not in (t, y, z)]
     left = [r.column for r in classify_columns(f, t, y, cands, instrument=z) if r.leave_out]
     rest = [c for c in cands if c not in left]
-    if z:  # an instrumented treatment: its near-copies go (agents.causal.discovery.iv_controls), and 2SLS estimates
+    if z:  # an instrumented treatment: its near-copies go (whyflow.causal.discovery.iv_controls), and 2SLS estimates
         left += [r.column for r in iv_treatment_copies(f, t, z, rest)]
         rest = [c for c in rest if c not in left]
         e = iv_2sls(f[y], f[t], f[z], f[rest], z, t)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from agents.causal.diagnostics import ConfounderDiscovery
-from agents.causal.review.complete_case import complete_case_check
-from agents.causal.review.doubts import complete_case_settled
+from whyflow.causal.diagnostics import ConfounderDiscovery
+from whyflow.causal.review.complete_case import complete_case_check
+from whyflow.causal.review.doubts import complete_case_settled
 
 
 def _imputed(n: int, seed: int, strength: float) -> pd.DataFrame:

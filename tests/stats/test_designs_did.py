@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.estimation.designs_did import did_twfe
-from agents.core.errors import AgentError
+from whyflow.causal.estimation.designs_did import did_twfe
+from whyflow.core.errors import AgentError
 
 
 def _df_het(max_unit: int = 300) -> pd.DataFrame:

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.estimation.designs_iv import anderson_rubin_ci, controls_spanning_instrument, iv_2sls
-from agents.core.errors import AgentError
+from whyflow.causal.estimation.designs_iv import anderson_rubin_ci, controls_spanning_instrument, iv_2sls
+from whyflow.core.errors import AgentError
 
 
 def _wages(seed: int, n: int = 4000, effect: float = 0.08) -> tuple[pd.DataFrame, float]:

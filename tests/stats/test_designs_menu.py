@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents.causal.state import StudyDesign
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.state import StudyDesign
+from whyflow.flows.running.dispatch import run_single_agent
 
 FAST = {"bootstrap": 20}
 

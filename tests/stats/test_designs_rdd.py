@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.causal.estimation.designs_rdd import rdd_rdrobust
-from agents.core.errors import AgentError
+from whyflow.causal.estimation.designs_rdd import rdd_rdrobust
+from whyflow.core.errors import AgentError
 
 
 def test_senate_example_reproduces_rdrobusts_published_numbers() -> None:

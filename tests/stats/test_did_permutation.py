@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.causal.estimation.designs_did import did_panel, did_twfe
-from agents.causal.estimation.did_permutation import MIN_UNITS, placebo_in_space
-from agents.causal.review.rules import ReviewInputs, review
-from agents.causal.state import CritiqueDecision
 from tests.factories import make_estimate
+from whyflow.causal.estimation.designs_did import did_panel, did_twfe
+from whyflow.causal.estimation.did_permutation import MIN_UNITS, placebo_in_space
+from whyflow.causal.review.rules import ReviewInputs, review
+from whyflow.causal.state import CritiqueDecision
 
 
 def _panel(seed: int, units: int = 30, periods: int = 8, effect: float = -0.5, rho: float = 0.5) -> pd.DataFrame:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.causal.discovery.adjustment import derived_from_treatment, encode_treatment, prepare
-from agents.causal.estimation import backdoor as E
-from agents.causal.estimation import designs as D
-from agents.causal.estimation import propensity as P
-from agents.causal.estimation.meta_learners import meta_learner
 from benchmarks import synthetic_effects as S
+from whyflow.causal.discovery.adjustment import derived_from_treatment, encode_treatment, prepare
+from whyflow.causal.estimation import backdoor as E
+from whyflow.causal.estimation import designs as D
+from whyflow.causal.estimation import propensity as P
+from whyflow.causal.estimation.meta_learners import meta_learner
 
 
 def _prep(gen, covs, **kw):
@@ -100,9 +100,9 @@ def test_treatment_encoding_and_derived_columns() -> None:
 
 def test_dr_learner_fits_each_folds_cate_model_on_a_sample_above_the_cap(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Above DR_FIT_ROWS training rows, each fold's CATE model sees a sample, says so, and still finds the modifier."""
-    from agents.causal.estimation import meta_learners as M
-    from flows.running.dispatch import run_single_agent
     from tests.helpers import make_state
+    from whyflow.causal.estimation import meta_learners as M
+    from whyflow.flows.running.dispatch import run_single_agent
 
     frame, truth = S.nonlinear_heterogeneous(n=3000, seed=1)
     monkeypatch.setattr(M, "DR_FIT_ROWS", 1000)
@@ -137,7 +137,7 @@ def test_ols_adjustment_is_statsmodels_to_the_last_bit(layout: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = sm.OLS(p.y, exog).fit(cov_type="HC1")
-    from agents.causal.estimation.ols import statsmodels_order
+    from whyflow.causal.estimation.ols import statsmodels_order
 
     assert statsmodels_order(p.y, lambda: exog) == (float(fit.params[1]), float(fit.bse[1]), float(fit.rsquared))
     ours = E.ols_adjustment(E.DowhyBackdoor(X, p.t, p.y, ps))
@@ -147,7 +147,7 @@ def test_ols_adjustment_is_statsmodels_to_the_last_bit(layout: str) -> None:
 
 def test_one_block_covariates_share_one_matrix_with_the_ols_design() -> None:
     """The setup's covariates are one block: the same frame, its float matrix a view, the OLS design in it."""
-    from agents.causal.estimation.pair_analysis import one_block
+    from whyflow.causal.estimation.pair_analysis import one_block
 
     frame, truth = S.nonlinear_heterogeneous(n=500, seed=2)
     frame["grade"] = np.random.default_rng(0).choice(["a", "b", "c"], len(frame))

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from agents.causal.dataprep.column_roles import classify_columns, outcome_proxies
-from agents.causal.dataprep.followup_columns import followup_columns
 from benchmarks.truth_kinds import KINDS, make
+from whyflow.causal.dataprep.column_roles import classify_columns, outcome_proxies
+from whyflow.causal.dataprep.followup_columns import followup_columns
 
 
 def _trial(n: int = 2000, seed: int = 0) -> pd.DataFrame:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.dataprep.frame_checks import at_most_distinct, duplicate_rows
+from whyflow.causal.dataprep.frame_checks import at_most_distinct, duplicate_rows
 
 
 def _messy(n: int, seed: int) -> pd.DataFrame:
@@ -52,7 +52,7 @@ def test_at_most_distinct_when_the_extra_value_comes_late() -> None:
 
 
 def test_duplicate_verdict_drops_copies_only_where_a_continuous_column_rules_out_chance() -> None:
-    from agents.causal.dataprep.frame_checks import duplicate_verdict
+    from whyflow.causal.dataprep.frame_checks import duplicate_verdict
 
     rng = np.random.default_rng(0)
     n = 1000

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents.causal.discovery.iv_controls import first_stage_absorbed, iv_treatment_copies
-from agents.causal.estimation.designs_iv import iv_2sls
-from agents.causal.state import StudyDesign
 from benchmarks.truth_kinds import make
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.discovery.iv_controls import first_stage_absorbed, iv_treatment_copies
+from whyflow.causal.estimation.designs_iv import iv_2sls
+from whyflow.causal.state import StudyDesign
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def _fit(frame: pd.DataFrame, controls: list[str]) -> tuple[float, float, float]:

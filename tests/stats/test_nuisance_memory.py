@@ -17,11 +17,11 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from agents.causal.discovery.adjustment import prepare
-from agents.causal.estimation import fold_rows as FR
-from agents.causal.estimation import nuisance as N
-from agents.causal.estimation import nuisance_cache as C
 from benchmarks.synthetic import job_training
+from whyflow.causal.discovery.adjustment import prepare
+from whyflow.causal.estimation import fold_rows as FR
+from whyflow.causal.estimation import nuisance as N
+from whyflow.causal.estimation import nuisance_cache as C
 
 
 def _frame(n: int = 900, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:

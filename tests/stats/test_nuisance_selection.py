@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from agents.causal.estimation import fold_rows as FR
-from agents.causal.estimation import nuisance as N
+from whyflow.causal.estimation import fold_rows as FR
+from whyflow.causal.estimation import nuisance as N
 
 
 def _data(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:

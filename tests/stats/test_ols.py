@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from agents.causal.discovery.adjustment import prepare
-from agents.causal.estimation import backdoor as E
-from agents.causal.estimation import ols
-from agents.causal.estimation import propensity as P
 from benchmarks import synthetic_effects as S
+from whyflow.causal.discovery.adjustment import prepare
+from whyflow.causal.estimation import backdoor as E
+from whyflow.causal.estimation import ols
+from whyflow.causal.estimation import propensity as P
 
 
 def _statsmodels(y: np.ndarray, exog: np.ndarray) -> tuple[float, float, float]:

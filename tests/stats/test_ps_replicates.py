@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.estimation import backdoor as E
-from agents.causal.estimation import ps_replicates as R
+from whyflow.causal.estimation import backdoor as E
+from whyflow.causal.estimation import ps_replicates as R
 
 
 def _dowhy_model(n: int, seed: int, ties: bool = False) -> E.DowhyBackdoor:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from agents.causal.discovery.randomised_move import randomised_move
 from benchmarks.truth_kinds import make
+from whyflow.causal.discovery.randomised_move import randomised_move
 
 
 def _observational(seed: int, n: int = 3000) -> pd.DataFrame:

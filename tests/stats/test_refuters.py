@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.causal.review.refuters import _significance, run_refuters
+from whyflow.causal.review.refuters import _significance, run_refuters
 
 SIMS = 10
 
@@ -179,7 +179,7 @@ def test_a_treatment_the_covariates_explain_is_refused() -> None:
 
 def test_wide_data_uses_blocks_and_gives_the_same_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Simulations processed in blocks (bounded memory) give exactly the numbers of one block."""
-    from agents.causal.review import refuters
+    from whyflow.causal.review import refuters
 
     data = _data(n=500, seed=6)
     whole = run_refuters(data, "t", "y", ADJ, simulations=12, seed=1)

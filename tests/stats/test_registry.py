@@ -7,14 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.causal.estimates import FAMILIES
-from agents.causal.estimation import menu
-from agents.causal.estimation import methods as registry
-from agents.causal.estimation.backdoor import Estimate, normal_ci
-from agents.causal.estimation.methods import REGISTRY, EstimatorSpec
 from benchmarks.synthetic_effects import linear_confounding
-from flows.running.dispatch import run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.estimates import FAMILIES
+from whyflow.causal.estimation import menu
+from whyflow.causal.estimation import methods as registry
+from whyflow.causal.estimation.backdoor import Estimate, normal_ci
+from whyflow.causal.estimation.methods import REGISTRY, EstimatorSpec
+from whyflow.flows.running.dispatch import run_single_agent
 
 
 def test_every_entry_is_well_formed() -> None:
@@ -69,7 +69,7 @@ def test_adding_an_estimator_is_a_function_and_one_entry(tmp_path: Path, monkeyp
 def test_the_notebook_refits_what_the_registry_says_not_what_the_label_suggests(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agents.causal.report.context import _kind, recompute_kind
+    from whyflow.causal.report.context import _kind, recompute_kind
 
     spec = EstimatorSpec("overlap", "Overlap weighting (ATO)", "weighting", _overlap_weighting, "backdoor")
     monkeypatch.setitem(registry.REGISTRY, "overlap", spec)

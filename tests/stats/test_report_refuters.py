@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agents.causal.diagnostics import ConfounderDiscovery
-from agents.causal.report.refuter_section import refuter_context as _refute
+from whyflow.causal.diagnostics import ConfounderDiscovery
+from whyflow.causal.report.refuter_section import refuter_context as _refute
 
 COMMON = {"refuted_estimate": 1354.2, "n_used": 2000, "simulations": 50, "subset_fraction": 0.8}
 

@@ -1,4 +1,4 @@
-"""Approval needs positive evidence: the critique's rules on hand-built rounds (agents.causal.review.rules).
+"""Approval needs positive evidence: the critique's rules on hand-built rounds (whyflow.causal.review.rules).
 
 A spent budget is not evidence, an open doubt keeps the answer unapproved, and a design the user
 stated is the question: its estimator headlines or the answer is refused with the reason.
@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agents.causal.diagnostics import ConfounderDiscovery, DataRepairEntry, PSDiagnostics
-from agents.causal.review.rules import ReviewInputs, review
-from agents.causal.state import CritiqueDecision
 from tests.factories import make_estimate
+from whyflow.causal.diagnostics import ConfounderDiscovery, DataRepairEntry, PSDiagnostics
+from whyflow.causal.review.rules import ReviewInputs, review
+from whyflow.causal.state import CritiqueDecision
 
 CD: dict[str, Any] = {
     "treatment": "treated",
@@ -177,7 +177,7 @@ def test_a_panel_analysed_as_independent_rows_is_not_approved() -> None:
     import numpy as np
     import pandas as pd
 
-    from agents.causal.dataprep.panel_shape import repeated_units
+    from whyflow.causal.dataprep.panel_shape import repeated_units
 
     rng = np.random.default_rng(0)
     units, years = 10, 60

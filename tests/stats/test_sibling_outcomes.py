@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
-from agents.causal.dataprep.column_roles import classify_columns
-from agents.causal.dataprep.sibling_outcomes import sibling_outcomes
+from whyflow.causal.dataprep.column_roles import classify_columns
+from whyflow.causal.dataprep.sibling_outcomes import sibling_outcomes
 
 
 def _survey(n: int = 3000, seed: int = 0) -> pd.DataFrame:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from agents.ask.tools.request_spec import request_code
-from agents.ask.tools.requests import parse_requests
+from whyflow.ask.tools.request_spec import request_code
+from whyflow.ask.tools.requests import parse_requests
 
 
 def answers(question: str, frame: pd.DataFrame) -> dict:  # type: ignore[type-arg]

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.ask.tools.causal_requests import CausalRequestError, parse_causal
-from agents.ask.tools.request_spec import request_code
+from whyflow.ask.tools.causal_requests import CausalRequestError, parse_causal
+from whyflow.ask.tools.request_spec import request_code
 
 
 @pytest.fixture()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.ask.tools.charts import (
+from whyflow.ask.tools.charts import (
     ChartArgs,
     CreatePlotArgs,
     build_chart,
@@ -18,7 +18,7 @@ from agents.ask.tools.charts import (
     save_chart,
     validate_spec,
 )
-from agents.ask.tools.errors import ChartDataError, ChartRenderError, ChartSchemaError, ChartTooManyRowsError
+from whyflow.ask.tools.errors import ChartDataError, ChartRenderError, ChartSchemaError, ChartTooManyRowsError
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from agents.ask.tools.library import COLUMN_SLOTS, Example, load_examples
+from whyflow.ask.tools.library import COLUMN_SLOTS, Example, load_examples
 
 
 def test_at_least_40_code_examples_covering_the_issue_kinds() -> None:

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from agents.ask.tools.render import render_answer_html, table_from_result, write_answer_html
+from whyflow.ask.tools.render import render_answer_html, table_from_result, write_answer_html
 
 EVIL = "</script><script>alert('x')</script><img src=x onerror=alert(1)>"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.ask.tools.render import write_answer_html
 from tests.tools.test_render import EVIL
+from whyflow.ask.tools.render import write_answer_html
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 pytestmark = pytest.mark.skipif(

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.ask.tools.request_ops import answer_requests
-from agents.ask.tools.requests import parse_requests
 from tests.tools.request_answers import answers
+from whyflow.ask.tools.request_ops import answer_requests
+from whyflow.ask.tools.requests import parse_requests
 
 
 @pytest.fixture()

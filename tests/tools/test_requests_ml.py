@@ -11,8 +11,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeRegressor
 
-from agents.ask.tools.requests import parse_requests
 from tests.tools.request_answers import answers
+from whyflow.ask.tools.requests import parse_requests
 
 
 @pytest.fixture()

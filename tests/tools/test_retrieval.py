@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.ask.tools.answers import format_answer, parse_output_format
-from agents.ask.tools.retrieval import fill, retrieve
-from agents.ask.tools.slots import ColumnInfo, describe_columns
+from whyflow.ask.tools.answers import format_answer, parse_output_format
+from whyflow.ask.tools.retrieval import fill, retrieve
+from whyflow.ask.tools.slots import ColumnInfo, describe_columns
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +123,8 @@ def test_format_answer_takes_every_number_from_the_result() -> None:
 
 
 def test_filled_code_runs_in_the_sandbox_and_matches_pandas(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from agents.ask.tools.retrieval import explain
-    from agents.runtime.sandbox.run import run_code
+    from whyflow.ask.tools.retrieval import explain
+    from whyflow.runtime.sandbox.run import run_code
 
     rng = np.random.default_rng(5)
     frame = pd.DataFrame({"team": rng.choice(["red", "blue"], 80), "score": rng.normal(10, 2, 80).round(3)})
@@ -181,7 +181,7 @@ def test_requests_to_write_or_change_things_are_not_analyses(people: list[Column
 
 def test_the_library_finds_its_own_examples_from_their_questions() -> None:
     """Each example's questions, with real column names put in, fill back to that example (≥ 90%)."""
-    from agents.ask.tools.library import load_examples
+    from whyflow.ask.tools.library import load_examples
 
     pools = {
         "numeric": ["revenue", "weight", "height"],

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agents.ask.tools.errors import (
+from whyflow.ask.tools.errors import (
     DatasetLoadError,
     EmptyQueryError,
     ExternalAccessError,
@@ -17,7 +17,7 @@ from agents.ask.tools.errors import (
     SqlSyntaxError,
     StatementNotAllowedError,
 )
-from agents.ask.tools.sql import SqlQueryArgs, check_select, connect, sql_query, sql_query_on, view_names
+from whyflow.ask.tools.sql import SqlQueryArgs, check_select, connect, sql_query, sql_query_on, view_names
 
 
 @pytest.fixture

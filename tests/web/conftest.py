@@ -24,12 +24,12 @@ def free_port() -> int:
 
 
 class LiveServer:
-    """``flows.web.create_app(data_dir)`` served by uvicorn on 127.0.0.1 in a daemon thread."""
+    """``whyflow.web.create_app(data_dir)`` served by uvicorn on 127.0.0.1 in a daemon thread."""
 
     def __init__(self, data_dir: Path) -> None:
         import uvicorn
 
-        from flows.web import create_app
+        from whyflow.web import create_app
 
         self.data_dir = data_dir
         self.port = free_port()

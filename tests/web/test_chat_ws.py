@@ -112,7 +112,7 @@ def test_uploads_are_checked(live_server: LiveServer, tmp_path: Path) -> None:
 def test_stop_ends_the_run_after_the_current_tool_and_one_run_per_session(
     live_server: LiveServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agents.ask.tools import analysis
+    from whyflow.ask.tools import analysis
 
     slow_started = threading.Event()
     original = analysis.execute_code

@@ -8,13 +8,13 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from agents.ask.toolbox import Toolbox
-from agents.ask.tools import analysis as T
-from agents.ask.tools.charts import CreatePlotArgs
-from flows.errors import CancelRequested
-from flows.web import runs
-from flows.web.store import ChatStore
 from tests.web.conftest import JOB_TRAINING
+from whyflow.ask.toolbox import Toolbox
+from whyflow.ask.tools import analysis as T
+from whyflow.ask.tools.charts import CreatePlotArgs
+from whyflow.flows.errors import CancelRequested
+from whyflow.web import runs
+from whyflow.web.store import ChatStore
 
 
 @pytest.fixture

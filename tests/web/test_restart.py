@@ -32,7 +32,7 @@ def test_messages_survive_a_restart(tmp_path: Path, prefect_harness: None) -> No
 
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "whyflow.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir)],
         env=subprocess_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

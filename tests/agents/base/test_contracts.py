@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.causal.state import AnalysisState
-from agents.core.agent import Agent, AgentParams, AgentResult
-from agents.core.errors import AgentRegistrationError, ContractViolation, MissingStateField
-from agents.core.status import JobStatus
-from agents.core.view import StateView
-from agents.registry import Registry, UnknownAgent, default_registry
 from benchmarks.synthetic import linear_confounding
-from flows.running.dispatch import apply_result, run_single_agent
 from tests.helpers import make_state
+from whyflow.causal.state import AnalysisState
+from whyflow.core.agent import Agent, AgentParams, AgentResult
+from whyflow.core.errors import AgentRegistrationError, ContractViolation, MissingStateField
+from whyflow.core.status import JobStatus
+from whyflow.core.view import StateView
+from whyflow.flows.running.dispatch import apply_result, run_single_agent
+from whyflow.registry import Registry, UnknownAgent, default_registry
 
 
 def test_plugin_agents_are_found_through_the_entry_point_group() -> None:
@@ -130,13 +130,13 @@ def test_each_update_leaves_a_trace(state, tmp_path: Path) -> None:  # type: ign
 
 
 def test_the_typed_views_are_the_state_view_at_run_time_and_required_names_the_empty_field() -> None:
-    from agents.ask.view import AskView
-    from agents.causal.view import AnalysisView
-    from agents.core.errors import AgentError
-    from agents.core.view import required
+    from whyflow.ask.view import AskView
+    from whyflow.causal.view import AnalysisView
+    from whyflow.core.errors import AgentError
+    from whyflow.core.view import required
 
     assert AnalysisView is StateView and AskView is StateView
-    from agents.causal.state import DatasetInfo
+    from whyflow.causal.state import DatasetInfo
 
     state = AnalysisState(job_id="j1", dataset_info=DatasetInfo(url="data.csv"))
     view = StateView(state, "x", frozenset({"data_profile"}))

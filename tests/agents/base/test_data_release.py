@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from agents.runtime.data import release_unused_memory
+from whyflow.runtime.data import release_unused_memory
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim; elsewhere a no-op")
@@ -31,7 +31,7 @@ def test_a_handed_over_frame_is_read_once_and_only_while_the_file_is_unchanged(t
 
     import pandas as pd
 
-    from agents.runtime.data import hand_over, read_table
+    from whyflow.runtime.data import hand_over, read_table
 
     path = tmp_path / "data.csv"
     path.write_text("t,y\n1,2.5\n0,?\n")
@@ -58,7 +58,7 @@ def test_garbage_in_cycles_is_collected_and_survivors_frozen_only_for_the_run() 
 
     import numpy as np
 
-    from agents.runtime.data import long_lived_frozen
+    from whyflow.runtime.data import long_lived_frozen
 
     class Node:
         pass
@@ -92,7 +92,7 @@ def test_large_freed_arrays_leave_the_process_at_once() -> None:
     pytest.importorskip("psutil")
     code = """
 import gc, sys, numpy as np, psutil
-from agents.runtime.data import unmap_large_blocks
+from whyflow.runtime.data import unmap_large_blocks
 unmap_large_blocks({"plain": 0, "small": 2_000_000, "large": 20_000_000}[sys.argv[1]])
 proc = psutil.Process()
 first = np.ones(16 * 2**20 // 8); del first  # glibc raises its threshold above 8 MB when a 16 MB block is freed

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import math
 
-from agents.causal.diagnostics import (
+from whyflow.causal.diagnostics import (
     ConfounderDiscovery,
     ExpectationFailure,
     PSDiagnostics,
     RepairAction,
     Unrepaired,
 )
-from agents.causal.state import AnalysisState
+from whyflow.causal.state import AnalysisState
 
 ADJUSTMENT = {
     "covariates": ["x1", "x2"],

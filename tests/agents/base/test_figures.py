@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.causal.estimation.propensity import plot_overlap
-from agents.runtime import figures
+from whyflow.causal.estimation.propensity import plot_overlap
+from whyflow.runtime import figures
 
 
 def _pid_file(path: str) -> None:
@@ -32,7 +32,7 @@ def test_the_worker_draws_and_settle_waits_for_every_figure(tmp_path: Path) -> N
     rng = np.random.default_rng(0)
     t = rng.integers(0, 2, 2000)
     ps = np.clip(0.3 + 0.4 * t + rng.normal(0, 0.1, 2000), 0.01, 0.99)
-    release = figures.start_worker(("agents.causal.estimation.propensity",))
+    release = figures.start_worker(("whyflow.causal.estimation.propensity",))
     try:
         figures.draw(_pid_file, str(tmp_path / "worker.txt"))
         figures.draw(plot_overlap, ps, t, [0.1, 0.9], str(tmp_path / "overlap.png"), "overlap")

@@ -14,17 +14,18 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agents.causal.estimation.effect_estimator import EffectEstimatorAgent, EffectEstimatorParams
-from agents.causal.estimation.effect_estimator_react import EffectEstimatorReActAgent
-from agents.causal.estimation.menu import METHODS
-from agents.causal.state import AnalysisState
-from agents.core.agent import Agent, AgentParams, AgentResult, check_contract, params_model_of
-from agents.core.errors import AgentRegistrationError
-from agents.core.status import JobStatus
-from agents.registry import BUILTIN_AGENTS, default_registry
-from flows.cli.main import main
-from flows.errors import RecipeValidationError
-from flows.recipes.plan import load_plan
+from whyflow.causal.estimation.effect_estimator import EffectEstimatorAgent, EffectEstimatorParams
+from whyflow.causal.estimation.effect_estimator_react import EffectEstimatorReActAgent
+from whyflow.causal.estimation.menu import METHODS
+from whyflow.causal.state import AnalysisState
+from whyflow.cli.main import main
+from whyflow.core.agent import Agent, AgentParams, AgentResult, check_contract, params_model_of
+from whyflow.core.errors import AgentRegistrationError
+from whyflow.core.status import JobStatus
+from whyflow.flows.errors import RecipeValidationError
+from whyflow.flows.recipes.builtin import builtin_recipes
+from whyflow.flows.recipes.plan import load_plan
+from whyflow.registry import BUILTIN_AGENTS, default_registry
 
 ROOT = Path(__file__).resolve().parents[3]
 BAD = ROOT / "tests" / "fixtures" / "recipes" / "bad_options.yaml"
@@ -156,6 +157,6 @@ def test_validate_command_prints_one_line_per_bad_option(capsys: pytest.CaptureF
     assert "with.flip_probabilities[1]: must be ≤ 1.0 (got 1.5)" in err
 
 
-@pytest.mark.parametrize("recipe", sorted((ROOT / "pipelines").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("recipe", [r.path for r in builtin_recipes()], ids=lambda p: p.name)
 def test_shipped_recipes_still_validate(recipe: Path) -> None:
     load_plan(recipe)

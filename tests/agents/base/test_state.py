@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.causal.queries import effects_for_pair
-from agents.causal.state import (
+from tests.factories import make_estimate
+from whyflow.causal.queries import effects_for_pair
+from whyflow.causal.state import (
     AnalysisState,
     CausalPair,
     CritiqueDecision,
@@ -18,10 +19,9 @@ from agents.causal.state import (
     DatasetInfo,
     TreatmentEffectResult,
 )
-from agents.core.errors import IllegalTransition
-from agents.core.job import MAX_TRACE_OUTPUT_LEN, MAX_TRACE_REASONING_LEN, AgentTrace
-from agents.core.status import JobStatus, is_legal_transition
-from tests.factories import make_estimate
+from whyflow.core.errors import IllegalTransition
+from whyflow.core.job import MAX_TRACE_OUTPUT_LEN, MAX_TRACE_REASONING_LEN, AgentTrace
+from whyflow.core.status import JobStatus, is_legal_transition
 
 
 def new_state(**kw: object) -> AnalysisState:
@@ -228,7 +228,7 @@ def test_state_json_round_trip_property(
 
 
 def test_nan_and_infinity_survive_a_save_and_load() -> None:
-    from agents.causal.state import EDAResult
+    from whyflow.causal.state import EDAResult
 
     s = new_state()
     s.eda_result = EDAResult(

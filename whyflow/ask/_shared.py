@@ -1,0 +1,186 @@
+"""Helpers the ask agents share: reading the datasets, follow-ups, causal questions, the model.
+
+Agent modules do not import each other; what two of them need lives here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from whyflow.ask.state import AskDataset, AskPlan, ChatMessage
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "CAUSAL_RECIPE",
+    "CHART_SUFFIX",
+    "causal_pair",
+    "filled_plan",
+    "first_frame",
+    "is_vega_lite",
+    "llm_json",
+    "llm_text",
+    "read_data",
+    "resolve_follow_up",
+    "result_text",
+    "strip_fences",
+]
+
+CAUSAL_RECIPE = "causal_analysis"
+"""The built-in recipe a causal question runs as a nested job (``ctx.run_recipe`` takes a name or a path)."""
+CHART_SUFFIX = ".svg"
+M = TypeVar("M", bound=BaseModel)
+
+
+@lru_cache(maxsize=4)
+def _read(path: str, mtime: float) -> pd.DataFrame:
+    return read_data(path)
+
+
+def read_data(path: str | Path) -> pd.DataFrame:
+    """``read_table``, also for a CSV with old-Mac (CR-only) line endings, which its header check
+    rejects with a bare ``csv.Error``: such a file is read from a copy with newlines normalised."""
+    import csv
+    import tempfile
+
+    from whyflow.runtime.data import read_table
+
+    try:
+        return read_table(path)
+    except csv.Error:
+        raw = Path(path).read_bytes().replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        with tempfile.TemporaryDirectory(prefix="whyflow-read-") as tmp:
+            copy = Path(tmp) / Path(path).name
+            copy.write_bytes(raw)
+            return read_table(copy)
+
+
+def first_frame(datasets: dict[str, AskDataset]) -> pd.DataFrame:
+    """The first dataset (the ``data`` view) as a DataFrame (cached per file version)."""
+    ds = next(iter(datasets.values()))
+    return _read(ds.local_path, Path(ds.local_path).stat().st_mtime)
+
+
+# ---- follow-ups --------------------------------------------------------------------------------
+_FOLLOW = re.compile(r"^\s*(?:and\s+)?(?:now|then|also|what about|how about|same|and)\b[\s,:]*(.*)$", re.I)
+_BY = re.compile(r"\b(by|per|for each|grouped by)\s+[\w ]+?(?=$|[?.,]| as | in | with | rounded)", re.I)
+
+
+def resolve_follow_up(question: str, messages: list[ChatMessage]) -> str:
+    """Rewrite a follow-up ("now by year") as a full question using the previous user question.
+
+    A question that does not start like a follow-up, or a conversation with no earlier
+    question, is returned unchanged.
+    """
+    previous = [m.data.get("resolved") or m.content for m in messages if m.role == "user"]
+    match = _FOLLOW.match(question)
+    if not previous or not match:
+        return question
+    last, rest = str(previous[-1]).strip().rstrip("?. "), match.group(1).strip().rstrip("?. ")
+    if not rest:
+        return last
+    by = _BY.match(rest)
+    if by:
+        if _BY.search(last):
+            return _BY.sub(rest, last, count=1)
+        return f"{last} {rest}"
+    new_stat, old_stat = _STAT.search(rest), _STAT.search(last)
+    if new_stat and old_stat and len(rest.split()) <= 4:  # "what about the median?"
+        return last[: old_stat.start()] + new_stat.group(0).lower() + last[old_stat.end() :]
+    return f"{last}, {rest}"
+
+
+_STAT = re.compile(
+    r"\b(mean|average|median|sum|total|maximum|minimum|max|min|standard deviation|std|variance|count)\b", re.I
+)
+
+
+# ---- causal questions ------------------------------------------------------------------------
+_CAUSAL = (
+    re.compile(
+        r"\b(?:causal\s+)?(?:effect|impact|influence)\s+of\s+(?:the\s+)?(.+?)\s+on\s+(?:the\s+)?(.+?)\s*(?:[?.]|$)",
+        re.I,
+    ),
+    re.compile(
+        r"\bdoes\s+(?:the\s+)?(.+?)\s+(?:cause|affect|increase|decrease|change|raise|lower)\s+(?:the\s+)?(.+?)\s*(?:[?.]|$)",
+        re.I,
+    ),
+)
+
+
+def _column(text: str, columns: list[str]) -> str | None:
+    want = re.sub(r"[^a-z0-9]+", "", text.lower())
+    for col in columns:
+        if re.sub(r"[^a-z0-9]+", "", col.lower()) == want:
+            return col
+    words = set(re.findall(r"[a-z0-9]+", text.lower()))
+    hits = [c for c in columns if re.sub(r"[^a-z0-9]+", "", c.lower()) in words]
+    return hits[0] if len(hits) == 1 else None
+
+
+def causal_pair(question: str, columns: list[str]) -> tuple[str, str] | None:
+    """``(treatment, outcome)`` if the question asks for a causal effect between two columns."""
+    for pattern in _CAUSAL:
+        match = pattern.search(question)
+        if match:
+            t, y = _column(match.group(1), columns), _column(match.group(2), columns)
+            if t and y and t != y:
+                return t, y
+    return None
+
+
+# ---- plans, results, charts --------------------------------------------------------------------
+def filled_plan(plan: AskPlan | None) -> Any:
+    """The worked example the planner filled (``whyflow.ask.tools.retrieval.FilledPlan``), if any."""
+    if plan is None or "filled" not in plan.parameters:
+        return None
+    from whyflow.ask.tools.retrieval import FilledPlan
+
+    return FilledPlan.model_validate(plan.parameters["filled"])
+
+
+def is_vega_lite(value: Any) -> bool:
+    """Whether a result is a Vega-Lite chart spec."""
+    if not isinstance(value, dict):
+        return False
+    schema = str(value.get("$schema", ""))
+    return "vega-lite" in schema or ("mark" in value and "encoding" in value)
+
+
+def result_text(result: Any, limit: int = 3000) -> str:
+    """A result as compact text for a prompt or a trace."""
+    try:
+        text = json.dumps(result, default=str)
+    except (TypeError, ValueError):
+        text = str(result)
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text)} chars]"
+
+
+# ---- the model -------------------------------------------------------------------------------
+def _messages(system: str, user: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def llm_text(llm: Any, system: str, user: str, purpose: str = "ask") -> str | None:
+    """A plain-text reply from ``ctx.llm`` (the LLM layer), or None when it failed."""
+    reply = llm.text(_messages(system, user), purpose=purpose)
+    return str(reply).strip() if reply else None
+
+
+def llm_json(llm: Any, system: str, user: str, model: type[M], purpose: str = "ask") -> M | None:
+    """A reply validated as ``model`` (structured output), or None when the model gave none."""
+    result: M | None = llm.structured(_messages(system, user), model, purpose=purpose)
+    return result
+
+
+def strip_fences(text: str) -> str:
+    """Python code from a model reply, without Markdown fences."""
+    match = re.search(r"```(?:python|py)?\s*\n(.*?)```", text, re.S)
+    return (match.group(1) if match else text).strip() + "\n"

@@ -1,0 +1,146 @@
+"""The deterministic plan of a question and the code of each attempt, shared by the step-by-step
+ask agents (question_planner, code_writer) and the ReAct ``data_scientist``.
+
+A follow-up is first rewritten against the conversation; a causal question is routed to the
+causal recipe; otherwise the best worked example whose slots the question fills becomes the
+plan. A retry tries the next example that fits, since the same template would fail the same way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from whyflow.ask._shared import causal_pair, filled_plan, resolve_follow_up
+from whyflow.ask.state import AskPlan, ChatMessage
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["deterministic_plan", "plan_question", "attempt_code", "request_plan"]
+
+
+def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
+    """The plan of a question that lists its answer slots: one computed request per slot
+    (None when it lists none, or when no slot can be computed without a model)."""
+    from whyflow.ask.tools.answers import OutputFormat, Token
+    from whyflow.ask.tools.causal_requests import CausalRequestError, parse_causal
+    from whyflow.ask.tools.request_spec import request_code
+    from whyflow.ask.tools.requests import parse_requests
+    from whyflow.ask.tools.retrieval import FilledPlan
+
+    spec = parse_requests(question, frame)
+    sentence = None
+    if spec is None:
+        try:
+            directed = parse_causal(question, frame)
+        except CausalRequestError as exc:
+            return AskPlan(
+                needs_code=False,
+                needs_evaluation=False,
+                route="unanswerable",
+                reasoning=str(exc),
+                parameters={"question": question, "error": str(exc)},
+            )
+        if directed is None:
+            return None
+        spec, sentence = directed
+    # A stated format is answered slot by slot even when no slot is read: a worked example chosen
+    # for the whole question would put its one number (or a definition) where the slot asks for
+    # something else; the model, when configured, gets every unread slot instead.
+    unknown = [r.slot for r in spec.requests if r.op == "unknown"]
+    filled = FilledPlan(
+        example_id="requests",
+        title="one computation per requested value",
+        kind="requests",
+        score=1.0,
+        code=request_code(spec),
+        params={"requests": spec.model_dump(mode="json")},
+        needs_code=True,
+        needs_evaluation=False,
+        output="dict",
+        output_format=OutputFormat(
+            tokens=() if sentence else tuple(Token(name=r.slot, placeholder=r.slot) for r in spec.requests)
+        ),
+        answer_template="{result[answer]}" if sentence else "",
+        caveats=[f"not computed without a model: {', '.join(unknown)}"] if unknown else [],
+    )
+    ops = ", ".join(f"{r.slot}={r.op}({', '.join(r.columns)})" for r in spec.requests)
+    plan = deterministic_plan(question, filled, [])
+    return plan.model_copy(
+        update={
+            "reasoning": f"{len(spec.requests)} requested values, each computed on its own: {ops}",
+            "parameters": {**plan.parameters, "complete": not unknown},
+        }
+    )
+
+
+def deterministic_plan(question: str, filled: Any, closest: list[str]) -> AskPlan:
+    """The plan for a filled worked example (None: an honest 'unanswerable')."""
+    if filled is None:
+        return AskPlan(
+            needs_code=False,
+            needs_evaluation=False,
+            route="unanswerable",
+            reasoning="no worked example matches the question with every column it needs",
+            closest_examples=closest,
+            parameters={"question": question},
+        )
+    return AskPlan(
+        needs_code=filled.needs_code,
+        needs_evaluation=filled.needs_code and filled.needs_evaluation,
+        route="code" if filled.needs_code else "conceptual",
+        reasoning=f"worked example '{filled.example_id}' ({filled.title}), similarity {filled.score:.2f}",
+        example_id=filled.example_id,
+        parameters={"question": question, "filled": filled.model_dump(mode="json")},
+        closest_examples=closest,
+        answer_format=filled.output_format.model_dump(mode="json"),
+    )
+
+
+def plan_question(
+    question: str, messages: list[ChatMessage], frame: pd.DataFrame, min_score: float = 0.0
+) -> tuple[AskPlan, list[Any]]:
+    """The deterministic plan and the retrieved nearest examples (for a model's grounding)."""
+    from whyflow.ask.tools.retrieval import fill, retrieve
+
+    question = resolve_follow_up(question, messages)
+    requested = request_plan(question, frame)
+    if requested is not None:
+        return requested, []
+    columns = [str(c) for c in frame.columns]
+    pair = causal_pair(question, columns)
+    if pair is not None:
+        plan = AskPlan(
+            needs_code=False,
+            needs_evaluation=False,
+            route="causal",
+            reasoning=f"a causal question: the effect of '{pair[0]}' on '{pair[1]}' (runs the causal recipe)",
+            treatment=pair[0],
+            outcome=pair[1],
+            parameters={"question": question},
+        )
+        return plan, []
+    nearest = retrieve(question, k=3, columns=frame)
+    closest = [f"{m.example_id} ({m.title})" for m in nearest]
+    filled = fill(question, frame)
+    if filled is not None and filled.score < min_score:
+        filled = None
+    return deterministic_plan(question, filled, closest), nearest
+
+
+def attempt_code(plan: AskPlan, question: str, frame: pd.DataFrame, tried: set[str]) -> tuple[str, str]:
+    """The code of the next deterministic attempt and a note: the filled example, then the next
+    example that fits and has not been tried (the same code again when none is left)."""
+    from whyflow.ask.tools.retrieval import fill
+
+    filled = filled_plan(plan)
+    if filled is None:
+        raise ValueError(f"the plan has no worked example to fill (route {plan.route})")
+    code, note = filled.code, f"example '{filled.example_id}'"
+    if not tried:
+        return code, note
+    for match in list(filled.alternatives):
+        other = fill(question, frame, examples=[match])
+        if other is not None and other.code not in tried:
+            return other.code, f"retry with example '{other.example_id}'"
+    return code, note + " again (no other example fits)"

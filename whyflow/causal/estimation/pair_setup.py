@@ -1,0 +1,101 @@
+"""One treatment-outcome pair set up for estimation: its data, adjustment, design and propensity.
+
+Kept apart from the estimation steps so the method registry and the headline menu can name the
+type without importing the code that builds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from whyflow.causal.discovery.adjustment import Adjustment, Prepared
+from whyflow.causal.estimation.nuisance import FOLDS, Nuisance
+from whyflow.core.errors import AgentError
+
+__all__ = ["PairSetup", "covariates_of", "dowhy_of"]
+
+
+@dataclass
+class PairSetup:
+    """Everything the estimators need for one pair, and what was decided while building it."""
+
+    treatment: str
+    outcome: str
+    frame: pd.DataFrame
+    adjustment: Adjustment
+    prep: Prepared
+    estimand: str
+    design: dict[str, Any]
+    seed: int
+    bootstrap: int
+    ps_model: str = "logistic"
+    ps: np.ndarray | None = None
+    overlap: dict[str, Any] | None = None
+    trim: dict[str, Any] | None = None
+    changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    nuisance: Nuisance | None = None
+    folds: int = FOLDS
+    precision: pd.DataFrame | None = None
+    cache_dir: Any = None
+    _dowhy: Any = None
+    _cov_frame: pd.DataFrame | None = None
+    _cov_of: Prepared | None = None
+    _design: np.ndarray | None = None
+    _design_of: Prepared | None = None
+
+    @property
+    def binary(self) -> bool:
+        """Whether the treatment is binary (backdoor estimators apply)."""
+        return self.ps is not None
+
+    @property
+    def no_covariates(self) -> bool:
+        """Whether the adjustment set is empty (after encoding)."""
+        return not set(self.prep.X.columns) - set(self.design.get("_design_cols", []))
+
+    @property
+    def covariates(self) -> pd.DataFrame:
+        """The adjustment covariates (design columns such as the instrument left out)."""
+        return covariates_of(self)
+
+    @property
+    def names(self) -> tuple[str, str]:
+        """The treatment and outcome names."""
+        return self.treatment, self.outcome
+
+    def dowhy(self) -> Any:
+        """The DoWhy backdoor model of the pair (built once, shared by OLS, matching, stratification)."""
+        return dowhy_of(self)
+
+    @property
+    def scores(self) -> np.ndarray:
+        """The propensity scores (only for a binary treatment)."""
+        if self.ps is None:
+            raise AgentError("propensity scores exist only for a binary treatment")
+        return self.ps
+
+
+def covariates_of(setup: PairSetup) -> pd.DataFrame:
+    """The adjustment covariates (design columns such as the instrument left out), made once per prepared data."""
+    drop = setup.design.get("_design_cols", [])
+    if not drop:
+        return setup.prep.X
+    if setup._cov_of is not setup.prep:
+        setup._cov_of, setup._cov_frame = setup.prep, setup.prep.X.drop(columns=drop)
+    return setup._cov_frame
+
+
+def dowhy_of(setup: PairSetup) -> Any:
+    from whyflow.causal.estimation.backdoor import DowhyBackdoor
+
+    if setup._dowhy is None:
+        # The design [1, t, X] in the covariates' memory, while they are the ones it was made with.
+        design = setup._design if setup._design_of is setup.prep else None
+        setup._dowhy = DowhyBackdoor(covariates_of(setup), setup.prep.t, setup.prep.y, setup.scores, design=design)
+    return setup._dowhy

@@ -1,0 +1,180 @@
+"""What keeps an answer unapproved besides the scores: a stated design not kept, and open doubts.
+
+Pure functions of the headline estimate and of the confounder discovery's record, used by
+:func:`whyflow.causal.review.rules.review`. A *blocker* refuses the answer whatever the budget (a stated
+design that could not be estimated, a weak instrument, one treated unit). A *doubt* keeps it
+unapproved until something settles it: rows that repeat units, controls that absorb the
+instrument, a column whose timing is in question and that moves the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from whyflow.causal.diagnostics import CompleteCase, ConfounderDiscovery, PSDiagnostics, WithWithout
+from whyflow.causal.state import TreatmentEffectResult
+
+__all__ = [
+    "ABSORBED",
+    "BALANCED_SMD",
+    "HINGES_SE",
+    "DesignFindings",
+    "complete_case_settled",
+    "design_findings",
+    "role_doubts",
+    "settled",
+]
+
+ABSORBED = 0.5
+"""A 2SLS whose controls leave less than this share of the instrument's first-stage R² is not approved."""
+_AFTER_EVIDENCE = re.compile(r"suggests it is measured after", re.I)
+"""An uncertain role with evidence that the column comes after the treatment (its name or wave says so,
+as :mod:`whyflow.causal.dataprep.column_roles` words it): it blocks approval unless it does not move the answer."""
+_DECIDED = re.compile(r"collider signature|kept as the baseline", re.I)
+"""Uncertain roles the data decided (a collider's signature, a change score's own baseline): listed only."""
+HINGES_SE = 2.0
+"""A role resting on an unverified assumption (an unoriented edge, a weak orientation, a failure to reject)
+blocks approval when the answer with and without the column differs by more than this many standard errors
+and the treatment looks randomised but for that column (:func:`stands_out`): in a trial only what the
+treatment moved is out of balance, so the answer hinges on timing the data cannot tell (the metadata can).
+Where several covariates are out of balance, confounding is the ordinary reading and the column stays."""
+BALANCED_SMD = 0.2
+"""Largest |SMD| of the other covariates for the treatment to look randomised but for one column."""
+_DESIGNS = {"iv": "instrumental variables", "rdd": "regression discontinuity", "did": "difference in differences"}
+
+
+@dataclass
+class DesignFindings:
+    """What the headline's design says against approving it."""
+
+    blockers: list[str] = field(default_factory=list)
+    doubts: list[str] = field(default_factory=list)
+    issues: list[str] = field(default_factory=list)
+
+
+def design_findings(head: TreatmentEffectResult, declared: tuple[str, ...]) -> DesignFindings:
+    """A stated design is the question (its estimator must headline); its own checks must hold."""
+    out = DesignFindings()
+    stated = [k for k in declared if k in _DESIGNS]
+    if stated and head.details.family not in stated:
+        why = head.details.skipped_methods.get(stated[0]) or "its estimator did not run"
+        out.blockers.append(
+            f"the design you stated ({_DESIGNS[stated[0]]}) could not be estimated ({why.rstrip('.')}); "
+            f"{head.method} answers a different question and is not the answer to yours"
+        )
+        return out
+    x = {**head.details.extras}
+    panel = x.get("repeated_units")
+    if isinstance(panel, dict) and not head.details.is_design:
+        u, t, k, per = panel.get("unit"), panel.get("time"), panel.get("n_units"), panel.get("rows_per_unit", 0)
+        out.issues.append(
+            f"The rows are a panel: {k} units of '{u}' observed over '{t}' (about {per:.0f} rows each), but the "
+            "interval treats every row as independent."
+        )
+        out.doubts.append(
+            f"repeated units: {k} values of '{u}' each seen about {per:.0f} times over '{t}', so the interval is "
+            f"too narrow; declare the panel (--unit {u} --time {t}) for unit and period effects with errors "
+            "clustered by unit"
+        )
+    if head.details.family == "iv":
+        _instrument(x, out)
+    if head.details.family == "did" and (x.get("single_treated_unit") or x.get("n_treated_units") == 1):
+        _one_treated_unit(x, out)
+    return out
+
+
+def _one_treated_unit(x: dict[str, Any], out: DesignFindings) -> None:
+    """One treated unit: approvable only on a finite placebo-in-space permutation interval."""
+    perm = x.get("permutation")
+    if isinstance(perm, dict) and perm.get("ci") is not None:
+        out.issues.append(
+            f"A single treated unit: the interval is from placebo-in-space permutation over "
+            f"{perm.get('n_units_compared')} units (test inversion), not from standard errors clustered by unit; "
+            "it assumes the units are exchangeable."
+        )
+        return
+    why = f" ({perm['reason']})" if isinstance(perm, dict) and perm.get("reason") else ""
+    out.blockers.append(
+        "a single treated unit: standard errors clustered by unit cannot measure the uncertainty of one "
+        f"treated cluster, so the interval is not credible, and permutation inference over units gives no "
+        f"finite 95% interval{why}"
+    )
+
+
+def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
+    """Controls that absorb the instrument's first stage, and a weak instrument."""
+    kept, alone = x.get("first_stage_partial_r2"), x.get("first_stage_r2_alone")
+    if isinstance(kept, (int, float)) and isinstance(alone, (int, float)) and alone > 0 and kept < ABSORBED * alone:
+        closest = x.get("instrument_explained_by") or []
+        mostly = f" (most related to it: {', '.join(closest)})" if closest else ""
+        out.doubts.append(
+            f"the controls{mostly} absorb {1 - kept / alone:.0%} of the instrument's pull on the treatment "
+            f"(first-stage R² {alone:.3f} alone, partial R² {kept:.3f} given them): they include what assigns the "
+            "instrument or what the treatment itself moves, and the estimate rests on which of them enter; list "
+            "those measured after the treatment under post_treatment in the metadata and re-run"
+        )
+    f_stat = x.get("first_stage_f")
+    if isinstance(f_stat, (int, float)) and f_stat < 10:
+        out.blockers.append(
+            f"weak instrument: the first-stage F is {f_stat:.3g} (below 10), so 2SLS is biased towards OLS and "
+            "its interval does not cover at its stated rate"
+        )
+
+
+def role_doubts(doubtful: dict[str, str], cd: ConfounderDiscovery, ps: PSDiagnostics | None) -> list[str]:
+    """The open doubts among uncertain roles (already without the settled ones)."""
+    named_after = sorted(c for c, r in doubtful.items() if _AFTER_EVIDENCE.search(str(r)))
+    moves = _gaps(cd.doubtful_sensitivity)
+    hinges = sorted(
+        c
+        for c, r in doubtful.items()
+        if c not in named_after and not _DECIDED.search(str(r)) and moves.get(c, 0.0) > HINGES_SE and stands_out(c, ps)
+    )
+    out = []
+    if named_after:
+        out.append(f"uncertain adjustment: {', '.join(named_after)} may be measured after the treatment")
+    if hinges:
+        out.append(
+            f"uncertain adjustment: the answer moves by more than {HINGES_SE:g} standard errors with or without "
+            f"{', '.join(hinges)}, whose timing relative to the treatment the data cannot tell; state it in the "
+            "metadata (pre_treatment or post_treatment)"
+        )
+    return out
+
+
+def _gaps(checks: Mapping[str, WithWithout | CompleteCase]) -> dict[str, float]:
+    """Each variable's with/without difference, in the larger of the two standard errors."""
+    out: dict[str, float] = {}
+    for c, r in checks.items():
+        gap = abs(float(r.with_) - float(r.without))
+        se = max(float(r.se_with), float(r.se_without))
+        out[str(c)] = gap / se if se > 0 else float("inf")
+    return out
+
+
+def stands_out(column: str, ps: PSDiagnostics | None) -> bool:
+    """Whether ``column`` alone is out of balance: every other covariate within :data:`BALANCED_SMD` and
+    the column's own imbalance at least twice the largest of theirs (its one-hot levels count as it)."""
+    balance = (ps.balance if ps is not None else None) or {}
+
+    def own(name: str) -> bool:
+        return name == column or name.startswith(f"{column}_")
+
+    mine = [abs(float(v.smd_before)) for k, v in balance.items() if own(k)]
+    others = [abs(float(v.smd_before)) for k, v in balance.items() if not own(k)]
+    top = max(others, default=0.0)
+    return bool(mine) and top < BALANCED_SMD and max(mine) >= 2 * top
+
+
+def settled(cd: ConfounderDiscovery) -> set[str]:
+    """Doubtful variables whose with/without estimates differ by less than a standard error."""
+    return {c for c, z in _gaps(cd.doubtful_sensitivity).items() if z <= 1}
+
+
+def complete_case_settled(cd: ConfounderDiscovery) -> set[str]:
+    """Imputed confounders whose complete-case estimate (``cd.complete_case``, rows where the column was
+    measured) agrees with the all-rows estimate within a standard error: the imputation does not move the answer."""
+    return {c for c, z in _gaps(cd.complete_case).items() if z <= 1}

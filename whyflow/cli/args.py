@@ -1,0 +1,69 @@
+"""Helpers the `whyflow` command handlers share: command-line values into the objects they mean.
+
+They live apart from :mod:`whyflow.cli.main` (the parser and the dispatch) so that the handlers in
+:mod:`whyflow.cli.commands`, :mod:`whyflow.cli.ask` and :mod:`whyflow.deployments` use them without importing
+the module that imports them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from whyflow.causal.state import StudyDesign
+
+__all__ = ["design_from_args", "overrides_from_args", "prepare_environment", "resolve_path"]
+
+
+def prepare_environment(verbose: bool = False) -> None:
+    """Quiet, offline-friendly defaults for Prefect and the notebook stack (user settings win)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
+    os.environ.setdefault("PREFECT_LOGGING_LOG_PRINTS", "false")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # The first ephemeral start creates Prefect's database; on a busy 2-core machine that
+    # can take longer than Prefect's 20 s default.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    if not verbose:
+        # Libraries that log warnings for every estimate (dowhy) or every figure (traitlets):
+        # their findings reach the user through the agents' summaries and traces instead.
+        import logging
+
+        for name in ("dowhy", "traitlets", "causalml", "py.warnings"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def overrides_from_args(items: Sequence[str] | None) -> dict[str, str]:
+    """The ``--set KEY=VALUE`` options as a dict (a malformed one ends the command)."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"whyflow: error: --set expects KEY=VALUE, got '{item}'")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def design_from_args(args: Any) -> StudyDesign:
+    """The study-design facts given on the command line."""
+    if (args.running_variable is None) != (args.cutoff is None):
+        raise SystemExit("whyflow: error: --running-variable and --cutoff go together")
+    if (args.unit is None) != (args.time is None):
+        raise SystemExit("whyflow: error: --unit and --time go together")
+    return StudyDesign(
+        estimand=args.estimand,
+        instrument=args.instrument,
+        running_variable=args.running_variable,
+        cutoff=args.cutoff,
+        unit_column=args.unit,
+        time_column=args.time,
+    )
+
+
+def resolve_path(text: str) -> str:
+    """An absolute path for local files; URLs unchanged."""
+    from whyflow.flows.jobstore.jobs import is_url
+
+    return text if is_url(text) else str(Path(text).expanduser().resolve())
