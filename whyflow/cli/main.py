@@ -23,7 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (kept separate so the README's examples can be tested)."""
     parser = argparse.ArgumentParser(
         prog="whyflow",
-        description="Turn a tabular dataset into a defensible causal analysis, run as a Prefect flow.",
+        description="Ask a tabular dataset a question: a defensible causal analysis or a checked data-science "
+        "answer, each run as a Prefect flow. Recipes are files or built-in names (whyflow recipes).",
     )
     parser.add_argument("--runs-dir", default=None, help="where job folders live (default ./runs or $WHYFLOW_RUNS_DIR)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -81,8 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="model to check (default: the first one the endpoint lists)")
 
     from whyflow.cli.ask import add_parser as add_ask_parser
+    from whyflow.cli.project import add_parsers as add_project_parsers
 
     add_ask_parser(sub)
+    add_project_parsers(sub)
 
     p = sub.add_parser("serve", help="the chat page for asking the data (FastAPI + WebSocket, loopback by default)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
@@ -114,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "validate" and not args.recipes and not args.metadata:
         parser.error("validate needs a RECIPE, a --metadata FILE, or both")
-    handlers: dict[str, Any] = {"llm": _cmd_llm, "ask": _cmd_ask, "serve": _cmd_serve}
+    handlers: dict[str, Any] = {"llm": _cmd_llm, "ask": _cmd_ask, "serve": _cmd_serve, "recipes": _cmd_recipes}
+    handlers["init"] = _cmd_init
     if args.command not in handlers:  # whyflow.cli.commands (recipe metadata, summaries) only where used
         from whyflow.cli import commands
 
@@ -214,6 +218,18 @@ def _cmd_serve(args: Any) -> int:
         return 2
     data_dir = args.data_dir or args.runs_dir or str(JobStore().root)
     return serve(host=args.host, port=args.port, data_dir=data_dir, engine=engine, why=why)
+
+
+def _cmd_recipes(args: Any) -> int:
+    from whyflow.cli.project import cmd_recipes
+
+    return cmd_recipes(args)
+
+
+def _cmd_init(args: Any) -> int:
+    from whyflow.cli.project import cmd_init
+
+    return cmd_init(args)
 
 
 def _cmd_llm(args: Any) -> int:

@@ -25,11 +25,12 @@ _SUFFIXES = (".yaml", ".yml")
 
 @dataclass(frozen=True)
 class BuiltinRecipe:
-    """One shipped recipe: its name, its file and the first line of its ``description``."""
+    """One shipped recipe: its name, its file, its ``description`` and the state it runs on."""
 
     name: str
     path: Path
     description: str
+    state: str
 
 
 @cache
@@ -43,22 +44,19 @@ def _folder() -> Path:
     return Path(stack.enter_context(resources.as_file(folder)))
 
 
-def _description(path: Path) -> str:
+def _read(path: Path) -> BuiltinRecipe:
     import yaml
 
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return ""
-    text = document.get("description", "") if isinstance(document, dict) else ""
-    return " ".join(str(text).split())
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document = document if isinstance(document, dict) else {}
+    description = " ".join(str(document.get("description", "")).split())
+    return BuiltinRecipe(path.stem, path, description, str(document.get("state", "analysis")))
 
 
 @cache
 def builtin_recipes() -> tuple[BuiltinRecipe, ...]:
     """Every shipped recipe, sorted by name."""
-    files = sorted(p for p in _folder().iterdir() if p.suffix in _SUFFIXES)
-    return tuple(BuiltinRecipe(p.stem, p, _description(p)) for p in files)
+    return tuple(_read(p) for p in sorted(_folder().iterdir()) if p.suffix in _SUFFIXES)
 
 
 def _names() -> list[str]:
