@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from whyflow.flows.recipes.builtin import builtin_recipes
 from whyflow.cli.main import build_parser, main
+from whyflow.flows.recipes.builtin import builtin_recipes
 from whyflow.flows.recipes.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[1]

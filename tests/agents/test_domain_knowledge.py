@@ -44,7 +44,6 @@ def _state(tmp_path: Path, metadata: dict | None, extra: bool = False):
         frame["earnings_after"] = frame["earnings"] + rng.normal(0, 100, len(frame))
     state = make_state(frame, tmp_path, "training", "earnings", profile=False)
     state.raw_metadata = metadata
-    state.dataset_info.kaggle_tags = ["economics", "training"]
     run_single_agent("data_profiler", state, tmp_path)
     return state
 
@@ -56,7 +55,7 @@ def test_metadata_becomes_domain_knowledge(tmp_path: Path) -> None:
     assert dk is not None
     assert dk.source == "metadata+heuristic"
     assert dk.description == METADATA["description"] and dk.domain == "labour economics"
-    assert dk.tags == ["training", "earnings", "economics"]
+    assert dk.tags == ["training", "earnings"]
     assert dk.units == {"age": "years", "prior_earnings": "USD"}
     assert dk.column_descriptions["skills_score"] == "Test score after the programme"
     assert dk.temporal_order == METADATA["temporal_order"]

@@ -11,6 +11,7 @@ import pandas as pd
 from benchmarks.synthetic import linear_confounding
 from tests.factories import make_estimate
 from tests.helpers import make_state
+from whyflow.causal.queries import evalue_of_limit
 from whyflow.causal.state import AnalysisState, CausalDAG, CausalEdge, TreatmentEffectResult
 from whyflow.flows.running.dispatch import run_single_agent
 
@@ -72,11 +73,11 @@ def test_small_evalue_names_the_confounder_to_collect(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=800, effect=0.4, seed=9)
     state = _analysed(frame, tmp_path)
     ev = next(r for r in state.sensitivity_results if r.method == "e_value")
-    assert ev.details.extras["evalue_ci"] < 2  # precondition: a weak effect relative to the outcome's spread
+    assert evalue_of_limit(ev) < 2  # precondition: a weak effect relative to the outcome's spread
     state.domain_knowledge = {"roles": {"motivation": "confounder", "x1": "confounder"}}
     recs = _recommend(state, tmp_path)
     hit = [r for r in recs if "motivation" in r]
-    assert hit and f"{ev.details.extras['evalue_ci']:.2f}" in hit[0]
+    assert hit and f"{evalue_of_limit(ev):.2f}" in hit[0]
     assert "x1" not in hit[0].split("Domain knowledge")[1]  # x1 is already adjusted for
 
 

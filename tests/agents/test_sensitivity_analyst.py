@@ -106,7 +106,7 @@ def test_evalues_headline_first_and_naive_skipped(confounded) -> None:
     d = head.details.extras["estimate"] / frame["outcome"].std()
     rr = math.exp(0.91 * d)
     assert head.robustness_value == pytest.approx(rr + math.sqrt(rr * (rr - 1)))
-    assert 1 < head.details.extras["evalue_ci"] < head.robustness_value
+    assert 1 < head.details.evalue_ci < head.robustness_value
     assert "treated" in head.interpretation and "outcome" in head.interpretation
 
 
@@ -149,7 +149,7 @@ def test_rosenbaum_gamma_is_one_for_null_effect_and_ci_evalue_is_one(tmp_path: P
     (rb,) = _by_method(state, "rosenbaum_bounds")
     assert rb.robustness_value == 1.0
     ev = _by_method(state, "e_value")[0]
-    assert ev.details.extras["ci_crosses_null"] and ev.details.extras["evalue_ci"] == 1.0
+    assert ev.details.ci_crosses_null and ev.details.evalue_ci == 1.0
     assert not _by_method(state, "placebo_treatment")
 
 
@@ -216,7 +216,7 @@ def test_binary_outcome_evalue_uses_control_risk(tmp_path: Path) -> None:
     p0 = frame.loc[frame["treated"] == 0, "outcome"].mean()
     assert ev.details.extras["scale"] == "risk_ratio"
     assert ev.details.extras["risk_ratio"] == pytest.approx((p0 + ev.details.extras["estimate"]) / p0)
-    assert ev.robustness_value > ev.details.extras["evalue_ci"] > 1
+    assert ev.robustness_value > ev.details.evalue_ci > 1
 
 
 def test_large_data_refuters_use_a_seeded_sample_and_say_so(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.ask.test_agents import ROOT, ask
+from tests.ask.test_agents import ask
 from whyflow.runtime.llm import reset_runs
 from whyflow.runtime.llm.local import available
 from whyflow.runtime.llm.validate import numbers_of, numbers_problems

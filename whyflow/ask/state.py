@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from whyflow.core.job import JOB_CONFIG, RUNNER_FIELDS, JobLifecycle
+from whyflow.core.job import JOB_CONFIG, JobLifecycle
 
 __all__ = [
     "ArtifactRecord",
@@ -225,7 +225,6 @@ class CausalRunResult(_Model):
 class AskState(JobLifecycle):
     """The state of one question's job; written only by the runner."""
 
-    RUNNER_FIELDS: ClassVar[frozenset[str]] = RUNNER_FIELDS | {"kind"}
     INPUT_FIELDS: ClassVar[frozenset[str]] = frozenset({"job_id", "question", "datasets", "data_summary", "messages"})
     ALWAYS_READABLE: ClassVar[frozenset[str]] = frozenset(
         {"job_id", "question", "datasets", "data_summary", "messages", "iteration_count", "max_iterations"}

@@ -7,14 +7,12 @@ whatever else an estimator reports goes into ``extras``. Consumers read ``family
 display label — so a new estimator labelled "Overlap weighting" or "TMLE" is classed by its
 registry entry, not by a regular expression on its name.
 
-States written before these models existed hold plain dicts: the ``before`` validators move the
-known keys into fields and everything else into ``extras``, and derive a missing family from
-the method key or label (the one place a label is ever read), so old jobs still resume.
+A state written before these models existed is brought to this shape when it is read
+(:mod:`whyflow.versions`); the models read only their own fields.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -26,7 +24,6 @@ __all__ = [
     "EstimateDetails",
     "SensitivityKind",
     "SensitivityDetails",
-    "family_of_legacy",
 ]
 
 Family = Literal[
@@ -107,55 +104,6 @@ class EstimateDetails(BaseModel):
         """An instrument, panel or discontinuity estimator."""
         return self.family in DESIGN_FAMILIES
 
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy(cls, data: Any) -> Any:
-        """Read a plain dict from an older state: unknown keys into ``extras``, family derived."""
-        if not isinstance(data, dict):
-            return data
-        out = _known_and_extras(data, set(cls.model_fields))
-        extras = out["extras"]
-        if "method_key" not in out:
-            out["method_key"] = str(extras.get("method") or "unknown")
-        if "family" not in out:
-            naive = extras.pop("naive", None)
-            out["family"] = "naive" if naive is True else family_of_legacy(str(out["method_key"]))
-        else:
-            extras.pop("naive", None)
-        return out
-
-
-def _known_and_extras(data: dict[str, Any], known: set[str]) -> dict[str, Any]:
-    """A details dict split into the model's fields and ``extras`` (every other key, merged in)."""
-    out = {k: v for k, v in data.items() if k in known}
-    out["extras"] = {**(out.get("extras") or {}), **{k: v for k, v in data.items() if k not in known}}
-    return out
-
-
-def family_of_legacy(name: str) -> str:
-    """The family of an estimate saved without one, from its method key or label (old states only).
-
-    New estimates always carry the family of their registry entry (``whyflow.causal.estimation.methods``).
-    """
-    for pattern, family in _LEGACY:
-        if pattern.search(name):
-            return family
-    return "regression"
-
-
-_LEGACY: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"naive|unadjusted", re.I), "naive"),
-    (re.compile(r"diff_means|difference.in.means", re.I), "experiment"),
-    (re.compile(r"^iv$|instrument|2sls|two.stage", re.I), "iv"),
-    (re.compile(r"discontinuity|rdd", re.I), "rdd"),
-    (re.compile(r"^did$|difference.in.difference|twfe", re.I), "did"),
-    (re.compile(r"aipw|doubly|dr.?learner|tmle|dml", re.I), "doubly_robust"),
-    (re.compile(r"weight|ipw", re.I), "weighting"),
-    (re.compile(r"match", re.I), "matching"),
-    (re.compile(r"stratif", re.I), "stratification"),
-    (re.compile(r"learner", re.I), "meta"),
-)
-
 
 SensitivityKind = Literal["e_value", "rosenbaum", "refuter", "unobserved", "other"]
 
@@ -164,7 +112,9 @@ class SensitivityDetails(BaseModel):
     """The typed details of one :class:`~whyflow.causal.state.SensitivityResult`.
 
     ``kind`` says what analysis it is; ``passed`` is set for refuters (``None`` otherwise);
-    ``estimate_method`` and ``headline`` name the estimate it is about; the rest is in ``extras``.
+    ``estimate_method`` and ``headline`` name the estimate it is about; an E-value result carries
+    the E-values of the estimate and of the confidence limit closest to the null, and whether the
+    interval crosses the null; the rest is in ``extras``.
     """
 
     model_config = _CONFIG
@@ -173,14 +123,13 @@ class SensitivityDetails(BaseModel):
     passed: bool | None = None
     estimate_method: str | None = None
     headline: bool = False
+    evalue_estimate: float | None = None
+    evalue_ci: float | None = None
+    ci_crosses_null: bool | None = None
     extras: dict[str, Any] = {}
 
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        out = _known_and_extras(data, set(cls.model_fields))
-        if out.get("kind") not in SensitivityKind.__args__:  # type: ignore[attr-defined]
-            out["kind"] = "unobserved" if out.get("kind") == "unobserved_common_cause" else "other"
-        return out
+    @model_validator(mode="after")
+    def _evalue_complete(self) -> SensitivityDetails:
+        if self.kind == "e_value" and None in (self.evalue_estimate, self.evalue_ci, self.ci_crosses_null):
+            raise ValueError("an e_value result needs evalue_estimate, evalue_ci and ci_crosses_null")
+        return self

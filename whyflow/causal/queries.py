@@ -23,6 +23,7 @@ __all__ = [
     "pair_estimates",
     "refuter_tally",
     "headline_evalue",
+    "evalue_of_limit",
     "post_treatment_set",
     "adjustment_set_of",
 ]
@@ -83,6 +84,14 @@ def headline_evalue(sensitivity: Iterable[SensitivityResult]) -> SensitivityResu
     """The E-value of the headline estimate (else the first E-value), if any."""
     values = [r for r in sensitivity if r.details.kind == "e_value"]
     return next((r for r in values if r.details.headline), values[0] if values else None)
+
+
+def evalue_of_limit(evalue: SensitivityResult) -> float:
+    """The E-value of the confidence limit closest to the null (1 when the interval crosses it)."""
+    limit = evalue.details.evalue_ci
+    if limit is None:  # SensitivityDetails requires it on every e_value result
+        raise ValueError(f"sensitivity result '{evalue.method}' is not an E-value")
+    return limit
 
 
 def post_treatment_set(

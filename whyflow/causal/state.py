@@ -25,7 +25,7 @@ cancelling late phases; a user may cancel at any time); CANCELLING -> CANCELLED;
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -68,10 +68,6 @@ class DatasetInfo(_Model):
     local_path: str | None = None
     n_samples: int | None = None
     n_features: int | None = None
-    kaggle_description: str | None = None
-    kaggle_column_descriptions: dict[str, str] = {}
-    kaggle_tags: list[str] = []
-    kaggle_domain: str | None = None
     metadata_quality: str = "unknown"
 
 
@@ -225,6 +221,7 @@ class AnalysisState(JobLifecycle):
     )
     """Context every agent may read without declaring it (the job, the question and the round)."""
 
+    kind: Literal["analysis"] = "analysis"
     dataset_info: DatasetInfo
     treatment_variable: str | None = None
     outcome_variable: str | None = None

@@ -10,6 +10,8 @@ saves. Only the runner writes these fields (:data:`RUNNER_FIELDS`).
   untruncated trace to a sink (the job store appends it to ``traces.jsonl``) before it
   truncates or compresses the copy kept in the state.
 - Terminal states leave only through :meth:`JobLifecycle.reopen` (``whyflow resume``).
+- ``state.json`` says which version of the state it is (``schema_version``) and which family's
+  (``kind``); :mod:`whyflow.versions` reads every earlier version.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from whyflow.core.status import JobStatus, is_legal_transition
 
 __all__ = [
     "JOB_CONFIG",
+    "STATE_SCHEMA_VERSION",
     "MAX_TRACES",
     "MAX_TRACE_OUTPUT_LEN",
     "MAX_TRACE_REASONING_LEN",
@@ -35,6 +38,9 @@ __all__ = [
     "JobLifecycle",
     "utcnow",
 ]
+
+STATE_SCHEMA_VERSION = 1
+"""The version of ``state.json`` this release writes (:mod:`whyflow.versions` lists what each changed)."""
 
 MAX_TRACES = 50
 MAX_TRACE_OUTPUT_LEN = 500
@@ -71,6 +77,9 @@ class AgentTrace(BaseModel):
 
 RUNNER_FIELDS = frozenset(
     {
+        "schema_version",
+        "kind",
+        "job_dir",
         "job_id",
         "status",
         "agent_traces",
@@ -100,6 +109,12 @@ class JobLifecycle(BaseModel):
     ALWAYS_READABLE: ClassVar[frozenset[str]] = frozenset({"job_id"})
     """Context every agent on this state may read without declaring it."""
 
+    schema_version: int = STATE_SCHEMA_VERSION
+    """The version of the state's layout: a newer one is refused, an older one upgraded on read."""
+    kind: str
+    """Which family's state this is (each family narrows it to its own name)."""
+    job_dir: str | None = None
+    """The folder the state was last saved in: a folder moved since has its paths rebased on read."""
     job_id: str
     status: JobStatus = JobStatus.PENDING
     iteration_count: int = 0
@@ -195,7 +210,7 @@ class JobLifecycle(BaseModel):
 
     @classmethod
     def from_json(cls, text: str) -> Self:
-        """Parse a state written by :meth:`to_json`."""
+        """Parse a state this release wrote with :meth:`to_json` (a file of any version: :mod:`whyflow.versions`)."""
         return cls.model_validate_json(text)
 
 

@@ -85,8 +85,7 @@ class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
             self._validate(mentioned, columns)
         elif has_meta:
             notes.append("column names in the metadata could not be checked: no profile and no readable data")
-        info = view.dataset_info
-        knowledge, pre, stated_post = self._from_metadata(meta, has_meta, info, notes)
+        knowledge, pre, stated_post = self._from_metadata(meta, has_meta, notes)
         used_heuristics = self._heuristics(
             knowledge, pre, stated_post, view, columns or [], types, params.name_heuristics, notes
         )
@@ -139,10 +138,10 @@ class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
 
     @staticmethod
     def _from_metadata(
-        meta: Metadata, has_meta: bool, info: Any, notes: list[str]
+        meta: Metadata, has_meta: bool, notes: list[str]
     ) -> tuple[DomainKnowledge, list[str], list[str]]:
-        """The knowledge the metadata and catalogue state, and the columns flagged measured pre and post."""
-        descriptions = dict(info.kaggle_column_descriptions or {})
+        """The knowledge the metadata states, and the columns flagged measured pre and post."""
+        descriptions: dict[str, str] = {}
         units: dict[str, str] = {}
         roles: dict[str, str] = {str(c): str(r).lower() for c, r in (meta.roles or {}).items()}
         post: list[str] = []
@@ -170,11 +169,11 @@ class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
                 f"metadata: {len(descriptions)} column descriptions, {len(roles)} roles, "
                 f"{len(pre)} measured before and {len(post)} after treatment"
             )
-        tags = [str(t) for t in (meta.tags or [])] + [str(t) for t in info.kaggle_tags or []]
+        tags = [str(t) for t in (meta.tags or [])]
         knowledge = DomainKnowledge(
             source="",
-            description=str(meta.description or info.kaggle_description or ""),
-            domain=_text_or_none(meta.domain or info.kaggle_domain),
+            description=str(meta.description or ""),
+            domain=_text_or_none(meta.domain),
             tags=list(dict.fromkeys(tags)),
             column_descriptions=descriptions,
             units=units,

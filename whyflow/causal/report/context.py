@@ -182,7 +182,7 @@ def _dataset(snap: dict[str, Any], run_info: dict[str, Any] | None) -> dict[str,
         "rows": profile["n_samples"],
         "cols": profile["n_features"],
         "sha256": (run_info or {}).get("data_sha256"),
-        "description": domain.get("description") or meta.get("description") or info.get("kaggle_description"),
+        "description": domain.get("description") or meta.get("description"),
         "duplicates": profile.get("duplicates_note") or "",
     }
 

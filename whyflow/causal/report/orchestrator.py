@@ -16,7 +16,7 @@ from pydantic import Field
 
 from whyflow.causal.diagnostics import ConfounderDiscovery, PSDiagnostics
 from whyflow.causal.knowledge import DomainKnowledge
-from whyflow.causal.queries import headline_evalue, headline_of, refuter_tally
+from whyflow.causal.queries import evalue_of_limit, headline_evalue, headline_of, refuter_tally
 from whyflow.causal.review.rules import BALANCE_SMD, OVERLAP_POOR_SHARE, primary_estimates
 from whyflow.causal.roles import annotated, orchestrator_summary
 from whyflow.causal.state import AnalysisState, CritiqueFeedback, SensitivityResult, TreatmentEffectResult
@@ -118,11 +118,7 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         if head.details.population:  # a trimmed sample: say which units the number is about
             est += f" for {head.details.population}"
         ev = headline_evalue(sens)
-        ev_text = (
-            f", E-value {ev.robustness_value:.2f} (CI limit {ev.details.extras.get('evalue_ci', 1.0):.2f})"
-            if ev
-            else ""
-        )
+        ev_text = f", E-value {ev.robustness_value:.2f} (CI limit {evalue_of_limit(ev):.2f})" if ev else ""
         passed, total = refuter_tally(sens)
         ref_text = f", {passed}/{total} refuters passed" if total else ""
         if critique is None:
@@ -144,7 +140,7 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
                 f"Treat the {est} with suspicion: the estimators pass their checks, but identification scored "
                 f"{critique.scores['identification']}/5 — {first}"
             )
-        strong = ev is not None and float(ev.details.extras.get("evalue_ci", 1.0)) >= 2
+        strong = ev is not None and evalue_of_limit(ev) >= 2
         level = "with confidence" if not low and strong else "with caution"
         weak = f" (weak points: {', '.join(low)})" if low else ""
         return f"Trust the {est} {level}: approved in round {critique.iteration} (scores {scores}){weak}{ev_text}{ref_text}."
@@ -162,7 +158,7 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
         ev = headline_evalue(sens)
         if ev is None:
             return []
-        e_ci = float(ev.details.extras.get("evalue_ci", ev.robustness_value))
+        e_ci = evalue_of_limit(ev)
         if e_ci >= params.small_evalue:
             return []
         adjusted = cd.adjustment_set
@@ -174,7 +170,7 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
             else f" Think of causes of both {treatment} and {outcome} missing from the data "
             f"(adjusted so far: {', '.join(adjusted) or 'nothing'}) and collect the strongest."
         )
-        if ev.details.extras.get("ci_crosses_null"):
+        if ev.details.ci_crosses_null:
             lead = f"The confidence interval for {treatment} -> {outcome} already includes no effect (E-value of the limit 1)."
         else:
             lead = (

@@ -12,6 +12,7 @@ import re
 from whyflow.causal.diagnostics import ExpectationFailure, RepairAction
 from whyflow.causal.queries import (
     adjustment_set_of,
+    evalue_of_limit,
     headline_evalue,
     headline_of,
     latest_round,
@@ -279,10 +280,10 @@ def _robustness(inp: ReviewInputs, acc: Findings) -> int:
         acc.issues.append(f"Refuters failed: {', '.join(failed)}.")
     ev = headline_evalue(inp.sensitivity)
     if ev is not None:
-        e_ci = float(ev.details.extras.get("evalue_ci", ev.robustness_value))
+        e_ci = evalue_of_limit(ev)
         weak = inp.policy.weak_evalue
         score -= 2 if e_ci < 1 + (weak - 1) / 2 else (1 if e_ci < weak else 0)
-        if ev.details.extras.get("ci_crosses_null"):
+        if ev.details.ci_crosses_null:
             acc.issues.append("The headline's confidence interval includes no effect (E-value of the limit 1).")
         elif e_ci < weak:
             acc.issues.append(

@@ -25,7 +25,15 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from whyflow.causal.queries import adjustment_set_of, effects_for_pair, headline_evalue, latest_round, refuter_tally
+from whyflow.causal.estimates import SensitivityDetails
+from whyflow.causal.queries import (
+    adjustment_set_of,
+    effects_for_pair,
+    evalue_of_limit,
+    headline_evalue,
+    latest_round,
+    refuter_tally,
+)
 from whyflow.causal.review.refuters import failure_reason
 from whyflow.causal.state import AnalysisState, SensitivityResult, TreatmentEffectResult
 from whyflow.causal.view import AnalysisView
@@ -46,6 +54,10 @@ def adjusted_estimates(effects: list[TreatmentEffectResult]) -> list[TreatmentEf
     """The latest round's estimates, headline first, naive comparisons left out."""
     adjusted = [e for e in latest_round(effects) if not e.details.is_naive]
     return sorted(adjusted, key=lambda e: not e.details.headline)
+
+
+_EVALUE_FIELDS = ("evalue_estimate", "evalue_ci", "ci_crosses_null")
+"""What an E-value result records in its own fields (the rest of the calculation goes to ``extras``)."""
 
 
 class SensitivityAnalystParams(AgentParams):
@@ -232,14 +244,19 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
                     method="e_value",
                     robustness_value=ev["evalue_estimate"],
                     interpretation=_evalue_text(est, ev, treatment, outcome),
-                    details={
-                        "kind": "e_value",
-                        "estimate_method": est.method,
-                        "headline": est.details.headline,
-                        "estimate": est.estimate,
-                        "ci": [est.ci_lower, est.ci_upper],
-                        **ev,
-                    },
+                    details=SensitivityDetails(
+                        kind="e_value",
+                        estimate_method=est.method,
+                        headline=est.details.headline,
+                        evalue_estimate=ev["evalue_estimate"],
+                        evalue_ci=ev["evalue_ci"],
+                        ci_crosses_null=ev["ci_crosses_null"],
+                        extras={
+                            "estimate": est.estimate,
+                            "ci": [est.ci_lower, est.ci_upper],
+                            **{k: v for k, v in ev.items() if k not in _EVALUE_FIELDS},
+                        },
+                    ),
                 )
             )
         return results
@@ -287,15 +304,13 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
                 + ("that is robust." if gamma >= 2 else "a modest hidden bias could overturn it.")
             )
         notes.append(f"Rosenbaum bounds on {rb['n_pairs']} re-matched pairs (caliper 0.2 SD of the logit).")
-        details = {
-            "kind": "rosenbaum",
-            "estimate_method": matching[0].method,
-            "mean_pair_difference": float(diffs.mean()),
-        }
+        details = SensitivityDetails(
+            kind="rosenbaum",
+            estimate_method=matching[0].method,
+            extras={"mean_pair_difference": float(diffs.mean()), **rb},
+        )
         return [
-            SensitivityResult(
-                method="rosenbaum_bounds", robustness_value=gamma, interpretation=text, details={**details, **rb}
-            )
+            SensitivityResult(method="rosenbaum_bounds", robustness_value=gamma, interpretation=text, details=details)
         ]
 
     # ---- refuters ------------------------------------------------------------------------
@@ -337,7 +352,6 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
             f"{params.simulations} simulations each."
         )
         common = {
-            "kind": "refuter",
             "refuted_estimate": base,
             "n_used": raw["n_used"],
             "simulations": params.simulations,
@@ -367,7 +381,7 @@ class SensitivityAnalystAgent(Agent[SensitivityAnalystParams]):
         parts: list[str] = []
         ev = headline_evalue(results)
         if ev:
-            parts.append(f"E-value {ev.robustness_value:.2f} (CI {ev.details.extras['evalue_ci']:.2f})")
+            parts.append(f"E-value {ev.robustness_value:.2f} (CI {evalue_of_limit(ev):.2f})")
         rb = next((r for r in results if r.method == "rosenbaum_bounds"), None)
         if rb:
             parts.append(f"Gamma {rb.robustness_value:.2f}")
@@ -419,7 +433,7 @@ def _refuter_result(
         method=method,
         robustness_value=1.0 if p is None else float(p),
         interpretation=f"{what}: {verdict} ({p_text}).",
-        details={**common, "new_effect": new, "p_value": p, "passed": passed},
+        details=SensitivityDetails(kind="refuter", passed=passed, extras={**common, "new_effect": new, "p_value": p}),
     )
 
 
@@ -463,14 +477,17 @@ def _unobserved_result(
         method="unobserved_common_cause",
         robustness_value=value,
         interpretation=text,
-        details={
-            **common,
-            **raw,
-            "share_remaining": shares,
-            "worst_share": float(worst),
-            "meaningful": significant,
-            "plot": plot,
-        },
+        details=SensitivityDetails(
+            kind="unobserved",
+            extras={
+                **common,
+                **raw,
+                "share_remaining": shares,
+                "worst_share": float(worst),
+                "meaningful": significant,
+                "plot": plot,
+            },
+        ),
     )
 
 

@@ -9,7 +9,7 @@ what it found (``state.json``). This module reads those back, newest last, so th
 * a deployment run on data whose content (sha256) and question are unchanged can point at the
   previous completed job instead of recomputing it.
 
-No Prefect here: it is plain file reading, shared by the CLI, the flows and the artifacts.
+No Prefect here: the job store's reading of the typed state, shared by the CLI, the flows and the artifacts.
 """
 
 from __future__ import annotations
@@ -21,8 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from whyflow.ask.state import AskState
+from whyflow.causal.queries import headline_estimate
+from whyflow.causal.state import AnalysisState
+from whyflow.core.errors import WhyflowError
 from whyflow.flows.jobstore.store import JobFolder, JobStore
 from whyflow.flows.recipes.recipe import DriftThresholds
+from whyflow.states import JobState
 
 __all__ = [
     "RunRecord",
@@ -89,55 +94,50 @@ def _question_key(run: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _answer_headline(state: dict[str, Any]) -> dict[str, Any] | None:
+def _answer_headline(state: AskState) -> dict[str, Any] | None:
     """An ask job's answer as a headline (a numeric answer also serves drift as its estimate)."""
-    final = state.get("final_output") or {}
-    if not final:
+    final = state.final_output
+    if final is None:
         return None
-    result = final.get("result")
+    result = final.result
     number = result if isinstance(result, (int, float)) and not isinstance(result, bool) else None
-    return {"answer": final.get("answer"), "estimate": number, "output_type": final.get("output_type")}
+    return {"answer": final.answer, "estimate": number, "output_type": final.output_type}
 
 
-def _headline(state: dict[str, Any]) -> dict[str, Any] | None:
-    if state.get("kind") == "ask":
+def _headline(state: JobState) -> dict[str, Any] | None:
+    if isinstance(state, AskState):
         return _answer_headline(state)
-    effects = state.get("treatment_effects") or []
-    treatment, outcome = state.get("treatment_variable"), state.get("outcome_variable")
-    if treatment and outcome:
-        pair = [e for e in effects if e.get("treatment_variable") == treatment and e.get("outcome_variable") == outcome]
-        effects = pair or effects
-    heads = [e for e in effects if (e.get("details") or {}).get("headline")]
-    head = heads[0] if heads else None
+    head = headline_estimate(state)
     if head is None:
         return None
     return {
-        "method": head.get("method"),
-        "estimand": head.get("estimand"),
-        "estimate": head.get("estimate"),
-        "ci_lower": head.get("ci_lower"),
-        "ci_upper": head.get("ci_upper"),
-        "treatment": head.get("treatment_variable"),
-        "outcome": head.get("outcome_variable"),
-        "reason": (head.get("details") or {}).get("headline_reason"),
+        "method": head.method,
+        "estimand": head.estimand,
+        "estimate": head.estimate,
+        "ci_lower": head.ci_lower,
+        "ci_upper": head.ci_upper,
+        "treatment": head.treatment_variable,
+        "outcome": head.outcome_variable,
+        "reason": head.details.headline_reason,
     }
 
 
 def read_record(folder: JobFolder) -> RunRecord | None:
-    """The record of one job folder, or ``None`` if it is not a whyflow job."""
+    """The record of one job folder, or ``None`` if it is not a whyflow job (or cannot be read)."""
     try:
-        state = json.loads(folder.state_path.read_text(encoding="utf-8"))
+        state = folder.load_any()
         run = folder.read_run()
-    except (OSError, ValueError):
+    except (WhyflowError, OSError, ValueError):
         return None
     if not run:
         return None
     prints = run.get("fingerprint") or {}
-    eda = state.get("eda_result") or {}
-    critiques = state.get("critique_history") or []
-    quality = eda.get("data_quality_score")
+    quality = critiques = None
+    if isinstance(state, AnalysisState):
+        quality = state.eda_result.data_quality_score if state.eda_result is not None else None
+        critiques = state.critique_history
     return RunRecord(
-        job_id=str(state.get("job_id") or run.get("job_id")),
+        job_id=str(state.job_id or run.get("job_id")),
         path=folder.path,
         recipe_name=str(run.get("recipe_name") or ""),
         recipe_sha256=_file_sha(folder.recipe_path),
@@ -149,11 +149,11 @@ def read_record(folder: JobFolder) -> RunRecord | None:
         treatment=run.get("treatment"),
         outcome=run.get("outcome"),
         question=_question_key(run),
-        status=str(state.get("status") or ""),
-        created_at=str(run.get("created_at") or state.get("created_at") or ""),
+        status=state.status.value,
+        created_at=str(run.get("created_at") or state.created_at.isoformat()),
         headline=_headline(state),
-        quality=float(quality) if quality is not None and eda else None,
-        decision=str(critiques[-1].get("decision")) if critiques else None,
+        quality=float(quality) if quality is not None else None,
+        decision=critiques[-1].decision.value if critiques else None,
         drift=dict(run.get("drift") or {}),
     )
 

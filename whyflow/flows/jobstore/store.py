@@ -2,13 +2,20 @@
 
 Layout of a job folder::
 
-    state.json      the AnalysisState (atomic replace after every change the runner makes)
+    state.json      the job's state, of either family (atomic replace after every change the runner
+                    makes); it names its schema version and kind, and :mod:`whyflow.versions`
+                    reads every earlier version
     traces.jsonl    every agent trace in full (the state keeps a truncated, compressed copy)
     run.json        how the job was started: recipe, data, fingerprint, options (for resume)
     recipe.yaml     the recipe as run
     data/ plots/    derived data and figures
     report.ipynb    the notebook (and report.html)
     CANCEL          present when `whyflow cancel` asked the run to stop
+
+A job folder may be moved or copied: the state and ``run.json`` record the folder they were
+written in (``job_dir``), and on reading, every path under that folder is rebased onto the
+folder's new place (for a state written before ``job_dir`` existed, the old folder is what its
+run asked for as ``--output``, else the path that holds the job id).
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import secrets
 import tempfile
 from dataclasses import dataclass
@@ -24,11 +30,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from whyflow.ask.state import AskState
 from whyflow.causal.state import AnalysisState
 from whyflow.core.job import AgentTrace
 from whyflow.flows.errors import DamagedJob, JobNotFound, OutputNotWritable
 from whyflow.states import JobState
+from whyflow.versions import StateVersionError, parse_state, upgrade, validate_state
 
 __all__ = ["JobFolder", "JobStore", "JobSummary", "new_job_id", "default_runs_dir"]
 
@@ -85,10 +91,6 @@ def _check_writable(folder: Path) -> None:
             probe.unlink(missing_ok=True)
         reason = exc.strerror or type(exc).__name__
         raise OutputNotWritable(f"cannot write the job folder {folder}: {reason.lower()}") from None
-
-
-_ASK_KIND = re.compile(r'^  "kind": "ask",?$', re.M)
-"""An ask job's state says so in a top-level field (``to_json`` indents the top level by two)."""
 
 
 def damage_message(folder: JobFolder, path: Path, exc: BaseException | None) -> str:
@@ -154,6 +156,9 @@ class JobFolder:
 
     def save(self, state: JobState) -> None:
         """Write ``state.json`` atomically: a crash leaves the previous or the new state, never half."""
+        here = str(self.path.resolve())
+        if state.job_dir != here:
+            state.job_dir = here
         _keep_previous(self.state_path)
         text = state.to_json()
         try:
@@ -200,7 +205,7 @@ class JobFolder:
         return state
 
     def load_any(self) -> JobState:
-        """Read the state of either model (an ask job's state says ``"kind": "ask"``)."""
+        """Read the state, of either family and of any schema version."""
         if not self.state_path.exists():
             raise JobNotFound(f"no state.json in {self.path}")
         state = self._parse(self.state_path)
@@ -212,11 +217,29 @@ class JobFolder:
         from pydantic import ValidationError
 
         try:
-            text = path.read_text(encoding="utf-8")
-            model: type[AskState] | type[AnalysisState] = AskState if _ASK_KIND.search(text) else AnalysisState
-            return model.from_json(text)
+            document = upgrade(parse_state(path.read_text(encoding="utf-8")))
+            return validate_state(self._rebased(document, document.get("job_dir")))
+        except StateVersionError as exc:
+            raise StateVersionError(f"{path}: {exc}") from None
         except (OSError, UnicodeDecodeError, ValidationError, ValueError) as exc:
             raise DamagedJob(damage_message(self, path, exc)) from None
+
+    def _rebased(self, document: dict[str, Any], written_in: Any) -> dict[str, Any]:
+        """``document`` with every path under the folder it was written in moved to this folder."""
+        old = str(written_in) if written_in else _written_in(document, self._raw_run())
+        new = str(self.path.resolve())
+        if old and old != new:
+            document = _rebase(document, old.rstrip(os.sep), new)
+        if "job_dir" in document:
+            document["job_dir"] = new
+        return document
+
+    def _raw_run(self) -> dict[str, Any]:
+        try:
+            found = json.loads(self.run_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            return {}
+        return found if isinstance(found, dict) else {}
 
     def recover(self) -> JobState:
         """Put the previous good state back (the damaged file is kept as ``state.json.damaged``)."""
@@ -256,7 +279,8 @@ class JobFolder:
         return out
 
     def write_run(self, info: dict[str, Any]) -> None:
-        """Record how the job was started (``run.json``)."""
+        """Record how the job was started (``run.json``), and in which folder."""
+        info = {**info, "job_dir": str(self.path.resolve())}
         _atomic_write(self.run_path, json.dumps(info, indent=2, default=str))
 
     def read_run(self) -> dict[str, Any]:
@@ -264,7 +288,8 @@ class JobFolder:
         if not self.run_path.exists():
             return {}
         try:
-            return dict(json.loads(self.run_path.read_text(encoding="utf-8")))
+            run = dict(json.loads(self.run_path.read_text(encoding="utf-8")))
+            return self._rebased(run, run.get("job_dir"))
         except (ValueError, TypeError, UnicodeDecodeError) as exc:
             raise DamagedJob(
                 f"{self.run_path} is damaged ({' '.join(str(exc).split())[:120]}); it records how the job was "
@@ -342,3 +367,43 @@ class JobStore:
                 )
             )
         return sorted(out, key=lambda s: s.updated_at, reverse=True)
+
+
+def _written_in(document: dict[str, Any], run: dict[str, Any]) -> str | None:
+    """The folder a state or run written before ``job_dir`` existed was written in, if it can be told.
+
+    The run's requested ``--output`` when it had one; else the leading part, up to the job id, of
+    the first path in the document that holds the job id as a folder name.
+    """
+    request = run.get("request")
+    output = request.get("output") if isinstance(request, dict) else None
+    if isinstance(output, str) and os.path.isabs(output):
+        return output
+    marker = f"{os.sep}{document.get('job_id') or run.get('job_id')}{os.sep}"
+    for text in _strings(document):
+        if text.startswith(os.sep) and marker in text:
+            return text[: text.index(marker) + len(marker) - 1]
+    return None
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _rebase(value: Any, old: str, new: str) -> Any:
+    """Every string that is ``old`` or a path under it, rebased onto ``new``; everything else as it is."""
+    if isinstance(value, str):
+        if value == old or value.startswith(old + os.sep):
+            return new + value[len(old) :]
+        return value
+    if isinstance(value, dict):
+        return {k: _rebase(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rebase(v, old, new) for v in value]
+    return value
