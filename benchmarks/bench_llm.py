@@ -40,7 +40,7 @@ def _estimates() -> list[Any]:
 
 
 def _modes(llm: Any) -> dict[str, Any]:
-    from whyflow.causal import roles
+    from whyflow.causal import prompts
 
     columns = ["age", "education_years", "prior_earnings", "region", "training", "skills_score", "earnings"]
     desc = {"age": "Age at enrolment", "skills_score": "Skills test score after the programme", "region": "Region"}
@@ -50,8 +50,8 @@ def _modes(llm: Any) -> dict[str, Any]:
     critique = SimpleNamespace(decision=SimpleNamespace(value="APPROVE"), scores={"overlap": 5, "agreement": 4})
     recs = ["Trust the AIPW estimate of 1,387 (95% CI 1,090 to 1,684) with caution."]
     return {
-        "roles": lambda: roles.suggest_roles(llm, columns, desc, {}, "training", "earnings", False),
-        "orient_edges": lambda: roles.propose_orientations(
+        "roles": lambda: prompts.suggest_roles(llm, columns, desc, {}, "training", "earnings", False),
+        "orient_edges": lambda: prompts.propose_orientations(
             llm,
             columns,
             [("age", "training"), ("skills_score", "earnings")],
@@ -59,11 +59,11 @@ def _modes(llm: Any) -> dict[str, Any]:
             lambda a, b: None,
             desc,
         ),
-        "critique": lambda: roles.critique_llm_review(llm, "training", "earnings", _estimates(), review),
+        "critique": lambda: prompts.critique_llm_review(llm, "training", "earnings", _estimates(), review),
         "summary": lambda: (
-            roles.orchestrator_summary(llm, "training", "earnings", _estimates(), critique, recs, None) or None
+            prompts.orchestrator_summary(llm, "training", "earnings", _estimates(), critique, recs, None) or None
         ),
-        "next_tool": lambda: roles.choose_step(
+        "next_tool": lambda: prompts.choose_step(
             llm, ["check_overlap", "estimate", "finish"], ["check_overlap", "estimate"], ["ols", "aipw"], []
         ),
     }

@@ -18,7 +18,7 @@ import pytest
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
 from whyflow.ask.react_loop import DIVERGENCE
-from whyflow.ask.runtime import ALLOWED, InvalidStateTransition, Runtime, RuntimeState, call_key
+from whyflow.ask.react_state import ALLOWED, InvalidStateTransition, Runtime, RuntimeState, call_key
 from whyflow.ask.state import AskState
 from whyflow.ask.tools.analysis import ExecuteCodeArgs, SqlQueryCall
 from whyflow.flows.recipes.builtin import builtin_recipe

@@ -11,7 +11,7 @@ import pytest
 from benchmarks import synthetic_effects as S
 from tests.helpers import make_state
 from tests.llm.scripted import Scripted, ScriptedLLM
-from whyflow.causal.roles import MODEL_MARK
+from whyflow.causal.prompts import MODEL_MARK
 from whyflow.causal.state import AnalysisState, CausalDAG, CausalEdge
 from whyflow.core.agent import Agent, AgentContext, AgentResult
 from whyflow.flows.running.dispatch import apply_result, dispatch, run_single_agent

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from benchmarks import synthetic_effects as S
 from tests.helpers import make_state
 from tests.llm.test_agents import run_with
-from whyflow.causal.roles import MODEL_MARK
+from whyflow.causal.prompts import MODEL_MARK
 from whyflow.flows.running.dispatch import run_single_agent
 from whyflow.runtime.llm import client_for
 from whyflow.runtime.llm.client import LLMClient, ToolCall

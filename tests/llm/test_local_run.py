@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from benchmarks import synthetic_effects as S
-from whyflow.causal.roles import MODEL_MARK
+from whyflow.causal.prompts import MODEL_MARK
 from whyflow.cli.main import main
 from whyflow.runtime.llm.local import available
 

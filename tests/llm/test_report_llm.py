@@ -11,7 +11,7 @@ from benchmarks import synthetic_effects as S
 from tests.helpers import make_state
 from tests.llm.scripted import Scripted, ScriptedLLM
 from tests.llm.test_agents import run_with
-from whyflow.causal.roles import MODEL_MARK
+from whyflow.causal.prompts import MODEL_MARK
 from whyflow.causal.state import AnalysisState, DatasetInfo
 from whyflow.core.job import AgentTrace
 from whyflow.flows.jobstore.summary import job_summary, model_usage

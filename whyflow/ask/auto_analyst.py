@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import Field
 
 from whyflow.ask._shared import first_frame
-from whyflow.ask.runtime import InvalidStateTransition, RuntimeState
+from whyflow.ask.react_state import InvalidStateTransition, RuntimeState
 from whyflow.ask.state import AskState, FinalOutput
 from whyflow.ask.toolbox import Toolbox
 from whyflow.ask.tools import analysis as T

@@ -1,4 +1,4 @@
-"""The ReAct data scientist on the ask runtime (:mod:`whyflow.ask.runtime`): one agent, ten tools.
+"""The ReAct data scientist on the ask runtime (:mod:`whyflow.ask.react_state`): one agent, ten tools.
 
 ``whyflow/recipes/ask_react.yaml`` runs this one agent. With a model, the model picks each next tool
 among profile_data, sql_query, write_code, execute_code, validate_results, output_text,
@@ -19,7 +19,7 @@ from pydantic import Field
 from whyflow.ask._shared import CAUSAL_RECIPE, filled_plan, first_frame
 from whyflow.ask.answering import cannot_answer, causal_answer, computed_answer, error_answer
 from whyflow.ask.planning import attempt_code, plan_question
-from whyflow.ask.runtime import InvalidStateTransition, Runtime, RuntimeState
+from whyflow.ask.react_state import InvalidStateTransition, Runtime, RuntimeState
 from whyflow.ask.state import ArtifactRecord, AskPlan, AskState, CausalRunResult, FinalOutput
 from whyflow.ask.toolbox import Toolbox
 from whyflow.ask.tools import analysis as T

@@ -1,4 +1,4 @@
-"""The ReAct loop with its safeguards in code, on the ask runtime (:mod:`whyflow.ask.runtime`).
+"""The ReAct loop with its safeguards in code, on the ask runtime (:mod:`whyflow.ask.react_state`).
 
 Each iteration is one model call that sees the system prompt, the question, the data summary,
 the closest worked examples, every earlier call and observation, and — rebuilt for every call —

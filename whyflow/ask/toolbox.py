@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from whyflow.ask.answering import render_chart
-from whyflow.ask.runtime import InvalidStateTransition, Runtime, RuntimeState, intent_summary
+from whyflow.ask.react_state import InvalidStateTransition, Runtime, RuntimeState, intent_summary
 from whyflow.ask.state import CausalRunResult, ExecutionRecord, FailedAttempt
 from whyflow.ask.tools import analysis as T
 from whyflow.ask.tools.errors import ToolError

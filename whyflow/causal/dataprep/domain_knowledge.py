@@ -13,7 +13,7 @@ from pydantic import Field
 
 from whyflow.causal.dataprep.profiling import name_tokens
 from whyflow.causal.knowledge import ColumnMetadata, DomainKnowledge, Metadata
-from whyflow.causal.roles import annotated, domain_knowledge_mode
+from whyflow.causal.prompts import annotated, domain_knowledge_mode
 from whyflow.causal.state import AnalysisState
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from whyflow.causal.discovery.graphs import Knowledge, break_cycles, directed_graph, mediators
-from whyflow.causal.roles import annotated, dag_expert_mode
+from whyflow.causal.prompts import annotated, dag_expert_mode
 from whyflow.causal.state import AnalysisState, CausalDAG, CausalEdge
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult

@@ -26,7 +26,7 @@ from whyflow.causal.estimation.common import (
     setup_for_pair,
 )
 from whyflow.causal.estimation.propensity import SMD_OK
-from whyflow.causal.roles import annotated, choose_step
+from whyflow.causal.prompts import annotated, choose_step
 from whyflow.causal.state import AnalysisState, TreatmentEffectResult
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentResult

@@ -25,6 +25,7 @@ from whyflow.causal.diagnostics import (
     RepairAction,
 )
 from whyflow.causal.estimation.ols import block_rows_for
+from whyflow.causal.prompts import MODEL_MARK
 from whyflow.causal.report.refuter_section import flat_details, refuter_context
 from whyflow.causal.report.review_section import (
     assumption_rows,
@@ -33,7 +34,6 @@ from whyflow.causal.report.review_section import (
     model_text,
     recommendations,
 )
-from whyflow.causal.roles import MODEL_MARK
 from whyflow.causal.view import AnalysisView
 
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ from pydantic import Field
 
 from whyflow.causal.diagnostics import ConfounderDiscovery, PSDiagnostics
 from whyflow.causal.knowledge import DomainKnowledge
+from whyflow.causal.prompts import annotated, orchestrator_summary
 from whyflow.causal.queries import evalue_of_limit, headline_evalue, headline_of, refuter_tally
 from whyflow.causal.review.rules import BALANCE_SMD, OVERLAP_POOR_SHARE, primary_estimates
-from whyflow.causal.roles import annotated, orchestrator_summary
 from whyflow.causal.state import AnalysisState, CritiqueFeedback, SensitivityResult, TreatmentEffectResult
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult

@@ -14,8 +14,8 @@ from typing import Any
 
 from whyflow.causal.diagnostics import ConfounderDiscovery, PSDiagnostics
 from whyflow.causal.knowledge import DomainKnowledge
+from whyflow.causal.prompts import MODEL_MARK
 from whyflow.causal.queries import post_treatment_set
-from whyflow.causal.roles import MODEL_MARK
 
 __all__ = ["assumption_rows", "critique_rounds", "recommendations", "domain_llm_context", "model_text"]
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from whyflow.causal.knowledge import DebateEntry
+from whyflow.causal.prompts import annotated, critique_llm_review
 from whyflow.causal.review.improvements import codes_in
 from whyflow.causal.review.rules import (
     BALANCE_SMD,
@@ -47,7 +48,6 @@ from whyflow.causal.review.rules import (
     primary_estimates,
     review,
 )
-from whyflow.causal.roles import annotated, critique_llm_review
 from whyflow.causal.state import AnalysisState, CritiqueDecision, CritiqueFeedback
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
