@@ -38,10 +38,10 @@ def _ols(frame: pd.DataFrame, adj: list[str]) -> TreatmentEffectResult:
 def _aipw(frame: pd.DataFrame, adj: list[str]) -> TreatmentEffectResult:
     """The doubly robust estimate beside the regression: approval needs the credible estimators to agree."""
     from whyflow.causal.estimation.backdoor import aipw
-    from whyflow.causal.estimation.nuisance import fit_propensity
+    from whyflow.causal.estimation.nuisance import choose_propensity
 
     X, t, y = frame[adj], frame["treated"].to_numpy(), frame["outcome"].to_numpy()
-    _, ps, _ = fit_propensity(X, t, 0, 5, "logistic", None)
+    _, ps, _ = choose_propensity(X, t, 0, 5, "logistic", None)
     est = aipw(X, y, t, ps)
     return make_estimate("aipw", est.estimate, est.std_error, ci=est.ci, adjustment_set=adj, n_used=len(frame))
 

@@ -139,6 +139,6 @@ def test_fits_from_the_columns_equal_fits_from_the_matrix(small_blocks: None, mo
     best = nu.choice["outcome"]
     for matrix in (X.to_numpy(dtype=float), FR.Rows(X)):
         np.testing.assert_array_equal(N._regress(matrix, y, splits, 2, t == 1, (best,))[best], nu.mu1)
-        name, e, _ = N.fit_propensity(X, t, 2, matrix=matrix)
+        name, e, _ = N.choose_propensity(X, t, 2, matrix=matrix)
         assert name == nu.choice["propensity"]
         np.testing.assert_array_equal(e, nu.e)

@@ -28,7 +28,7 @@ def test_large_data_chooses_on_a_sample_and_fits_the_choice_on_every_row(monkeyp
     best = nu.choice["outcome"]
     full = N._regress(X.to_numpy(dtype=float), y, splits, 1, t == 1, (best,))[best]
     np.testing.assert_array_equal(nu.mu1, full)  # the chosen learner's own full-data cross-fit
-    ps_name, e, _ = N.fit_propensity(X, t, seed=1)
+    ps_name, e, _ = N.choose_propensity(X, t, seed=1)
     np.testing.assert_array_equal(nu.e, e)
     assert ps_name == nu.choice["propensity"]
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from whyflow.causal.dataprep.profiling import name_tokens
+from whyflow.causal.dataprep.column_names import keyword_tokens
 from whyflow.causal.knowledge import ColumnMetadata, DomainKnowledge, Metadata
 from whyflow.causal.prompts import annotated, domain_knowledge_mode
 from whyflow.causal.state import AnalysisState
@@ -223,7 +223,7 @@ class DomainKnowledgeAgent(Agent[DomainKnowledgeParams]):
         post = kn.post_treatment
         if cues:
             for col in columns:
-                tokens = name_tokens(col)
+                tokens = keyword_tokens(col)
                 if col in (treatment, outcome) or col in post or roles.get(col) in ("id", "time"):
                     continue
                 if tokens & _POST_CUES or {"follow", "up"} <= tokens:

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from whyflow.causal.dataprep.column_names import keyword_tokens
 from whyflow.causal.dataprep.frame_checks import at_most_distinct, duplicate_rows
-from whyflow.causal.dataprep.profiling import NUMERIC_TYPES, label_variants, name_tokens
+from whyflow.causal.dataprep.profiling import NUMERIC_TYPES, label_variants
 from whyflow.causal.dataprep.repair_rules import table_checks
 from whyflow.causal.state import DataProfile
 
@@ -38,7 +39,7 @@ def range_bounds(col: str, stats: dict[str, float]) -> tuple[float, float] | Non
     if iqr <= 0:
         return None
     lo, hi = stats["p25"] - _FAR_OUT * iqr, stats["p75"] + _FAR_OUT * iqr
-    if "age" in name_tokens(col) and stats["p25"] >= 0:
+    if "age" in keyword_tokens(col) and stats["p25"] >= 0:
         lo, hi = max(lo, 0.0), min(hi, 120.0)
     return lo, hi
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from whyflow.causal.dataprep.column_names import keyword_tokens
 from whyflow.causal.knowledge import ColumnMetadata, Metadata
 from whyflow.causal.state import DataProfile
 
@@ -23,7 +24,6 @@ __all__ = [
     "decimal_comma",
     "looks_like_dates",
     "parse_dates",
-    "name_tokens",
     "is_missing_indicator",
     "NUMERIC_TYPES",
     "label_variants",
@@ -63,15 +63,6 @@ class ProfileReport:
     constant_columns: list[str] = field(default_factory=list)
     n_unique: dict[str, int] = field(default_factory=dict)
     infinite: dict[str, int] = field(default_factory=dict)
-
-
-def name_tokens(name: str) -> set[str]:
-    """Lower-case word tokens of a column name (splits on non-letters and camelCase)."""
-    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", str(name))
-    parts = [p for p in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if p]
-    tokens = set(parts)
-    tokens |= {re.sub(r"\d+$", "", p) for p in parts if re.sub(r"\d+$", "", p)}
-    return tokens
 
 
 def is_missing_indicator(name: str) -> bool:
@@ -177,7 +168,7 @@ def _column_type(series: pd.Series, name: str, n_unique: int, reasons: list[str]
     numeric = pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
     integer_like = numeric and _integer_valued(series)
     unique_share = n_unique / max(n_nonnull, 1)
-    if (integer_like or not numeric) and unique_share >= 0.95 and n_nonnull > 20 and name_tokens(name) & _ID_WORDS:
+    if (integer_like or not numeric) and unique_share >= 0.95 and n_nonnull > 20 and keyword_tokens(name) & _ID_WORDS:
         reasons.append(f"{name}: identifier ({unique_share:.0%} distinct values, name says id) - never a covariate")
         return "id"
     if n_unique == 2:
@@ -249,7 +240,7 @@ def _metadata_roles(metadata: Metadata | None) -> tuple[dict[str, str], dict[str
 
 
 def _treatment_score(name: str, series: pd.Series) -> float:
-    tokens = name_tokens(name)
+    tokens = keyword_tokens(name)
     score = 3.0 if tokens & _TREATMENT_WORDS else 0.0
     share = float(pd.Series(pd.factorize(series.dropna())[0]).mean()) if series.notna().any() else 0.0
     score += 1.0 if 0.05 <= share <= 0.95 else 0.0
@@ -257,7 +248,7 @@ def _treatment_score(name: str, series: pd.Series) -> float:
 
 
 def _outcome_score(name: str, position: int, n_columns: int) -> float:
-    tokens = name_tokens(name)
+    tokens = keyword_tokens(name)
     score = 3.0 if tokens & _OUTCOME_WORDS else (1.5 if tokens & _WEAK_OUTCOME_WORDS else 0.0)
     score -= 4.0 if tokens & _PRE_WORDS else 0.0
     return score + (0.5 if position == n_columns - 1 else 0.0)
@@ -291,8 +282,11 @@ def _time_column(types: dict[str, str], frame: pd.DataFrame, hint: str | None) -
         if kind == "datetime":
             return col, f"time column '{col}': datetime values"
     for col, kind in types.items():
-        if name_tokens(col) & _TIME_WORDS and kind in ("numeric", "ordinal", "categorical"):
-            return col, f"time column '{col}': its name says time ({', '.join(sorted(name_tokens(col) & _TIME_WORDS))})"
+        if keyword_tokens(col) & _TIME_WORDS and kind in ("numeric", "ordinal", "categorical"):
+            return (
+                col,
+                f"time column '{col}': its name says time ({', '.join(sorted(keyword_tokens(col) & _TIME_WORDS))})",
+            )
     return None, "no time dimension: no datetime column and no column named date/time/year/period/week"
 
 
@@ -412,7 +406,7 @@ def _classify(
         if roles.get(c) == "instrument":
             instruments.append(c)
             reasons.append(f"instrument candidate '{c}': the metadata says so")
-        elif name_tokens(c) & _INSTRUMENT_WORDS:
+        elif keyword_tokens(c) & _INSTRUMENT_WORDS:
             instruments.append(c)
             reasons.append(f"instrument candidate '{c}': its name suggests assignment/eligibility - verify exclusion")
     if not instruments:
@@ -433,7 +427,7 @@ def _classify(
                 f"'{c}' not a confounder: the metadata marks it {roles.get(c) or 'measured after treatment'}"
             )
             continue
-        if name_tokens(c) & _POST_WORDS and not name_tokens(c) & _PRE_WORDS:
+        if keyword_tokens(c) & _POST_WORDS and not keyword_tokens(c) & _PRE_WORDS:
             reasons.append(f"'{c}' not a confounder: its name says it is measured after treatment")
             continue
         confounders.append(c)
@@ -449,7 +443,7 @@ def _classify(
             continue
         if report.n_unique[c] <= 20:
             continue
-        if name_tokens(c) & _RUNNING_WORDS:
+        if keyword_tokens(c) & _RUNNING_WORDS:
             discontinuity.append(c)
             reasons.append(f"discontinuity candidate '{c}': a continuous variable of a kind often cut at a threshold")
             continue

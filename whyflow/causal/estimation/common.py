@@ -203,7 +203,8 @@ def finish_pair(
     view: AnalysisView, setup: Any, estimates: dict[str, Any], round_no: int
 ) -> tuple[list[TreatmentEffectResult], str, str]:
     """Typed results with exactly one headline, plus the reasoning text for the pair."""
-    from whyflow.causal.estimation.pair_analysis import choose_headline, mark_credibility, to_result
+    from whyflow.causal.estimation.headline import choose_headline
+    from whyflow.causal.estimation.pair_analysis import mark_credibility, to_result
 
     mark_credibility(setup, estimates)
     head, reason = choose_headline(setup, estimates, view.ps_diagnostics)

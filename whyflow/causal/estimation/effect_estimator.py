@@ -4,7 +4,7 @@ For each pair (the primary first) the agent chooses the adjustment set (never a 
 collider, post-treatment variable or a relabelling of the treatment), fits cross-fitted
 propensity scores, runs the methods the data and the declared design call for (or those pinned
 in ``methods``) and marks exactly one result ``headline`` by the rule in
-:func:`whyflow.causal.estimation.pair_analysis.choose_headline`. In critique rounds it acts on
+:func:`whyflow.causal.estimation.headline.choose_headline`. In critique rounds it acts on
 ``trim_to_common_support``, ``add_doubly_robust``, ``widen_adjustment_set`` and
 ``switch_propensity_model``.
 
@@ -92,7 +92,7 @@ class EffectEstimatorAgent(Agent[EffectEstimatorParams]):
 
     def run(self, view: AnalysisView, params: EffectEstimatorParams, ctx: AgentContext) -> AgentResult:
         """Estimate every pair and return ``treatment_effects`` and ``analyzed_pairs``."""
-        from whyflow.causal.estimation.pair_analysis import default_methods
+        from whyflow.causal.estimation.menu import default_methods
 
         pairs, why = resolve_pairs(view)
         frame = read_table(required(view.dataframe_path, "dataframe_path"))

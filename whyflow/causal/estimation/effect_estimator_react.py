@@ -108,7 +108,7 @@ class _Loop:
     """The loop's memory: what each tool observed, and the estimates so far."""
 
     def __init__(self, setup: Any, codes: list[str], pinned: list[str] | None) -> None:
-        from whyflow.causal.estimation.pair_analysis import default_methods
+        from whyflow.causal.estimation.menu import default_methods
 
         self.setup = setup
         self.codes = codes

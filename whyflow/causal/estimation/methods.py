@@ -4,7 +4,7 @@ An entry names the method's key (what ``effect_estimator``'s ``methods:`` option
 display label, its family (:data:`whyflow.causal.estimates.Family`: what every consumer reads), what
 it needs (a binary treatment, covariates, a declared design), when it runs by default, its rank
 when the headline falls back on "the most credible method that was run", and the function that
-fits it on a :class:`~whyflow.causal.estimation.pair_analysis.PairSetup`.
+fits it on a :class:`~whyflow.causal.estimation.pair_setup.PairSetup`.
 
 Adding an estimator is two steps: write its fit function (returning an
 :class:`~whyflow.causal.estimation.backdoor.Estimate`) and add one :class:`EstimatorSpec` to ``_SPECS``.

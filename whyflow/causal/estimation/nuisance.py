@@ -46,7 +46,7 @@ __all__ = [
     "Nuisance",
     "fit_binary",
     "fit_continuous",
-    "fit_propensity",
+    "choose_propensity",
     "aipw_scores",
     "flexible_allowed",
 ]
@@ -336,7 +336,7 @@ def fit_binary(
         return Nuisance(k, e=e, mu1=mu1, mu0=mu0, choice={"propensity": "constant", "outcome": "arm means"})
     Xv = Rows(X)  # the columns themselves: each fold copies the rows it fits on, nothing copies them all
     smaller = int(min(t.sum(), n - t.sum()))
-    ps_name, e, ps_loss = fit_propensity(X, t, seed, folds, ps_model, cache_dir, matrix=Xv)
+    ps_name, e, ps_loss = choose_propensity(X, t, seed, folds, ps_model, cache_dir, matrix=Xv)
     candidates = _outcome_candidates(int(smaller * (k - 1) / k), flexible, X.shape[1])
     treated = t == 1
     sample = selection_rows(n, seed) if len(candidates) > 1 else None
@@ -384,7 +384,7 @@ def _arm_choice(
     return min(loss, key=lambda k2: loss[k2]), loss, fit1, fit0
 
 
-def fit_propensity(
+def choose_propensity(
     X: pd.DataFrame,
     t: np.ndarray,
     seed: int = 0,
@@ -394,7 +394,9 @@ def fit_propensity(
     *,
     matrix: np.ndarray | Rows | None = None,
 ) -> tuple[str, np.ndarray, dict[str, float]]:
-    """The propensity part of :func:`fit_binary` alone (same folds, same choice, same scores).
+    """The propensity learner chosen by held-out log loss (or the one ``ps_model`` pins), its cross-fitted
+    scores and each candidate's loss: the propensity part of :func:`fit_binary` alone (same folds, same
+    choice, same scores).
 
     ``matrix`` is ``X`` as floats (a :class:`Rows` or an array) when the caller has it.
 

@@ -78,7 +78,7 @@ def propensity_cache_path(
     ps_model: str,
     learners: tuple[str, ...],
 ) -> Path | None:
-    """Where :func:`~whyflow.causal.estimation.nuisance.fit_propensity` keeps its fit for these inputs (ps_diagnostics
+    """Where :func:`~whyflow.causal.estimation.nuisance.choose_propensity` keeps its fit for these inputs (ps_diagnostics
     fits it, the effect estimator reads it)."""
     if cache_dir is None:
         return None

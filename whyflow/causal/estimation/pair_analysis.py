@@ -1,4 +1,4 @@
-"""One treatment-outcome pair's estimation: setup, the method menu, headline rule, results.
+"""One treatment-outcome pair's estimation: setup, propensity refits, one method's run, typed results.
 
 Shared by ``effect_estimator`` (runs a fixed plan) and ``effect_estimator_react`` (chooses
 each step), so both produce identical estimates for identical choices.
@@ -16,14 +16,7 @@ from whyflow.causal.discovery.adjustment import Adjustment, Prepared, choose_adj
 from whyflow.causal.estimates import EstimateDetails, Trimming
 from whyflow.causal.estimation import propensity as P
 from whyflow.causal.estimation.backdoor import Estimate
-from whyflow.causal.estimation.menu import (
-    DESIGN_METHODS,
-    META_MIN_N,
-    METHODS,
-    PS_METHODS,
-    choose_headline,
-    default_methods,
-)
+from whyflow.causal.estimation.menu import DESIGN_METHODS
 from whyflow.causal.estimation.methods import REGISTRY
 from whyflow.causal.estimation.nuisance import MORE_FOLDS
 from whyflow.causal.estimation.pair_setup import PairSetup, covariates_of
@@ -32,19 +25,15 @@ from whyflow.causal.state import TreatmentEffectResult
 from whyflow.core.errors import AgentError
 
 __all__ = [
-    "METHODS",
-    "PairSetup",
     "setup_pair",
+    "shared_adjustment",
+    "one_block",
     "refit_propensity",
-    "default_methods",
+    "check_balance",
     "run_method",
-    "choose_headline",
     "to_result",
     "mark_credibility",
     "population",
-    "PS_METHODS",
-    "DESIGN_METHODS",
-    "META_MIN_N",
 ]
 
 
@@ -103,7 +92,7 @@ def setup_pair(
     levels = frame[treatment].dropna().nunique()
     binary = levels == 2
     if not binary:
-        _restore_dosecovariates_of(frame, treatment, adj)
+        _restore_dose_covariates(frame, treatment, adj)
     if not binary and not pd.api.types.is_numeric_dtype(frame[treatment]):
         raise AgentError(
             f"treatment '{treatment}' has {levels} unordered categories; compare two of them (make a binary "
@@ -163,7 +152,7 @@ def setup_pair(
     return setup
 
 
-def _restore_dosecovariates_of(frame: pd.DataFrame, treatment: str, adj: Adjustment) -> None:
+def _restore_dose_covariates(frame: pd.DataFrame, treatment: str, adj: Adjustment) -> None:
     """Undo "deterministic function of the treatment" for a many-valued treatment unless it truly is one.
 
     With a continuous treatment every value is unique, so the level-based test in

@@ -69,7 +69,13 @@ def gbm_classifier(seed: int) -> Any:
 def fit_propensity(
     X: pd.DataFrame, t: np.ndarray, model: str = "logistic", seed: int = 0, folds: int = 5
 ) -> np.ndarray:
-    """Cross-fitted P(T=1 | X), unclipped; a constant when there are no covariates.
+    """Cross-fitted P(T=1 | X) of the one learner ``model`` names, unclipped; a constant without covariates.
+
+    "gbm" is LightGBM, any other name the logistic regression. Nothing is chosen and nothing is
+    cached (a refit of a recorded model). The nuisance models' propensity, chosen among learners
+    by held-out log loss and kept for the next agent, is
+    :func:`whyflow.causal.estimation.nuisance.choose_propensity`; for a pinned "logistic" or "gbm"
+    the two give the same scores (same folds, same fits).
 
     Each fold's rows are gathered from the covariate columns and the model fitted on that one
     copy (:class:`whyflow.causal.estimation.fold_rows.Rows`): no float copy of the whole table, no scaled copy.

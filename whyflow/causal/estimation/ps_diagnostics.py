@@ -17,7 +17,7 @@ from pydantic import Field
 
 from whyflow.causal.diagnostics import AdjustmentDecision, PSDiagnostics
 from whyflow.causal.discovery.adjustment import choose_adjustment, critique_codes, prepare
-from whyflow.causal.estimation.nuisance import FOLDS, MORE_FOLDS, fit_propensity
+from whyflow.causal.estimation.nuisance import FOLDS, MORE_FOLDS, choose_propensity
 from whyflow.causal.state import AnalysisState
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
@@ -94,10 +94,10 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
         why.extend(prep.notes)
         if prep.X.shape[1] == 0:
             return _no_covariates(treatment, outcome, model, prep.t, adj.excluded, changes, why, decision)
-        model, ps, cv_loss = fit_propensity(prep.X, prep.t, ctx.seed, folds, model, ctx.data_dir)
+        model, ps, cv_loss = choose_propensity(prep.X, prep.t, ctx.seed, folds, model, ctx.data_dir)
         if "switch_propensity_model" in codes:
             before = model
-            model, ps, cv_loss = fit_propensity(
+            model, ps, cv_loss = choose_propensity(
                 prep.X, prep.t, ctx.seed, folds, "gbm" if model == "logistic" else "logistic", ctx.data_dir
             )
             changes.append(f"switch_propensity_model: propensity model switched from {before} to {model}")
@@ -112,7 +112,7 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
         if keep is not None:
             trim_applied = {"lower": round(lo, 4), "upper": round(hi, 4), "n_dropped": int((~keep).sum())}
             X, t = X[keep].reset_index(drop=True), t[keep]
-            model, ps, cv_loss = fit_propensity(X, t, ctx.seed, folds, model, ctx.data_dir)
+            model, ps, cv_loss = choose_propensity(X, t, ctx.seed, folds, model, ctx.data_dir)
             trimmed = True
             changes.append(
                 f"trim_to_common_support: dropped {trim_applied['n_dropped']} units with propensity outside "

@@ -102,10 +102,10 @@ def _is_text(values: Any) -> bool:
 
 
 def _is_identifier(name: str, values: Any) -> bool:
-    from whyflow.causal.dataprep.profiling import name_tokens
+    from whyflow.causal.dataprep.column_names import keyword_tokens
 
     ids = {"id", "uuid", "guid", "identifier", "key", "index", "rowid"}
-    return len(values) > 20 and values.nunique() == len(values) and bool(name_tokens(name) & ids)
+    return len(values) > 20 and values.nunique() == len(values) and bool(keyword_tokens(name) & ids)
 
 
 def _check_treatment(frame: Any, treatment: str | None, outcome: str | None) -> None:

@@ -18,7 +18,6 @@ __all__ = [
     "unknown_columns",
     "check_roles",
     "check_edges",
-    "check_methods",
     "numbers_in",
     "numbers_of",
     "number_matches",
@@ -115,12 +114,6 @@ def check_edges(
     if cycle:
         problems.append("the graph would have a cycle: " + " -> ".join(cycle))
     return problems
-
-
-def check_methods(methods: Iterable[str], known: Iterable[str]) -> list[str]:
-    """Every method is one of ``known``."""
-    known = list(known)
-    return [f"'{m}' is not a known method ({', '.join(known)})" for m in methods if m not in known]
 
 
 # ---- numbers in prose --------------------------------------------------------------------------
