@@ -17,7 +17,10 @@ What each version changed (the upgrade from the version before is the function n
   that held the estimator's plain dict, with every other key moved into ``extras``). A
   sensitivity result's ``details`` hold the E-value figures in fields (``evalue_estimate``,
   ``evalue_ci``, ``ci_crosses_null``) instead of ``extras``, and the simulated unobserved
-  confounder is ``kind: unobserved``.
+  confounder is ``kind: unobserved``. An ask state's plan carries its filled worked example as
+  ``plan.filled`` instead of ``plan.parameters.filled`` (and no ``answer_format``, a copy of the
+  example's output format nothing read), and its ``execution_result`` is the
+  sandbox's own result (with ``overhead_seconds``).
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ def _from_0(document: Document) -> Document:
     head = {"schema_version": 1, "kind": kind, "job_dir": None}
     rest = {k: v for k, v in document.items() if k not in head}
     out = {**head, **rest}
-    return _analysis_from_0(out) if kind == "analysis" else out
+    return _analysis_from_0(out) if kind == "analysis" else _ask_from_0(out)
 
 
 def _analysis_from_0(document: Document) -> Document:
@@ -101,6 +104,19 @@ def _analysis_from_0(document: Document) -> Document:
     for result in document.get("sensitivity_results") or []:
         if isinstance(result, dict):
             result["details"] = _sensitivity_details_from_0(result.get("method"), result.get("details") or {})
+    return document
+
+
+def _ask_from_0(document: Document) -> Document:
+    """An ask state's plan carries its filled worked example as ``plan.filled``, not in ``plan.parameters``.
+
+    (Its ``execution_result``, the sandbox's result, reads as it was: ``overhead_seconds`` defaults to 0.)
+    """
+    plan = document.get("plan")
+    if isinstance(plan, dict):
+        plan.pop("answer_format", None)  # a copy of the filled example's output format nothing read
+        if isinstance(plan.get("parameters"), dict) and "filled" in plan["parameters"]:
+            plan["filled"] = plan["parameters"].pop("filled")
     return document
 
 

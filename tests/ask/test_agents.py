@@ -15,6 +15,7 @@ from whyflow.flows.recipes.plan import load_plan
 from whyflow.flows.running.dispatch import run_single_agent
 from whyflow.flows.running.progress import Reporter
 from whyflow.flows.running.runner import LocalExecutor, Runner
+from whyflow.runtime.data import read_table
 
 ROOT = Path(__file__).resolve().parents[2]
 ASK = builtin_recipe("ask")
@@ -49,6 +50,7 @@ def test_group_means_come_from_code_that_ran(tmp_path: Path, shop: tuple[Path, p
     path, frame = shop
     state = ask(tmp_path, path, "What is the average price by region?")
     assert state.plan is not None and state.plan.example_id == "mean_by_group"
+    assert state.plan.filled is not None and state.plan.filled.params == {"group": "region", "value": "price"}
     assert state.execution_success and state.attempts == 1
     # The sandbox's active isolation layers reach the state and the trace (issue 14).
     assert state.execution_result is not None and "rlimits" in state.execution_result.layers
@@ -82,6 +84,25 @@ def test_a_semicolon_file_reaches_the_sandbox_as_the_planner_read_it(
     assert state.execution_success and state.final_output is not None
     assert f"{frame['price'].mean():.3f}" in state.final_output.answer
     assert path.read_bytes() == before and state.datasets["data"].local_path.endswith("data/data.parquet")
+
+
+def test_an_old_mac_file_is_read_like_any_other(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:
+    """Lines ending in a bare carriage return (old Mac exports): read_table reads them as the LF
+    file, so the planner and the sandbox see the same table."""
+    lf_path, frame = shop
+    path = tmp_path / "orders_mac.csv"
+    path.write_bytes(lf_path.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
+    before = path.read_bytes()
+    assert b"\n" not in before and before.count(b"\r") == len(frame) + 1
+    pd.testing.assert_frame_equal(read_table(path), read_table(lf_path))
+    quoted = tmp_path / "quoted_mac.csv"
+    quoted.write_bytes(b'name;note;price\r"Smith; J";"said ""hi""";1,5\r"Doe";"x";2,25\r')
+    read = read_table(quoted)
+    assert read.to_dict("list") == {"name": ["Smith; J", "Doe"], "note": ['said "hi"', "x"], "price": [1.5, 2.25]}
+    state = ask(tmp_path, path, "What is the mean price? Round to 3 decimal places.")
+    assert state.execution_success and state.final_output is not None
+    assert f"{frame['price'].mean():.3f}" in state.final_output.answer
+    assert path.read_bytes() == before
 
 
 def test_a_follow_up_is_resolved_against_the_conversation(tmp_path: Path, shop: tuple[Path, pd.DataFrame]) -> None:

@@ -13,10 +13,10 @@ import pytest
 
 from tests.ask.test_agents import ask
 from tests.llm.scripted import Scripted, ScriptedLLM
-from whyflow.ask._shared import read_data
 from whyflow.ask.tools.column_report import HEADERS, column_report, dataset_summary, session_title
 from whyflow.cli.main import main
 from whyflow.flows.recipes.builtin import builtin_recipe
+from whyflow.runtime.data import read_table
 
 ROOT = Path(__file__).resolve().parents[2]
 AUTO = builtin_recipe("auto_analyze")
@@ -32,7 +32,7 @@ def test_every_public_csv_gets_a_row_per_column_a_summary_and_a_title() -> None:
     if not files:
         pytest.skip("the shared public datasets are not on this machine")
     for path in files:
-        frame = read_data(path)
+        frame = read_table(path)
         rows = column_report(frame)
         assert [r.column for r in rows] == [str(c) for c in frame.columns], path
         for r in rows:

@@ -20,7 +20,7 @@ from tests.llm.scripted import Scripted, ScriptedLLM
 from whyflow.ask.react_loop import DIVERGENCE
 from whyflow.ask.react_state import ALLOWED, InvalidStateTransition, Runtime, RuntimeState, call_key
 from whyflow.ask.state import AskState
-from whyflow.ask.tools.analysis import ExecuteCodeArgs, SqlQueryCall
+from whyflow.ask.tools.analysis import ExecuteCodeArgs, ProfileDataArgs, ProfileFindings, SqlQueryCall, profile_data
 from whyflow.flows.recipes.builtin import builtin_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +86,14 @@ def test_arguments_from_any_model_are_normalised() -> None:
     assert call_key("sql_query", {"query": "SELECT  1", "description": ""}) == call_key(
         "sql_query", {"query": "SELECT 1"}
     )
+
+
+def test_profile_data_reports_the_asked_columns(shop: tuple[Path, pd.DataFrame]) -> None:
+    _, frame = shop
+    found = profile_data(ProfileDataArgs(columns=["price", "colour"], check_requirements=["colour"]), frame)
+    assert isinstance(found, ProfileFindings)
+    assert found.columns_found == ["price"] and found.columns_missing == ["colour"] and not found.can_proceed
+    assert found.quality["price"].missing == 0 and found.issues == ["column 'colour' is not in the data"]
 
 
 # ---- without a model: whyflow/recipes/ask.yaml's answers -----------------------------------------------

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from tests.llm.scripted import Scripted, ScriptedLLM
 from whyflow.runtime.llm import client_for
 from whyflow.runtime.llm.client import LLMClient, ToolCall
+from whyflow.runtime.llm.parse import json_candidates, strip_code_fences
 from whyflow.runtime.llm.validate import check_edges, unknown_columns
 
 COLUMNS = ["age", "education", "income", "treated", "outcome"]
@@ -78,6 +79,18 @@ def test_fenced_json_after_prose_is_parsed(tmp_path: Path) -> None:
     with ScriptedLLM([Scripted(reply)]) as srv:
         got = client(srv, tmp_path).structured(ask(), Role, purpose="roles")
     assert got == Role(column="income", role="mediator")
+
+
+def test_code_comes_out_of_its_fence_and_json_out_of_every_fence() -> None:
+    reply = "Here:\n```python\nresult = 1\n```\nor\n```python\nresult = 2\n```"
+    assert strip_code_fences(reply) == "result = 1\n"  # the first fence only
+    for tag in ("", "py", "sql"):
+        assert strip_code_fences(f"```{tag}\nSELECT 1\n```") == "SELECT 1\n"
+    assert strip_code_fences("result = 3") == "result = 3"
+    assert strip_code_fences("```result = 3```") == "```result = 3```"  # code on the fence's line stays as written
+    assert strip_code_fences("```json\n{}\n```") == "```json\n{}\n```"  # not a code fence
+    # JSON is read from every fence, also one on the fence's own line
+    assert json_candidates('```json {"a": 1}``` and ```\n{"b": 2}\n```')[:2] == [{"a": 1}, {"b": 2}]
 
 
 def test_junk_json_is_reasked_once_then_none(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Helpers the ask agents share: reading the datasets, follow-ups, causal questions, the model.
+"""Helpers the ask agents share: the first dataset, follow-ups, causal questions, the model.
 
 Agent modules do not import each other; what two of them need lives here.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from whyflow.ask.state import AskDataset, AskPlan, ChatMessage
+from whyflow.ask.state import AskDataset, ChatMessage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,15 +22,12 @@ __all__ = [
     "CAUSAL_RECIPE",
     "CHART_SUFFIX",
     "causal_pair",
-    "filled_plan",
     "first_frame",
     "is_vega_lite",
     "llm_json",
     "llm_text",
-    "read_data",
     "resolve_follow_up",
     "result_text",
-    "strip_fences",
 ]
 
 CAUSAL_RECIPE = "causal_analysis"
@@ -41,25 +38,9 @@ M = TypeVar("M", bound=BaseModel)
 
 @lru_cache(maxsize=4)
 def _read(path: str, mtime: float) -> pd.DataFrame:
-    return read_data(path)
-
-
-def read_data(path: str | Path) -> pd.DataFrame:
-    """``read_table``, also for a CSV with old-Mac (CR-only) line endings, which its header check
-    rejects with a bare ``csv.Error``: such a file is read from a copy with newlines normalised."""
-    import csv
-    import tempfile
-
     from whyflow.runtime.data import read_table
 
-    try:
-        return read_table(path)
-    except csv.Error:
-        raw = Path(path).read_bytes().replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        with tempfile.TemporaryDirectory(prefix="whyflow-read-") as tmp:
-            copy = Path(tmp) / Path(path).name
-            copy.write_bytes(raw)
-            return read_table(copy)
+    return read_table(path)
 
 
 def first_frame(datasets: dict[str, AskDataset]) -> pd.DataFrame:
@@ -136,16 +117,7 @@ def causal_pair(question: str, columns: list[str]) -> tuple[str, str] | None:
     return None
 
 
-# ---- plans, results, charts --------------------------------------------------------------------
-def filled_plan(plan: AskPlan | None) -> Any:
-    """The worked example the planner filled (``whyflow.ask.tools.retrieval.FilledPlan``), if any."""
-    if plan is None or "filled" not in plan.parameters:
-        return None
-    from whyflow.ask.tools.retrieval import FilledPlan
-
-    return FilledPlan.model_validate(plan.parameters["filled"])
-
-
+# ---- results, charts --------------------------------------------------------------------------
 def is_vega_lite(value: Any) -> bool:
     """Whether a result is a Vega-Lite chart spec."""
     if not isinstance(value, dict):
@@ -178,9 +150,3 @@ def llm_json(llm: Any, system: str, user: str, model: type[M], purpose: str = "a
     """A reply validated as ``model`` (structured output), or None when the model gave none."""
     result: M | None = llm.structured(_messages(system, user), model, purpose=purpose)
     return result
-
-
-def strip_fences(text: str) -> str:
-    """Python code from a model reply, without Markdown fences."""
-    match = re.search(r"```(?:python|py)?\s*\n(.*?)```", text, re.S)
-    return (match.group(1) if match else text).strip() + "\n"

@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from whyflow.ask._shared import CHART_SUFFIX, filled_plan, is_vega_lite
-from whyflow.ask.state import AskPlan, CausalRunResult, ExecutionRecord, FailedAttempt, FinalOutput
+from whyflow.ask._shared import CHART_SUFFIX, is_vega_lite
+from whyflow.ask.state import AskPlan, CausalRunResult, FailedAttempt, FinalOutput
+from whyflow.runtime.sandbox.run import ExecutionResult
 
 __all__ = ["cannot_answer", "causal_answer", "computed_answer", "error_answer", "render_chart", "vega_lite_of"]
 
@@ -121,18 +122,18 @@ def render_chart(
     return spec, [str(path)], []
 
 
-def vega_lite_of(record: ExecutionRecord) -> dict[str, Any] | None:
+def vega_lite_of(record: ExecutionResult) -> dict[str, Any] | None:
     """The chart the code made: ``figure`` (a Vega-Lite figure) or a Vega-Lite ``result``."""
     for fig in record.figures:
-        if isinstance(fig, dict) and fig.get("kind") == "vega-lite" and isinstance(fig.get("spec"), dict):
-            return dict(fig["spec"])
+        if fig.kind == "vega-lite" and fig.spec is not None:
+            return dict(fig.spec)
     return dict(record.result) if is_vega_lite(record.result) else None
 
 
 def computed_answer(
     question: str,
     plan: AskPlan,
-    record: ExecutionRecord,
+    record: ExecutionResult,
     code: str | None,
     failed: list[FailedAttempt],
     evaluation: str | None,
@@ -148,7 +149,7 @@ def computed_answer(
     from whyflow.ask.tools.retrieval import explain
 
     result = record.result
-    filled = filled_plan(plan)
+    filled = plan.filled
     caveats = list(filled.caveats) if filled is not None else []
     figure: dict[str, Any] | None = None
     charts: list[str] = []

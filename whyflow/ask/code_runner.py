@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from whyflow.ask.state import AskState, FailedAttempt
-from whyflow.ask.tools.analysis import execution_record
+from whyflow.ask.tools.analysis import kept_in_state
 from whyflow.ask.view import AskView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from whyflow.core.status import JobStatus
@@ -48,7 +48,7 @@ class CodeRunnerAgent(Agent[CodeRunnerParams]):
         inputs = {name: Path(ds.local_path) for name, ds in view.datasets.items()}
         limits = _limits(Limits, params)
         outcome = run_code(required(view.code, "code"), inputs, limits, figures_dir=ctx.plots_dir)
-        record = execution_record(outcome)
+        record = kept_in_state(outcome)
         if record.ok and record.result is None and not record.figures:
             # Code that ran but answered nothing is a failed attempt: the next one is told why.
             record = record.model_copy(

@@ -8,7 +8,7 @@ grounded by the closest examples' code; later rounds show the failed code and it
 
 from __future__ import annotations
 
-from whyflow.ask._shared import filled_plan, first_frame, llm_text, strip_fences
+from whyflow.ask._shared import first_frame, llm_text
 from whyflow.ask.planning import attempt_code
 from whyflow.ask.state import AskState
 from whyflow.ask.view import AskView
@@ -16,6 +16,7 @@ from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from whyflow.core.errors import AgentError
 from whyflow.core.status import JobStatus
 from whyflow.core.view import required
+from whyflow.runtime.llm.parse import strip_code_fences
 
 __all__ = ["CodeWriterAgent"]
 
@@ -48,7 +49,7 @@ class CodeWriterAgent(Agent[AgentParams]):
 
     def run(self, view: AskView, params: AgentParams, ctx: AgentContext) -> AgentResult:
         plan = required(view.plan, "plan")
-        filled = filled_plan(plan)
+        filled = plan.filled
         last_round = view.iteration_count + 1 >= view.max_iterations and bool(view.failed_attempts)
         if ctx.llm is not None and plan.mode == "model" and filled is not None and last_round:
             tried = {a.code for a in view.failed_attempts}
@@ -71,7 +72,7 @@ class CodeWriterAgent(Agent[AgentParams]):
     @staticmethod
     def _model_code(view: AskView, ctx: AgentContext) -> str:
         plan = required(view.plan, "plan")
-        filled = filled_plan(plan)
+        filled = plan.filled
         question = str(plan.parameters.get("question") or view.question)
         grounding = f"\n\nA worked example for a similar question:\n```python\n{filled.code}```" if filled else ""
         from whyflow.runtime.llm import data_block
@@ -88,4 +89,4 @@ class CodeWriterAgent(Agent[AgentParams]):
         reply = llm_text(ctx.llm, system, prompt, purpose="ask_code")
         if reply is None:  # the failure is recorded by the runner and the loop asks again
             return 'raise RuntimeError("the model gave no code this round")\n'
-        return strip_fences(reply)
+        return strip_code_fences(reply).strip() + "\n"

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from whyflow.ask._shared import CAUSAL_RECIPE, filled_plan, first_frame
+from whyflow.ask._shared import CAUSAL_RECIPE, first_frame
 from whyflow.ask.answering import cannot_answer, causal_answer, computed_answer, error_answer
 from whyflow.ask.planning import attempt_code, plan_question
 from whyflow.ask.react_state import InvalidStateTransition, Runtime, RuntimeState
@@ -50,13 +50,13 @@ def deterministic_turn(box: Toolbox, plan: AskPlan, ctx: AgentContext, max_attem
     rt = box.runtime
     if rt.state is not RuntimeState.PLANNING:  # a model's loop was abandoned: start over from planning
         rt.fail("the model's loop was abandoned")
-    columns = plan.parameters.get("filled", {}).get("params", {})
+    columns = plan.filled.params if plan.filled is not None else {}
     wanted = [v for v in columns.values() if isinstance(v, str) and v in box.frame.columns]
     box.call("profile_data", T.ProfileDataArgs(columns=wanted or None))
     question = str(plan.parameters.get("question") or box.question)
     if plan.route == "causal":
         return _causal(box, plan, ctx)
-    filled = filled_plan(plan)
+    filled = plan.filled
     if plan.route != "code" or filled is None:
         final = cannot_answer(plan, with_model=ctx.llm is not None)
         if plan.route == "conceptual" and filled is not None:
@@ -209,7 +209,7 @@ class DataScientistAgent(Agent[DataScientistParams]):
             wall_seconds=params.wall_seconds,
             memory_mb=params.memory_mb,
         )
-        box.template = filled.code if (filled := filled_plan(plan)) is not None else None
+        box.template = plan.filled.code if plan.filled is not None else None
         box.runtime.remember(_earlier_artifacts(view.messages))
         box.allow_rerun = bool(_RERUN.search(view.question))
         mode, ended_by, iterations = "deterministic", "deterministic path", 0

@@ -10,13 +10,14 @@ model" naming the closest worked examples.
 
 from __future__ import annotations
 
-from whyflow.ask._shared import filled_plan, llm_text, result_text
+from whyflow.ask._shared import llm_text, result_text
 from whyflow.ask.answering import cannot_answer, causal_answer, computed_answer
-from whyflow.ask.state import AskPlan, AskState, ExecutionRecord, FinalOutput
+from whyflow.ask.state import AskPlan, AskState, FinalOutput
 from whyflow.ask.view import AskView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from whyflow.core.status import JobStatus
 from whyflow.core.view import required
+from whyflow.runtime.sandbox.run import ExecutionResult
 
 __all__ = ["ExplainerAgent", "cannot_answer", "causal_answer"]
 
@@ -50,8 +51,8 @@ class ExplainerAgent(Agent[AgentParams]):
             final = causal_answer(view.causal_result, plan)
         elif view.execution_success and (record := view.execution_result) is not None:
             final = self._answer(view, plan, record, ctx)
-        elif plan.route == "conceptual" and (ctx.llm is not None or filled_plan(plan) is not None):
-            filled = filled_plan(plan)
+        elif plan.route == "conceptual" and (ctx.llm is not None or plan.filled is not None):
+            filled = plan.filled
             if filled is not None and plan.mode == "deterministic":
                 text = filled.answer_template
             else:
@@ -78,7 +79,7 @@ class ExplainerAgent(Agent[AgentParams]):
             ctx.llm.annotate(result)
         return result
 
-    def _answer(self, view: AskView, plan: AskPlan, record: ExecutionRecord, ctx: AgentContext) -> FinalOutput:
+    def _answer(self, view: AskView, plan: AskPlan, record: ExecutionResult, ctx: AgentContext) -> FinalOutput:
         question = str(plan.parameters.get("question") or view.question)
         said = None
         if ctx.llm is not None:

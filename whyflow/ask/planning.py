@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from whyflow.ask._shared import causal_pair, filled_plan, resolve_follow_up
+from whyflow.ask._shared import causal_pair, resolve_follow_up
 from whyflow.ask.state import AskPlan, ChatMessage
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from whyflow.ask.tools.retrieval import FilledPlan
 
 __all__ = ["deterministic_plan", "plan_question", "attempt_code", "request_plan"]
 
@@ -74,7 +76,7 @@ def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
     )
 
 
-def deterministic_plan(question: str, filled: Any, closest: list[str]) -> AskPlan:
+def deterministic_plan(question: str, filled: FilledPlan | None, closest: list[str]) -> AskPlan:
     """The plan for a filled worked example (None: an honest 'unanswerable')."""
     if filled is None:
         return AskPlan(
@@ -91,9 +93,9 @@ def deterministic_plan(question: str, filled: Any, closest: list[str]) -> AskPla
         route="code" if filled.needs_code else "conceptual",
         reasoning=f"worked example '{filled.example_id}' ({filled.title}), similarity {filled.score:.2f}",
         example_id=filled.example_id,
-        parameters={"question": question, "filled": filled.model_dump(mode="json")},
+        filled=filled,
+        parameters={"question": question},
         closest_examples=closest,
-        answer_format=filled.output_format.model_dump(mode="json"),
     )
 
 
@@ -133,7 +135,7 @@ def attempt_code(plan: AskPlan, question: str, frame: pd.DataFrame, tried: set[s
     example that fits and has not been tried (the same code again when none is left)."""
     from whyflow.ask.tools.retrieval import fill
 
-    filled = filled_plan(plan)
+    filled = plan.filled
     if filled is None:
         raise ValueError(f"the plan has no worked example to fill (route {plan.route})")
     code, note = filled.code, f"example '{filled.example_id}'"

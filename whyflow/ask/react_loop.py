@@ -70,9 +70,8 @@ def detect_loop(calls: list[ToolCallRecord]) -> bool:
 
 def _examples(plan: AskPlan, nearest: list[Any]) -> str:
     lines = [f"- {m.title} ({m.kind})" for m in nearest]
-    filled = plan.parameters.get("filled")
-    if isinstance(filled, dict) and filled.get("code"):
-        lines.append(f"A worked example filled for this question:\n```python\n{filled['code']}```")
+    if plan.filled is not None and plan.filled.code:
+        lines.append(f"A worked example filled for this question:\n```python\n{plan.filled.code}```")
     return "\n".join(lines) or "none"
 
 
@@ -171,13 +170,14 @@ def _degrade(box: Toolbox, plan: AskPlan, ctx: AgentContext, iterations: int, wh
 
 def _author(ctx: AgentContext, box: Toolbox, summary: str) -> Any:
     """write_code from an approach in words: the model writes the code (one text call)."""
-    from whyflow.ask._shared import llm_text, strip_fences
+    from whyflow.ask._shared import llm_text
     from whyflow.runtime.llm import data_block
+    from whyflow.runtime.llm.parse import strip_code_fences
 
     def write(approach: str) -> str | None:
         prompt = f"Question: {box.question}\nApproach: {approach}\n\n{data_block('data summary', summary[:3000])}"
         reply = llm_text(ctx.llm, CODE_RULES, prompt, purpose="react_write_code")
-        return strip_fences(reply) if reply else None
+        return strip_code_fences(reply).strip() + "\n" if reply else None
 
     return write
 

@@ -23,7 +23,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
+from whyflow.ask.tools.retrieval import FilledPlan
 from whyflow.core.job import JOB_CONFIG, JobLifecycle
+from whyflow.runtime.sandbox.run import ExecutionResult
 
 __all__ = [
     "ArtifactRecord",
@@ -32,7 +34,6 @@ __all__ = [
     "AskState",
     "CausalRunResult",
     "ChatMessage",
-    "ExecutionRecord",
     "FailedAttempt",
     "FinalOutput",
     "NestedHeadline",
@@ -79,30 +80,15 @@ class AskPlan(_Model):
     route: Literal["code", "causal", "conceptual", "unanswerable"] = "code"
     mode: Literal["deterministic", "model"] = "deterministic"
     example_id: str | None = None
+    filled: FilledPlan | None = None
+    """The worked example filled from the question: the code to run and how to word the answer."""
     parameters: dict[str, Any] = {}
+    """The question as planned (``question``, a follow-up rewritten in full) and the planner's notes
+    (``error``: why a named column or method cannot run; ``complete``: every requested value has a
+    routine of its own)."""
     closest_examples: list[str] = []
-    answer_format: dict[str, Any] = {}
     treatment: str | None = None
     outcome: str | None = None
-
-
-class ExecutionRecord(_Model):
-    """What crossed back from the sandbox: data only, never pickles."""
-
-    ok: bool
-    result: Any = None
-    result_kind: Literal["none", "scalar", "list", "dict", "table"] = "none"
-    figures: list[Any] = []
-    stdout: str = ""
-    stderr: str = ""
-    truncated: bool = False
-    error: str | None = None
-    traceback: str | None = None
-    wall_seconds: float = 0.0
-    cpu_seconds: float = 0.0
-    timed_out: bool = False
-    layers: list[str] = []
-    """The sandbox's isolation layers that were active for this run (``whyflow doctor`` explains each)."""
 
 
 class FailedAttempt(_Model):
@@ -238,7 +224,8 @@ class AskState(JobLifecycle):
     messages: list[ChatMessage] = []
     plan: AskPlan | None = None
     code: str | None = None
-    execution_result: ExecutionRecord | None = None
+    # The sandbox's result of the latest run, its stdout and stderr cut to their ends.
+    execution_result: ExecutionResult | None = None
     execution_success: bool = False
     error: str | None = None
     attempts: int = 0

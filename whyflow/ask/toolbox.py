@@ -20,9 +20,10 @@ from pydantic import BaseModel
 
 from whyflow.ask.answering import render_chart
 from whyflow.ask.react_state import InvalidStateTransition, Runtime, RuntimeState, intent_summary
-from whyflow.ask.state import CausalRunResult, ExecutionRecord, FailedAttempt
+from whyflow.ask.state import CausalRunResult, FailedAttempt
 from whyflow.ask.tools import analysis as T
 from whyflow.ask.tools.errors import ToolError
+from whyflow.runtime.sandbox.run import ExecutionResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,9 +67,9 @@ class Toolbox:
     memory_mb: int = 2048
     code: str | None = None
     pending_code: str | None = None
-    current: ExecutionRecord | None = None
+    current: ExecutionResult | None = None
     current_source: str = ""
-    best: ExecutionRecord | None = None
+    best: ExecutionResult | None = None
     best_code: str | None = None
     best_source: str = ""
     validation: T.Validation | None = None
@@ -236,7 +237,7 @@ class Toolbox:
         note = "" if new else f" (equivalent to {art.id}: duplicate_artifact_prevented)"
         return "ok", f"ran in {record.wall_seconds:.2f}s, {record.result_kind}{note}: {_short(record.result, 1500)}"
 
-    def _set_current(self, record: ExecutionRecord, code: str, source: str) -> None:
+    def _set_current(self, record: ExecutionResult, code: str, source: str) -> None:
         self.current, self.code, self.current_source, self.validation = record, code, source, None
         if record.result is None and not record.figures:
             return  # nothing to show: never the best result
@@ -311,13 +312,13 @@ class Toolbox:
             self._con = None
 
 
-def _query_record(columns: list[str], rows: list[list[Any]], table: dict[str, Any], truncated: bool) -> ExecutionRecord:
+def _query_record(columns: list[str], rows: list[list[Any]], table: dict[str, Any], truncated: bool) -> ExecutionResult:
     """A query's rows as a result: one value as a scalar, one row as a dict, else the table."""
     if len(rows) == 1 and len(columns) == 1:
-        return ExecutionRecord(ok=True, result=rows[0][0], result_kind="scalar")
+        return ExecutionResult(ok=True, result=rows[0][0], result_kind="scalar")
     if len(rows) == 1:
-        return ExecutionRecord(ok=True, result=dict(zip(columns, rows[0], strict=False)), result_kind="dict")
-    return ExecutionRecord(ok=True, result=table, result_kind="table", truncated=truncated)
+        return ExecutionResult(ok=True, result=dict(zip(columns, rows[0], strict=False)), result_kind="dict")
+    return ExecutionResult(ok=True, result=table, result_kind="table", truncated=truncated)
 
 
 def _short(value: Any, limit: int = 1200) -> str:

@@ -126,7 +126,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
     CSV files as spreadsheets write them are accepted: the delimiter (comma, semicolon, tab,
     bar), a semicolon file's decimal mark (comma or point), the compression (gzip, bzip2, zip of
     one file, xz, Zstandard: recognised by the first bytes) and the encoding (UTF-8, else
-    Windows-1252/Latin-1) are detected, and the common
+    Windows-1252/Latin-1) are detected, lines may end in LF, CRLF or a bare CR (old Mac
+    exports), and the common
     missing-value tokens (``?``, ``-``, ``n/a``, ``missing``...) read as missing. What was
     used is in ``frame.attrs["whyflow_read"]`` so the caller can say so. A frame given with
     :func:`hand_over` for this file, unchanged since, is returned instead of reading it again.

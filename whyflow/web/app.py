@@ -251,10 +251,10 @@ def _check_table(path: Path, suffix: str, name: str) -> None:
             raise UploadRejected(f"'{name}' is not a Parquet file (it does not start with PAR1)")
     elif b"\x00" in head:
         raise UploadRejected(f"'{name}' does not look like a CSV text file (it holds binary data)")
-    from whyflow.ask._shared import read_data
+    from whyflow.runtime.data import read_table
 
     try:
-        frame = read_data(path)
+        frame = read_table(path)
     except Exception as exc:  # noqa: BLE001 - any parse failure is the user's to fix
         raise UploadRejected(f"'{name}' could not be read as a table: {exc}") from exc
     if frame.shape[1] == 0 or frame.shape[0] == 0:

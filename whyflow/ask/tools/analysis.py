@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from whyflow.ask.state import ExecutionRecord
 from whyflow.ask.tools.charts import CreatePlotArgs
 from whyflow.ask.tools.errors import ColumnsMissingError, EmptyCodeError
 from whyflow.ask.tools.render import OutputTableArgs
 from whyflow.ask.tools.sql import SqlQueryArgs
-from whyflow.ask.tools.tool_args import normalise_arguments, strip_code_fences
+from whyflow.ask.tools.tool_args import normalise_arguments
+from whyflow.runtime.llm.parse import strip_code_fences
+from whyflow.runtime.sandbox.run import ExecutionResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,14 +31,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ProfileDataArgs",
     "ColumnQuality",
-    "DataProfile",
+    "ProfileFindings",
     "profile_data",
     "WriteCodeArgs",
     "WrittenCode",
     "write_code",
     "ExecuteCodeArgs",
     "execute_code",
-    "execution_record",
+    "kept_in_state",
     "ValidateResultsArgs",
     "Validation",
     "validate_results",
@@ -72,8 +73,8 @@ class ColumnQuality(BaseModel):
     sample: list[Any]
 
 
-class DataProfile(BaseModel):
-    """What ``profile_data`` found."""
+class ProfileFindings(BaseModel):
+    """What ``profile_data`` found about the asked columns: which exist, their quality, whether to proceed."""
 
     model_config = _FROZEN
     columns_found: list[str]
@@ -83,7 +84,7 @@ class DataProfile(BaseModel):
     issues: list[str]
 
 
-def profile_data(args: ProfileDataArgs, frame: pd.DataFrame) -> DataProfile:
+def profile_data(args: ProfileDataArgs, frame: pd.DataFrame) -> ProfileFindings:
     """Profile the asked columns of ``frame``; a column that is not there is listed as missing.
 
     Raises:
@@ -109,7 +110,7 @@ def profile_data(args: ProfileDataArgs, frame: pd.DataFrame) -> DataProfile:
         if len(series) and n_missing / len(series) > 0.2:
             issues.append(f"column '{col}' is {n_missing / len(series):.0%} missing")
     required = set(args.check_requirements or [])
-    return DataProfile(
+    return ProfileFindings(
         columns_found=found,
         columns_missing=missing,
         quality=quality,
@@ -178,35 +179,20 @@ class ExecuteCodeArgs(BaseModel):
         return normalise_arguments(data, code=True)
 
 
-def execution_record(outcome: Any) -> ExecutionRecord:
-    """The sandbox's ExecutionResult as state data (data only, never pickles)."""
-    kind = str(getattr(outcome, "result_kind", "none") or "none")
-    return ExecutionRecord(
-        ok=bool(outcome.ok),
-        result=_json(getattr(outcome, "result", None)),
-        result_kind=kind if kind in ("none", "scalar", "list", "dict", "table") else "none",  # type: ignore[arg-type]
-        figures=[_json(f) for f in getattr(outcome, "figures", None) or []],
-        stdout=str(getattr(outcome, "stdout", "") or "")[-4000:],
-        stderr=str(getattr(outcome, "stderr", "") or "")[-4000:],
-        truncated=bool(getattr(outcome, "truncated", False)),
-        error=getattr(outcome, "error", None),
-        traceback=getattr(outcome, "traceback", None),
-        wall_seconds=float(getattr(outcome, "wall_seconds", 0.0) or 0.0),
-        cpu_seconds=float(getattr(outcome, "cpu_seconds", 0.0) or 0.0),
-        timed_out=bool(getattr(outcome, "timed_out", False)),
-        layers=[str(x) for x in getattr(outcome, "layers", None) or []],
+STATE_OUTPUT_CHARS = 4000
+"""How much of a run's stdout and of its stderr the state keeps: the end, where errors are."""
+
+
+def kept_in_state(outcome: ExecutionResult) -> ExecutionResult:
+    """The sandbox's result as the state keeps it: stdout and stderr cut to their last :data:`STATE_OUTPUT_CHARS`."""
+    return outcome.model_copy(
+        update={"stdout": outcome.stdout[-STATE_OUTPUT_CHARS:], "stderr": outcome.stderr[-STATE_OUTPUT_CHARS:]}
     )
-
-
-def _json(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    return str(value) if isinstance(value, Path) else value
 
 
 def execute_code(
     args: ExecuteCodeArgs, datasets: Mapping[str, str | Path], figures_dir: Path | None = None, memory_mb: int = 2048
-) -> ExecutionRecord:
+) -> ExecutionResult:
     """Run the code in the sandbox (never in this process); a failure is ``ok=False``, not an exception.
 
     Raises:
@@ -218,7 +204,7 @@ def execute_code(
         raise EmptyCodeError("execute_code requires a non-empty 'code' string (Python that sets `result`)")
     limits = Limits(wall_seconds=args.timeout_s, memory_bytes=memory_mb * 1024**2)
     outcome = run_code(args.code, {k: Path(v) for k, v in datasets.items()}, limits, figures_dir=figures_dir)
-    return execution_record(outcome)
+    return kept_in_state(outcome)
 
 
 # ---- validate_results --------------------------------------------------------------------------
@@ -289,7 +275,7 @@ def _non_finite(value: Any) -> bool:
     return False
 
 
-def validate_results(args: ValidateResultsArgs, record: ExecutionRecord | None) -> Validation:
+def validate_results(args: ValidateResultsArgs, record: ExecutionResult | None) -> Validation:
     """Deterministic checks of the latest result: it ran, it holds something, its numbers are finite,
     a table is not empty, the tokens the question names are there; notes from the numbers themselves."""
     from whyflow.ask.tools.answers import format_answer, parse_output_format

@@ -23,7 +23,6 @@ __all__ = [
     "ChartDataError",
     "ChartRenderError",
     "ExampleLibraryError",
-    "TemplateFillError",
     "EmptyCodeError",
     "ColumnsMissingError",
 ]
@@ -110,10 +109,6 @@ class ChartRenderError(ToolError):
 
 class ExampleLibraryError(ToolError):
     """An example YAML file in the library is malformed (bad key, bad slot, duplicate id)."""
-
-
-class TemplateFillError(ToolError):
-    """An example's code template could not be filled from the question and the data's columns."""
 
 
 class EmptyCodeError(ToolError):

@@ -1,4 +1,4 @@
-"""Argument normalisation for tool calls from any model (seed 003, workstream D).
+"""Argument normalisation for tool calls from any model.
 
 Models send the same arguments in many shapes: the call's arguments nested once more
 (``{"arguments": {...}}``, a JSON string), the code under another name (``python``, ``source``,
@@ -14,20 +14,15 @@ import json
 import re
 from typing import Any
 
-__all__ = ["CODE_ALIASES", "normalise_arguments", "coerce_seconds", "strip_code_fences"]
+from whyflow.runtime.llm.parse import strip_code_fences
+
+__all__ = ["CODE_ALIASES", "normalise_arguments", "coerce_seconds"]
 
 CODE_ALIASES = ("code", "python", "python_code", "source", "script", "code_str", "program", "snippet", "cell")
 _NESTED = ("arguments", "args", "parameters", "params", "input", "kwargs")
 _TIMEOUTS = ("timeout_s", "timeout", "timeout_seconds", "time_limit", "seconds")
 _QUERY_ALIASES = ("query", "sql", "statement", "sql_query")
-_FENCE = re.compile(r"```(?:python|py|sql)?\s*\n(.*?)```", re.S)
 _SECONDS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds|m|min|minutes)?\s*$", re.I)
-
-
-def strip_code_fences(text: str) -> str:
-    """Code from text that may hold a Markdown fence."""
-    match = _FENCE.search(text)
-    return match.group(1) if match else text
 
 
 def coerce_seconds(value: Any) -> Any:

@@ -65,9 +65,9 @@ def _view_name(path: Path, taken: set[str]) -> str:
 
 
 def _read(paths: list[str]) -> list[Any]:
-    from whyflow.ask._shared import read_data
+    from whyflow.runtime.data import read_table
 
-    return [read_data(Path(raw).expanduser()) for raw in paths]  # DataError names the file
+    return [read_table(Path(raw).expanduser()) for raw in paths]  # DataError names the file
 
 
 def _analysis_copy(frame: Any, path: Path, folder: Path, name: str) -> Path:

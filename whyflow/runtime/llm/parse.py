@@ -1,9 +1,15 @@
-"""Reading what a model wrote: JSON in text (fenced or not) and tool calls written as text.
+"""Reading what a model wrote: JSON in text (fenced or not), tool calls written as text, code in a fence.
 
 Small local models ignore ``response_format`` and ``tools`` more often than not: they write
 ``{"role": ...}`` after a sentence, inside a Markdown fence, or a call as
 ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``. These functions find the JSON;
-validating it against the expected model is the client's job.
+validating it against the expected model is the client's job. Code a model wrote comes the same
+way, fenced or bare: :func:`strip_code_fences` takes it out of its fence.
+
+Markdown fences are read with two patterns because the two readings differ: JSON is tried from
+every fenced block (untagged, ``json`` or ``tool_call``), which may start on the fence's own line;
+code is the first block (untagged, ``python``, ``py`` or ``sql``), which starts on the line after
+the fence (code on the fence's own line is left as written).
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ import json
 import re
 from typing import Any
 
-__all__ = ["extract_json", "json_candidates", "tool_calls_in_text"]
+__all__ = ["extract_json", "json_candidates", "strip_code_fences", "tool_calls_in_text"]
 
-_FENCE = re.compile(r"```(?:json|JSON|tool_call)?\s*\n?(.*?)```", re.DOTALL)
+_JSON_FENCE = re.compile(r"```(?:json|JSON|tool_call)?\s*\n?(.*?)```", re.DOTALL)
+_CODE_FENCE = re.compile(r"```(?:python|py|sql)?\s*\n(.*?)```", re.DOTALL)
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
@@ -47,7 +54,7 @@ def _balanced(text: str, start: int) -> str | None:
 def json_candidates(text: str) -> list[Any]:
     """Every JSON value found in ``text``: the whole text, fenced blocks, then balanced spans."""
     out: list[Any] = []
-    chunks = [text.strip(), *(m.group(1).strip() for m in _FENCE.finditer(text))]
+    chunks = [text.strip(), *(m.group(1).strip() for m in _JSON_FENCE.finditer(text))]
     for chunk in chunks:
         try:
             out.append(json.loads(chunk))
@@ -74,6 +81,12 @@ def extract_json(text: str | None) -> Any:
         return None
     found = json_candidates(text)
     return next((v for v in found if isinstance(v, dict)), found[0] if found else None)
+
+
+def strip_code_fences(text: str) -> str:
+    """The code of the first Markdown code fence in ``text``; ``text`` itself when it holds none."""
+    match = _CODE_FENCE.search(text)
+    return match.group(1) if match else text
 
 
 def _as_call(value: Any) -> tuple[str, Any] | None:

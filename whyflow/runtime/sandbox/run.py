@@ -106,7 +106,9 @@ class ExecutionResult(BaseModel):
     cpu_seconds: float = 0.0
     timed_out: bool = False
     layers: list[str] = Field(default_factory=list)
+    """The isolation layers that were active for this run (``whyflow doctor`` explains each)."""
     overhead_seconds: float = 0.0
+    """Seconds the call took beyond ``wall_seconds``: setting up the isolation, starting the child, reading its report."""
 
 
 def _isolation(isolation: Isolation | None) -> Isolation:
