@@ -20,10 +20,13 @@ import pytest
 from benchmarks.synthetic import job_training
 from tests.factories import make_estimate
 from tests.helpers import basic_profile, make_state
+from whyflow.causal.estimates import Trimming
+from whyflow.causal.report.context import build_context
 from whyflow.causal.report.notebook import fmt_num, split_cells
-from whyflow.causal.report.notebook_generator import recompute_kind
+from whyflow.causal.report.notebook_generator import NotebookGeneratorAgent
 from whyflow.causal.state import AnalysisState, CausalDAG, CausalEdge, DatasetInfo, TreatmentEffectResult
 from whyflow.core.errors import AgentError
+from whyflow.core.view import StateView
 from whyflow.flows.running.dispatch import run_single_agent
 
 CONFOUNDERS = ["age", "education_years", "prior_earnings", "married", "region"]
@@ -348,21 +351,66 @@ def test_text_outside_a_cell_is_a_template_error() -> None:
     assert cells == [{"kind": "code", "tags": ["a", "b"], "source": "x = 1"}]
 
 
-@pytest.mark.parametrize(
-    ("method", "kind"),
-    [
-        ("ols", "ols"),
-        ("linear_regression", "ols"),
-        ("ipw", "ipw"),
-        ("backdoor.propensity_score_weighting", "dowhy"),
-        ("aipw", "aipw"),
-        ("doubly_robust", "aipw"),
-        ("backdoor.econml.dml.LinearDML", None),
-        ("x_learner", None),
-        ("dml", None),
-        ("iv.instrumental_variable", None),
-        ("propensity_score_matching", None),
-    ],
-)
-def test_recompute_kind(method: str, kind: str | None) -> None:
-    assert recompute_kind(method) == kind
+def _context(state: AnalysisState, job: Path) -> dict[str, Any]:
+    """The template context from the notebook agent's view of ``state``."""
+    return build_context(StateView(state, "notebook_generator", NotebookGeneratorAgent.reads()), job, 0, None)
+
+
+def test_a_weighting_headline_is_checked_by_refitting_the_regression_estimate(tmp_path: Path) -> None:
+    frame, _ = job_training(n=300, seed=1)
+    state = make_state(frame, tmp_path, "training", "earnings")
+    pair = {"treatment": "training", "outcome": "earnings"}
+    ipw = make_estimate(
+        "ipw",
+        2.5,
+        0.5,
+        **pair,
+        headline=True,
+        headline_reason="overlap is good",
+        adjustment_set=["age", "married"],
+        trimmed=Trimming(lower=0.05, upper=0.95, n_dropped=3, n_kept=297),
+        propensity_model="gbm",
+        clip=[0.01, 0.99],
+    )
+    state.treatment_effects = [
+        make_estimate("naive", 4.0, 0.5, **pair),
+        make_estimate("ols", 2.0, 0.5, **pair, adjustment_set=["age"], se_method="HC3 robust (statsmodels)"),
+        make_estimate("ols", 9.0, 1.0, treatment="training", outcome="age"),
+        ipw,
+    ]
+    context = _context(state, tmp_path)
+    assert [e["index"] for e in context["effects"]] == [0, 1, 3] and context["other_pairs"] == [
+        {"treatment": "training", "outcome": "age", "n": 1}
+    ]
+    head = context["headline"]
+    assert head["method"] == ipw.method and head["reason"] == "overlap is good"
+    assert head["sentence"] == (
+        f"Receiving `training` raised `earnings` by about {fmt_num(2.5)} (95% CI {fmt_num(ipw.ci_lower)} to "
+        f"{fmt_num(ipw.ci_upper)}), estimated by {ipw.method} (ATE)."
+    )
+    assert "2 adjusted estimates (1 unadjusted baseline left out)" in context["agreement"]["text"]
+    check = context["recompute"]
+    assert (check["index"], check["kind"], check["is_headline"], check["cov_type"]) == (1, "ols", False, "HC3")
+    assert check["adjustment_set"] == ["age"] and check["trim"] is None and check["notes"] == []
+    assert context["propensity"]["covariates"] == ["age", "married"]  # the headline's own set
+    assert context["paths"]["state_file"] == "report_state.json"  # no state.json saved yet
+    # Without a regression estimate the weighting headline itself is refitted, with the settings it recorded.
+    state.treatment_effects = [ipw]
+    check = _context(state, tmp_path)["recompute"]
+    assert (check["index"], check["kind"], check["is_headline"], check["cov_type"]) == (0, "ipw", True, None)
+    assert check["trim"] == [0.05, 0.95] and check["clip"] == [0.01, 0.99] and check["ps_model"] == "gbm"
+
+
+def test_the_notebook_reads_state_json_only_when_it_holds_this_views_estimates(tmp_path: Path) -> None:
+    frame, _ = job_training(n=300, seed=1)
+    state = make_state(frame, tmp_path, "training", "earnings")
+    state.treatment_effects = [make_estimate("ols", 2.0, treatment="training", outcome="earnings", headline=True)]
+    (tmp_path / "state.json").write_text(state.to_json())
+    assert _context(state, tmp_path)["paths"]["state_file"] == "state.json"
+    state.treatment_effects = [
+        *state.treatment_effects,
+        make_estimate("ipw", 2.1, treatment="training", outcome="earnings"),
+    ]
+    context = _context(state, tmp_path)  # state.json was saved before this estimate
+    assert context["paths"]["state_file"] == "report_state.json"
+    assert any("state.json is absent or older" in d for d in context["decisions"])

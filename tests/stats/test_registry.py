@@ -69,12 +69,14 @@ def test_adding_an_estimator_is_a_function_and_one_entry(tmp_path: Path, monkeyp
 def test_the_notebook_refits_what_the_registry_says_not_what_the_label_suggests(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from whyflow.causal.report.context import _kind, recompute_kind
+    from tests.factories import make_estimate
+    from whyflow.causal.report.context import recompute_kind
 
     spec = EstimatorSpec("overlap", "Overlap weighting (ATO)", "weighting", _overlap_weighting, "backdoor")
     monkeypatch.setitem(registry.REGISTRY, "overlap", spec)
-    overlap = {"method": "Overlap weighting (ATO)", "details": {"method_key": "overlap", "family": "weighting"}}
-    assert recompute_kind(overlap["method"]) == "ipw"  # the label alone would refit it as IPW (a different estimand)
-    assert _kind(overlap) is None  # its entry names no cheap refit: shown from the state
-    assert _kind({"method": "anything", "details": {"method_key": "ols"}}) == "ols"
-    assert _kind({"method": "Inverse probability weighting", "details": {}}) == "ipw"  # an old state: by label
+    # A weighting label, but its entry names no cheap refit (IPW would be a different estimand): shown from the state.
+    assert recompute_kind(make_estimate("overlap")) is None
+    assert recompute_kind(make_estimate("ols", label="anything")) == "ols"
+    assert recompute_kind(make_estimate("ipw", label="Regression adjustment (OLS)")) == "ipw"
+    monkeypatch.setitem(registry.REGISTRY, "overlap", EstimatorSpec(**{**spec.__dict__, "recompute": "ipw"}))
+    assert recompute_kind(make_estimate("overlap")) == "ipw"  # the entry decides

@@ -1,11 +1,12 @@
 """The report: an executed, reproducible Jupyter notebook rendered from Jinja templates.
 
-The agent turns the state into a template context (every number in the prose comes from the
-state), renders ``templates/report.ipynb.j2`` (or the recipe's own template) into nbformat
-cells, writes ``report.ipynb`` before anything can fail, executes it with nbclient in the job
-folder and exports ``report.html``. Code cells reload the job's data and ``state.json`` and
-recompute the headline estimate, the propensity model and DoWhy refuters, asserting that the
-headline matches the run. An execution error is recorded, never raised.
+The agent turns its typed view of the state into a template context
+(:mod:`whyflow.causal.report.context`; every number in the prose comes from the state), renders
+``templates/report.ipynb.j2`` (or the recipe's own template) into nbformat cells, writes
+``report.ipynb`` before anything can fail, executes it with nbclient in the job folder and
+exports ``report.html``. Code cells reload the job's data and ``state.json`` and
+recompute the headline estimate and the propensity model, asserting that the headline matches
+the run, and show the run's refuter results. An execution error is recorded, never raised.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from typing import Any
 
 from pydantic import Field
 
-from whyflow.causal.report.context import build_context, recompute_kind
+from whyflow.causal.report.context import build_context
 from whyflow.causal.state import AnalysisState
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from whyflow.core.errors import AgentError
 from whyflow.core.status import JobStatus
 
-__all__ = ["NotebookGeneratorAgent", "NotebookGeneratorParams", "recompute_kind"]
+__all__ = ["NotebookGeneratorAgent", "NotebookGeneratorParams"]
 
 _READS: tuple[str, ...] = (
     "raw_metadata",
@@ -93,9 +94,9 @@ class NotebookGeneratorAgent(Agent[NotebookGeneratorParams]):
 
         job_dir = Path(ctx.job_dir).resolve()
         job_dir.mkdir(parents=True, exist_ok=True)
-        snapshot = _snapshot(view)
+        snapshot = _snapshot(view)  # what the notebook's cells read when state.json is older than this view
         (job_dir / "report_state.json").write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
-        context = build_context(view, snapshot, job_dir, ctx.seed, params.title)
+        context = build_context(view, job_dir, ctx.seed, params.title)
         context["sample_rows"] = params.sample_rows
         env = nbk.make_environment(params.template_dir)
         text = nbk.render_template(env, params.template or "report.ipynb.j2", context)
@@ -215,6 +216,3 @@ def _snapshot(view: AnalysisView) -> dict[str, Any]:
 
     readable = NotebookGeneratorAgent.reads()
     return {name: jsonable(getattr(view, name)) for name in AnalysisState.model_fields if name in readable}
-
-
-# ---- the template context -----------------------------------------------------------------------

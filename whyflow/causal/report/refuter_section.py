@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from whyflow.causal.diagnostics import ConfounderDiscovery
+from whyflow.causal.state import SensitivityResult
 
-__all__ = ["flat_details", "refuter_context"]
+__all__ = ["refuter_context"]
 
 
 _REFUTERS = {
@@ -16,12 +18,6 @@ _REFUTERS = {
     "data_subset": "data subset",
 }
 """The p-value refuters the sensitivity analyst records, by ``SensitivityResult.method``."""
-
-
-def flat_details(details: Any) -> dict[str, Any]:
-    """Typed details as one dict: ``extras`` lifted beside the typed fields (older flat dicts as they are)."""
-    d = dict(details or {})
-    return {**(d.pop("extras", None) or {}), **d}
 
 
 def _finite(value: Any) -> float | None:
@@ -34,37 +30,42 @@ def _finite(value: Any) -> float | None:
 
 
 def refuter_context(
-    snap: dict[str, Any], recompute: dict[str, Any] | None, confounders: ConfounderDiscovery | None, has_data: bool
+    sensitivity: Iterable[SensitivityResult],
+    recompute: dict[str, Any] | None,
+    confounders: ConfounderDiscovery | None,
+    has_data: bool,
 ) -> dict[str, Any] | None:
     """The run's refuter results (``sensitivity_results``) as literals for the notebook's table.
 
     The notebook shows these numbers instead of rerunning the refuters (hundreds of refits);
-    ``recheck_adjustment`` feeds one cheap labelled re-check cell when the data are at hand.
+    ``recheck_adjustment`` feeds one cheap labelled re-check cell when the data are at hand. The
+    refuters' own figures (new effect, p-value, the grid, the refuted estimate and its settings)
+    are what the sensitivity analyst puts in ``details.extras``.
     """
     rows: list[dict[str, Any]] = []
     grid: dict[str, Any] | None = None
-    common: dict[str, Any] = {}
-    for r in snap.get("sensitivity_results", []):
-        d = flat_details(r.get("details"))
-        if r.get("method") in _REFUTERS:
-            common, p = common or d, _finite(d.get("p_value"))
-            passed = d.get("passed") if d.get("passed") is not None else p is None or p >= 0.05
+    common: dict[str, Any] = {}  # the refuted estimate and its settings, shared by every refuter
+    for r in sensitivity:
+        extras = r.details.extras
+        if r.method in _REFUTERS:
+            common, p = common or extras, _finite(extras.get("p_value"))
+            passed = r.details.passed if r.details.passed is not None else p is None or p >= 0.05
             rows.append(
                 {
-                    "refuter": _REFUTERS[r["method"]],
-                    "new effect": _finite(d.get("new_effect")),
+                    "refuter": _REFUTERS[r.method],
+                    "new effect": _finite(extras.get("new_effect")),
                     "p-value": p,
                     "verdict": "passed" if passed else "failed",
                 }
             )
-        elif r.get("method") == "unobserved_common_cause" and d.get("new_effects"):
-            common = common or d
+        elif r.method == "unobserved_common_cause" and extras.get("new_effects"):
+            common = common or extras
             grid = {
-                "effects": [[_finite(v) for v in row] for row in d["new_effects"]],
-                "strengths_treatment": list(d.get("strengths_treatment") or []),
-                "strengths_outcome_sd": list(d.get("strengths_outcome_sd") or []),
-                "flip": d.get("effect_on_treatment") == "binary_flip",
-                "meaningful": d.get("meaningful", True),
+                "effects": [[_finite(v) for v in row] for row in extras["new_effects"]],
+                "strengths_treatment": list(extras.get("strengths_treatment") or []),
+                "strengths_outcome_sd": list(extras.get("strengths_outcome_sd") or []),
+                "flip": extras.get("effect_on_treatment") == "binary_flip",
+                "meaningful": extras.get("meaningful", True),
             }
     if not rows and grid is None:
         return None

@@ -13,23 +13,24 @@ import re
 from typing import Any
 
 from whyflow.causal.diagnostics import ConfounderDiscovery, PSDiagnostics
-from whyflow.causal.knowledge import DomainKnowledge
+from whyflow.causal.knowledge import DebateEntry, DomainKnowledge, ModelReview
 from whyflow.causal.prompts import MODEL_MARK
 from whyflow.causal.queries import post_treatment_set
+from whyflow.causal.state import CritiqueDecision, CritiqueFeedback, TreatmentEffectResult
+from whyflow.causal.view import AnalysisView
 
 __all__ = ["assumption_rows", "critique_rounds", "recommendations", "domain_llm_context", "model_text"]
 
 
 def assumption_rows(
-    snap: dict[str, Any], headline: dict[str, Any] | None, agreement: dict[str, Any] | None
+    view: AnalysisView, headline: TreatmentEffectResult | None, agreement: dict[str, Any] | None
 ) -> list[dict[str, str]]:
     """Each assumption with a status (holds, doubtful, unknown, reported) and the state's evidence."""
     from whyflow.causal.report.notebook import fmt_num, fmt_pct
 
     rows: list[dict[str, str]] = []
-    found, diagnosed = snap.get("confounder_discovery"), snap.get("ps_diagnostics")
-    cd = ConfounderDiscovery.model_validate(found) if found else ConfounderDiscovery()
-    ps = PSDiagnostics.model_validate(diagnosed) if diagnosed else PSDiagnostics()
+    cd = view.confounder_discovery or ConfounderDiscovery()
+    ps = view.ps_diagnostics or PSDiagnostics()
     ident = cd.identification
     if ident is not None:
         rows.append(
@@ -39,10 +40,9 @@ def assumption_rows(
                 "evidence": f"{ident.method}: {ident.estimand}".strip(": "),
             }
         )
-    known = snap.get("domain_knowledge")
-    post = post_treatment_set(cd, DomainKnowledge.model_validate(known) if known else None)
-    if headline is not None and headline["details"].get("adjustment_set") is not None:
-        bad = sorted(post & set(headline["details"]["adjustment_set"]))
+    post = post_treatment_set(cd, view.domain_knowledge)
+    if headline is not None:
+        bad = sorted(post & set(headline.details.adjustment_set))
         rows.append(
             {
                 "name": "No post-treatment variable adjusted for",
@@ -52,14 +52,14 @@ def assumption_rows(
                 else f"none of {len(post)} known post-treatment variables is in the headline's adjustment set",
             }
         )
-    sens = snap.get("sensitivity_results", [])
+    sens = view.sensitivity_results
     rows.append(
         {
             "name": "No unmeasured confounding",
             "status": "unknown",
             "evidence": "cannot be tested from data; "
             + (
-                "; ".join(f"{s['method']}: {s['interpretation']}" for s in sens[:3])
+                "; ".join(f"{s.method}: {s.interpretation}" for s in sens[:3])
                 if sens
                 else "no sensitivity analysis was run"
             ),
@@ -83,12 +83,12 @@ def assumption_rows(
                 "evidence": f"largest |SMD| {fmt_num(ps.max_smd_before)} before, {fmt_num(ps.max_smd_after)} after weighting",
             }
         )
-    if headline is not None and headline.get("assumptions_tested"):
+    if headline is not None and headline.assumptions_tested:
         rows.append(
             {
                 "name": "Checks run by the estimator",
                 "status": "reported",
-                "evidence": "; ".join(headline["assumptions_tested"]),
+                "evidence": "; ".join(headline.assumptions_tested),
             }
         )
     if agreement and agreement.get("n", 0) >= 2:
@@ -96,8 +96,9 @@ def assumption_rows(
         rows.append(
             {"name": "Estimators agree", "status": "holds" if agree else "doubtful", "evidence": agreement["text"]}
         )
-    issues = (snap.get("eda_result") or {}).get("data_quality_issues") or []
-    if snap.get("eda_result"):
+    eda = view.eda_result
+    if eda is not None:
+        issues = eda.data_quality_issues
         rows.append(
             {
                 "name": "Data quality",
@@ -105,42 +106,44 @@ def assumption_rows(
                 "evidence": "; ".join(issues[:3]) or "no data-quality issues flagged",
             }
         )
-    history = snap.get("critique_history", [])
+    history = view.critique_history
     if history:
         last = history[-1]
-        why = last.get("verdict") or "; ".join(last["issues"][:2])
+        why = last.verdict or "; ".join(last.issues[:2])
         rows.append(
             {
                 "name": "Critique approval",
-                "status": "holds" if last["decision"] == "APPROVE" else "doubtful",
+                "status": "holds" if last.decision is CritiqueDecision.APPROVE else "doubtful",
                 "evidence": f"final decision {_decision_label(last)}" + (f": {why}" if why else ""),
             }
         )
     return rows
 
 
-def _decision_label(c: dict[str, Any]) -> str:
+def _decision_label(c: CritiqueFeedback) -> str:
     """APPROVE, ITERATE or REJECT; a loop that stopped on its limit unapproved says so."""
-    return "NOT APPROVED (limit)" if c.get("limit_reached") and c["decision"] != "APPROVE" else str(c["decision"])
+    return (
+        "NOT APPROVED (limit)" if c.limit_reached and c.decision is not CritiqueDecision.APPROVE else c.decision.value
+    )
 
 
-def critique_rounds(snap: dict[str, Any]) -> list[dict[str, Any]]:
+def critique_rounds(critique: list[CritiqueFeedback], debate: list[DebateEntry]) -> list[dict[str, Any]]:
     """Each critique round: its decision, scores, issues, improvements, the changes it applied, the model's review."""
-    debate = snap.get("debate_history", [])
     rounds = []
-    for i, c in enumerate(snap.get("critique_history", []), start=1):
-        changes = [ch for d in debate if d.get("round") == i for ch in d.get("changes_applied", [])]
-        asked = [d for d in debate if d.get("round") == i and "llm_review" in d]
+    for i, c in enumerate(critique, start=1):
+        changes = [ch for d in debate if d.round == i for ch in d.changes_applied]
+        # A round the model was asked about has llm_review set: None when its answer was rejected.
+        asked = [d for d in debate if d.round == i and "llm_review" in d.model_fields_set]
         rounds.append(
             {
                 "round": i,
                 "decision": _decision_label(c),
-                "scores": c.get("scores", {}),
-                "issues": c.get("issues", []),
-                "improvements": c.get("improvements", []),
-                "reasoning": c.get("reasoning", ""),
+                "scores": c.scores,
+                "issues": c.issues,
+                "improvements": c.improvements,
+                "reasoning": c.reasoning,
                 "changes_applied": changes,
-                "model": _model_review(asked[-1]["llm_review"], c["decision"]) if asked else None,
+                "model": _model_review(asked[-1].llm_review, c.decision.value) if asked else None,
             }
         )
     return rounds
@@ -160,43 +163,43 @@ def model_text(value: Any, limit: int = 600) -> str:
     return re.sub(r"^([-=])", r"\\\1", text)
 
 
-def recommendations(snap: dict[str, Any]) -> list[str]:
+def recommendations(given: list[str]) -> list[str]:
     """The recommendations; a model-written one keeps its mark and is rendered as text."""
     return [
-        f"{MODEL_MARK} {model_text(r.removeprefix(MODEL_MARK), 2000)}" if str(r).startswith(MODEL_MARK) else r
-        for r in snap.get("recommendations", [])
+        f"{MODEL_MARK} {model_text(r.removeprefix(MODEL_MARK), 2000)}" if r.startswith(MODEL_MARK) else r for r in given
     ]
 
 
-def _model_review(review: dict[str, Any] | None, decision: str) -> dict[str, Any]:
+def _model_review(review: ModelReview | None, decision: str) -> dict[str, Any]:
     """The critique's model points for the notebook, escaped, with what they changed (nothing)."""
-    if not review:
+    if review is None:
         why = "nothing: the model's answer was rejected by the checks, so none of it is shown"
         return {"points": [], "changed": why}
-    agrees = review.get("agrees_with_rules")
-    opinion = "would approve it" if review.get("would_approve") else "would not approve it"
-    if agrees is not None:
-        opinion += " (agreeing with the rules)" if agrees else " (disagreeing with the rules)"
+    opinion = "would approve it" if review.would_approve else "would not approve it"
+    opinion += " (agreeing with the rules)" if review.agrees_with_rules else " (disagreeing with the rules)"
     return {
-        "model": model_text(review.get("model") or "the language model", 120),
-        "points": [model_text(p) for p in review.get("points", []) if str(p).strip()],
+        "model": model_text(review.model or "the language model", 120),
+        "points": [model_text(p) for p in review.points if p.strip()],
         "opinion": f"The model says it {opinion}",
         "changed": f"nothing: the points are advisory and the rule-based decision ({decision}) stands; no estimate was touched",
     }
 
 
-def domain_llm_context(snap: dict[str, Any]) -> dict[str, Any] | None:
+def domain_llm_context(known: DomainKnowledge | None) -> dict[str, Any] | None:
     """domain_knowledge's model suggestions for the notebook, escaped, with what they changed."""
-    sug = (snap.get("domain_knowledge") or {}).get("llm_suggestions")
-    if not sug:
+    sug = known.llm_suggestions if known is not None else None
+    if sug is None:
         return None
-    reasons = sug.get("reasons") or {}
     rows = [
-        {"column": model_text(col, 120), "role": model_text(role, 40), "reason": model_text(reasons.get(col, ""), 200)}
-        for col, role in (sug.get("roles") or {}).items()
+        {
+            "column": model_text(col, 120),
+            "role": model_text(role, 40),
+            "reason": model_text(sug.reasons.get(col, ""), 200),
+        }
+        for col, role in sug.roles.items()
     ]
-    order = [", ".join(model_text(c, 120) for c in tier) for tier in sug.get("temporal_order") or [] if tier]
-    if sug.get("applied"):
+    order = [", ".join(model_text(c, 120) for c in tier) for tier in sug.temporal_order if tier]
+    if sug.applied:
         what = [f"gave {len(rows)} column(s) without a declared role the suggested role"] if rows else []
         what += ["took the time order from the model (none was declared)"] if order else []
         changed = ("; ".join(what) or "nothing: it suggested no role") + (
@@ -209,9 +212,9 @@ def domain_llm_context(snap: dict[str, Any]) -> dict[str, Any] | None:
             "would fill in the undeclared roles)"
         )
     return {
-        "model": model_text(sug.get("model") or "the language model", 120),
+        "model": model_text(sug.model or "the language model", 120),
         "rows": rows,
         "order": order,
-        "applied": bool(sug.get("applied")),
+        "applied": sug.applied,
         "changed": changed,
     }

@@ -68,7 +68,7 @@ def builtin_recipe(name: str) -> Path:
     for recipe in builtin_recipes():
         if recipe.name == name:
             return recipe.path
-    close = difflib.get_close_matches(name, _names(), n=1)
+    close = difflib.get_close_matches(name, _names(), n=1) or [n for n in _names() if name and name in n][:1]
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     raise RecipeNotFound(
         name, f"no recipe '{name}': not a file, and not a built-in recipe{hint}; built-in: {', '.join(_names())}"
