@@ -47,12 +47,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--recipe",
         default=None,
-        help="the ask recipe (default whyflow/recipes/ask.yaml; whyflow/recipes/ask_react.yaml runs the ReAct data scientist)",
+        help="the ask recipe, a built-in name or a file (default ask; ask_react runs the ReAct data scientist)",
     )
     p.add_argument(
         "--auto",
         action="store_true",
-        help="a first analysis of the data (whyflow/recipes/auto_analyze.yaml): "
+        help="a first analysis of the data (the auto_analyze recipe): "
         "every column's type, counts, typical values and issues, a summary and a title; no question needed",
     )
     p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
