@@ -20,7 +20,6 @@ runner started), the ``on_cancellation`` / ``on_crashed`` hook marks the job CAN
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any, Literal
@@ -105,11 +104,11 @@ def _flow_run_id() -> str | None:
     on_crashed=[mark_job_crashed],
 )
 def whyflow_deployment(
+    data: str,
     recipe: str = "causal_analysis",
-    data: str = "examples/job_training.csv",
-    treatment: str | None = "training",
-    outcome: str | None = "earnings",
-    metadata: str | None = "examples/job_training.meta.yaml",
+    treatment: str | None = None,
+    outcome: str | None = None,
+    metadata: str | None = None,
     estimand: Literal["ATE", "ATT"] = "ATE",
     overrides: dict[str, str] | None = None,
     output: str | None = None,
@@ -118,8 +117,8 @@ def whyflow_deployment(
     """Run a whyflow recipe on a dataset and publish its results as artifacts.
 
     Args:
-        recipe: A built-in recipe's name (e.g. quick_estimate) or a recipe YAML relative to the project folder.
         data: CSV or Parquet file (relative to the project folder or absolute), or an http(s) URL.
+        recipe: A built-in recipe's name (e.g. quick_estimate) or a recipe YAML relative to the project folder.
         treatment: Treatment column; empty lets the data profiler choose.
         outcome: Outcome column; empty lets the data profiler choose.
         metadata: YAML/JSON with column descriptions, temporal order and forbidden edges.
@@ -193,8 +192,8 @@ def whyflow_deployment(
     on_crashed=[mark_job_crashed],
 )
 def ask_deployment(
-    question: str = "What is the average earnings by region?",
-    data: str = "examples/job_training.csv",
+    question: str,
+    data: str,
     extra_data: list[str] | None = None,
     recipe: str = "ask",
     output: str | None = None,
@@ -246,8 +245,3 @@ def _run_ask_deployment(
         return final  # type: ignore[no-any-return]  # ends Failed or Cancelled like the recipe flow
     result = final.result(raise_on_failure=False)
     return dict(result) if isinstance(result, dict) else {"job_dir": str(folder.path)}
-
-
-if __name__ == "__main__":  # pragma: no cover - `python -m whyflow.deployments` runs the default once
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    print(whyflow_deployment())

@@ -327,3 +327,52 @@ def test_ask_deployment_answers_through_the_worker_with_artifacts(stack: dict[st
     arts = _artifacts(client, child.id)
     assert {"ask-answer", "ask-table"} <= set(arts), sorted(arts)
     assert data.read_bytes() == before  # the user's file is only read
+
+
+def test_a_project_folder_from_whyflow_init_deploys_and_runs_its_own_recipe(
+    stack: dict[str, Any], client: Any, small_data: Path
+) -> None:
+    project = stack["base"] / "project"
+    argv = [
+        "init",
+        str(project),
+        "--recipe",
+        "quick_estimate",
+        "--data",
+        str(small_data),
+        "-t",
+        "treated",
+        "-y",
+        "outcome",
+    ]
+    made = subprocess.run(
+        [sys.executable, "-m", "whyflow.cli.main", *argv], env=stack["env"], capture_output=True, text=True, timeout=120
+    )
+    assert made.returncode == 0, made.stderr
+    # The user edits what init gave them: the recipe's name and step options, the deployment's name.
+    recipe = project / "quick_estimate.yaml"
+    text = recipe.read_text().replace("name: quick_estimate", "name: my_estimate")
+    recipe.write_text(text.replace("with: {execute: true}", "with: {execute: false}"))
+    config = project / "prefect.yaml"
+    config.write_text(config.read_text().replace("- name: quick-estimate", "- name: my-estimate"))
+    deploy = subprocess.run(
+        [PREFECT, "--no-prompt", "deploy", "--all"],
+        cwd=project,
+        env=stack["env"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
+
+    run_id = _trigger(client, "whyflow/my-estimate", {})
+    run = _final(client, run_id, 240, stack)
+    assert run.state.is_completed(), run.state
+    job = _job_of(stack, run_id)
+    assert job is not None
+    state = json.loads((job / "state.json").read_text())
+    recorded = json.loads((job / "run.json").read_text())
+    assert state["status"] == "completed" and recorded["recipe_name"] == "my_estimate"
+    assert Path(recorded["recipe"]) == recipe.resolve()
+    cells = json.loads((job / "report.ipynb").read_text())["cells"]  # written, not executed, as edited
+    assert cells and not [c for c in cells if c["cell_type"] == "code" and c.get("outputs")]
