@@ -13,7 +13,8 @@ from whyflow.core.status import JobStatus
 from whyflow.flows.errors import RunCancelled, RunFailed
 from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
 from whyflow.flows.jobstore.store import JobFolder
-from whyflow.flows.recipes.plan import Plan, load_plan
+from whyflow.flows.recipes.nodes import Plan
+from whyflow.flows.recipes.plan import load_plan
 from whyflow.flows.running.progress import Reporter
 from whyflow.flows.running.runner import LocalExecutor, Runner
 

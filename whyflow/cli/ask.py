@@ -22,7 +22,7 @@ from whyflow.ask.state import AskState
 from whyflow.flows.jobstore.store import JobFolder, JobStore
 
 if TYPE_CHECKING:
-    from whyflow.flows.recipes.plan import Plan
+    from whyflow.flows.recipes.nodes import Plan
 
 from whyflow.flows.ask_jobs.job import (
     AUTO_QUESTION,

@@ -13,7 +13,8 @@ from whyflow.core.status import JobStatus
 from whyflow.flows.errors import MetadataError, RecipeNotFound, RecipeSyntaxError, RecipeValidationError
 from whyflow.flows.jobstore.store import JobFolder, JobStore
 from whyflow.flows.recipes.metadata import read_metadata
-from whyflow.flows.recipes.plan import Plan, load_plan
+from whyflow.flows.recipes.nodes import Plan
+from whyflow.flows.recipes.plan import load_plan
 
 if TYPE_CHECKING:
     from whyflow.ask.state import AskState

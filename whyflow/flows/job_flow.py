@@ -18,7 +18,8 @@ from whyflow.ask.state import AskState
 from whyflow.flows.errors import RunCancelled, RunFailed
 from whyflow.flows.jobstore.jobs import RunRequest, prepare_job
 from whyflow.flows.jobstore.store import JobFolder
-from whyflow.flows.recipes.plan import Plan, load_plan
+from whyflow.flows.recipes.nodes import Plan
+from whyflow.flows.recipes.plan import load_plan
 from whyflow.flows.running.compile import PrefectExecutor, PrefectPartMapper, make_task_runner, part_width
 from whyflow.flows.running.progress import FanOutReporter, LogReporter, Reporter
 from whyflow.flows.running.runner import Runner

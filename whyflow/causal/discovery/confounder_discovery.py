@@ -17,8 +17,6 @@ still run and reported.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pandas as pd
 
 from whyflow.causal.dataprep.column_roles import (
@@ -37,7 +35,7 @@ from whyflow.causal.discovery.adjustment_rules import (
     looks_like_id,
 )
 from whyflow.causal.discovery.confounder_builder import AdjustmentBuilder, ConfounderDiscoveryParams
-from whyflow.causal.discovery.graphs import Knowledge, dowhy_graph
+from whyflow.causal.discovery.graphs import Knowledge
 from whyflow.causal.discovery.iv_controls import iv_treatment_copies
 from whyflow.causal.discovery.randomised_move import MoveCheck, randomised_move, says_randomised
 from whyflow.causal.knowledge import DomainKnowledge
@@ -50,10 +48,7 @@ from whyflow.core.status import JobStatus
 from whyflow.core.view import required
 from whyflow.runtime.data import read_table
 
-if TYPE_CHECKING:
-    pass
-
-__all__ = ["ConfounderDiscoveryAgent", "ConfounderDiscoveryParams", "dowhy_graph"]  # re-exported for callers
+__all__ = ["ConfounderDiscoveryAgent", "ConfounderDiscoveryParams"]
 
 
 OUTPUT_KEYS: tuple[str, ...] = ("adjustment_set", "mediators", "colliders", "derived_from_treatment", "instruments")

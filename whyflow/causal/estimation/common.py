@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
@@ -20,9 +20,6 @@ from whyflow.causal.state import TreatmentEffectResult
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import AgentParams
 from whyflow.runtime.data import check_columns
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "ESTIMATOR_OPTIONAL",

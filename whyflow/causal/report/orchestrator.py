@@ -10,7 +10,7 @@ variables and numbers it is about; nothing generic is written when the state has
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
@@ -24,9 +24,6 @@ from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from whyflow.core.numbers import fmt_number as _fmt
 from whyflow.core.status import JobStatus
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["OrchestratorAgent", "OrchestratorParams"]
 

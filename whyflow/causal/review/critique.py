@@ -30,7 +30,6 @@ recommended again.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -52,9 +51,6 @@ from whyflow.causal.state import AnalysisState, CritiqueDecision, CritiqueFeedba
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
 from whyflow.core.status import JobStatus
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "BALANCE_SMD",

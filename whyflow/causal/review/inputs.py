@@ -8,7 +8,6 @@ while it scores and returns a :class:`Review`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from whyflow.causal.diagnostics import ConfounderDiscovery, DataRepairEntry, PSDiagnostics
 from whyflow.causal.queries import pair_estimates
@@ -16,9 +15,6 @@ from whyflow.causal.review.policy import Policy
 from whyflow.causal.state import CritiqueDecision, DataProfile, EDAResult, SensitivityResult, TreatmentEffectResult
 from whyflow.causal.view import AnalysisView
 from whyflow.core.errors import AgentError
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Findings", "Review", "ReviewInputs", "is_naive", "primary_estimates"]
 

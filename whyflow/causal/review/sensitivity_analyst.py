@@ -19,7 +19,7 @@ analysis. ``robustness_value`` means, per ``method``:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -43,9 +43,6 @@ from whyflow.core.numbers import fmt_number
 from whyflow.core.status import JobStatus
 from whyflow.core.view import required
 from whyflow.runtime.data import read_table
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["SensitivityAnalystAgent", "SensitivityAnalystParams", "adjusted_estimates", "fmt_number"]
 

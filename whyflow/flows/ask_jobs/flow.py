@@ -16,7 +16,7 @@ from typing import Any
 from whyflow.ask.state import AskState, FinalOutput
 from whyflow.flows.errors import RunCancelled, RunFailed
 from whyflow.flows.jobstore.store import JobFolder
-from whyflow.flows.recipes.plan import Plan
+from whyflow.flows.recipes.nodes import Plan
 from whyflow.flows.running.progress import FanOutReporter, LogReporter, Reporter
 from whyflow.flows.running.runner import Executor, Runner
 

@@ -24,7 +24,7 @@ from whyflow.core.job import utcnow
 from whyflow.flows.jobstore.store import JobFolder, JobStore, new_job_id
 
 if TYPE_CHECKING:
-    from whyflow.flows.recipes.plan import Plan
+    from whyflow.flows.recipes.nodes import Plan
 
 __all__ = [
     "AUTO_QUESTION",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from whyflow.core.agent import AgentContext, AgentResult
     from whyflow.flows.jobstore.store import JobFolder
-    from whyflow.flows.recipes.plan import AgentNode, Plan
+    from whyflow.flows.recipes.nodes import AgentNode, Plan
     from whyflow.flows.running.runner import LocalExecutor
     from whyflow.states import JobState
 

@@ -20,7 +20,7 @@ from whyflow.core.errors import DataError
 from whyflow.core.job import utcnow
 from whyflow.flows.jobstore.store import JobFolder, JobStore, new_job_id
 from whyflow.flows.recipes.metadata import state_metadata
-from whyflow.flows.recipes.plan import Plan
+from whyflow.flows.recipes.nodes import Plan
 from whyflow.runtime.data import check_columns, describe_read, hand_over, read_table
 
 __all__ = ["RunRequest", "prepare_job", "fingerprint", "is_url"]

@@ -22,7 +22,7 @@ from whyflow.core.job import JobLifecycle
 from whyflow.flows.errors import RecipeIssue, RecipeValidationError
 from whyflow.flows.recipes.builtin import find_recipe
 from whyflow.flows.recipes.conditions import Condition, ConditionError, check_condition, parse_condition
-from whyflow.flows.recipes.nodes import CRITIQUE_UNTIL, AgentNode, LoopNode, Node, ParallelNode, Plan
+from whyflow.flows.recipes.nodes import AgentNode, LoopNode, Node, ParallelNode, Plan
 from whyflow.flows.recipes.recipe import (
     AgentStepSpec,
     CritiqueLoopStepSpec,
@@ -39,8 +39,7 @@ from whyflow.flows.recipes.yamlload import locate
 from whyflow.registry import Registry, UnknownAgent, default_registry
 from whyflow.states import STATE_MODELS, state_model_name
 
-# The node types are defined in whyflow.flows.recipes.nodes and re-exported here, where callers have always found them.
-__all__ = ["AgentNode", "ParallelNode", "LoopNode", "Node", "Plan", "CRITIQUE_UNTIL", "build_plan", "load_plan"]
+__all__ = ["build_plan", "load_plan"]
 
 
 class _Resolver:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from whyflow.core.agent import AgentResult
     from whyflow.flows.jobstore.history import RunRecord
     from whyflow.flows.jobstore.store import JobFolder
-    from whyflow.flows.recipes.plan import AgentNode, Plan
+    from whyflow.flows.recipes.nodes import AgentNode, Plan
 
 __all__ = ["ProgressArtifactReporter", "artifact_key", "publish_run", "publish_reused", "history_roots"]
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from whyflow.core.agent import Agent, AgentContext, AgentResult
-from whyflow.flows.recipes.plan import AgentNode, Plan
+from whyflow.flows.recipes.nodes import AgentNode, Plan
 from whyflow.flows.running.dispatch import dispatch
 from whyflow.states import JobState
 

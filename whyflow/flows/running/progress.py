@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from whyflow.causal.state import AnalysisState
     from whyflow.core.agent import AgentResult
     from whyflow.flows.jobstore.store import JobFolder
-    from whyflow.flows.recipes.plan import AgentNode, Plan
+    from whyflow.flows.recipes.nodes import AgentNode, Plan
 
 __all__ = ["Reporter", "ConsoleReporter", "LogReporter", "FanOutReporter"]
 

@@ -25,7 +25,7 @@ from whyflow.core.errors import MissingStateField, WhyflowError
 from whyflow.core.status import JobStatus
 from whyflow.flows.errors import CancelRequested, RunCancelled, RunFailed
 from whyflow.flows.jobstore.store import JobFolder
-from whyflow.flows.recipes.plan import AgentNode, LoopNode, ParallelNode, Plan
+from whyflow.flows.recipes.nodes import AgentNode, LoopNode, ParallelNode, Plan
 from whyflow.flows.running import interrupts
 from whyflow.flows.running.dispatch import apply_result, dispatch, missing_required
 from whyflow.flows.running.progress import Reporter
