@@ -96,7 +96,7 @@ def _check_writable(folder: Path) -> None:
 def damage_message(folder: JobFolder, path: Path, exc: BaseException | None) -> str:
     """One sentence: which file is damaged, why, and what can still be done."""
     why = "is missing"
-    if isinstance(exc, ValueError) and "EOF" in str(exc):
+    if _cut_short(exc):
         why = "is truncated (a write was cut short)"
     elif exc is not None:
         why = f"is not a valid job state ({str(exc).strip().splitlines()[0][:120]})"
@@ -108,6 +108,13 @@ def damage_message(folder: JobFolder, path: Path, exc: BaseException | None) -> 
         todo = "no earlier state was kept; start the run again"
     kept = f"; {' and '.join(left)} are intact" if left else ""
     return f"job state {path} {why}{kept}; {todo}"
+
+
+def _cut_short(exc: BaseException | None) -> bool:
+    """Whether the JSON ended before the document did (the parser ran out of text)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return not exc.doc[exc.pos :].strip() or exc.msg.startswith("Unterminated string")
+    return isinstance(exc, ValueError) and "EOF" in str(exc)
 
 
 @dataclass(frozen=True)
