@@ -111,3 +111,11 @@ def test_init_overwrites_nothing_unless_forced(tmp_path: Path, capsys: pytest.Ca
     assert main(["init", str(tmp_path / "other"), "--recipe", "quick"]) == 1
     assert "did you mean 'quick_estimate'" in capsys.readouterr().err
     assert not (tmp_path / "other").exists()
+
+
+def test_the_command_says_its_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"whyflow {version('whyflow')}"

@@ -27,15 +27,16 @@ def build_parser() -> argparse.ArgumentParser:
         "answer, each run as a Prefect flow. Recipes are files or built-in names (whyflow recipes).",
     )
     parser.add_argument("--runs-dir", default=None, help="where job folders live (default ./runs or $WHYFLOW_RUNS_DIR)")
+    parser.add_argument("--version", action="version", version=f"whyflow {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("validate", help="check recipes (and a metadata file) statically, before anything runs")
-    p.add_argument("recipes", nargs="*", metavar="RECIPE")
+    p.add_argument("recipes", nargs="*", metavar="RECIPE", help="a recipe file, or a built-in recipe's name")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting or STEP.PARAM")
     p.add_argument("--metadata", metavar="FILE", help="also check this --metadata file (YAML/JSON) against its spec")
 
     p = sub.add_parser("run", help="run a recipe on a dataset")
-    p.add_argument("recipe", metavar="RECIPE")
+    p.add_argument("recipe", metavar="RECIPE", help="a recipe file, or a built-in recipe's name (whyflow recipes)")
     p.add_argument("--data", required=True, help="CSV or Parquet file, or an http(s) URL")
     p.add_argument("--treatment", "-t", help="treatment column (default: the profiler's best candidate)")
     p.add_argument("--outcome", "-y", help="outcome column (default: the profiler's best candidate)")
@@ -109,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(on a temporary server if none is configured); also WHYFLOW_ASK_ENGINE",
     )
     return parser
+
+
+def _version() -> str:
+    from whyflow import __version__
+
+    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
