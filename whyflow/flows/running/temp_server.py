@@ -12,6 +12,10 @@ overlaps the run's imports, and this process never imports the server package.
 A terminal's Ctrl-C sends SIGINT to the whole foreground process group, closing the terminal
 SIGHUP. The server is spawned with both blocked (a blocked signal stays blocked in the child), so
 it survives them and the flow can still record its end (see :mod:`whyflow.flows.running.interrupts`).
+
+What the server prints goes to a log file of its own, not to the user's terminal: its services
+log their own shutdown races as tracebacks, which say nothing about the run. The log is removed
+when the server stops; a server that fails to start is reported with the log's last lines.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,9 +46,10 @@ class ServerStartError(RuntimeError):
 class TemporaryServer:
     """One Prefect API server process on a free local port."""
 
-    def __init__(self, process: subprocess.Popen[bytes], port: int) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], port: int, log: Path) -> None:
         self.process = process
         self.port = port
+        self.log = log
         _RUNNING.append(self)
 
     @property
@@ -63,14 +69,23 @@ class TemporaryServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ServerStartError(f"Prefect's temporary server exited at start (code {self.process.returncode})")
+                raise ServerStartError(
+                    f"Prefect's temporary server exited at start (code {self.process.returncode}){self._log_tail()}"
+                )
             if self.healthy():
                 return
             time.sleep(0.05)
         raise ServerStartError(
             f"Prefect's temporary server did not answer within {timeout:.0f} s "
-            "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS sets the limit)"
+            f"(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS sets the limit){self._log_tail()}"
         )
+
+    def _log_tail(self, lines: int = 3) -> str:
+        try:
+            tail = [s for s in self.log.read_text(encoding="utf-8", errors="replace").splitlines() if s.strip()]
+        except OSError:
+            return ""
+        return f"; its last words: {' | '.join(tail[-lines:])[-600:]}" if tail else ""
 
     def stop(self) -> None:
         if self in _RUNNING:
@@ -82,6 +97,7 @@ class TemporaryServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.log.unlink(missing_ok=True)
 
 
 def gone() -> bool:
@@ -120,8 +136,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _spawn(port: int) -> subprocess.Popen[bytes]:
-    """Prefect's server app under uvicorn, as ``SubprocessASGIServer`` runs it, SIGINT and SIGHUP blocked."""
+def _spawn(port: int) -> TemporaryServer:
+    """Prefect's server app under uvicorn, as ``SubprocessASGIServer`` runs it, SIGINT and SIGHUP blocked,
+    printing into a log file of its own."""
     import prefect
     from prefect.settings import get_current_settings
 
@@ -152,8 +169,11 @@ def _spawn(port: int) -> subprocess.Popen[bytes]:
     shield = threading.current_thread() is threading.main_thread()
     # SIGHUP too: a closed terminal sends it to the whole group; whyflow stops the server itself.
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP}) if shield else None
+    fd, log = tempfile.mkstemp(prefix="whyflow-prefect-server-", suffix=".log")
     try:
-        return subprocess.Popen(command, env=env)
+        with os.fdopen(fd, "wb") as sink:
+            process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        return TemporaryServer(process, port, Path(log))
     finally:
         if old is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -208,7 +228,7 @@ def temporary_server(while_booting: Callable[[], None] | None = None) -> Iterato
     from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
     timeout = float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
-    server = TemporaryServer(_spawn(port := _free_port()), port)
+    server = _spawn(_free_port())
     try:
         _point_prefect_at(server.api_url)
         if while_booting is not None:
@@ -221,7 +241,8 @@ def temporary_server(while_booting: Callable[[], None] | None = None) -> Iterato
                 # The port was taken between choosing it and the server binding it: a new one.
                 if server.process.poll() is None or attempt == _SPAWN_ATTEMPTS - 1:
                     raise
-                server = TemporaryServer(_spawn(port := _free_port()), port)
+                server.stop()
+                server = _spawn(_free_port())
                 _point_prefect_at(server.api_url)
         with _without_heartbeats():
             yield server
