@@ -100,6 +100,26 @@ def score(item: dict[str, Any], reply: str) -> bool:
     raise ValueError(f"unknown scoring rule {rule!r}")
 
 
+_NOT_GIVEN = ("not computed", "not available", "")
+
+
+def outcome(item: dict[str, Any], reply: str, correct: bool, output_type: str | None) -> str:
+    """right, wrong or declined: a reply that states no number (or, for a stated format, leaves every
+    labelled value it got wrong uncomputed) declined; any number or value that is not the gold is wrong."""
+    if correct:
+        return "right"
+    if not reply.strip() or output_type in ("error", "explanation"):
+        return "declined"
+    if item["scoring"] == "dabench-closed-form":
+        got = slots(reply)
+        given = [n for n in item["expected"] if n in got and got[n].strip().lower() not in _NOT_GIVEN]
+        wrong = [n for n in given if not _same(got[n], str(item["expected"][n]))]
+        return "wrong" if wrong else "declined"
+    if item["scoring"] == "qrdata-numeric-3pct":
+        return "declined" if _number(reply) is None else "wrong"
+    return "wrong"
+
+
 def wrong_slot(item: dict[str, Any], reply: str) -> list[str]:
     """Slots carrying one value although their labels differ: a value not computed for that slot."""
     if item["scoring"] != "dabench-closed-form":
@@ -143,14 +163,15 @@ def ask_cli(item: dict[str, Any], llm: str, timeout: float, work: Path) -> dict[
     except subprocess.TimeoutExpired:
         return {"reply": "", "seconds": timeout, "crash": f"timeout after {timeout:.0f}s"}
     seconds = time.perf_counter() - start
-    reply = proc.stdout
+    reply, output_type = proc.stdout, None
     answer = out / "answer.json"
     if answer.exists():
-        reply = json.loads(answer.read_text(encoding="utf-8")).get("answer") or ""
+        final = json.loads(answer.read_text(encoding="utf-8"))
+        reply, output_type = final.get("answer") or "", final.get("output_type")
     crash = None
     if proc.returncode not in (0, 1) or "Traceback (most recent call last)" in proc.stderr:
         crash = f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ''}"
-    return {"reply": reply, "seconds": seconds, "crash": crash}
+    return {"reply": reply, "seconds": seconds, "crash": crash, "output_type": output_type}
 
 
 def ask_inprocess(item: dict[str, Any], llm: str, timeout: float, work: Path) -> dict[str, Any]:
@@ -176,10 +197,11 @@ def ask_inprocess(item: dict[str, Any], llm: str, timeout: float, work: Path) ->
         Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
         final = state.final_output
         reply = final.answer if final else f"no answer: {state.error_message}"
+        output_type = final.output_type if final else "error"
         crash = None
     except Exception as exc:  # noqa: BLE001 - a crash is a result here
-        reply, crash = "", f"{type(exc).__name__}: {exc}"
-    return {"reply": reply, "seconds": time.perf_counter() - start, "crash": crash}
+        reply, crash, output_type = "", f"{type(exc).__name__}: {exc}", None
+    return {"reply": reply, "seconds": time.perf_counter() - start, "crash": crash, "output_type": output_type}
 
 
 # ---- the report ------------------------------------------------------------------------------
@@ -240,6 +262,16 @@ def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
         rest = [r for r in rows if r["item"]["source"] == "QRData" and r not in replicates]
         print(f"  other QRData: {_pct(sum(r['correct'] for r in rest), len(rest))}")
     print(f"overall: {_pct(total, len(rows))}")
+    counted: dict[str, dict[str, int]] = defaultdict(lambda: {"right": 0, "wrong": 0, "declined": 0})
+    for r in rows:
+        counted[r["item"]["source"]][r["outcome"]] += 1
+        counted["all"][r["outcome"]] += 1
+    for key, c in sorted(counted.items()):
+        n = sum(c.values())
+        print(
+            f"  {key:20s} right {_pct(c['right'], n)}, wrong {_pct(c['wrong'], n)}, declined {_pct(c['declined'], n)}"
+        )
+    summary["outcomes"] = {k: dict(v) for k, v in counted.items()}
     print(f"crashes: {len(crashes)}" + "".join(f"\n  {r['item']['id']}: {r['crash'][:160]}" for r in crashes))
     print(
         f"wrong-slot replies: {len(wrong)}"
@@ -300,14 +332,18 @@ def main(argv: list[str] | None = None) -> int:
         def one(item: dict[str, Any]) -> dict[str, Any]:
             got = ask(item, args.llm, args.timeout, Path(tmp))
             reply = got["reply"]
+            correct = bool(reply) and score(item, reply)
             row = {
                 "item": item,
                 **got,
-                "correct": bool(reply) and score(item, reply),
+                "correct": correct,
+                "outcome": outcome(item, reply, correct, got.get("output_type")),
                 "wrong_slots": wrong_slot(item, reply),
             }
             if args.verbose:
-                mark = "ok " if row["correct"] else ("ERR" if row["crash"] else "no ")
+                mark = (
+                    {"right": "ok ", "wrong": "BAD", "declined": "no "}[row["outcome"]] if not row["crash"] else "ERR"
+                )
                 print(
                     f"{mark} {item['id']:14s} {row['seconds']:5.1f}s {reply.strip()[:200]!r}"
                     + ("" if row["correct"] else f"  (gold {item['expected']})"),
@@ -324,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                 "id": r["item"]["id"],
                 "reply": r["reply"],
                 "correct": r["correct"],
+                "outcome": r["outcome"],
                 "seconds": r["seconds"],
                 "crash": r["crash"],
                 "wrong_slots": r["wrong_slots"],

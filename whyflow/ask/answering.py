@@ -9,11 +9,14 @@ job's ``charts/``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whyflow.ask._shared import CHART_SUFFIX, is_vega_lite
 from whyflow.ask.state import AskPlan, CausalRunResult, FailedAttempt, FinalOutput
 from whyflow.runtime.sandbox.run import ExecutionResult
+
+if TYPE_CHECKING:
+    from whyflow.ask.tools.retrieval import FilledPlan
 
 __all__ = ["cannot_answer", "causal_answer", "computed_answer", "error_answer", "render_chart", "vega_lite_of"]
 
@@ -130,6 +133,11 @@ def vega_lite_of(record: ExecutionResult) -> dict[str, Any] | None:
     return dict(record.result) if is_vega_lite(record.result) else None
 
 
+def _plain_ran(filled: FilledPlan, code: str | None, result: Any) -> bool:
+    """Whether the code that ran is a plain question's own computation (its sentence answers)."""
+    return filled.kind == "plain" and code == filled.code and isinstance(result, dict) and "value" in result
+
+
 def computed_answer(
     question: str,
     plan: AskPlan,
@@ -161,8 +169,10 @@ def computed_answer(
         title = figure.get("title") if figure and isinstance(figure.get("title"), str) else "the chart"
         answer = f"Drew {title}" + (f": {charts[0]}" if charts else " (not rendered)")
         result = None
-    elif filled is not None and plan.mode == "deterministic":
+    elif filled is not None and (plan.mode == "deterministic" or _plain_ran(filled, code, result)):
         answer = explain(filled, result, question)
+        if _plain_ran(filled, code, result):
+            result = result["value"]  # the one number asked for (its rows and conditions are in the sentence)
     else:
         answer = format_answer(question, result)
     if record.truncated:

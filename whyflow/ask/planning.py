@@ -16,6 +16,7 @@ from whyflow.ask.state import AskPlan, ChatMessage
 if TYPE_CHECKING:
     import pandas as pd
 
+    from whyflow.ask.tools.plain_spec import PlainSpec
     from whyflow.ask.tools.retrieval import FilledPlan
 
 __all__ = ["deterministic_plan", "plan_question", "attempt_code", "request_plan"]
@@ -103,7 +104,10 @@ def plan_question(
     question: str, messages: list[ChatMessage], frame: pd.DataFrame, min_score: float = 0.0
 ) -> tuple[AskPlan, list[Any]]:
     """The deterministic plan and the retrieved nearest examples (for a model's grounding)."""
+    from whyflow.ask.tools.example_words import example_unread
+    from whyflow.ask.tools.plain_questions import parse_plain
     from whyflow.ask.tools.retrieval import fill, retrieve
+    from whyflow.ask.tools.wording import expand_contractions, understood_line
 
     question = resolve_follow_up(question, messages)
     requested = request_plan(question, frame)
@@ -122,12 +126,61 @@ def plan_question(
             parameters={"question": question},
         )
         return plan, []
+    plain = parse_plain(question, frame)
+    if plain is not None and plain.spec is not None:
+        return plain_plan(question, plain.spec), []
     nearest = retrieve(question, k=3, columns=frame)
     closest = [f"{m.example_id} ({m.title})" for m in nearest]
     filled = fill(question, frame)
     if filled is not None and filled.score < min_score:
         filled = None
+    if filled is not None:
+        placed, missing, text = example_unread(question, filled, frame)
+        if missing:  # a word the example does not read: its number would answer another question
+            if plain is not None and plain.missing:
+                placed, missing, text = plain.placed, plain.missing, expand_contractions(question)
+            return unread_plan(question, understood_line(text, placed, missing), closest), nearest
+    elif plain is not None and plain.missing:
+        line = understood_line(expand_contractions(question), plain.placed, plain.missing)
+        return unread_plan(question, line, closest), nearest
     return deterministic_plan(question, filled, closest), nearest
+
+
+def unread_plan(question: str, line: str, closest: list[str]) -> AskPlan:
+    """The honest 'unanswerable' of a question with words no deterministic routine reads."""
+    error = f"{line}, so no number is given (a model reads the rest with --llm on)"
+    return AskPlan(
+        needs_code=False,
+        needs_evaluation=False,
+        route="unanswerable",
+        reasoning=line,
+        closest_examples=closest,
+        parameters={"question": question, "error": error, "unread": True},
+    )
+
+
+def plain_plan(question: str, spec: PlainSpec) -> AskPlan:
+    """The plan of a plain question every word of which was placed: one computation, its sentence."""
+    from whyflow.ask.tools.answers import OutputFormat
+    from whyflow.ask.tools.plain_spec import plain_code
+    from whyflow.ask.tools.retrieval import FilledPlan
+
+    filled = FilledPlan(
+        example_id="plain",
+        title=f"a {spec.kind} read from the question's words",
+        kind="plain",
+        score=1.0,
+        code=plain_code(spec),
+        params={"plain": spec.model_dump(mode="json")},
+        needs_code=True,
+        needs_evaluation=False,
+        output="dict",
+        output_format=OutputFormat(tokens=()),
+        answer_template="{result[answer]}",
+    )
+    plan = deterministic_plan(question, filled, [])
+    reasoning = f"every word read: a {spec.kind} ({spec.model_dump_json(exclude_defaults=True)})"
+    return plan.model_copy(update={"reasoning": reasoning})
 
 
 def attempt_code(plan: AskPlan, question: str, frame: pd.DataFrame, tried: set[str]) -> tuple[str, str]:

@@ -1,0 +1,36 @@
+"""Generated plain questions (benchmarks/plain_question_gen.py): a seeded sample over six datasets,
+gold by pandas, through the parser and its computation. No question may get a wrong number; the
+answered share is printed (the full 2,400 run is benchmarks/bench_plain_questions.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from benchmarks.plain_question_gen import SHARED, datasets, frame, generate, judge
+from whyflow.ask.tools.plain_ops import answer_plain
+from whyflow.ask.tools.plain_questions import parse_plain
+
+
+def test_generated_questions_get_no_wrong_number() -> None:
+    if not (SHARED / "datasets" / "public").is_dir():  # CI has ../shared beside the clone; a bare copy may not
+        pytest.skip("the shared datasets are not beside this checkout")
+    paths = {d.name: d.path for d in datasets()}
+    questions = generate(300, seed=11)
+    assert len({q.dataset for q in questions}) >= 5
+    outcomes: Counter[str] = Counter()
+    wrong = []
+    for q in questions:
+        df = frame(paths[q.dataset])
+        parsed = parse_plain(q.text, df)
+        value = None
+        if parsed is not None and parsed.spec is not None:
+            value = float(answer_plain(df, parsed.spec.model_dump(mode="json"))["value"])
+        outcome = judge(q, value)
+        outcomes[outcome] += 1
+        if outcome == "wrong":
+            wrong.append((q.dataset, q.text, q.gold, value))
+    print(f"generated: {dict(outcomes)}; answered {outcomes['right'] / len(questions):.0%}")
+    assert not wrong, wrong[:5]
+    assert outcomes["right"] >= len(questions) // 2  # the structures read are read, not all declined
