@@ -403,7 +403,54 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         filters = stated_filters(context_raw, frame, {c for c in used if c})
         cut = next((i for i, s in enumerate(steps) if s["kind"] == "drop_outliers"), len(steps))
         steps = steps[:cut] + filters + steps[cut:]
+    unread = _unread_values(context_raw, frame, steps)
+    if unread:  # the rows the question is about are named by a value the data does not hold
+        reason = f"'{unread[0]}' names rows by a value no column holds; not computed"
+        requests = [Request(slot=r.slot, op="unknown", decimals=r.decimals, reason=reason) for r in requests]
     return RequestSpec(requests=_distinct(requests), steps=steps)
+
+
+_VALUE_CUE = re.compile(
+    r"\b(?:in|from|for|of|with|within|among|where|whose|by)\s+(?:the\s+)?[\"'`]([^\"'`]{1,40})[\"'`]"
+    r"|[\"'`]([^\"'`]{1,40})[\"'`]\s+(?:category|categories|region|group|type|class|section|genre|team|country)\b",
+    re.I,
+)
+
+
+_MAKES = re.compile(
+    r"\b(?:creat\w*|new|deriv\w*|feature|categori[sz]\w*|bin\w*|assign\w*|label\w*|map\w*|extract\w*|"
+    r"replac\w*|renam\w*|encod\w*)\b",
+    re.I,
+)
+
+
+def _unread_values(text: str, frame: pd.DataFrame, steps: list[dict[str, Any]]) -> list[str]:
+    """Quoted words the question names rows by ('offenders in 'Assault' category', 'articles
+    from 'ABC News'') that are no column, no value of one and no column a step makes: a
+    population the parse cannot place, so no number is computed for all the rows instead."""
+    if _MAKES.search(text):
+        return []  # a question that makes new columns or labels may name them before they exist
+    names = {_norm(str(c)) for c in frame.columns} | {_norm(str(s.get("name", ""))) for s in steps}
+    out = []
+    for match in _VALUE_CUE.finditer(text):
+        quoted = (match.group(1) or match.group(2) or "").strip()
+        if not quoted or _norm(quoted) in names or not re.match(r"[A-Z][A-Za-z ]*$", quoted):
+            continue  # a code word ('scipy.stats', 'pearson'), an identifier or a column: not a label
+        low = quoted.lower()
+        held = any(
+            low in {str(v).strip().lower() for v in frame[c].dropna().unique()[:5000]}
+            for c in frame.columns
+            if not _numeric_series(frame[c])
+        )
+        if not held:
+            out.append(quoted)
+    return out
+
+
+def _numeric_series(series: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(series))
 
 
 def _conditions(where: Any) -> list[dict[str, Any]]:
