@@ -53,6 +53,7 @@ class Dataset:
     populations: tuple[Population, ...]
     events: tuple[Event, ...]
     groupings: tuple[str, ...]  # "by region"
+    rates: tuple[Event, ...] = ()  # "survival rate": the share of rows with a flag, named by its word
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def datasets() -> list[Dataset]:
                 Population("unmarried people", _eq("married", 0), "who are not married"),
                 Population("people in the north region", _eq("region", "north"), "in the north region"),
                 Population("people older than 50", lambda df: df["age"] > 50, "older than 50"),
+                Population("people over 40", lambda df: df["age"] > 40, None),
                 Population(
                     "people with at least 12 years of education",
                     lambda df: df["education_years"] >= 12,
@@ -104,6 +106,7 @@ def datasets() -> list[Dataset]:
                 Event("are older than 50", lambda df: df["age"] > 50),
             ),
             groupings=("by region", "per region"),
+            rates=(Event("training rate", _eq("training", 1)),),
         ),
         Dataset(
             name="titanic",
@@ -117,6 +120,7 @@ def datasets() -> list[Dataset]:
                 Population("third class passengers", _eq("Pclass", 3), "in third class"),
                 Population("first class passengers", _eq("Pclass", 1), "in first class"),
                 Population("passengers older than 30", lambda df: df["Age"] > 30, "older than 30"),
+                Population("passengers under 10", lambda df: df["Age"] < 10, None),
             ),
             events=(
                 Event("survived", _eq("Survived", 1)),
@@ -124,6 +128,7 @@ def datasets() -> list[Dataset]:
                 Event("were in third class", _eq("Pclass", 3)),
             ),
             groupings=("by sex", "for each class"),
+            rates=(Event("survival rate", _eq("Survived", 1)),),
         ),
         Dataset(
             name="insurance",
@@ -145,6 +150,7 @@ def datasets() -> list[Dataset]:
                 Event("are older than 40", lambda df: df["age"] > 40),
             ),
             groupings=("by region", "by sex"),
+            rates=(Event("smoking rate", _eq("smoker", "yes")),),
         ),
         Dataset(
             name="credit",
@@ -252,7 +258,11 @@ def generate(n: int, seed: int = 0) -> list[Question]:
     while len(out) < n:
         ds = rng.choice(sets)
         df = frame(ds.path)
-        kind = rng.choices(["stat", "count", "share", "contrast", "grouped", "unread"], [5, 2, 3, 2, 1, 1])[0]
+        kind = rng.choices(["stat", "count", "share", "rate", "contrast", "grouped", "unread"], [5, 2, 3, 1, 2, 1, 1])[
+            0
+        ]
+        if kind == "rate" and not ds.rates:
+            continue
         name, column = rng.choice(sorted(ds.targets.items()))
         op = rng.choice(sorted(_OPS))
         said = rng.choice(_OPS[op]).format(t=name)
@@ -276,6 +286,12 @@ def generate(n: int, seed: int = 0) -> list[Question]:
             gold = float(event.mask(df)[keep].mean()) if keep.any() else math.nan
             if word == "percentage":
                 gold *= 100
+        elif kind == "rate":
+            phrase, mask = _combined(ds, rng)
+            event = rng.choice(ds.rates)
+            text = f"{lead} the {event.phrase} {rng.choice(['of', 'among', 'for'])} {phrase}?"
+            keep = mask(df)
+            gold = float(event.mask(df)[keep].mean()) if keep.any() else math.nan
         elif kind == "contrast":
             a, b = rng.sample(list(ds.populations), 2)
             text = f"{lead} the difference in average {name} between {a.head} and {b.head}?"

@@ -97,3 +97,14 @@ def test_the_reply_names_the_words_it_could_not_read(jobs: pd.DataFrame) -> None
     plan, _ = plan_question("What is the average age of people who live far away?", [], jobs)
     assert plan.route == "unanswerable"
     assert plan.reasoning == "I understood 'average age' but not 'live far away'"
+
+
+@pytest.mark.skipif(not TITANIC.exists(), reason="the shared datasets are not beside this checkout")
+def test_rates_and_ages_people_leave_implicit() -> None:
+    titanic = pd.read_csv(TITANIC)
+    value, _ = _value("What is the survival rate of women?", titanic)
+    assert value == pytest.approx(titanic.loc[titanic.Sex == "female", "Survived"].mean())
+    value, _ = _value("What share of passengers under 10 survived?", titanic)  # 'under 10' is the age, not 'survived'
+    assert value == pytest.approx(titanic.loc[titanic.Age < 10, "Survived"].mean())
+    value, _ = _value("What is the average fare of passengers over 50 years?", titanic)
+    assert value == pytest.approx(titanic.loc[titanic.Age > 50, "Fare"].mean())

@@ -32,9 +32,16 @@ from whyflow.ask.tools.plain_words import (
     AGE_COMPARATORS,
     ALIASES,
     COMPARATORS,
+    COUNT,
+    DIFFERENCE,
+    MORE,
+    NOT_ONE_NUMBER,
     NUMBER_WORDS,
     OPS,
     ORDINALS,
+    PEOPLE,
+    RATE,
+    SHARE,
     UNITS,
 )
 from whyflow.ask.tools.slots import WORD_RE, ColumnInfo, Mention, describe_columns, find_columns, split_name, tokens
@@ -50,14 +57,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["PlainParse", "parse_plain"]
-
-_SHARE = re.compile(r"\b(?:percentage|percent|proportion|share|fraction)\s+of\b")
-_COUNT = re.compile(r"^\W*how many\b|\b(?:number|count)\s+of\b")
-_MORE = re.compile(r"\bhow much (more|less|higher|lower|greater|smaller)\b")
-_DIFFERENCE = re.compile(r"\bdifference\b")
-_NOT_ONE_NUMBER = re.compile(
-    r"\b(?:by|per|each|every|across|versus|vs|or|grouped|breakdown|list|which|whether|top|rank|correlat\w*|plot|chart)\b"
-)
 
 
 @dataclass
@@ -203,12 +202,16 @@ class _Reader:
             if value is None:
                 continue
             column = self._numeric_near(i, at + 1, hi, target)
+            age = self._age_column()
+            if column is None and i > 0 and w.words[i - 1] in PEOPLE and op != "==" and age not in (None, target):
+                assert age is not None
+                column = (age, [])  # 'people over 50', 'passengers under 10': their age
             if column is None:
                 return None
             col, taken = column
             end = at + 1 + (at + 1 < hi and w.words[at + 1] in UNITS)
             w.take(*range(i, end), *taken)
-            return i, max(end, *(t + 1 for t in taken)), [_condition(col, op, value)]
+            return i, max([end, *(t + 1 for t in taken)]), [_condition(col, op, value)]
         return None
 
     def _numeric_near(self, start: int, after: int, hi: int, target: str | None) -> tuple[str, list[int]] | None:
@@ -230,7 +233,9 @@ class _Reader:
                 continue
             k, m = hit
             info = self.by_name[m.column]
-            if info.numeric and m.column != target and k not in self.used:
+            if m.via == "partial" and w.words[m.start] in UNITS and not self._name_words(m):
+                continue  # '50 years' is a unit, not the column education_years
+            if info.numeric and _binary(info) is None and m.column != target and k not in self.used:
                 self.used.add(k)
                 between = range(j + 1, start) if pos == j else range(after, pos)
                 return m.column, list(range(m.start, m.end)) + list(between) + self._name_words(m)
@@ -360,6 +365,7 @@ class _Reader:
             for k, m in enumerate(self.mentions)
             if lo <= m.start < hi
             and k not in self.used
+            and not all(self.w.placed[m.start : m.end])  # a unit a comparison read ('over 50 years')
             and self.by_name[m.column].numeric
             and _binary(self.by_name[m.column]) is None
         ]
@@ -396,6 +402,19 @@ def _repeats_a_column(spec: PlainSpec) -> bool:
     return False
 
 
+def _contrast(r: _Reader, first: tuple[int, int], second: tuple[int, int], order: str) -> PlainParse:
+    """A statistic of one column on the rows of the first words' conditions against the second's."""
+    n = len(r.w.words)
+    op = r.op(0, n)
+    a, b = r.conditions(*first, None), r.conditions(*second, None)
+    target = r.target(0, n)
+    if target is None or not a or not b:
+        return r.result(None, "contrast")
+    sides = [[c for _, c in a], [c for _, c in b]]
+    spec = PlainSpec(kind="contrast", op=op[0] if op else "mean", target=target, sides=sides, order=order)  # type: ignore[arg-type]
+    return r.result(spec, "contrast")
+
+
 def _find(words: list[str], *phrase: str) -> int | None:
     for i in range(len(words) - len(phrase) + 1):
         if tuple(words[i : i + len(phrase)]) == phrase:
@@ -415,9 +434,9 @@ def parse_plain(question: str, frame: pd.DataFrame | list[ColumnInfo]) -> PlainP
     r = _Reader(question, infos)
     words, n = r.w.words, len(r.w.words)
     low = " ".join(words)
-    if _NOT_ONE_NUMBER.search(low):
+    if NOT_ONE_NUMBER.search(low):
         return None  # a table per group, a union or a listing: the worked examples' job
-    if _SHARE.search(low):
+    if SHARE.search(low):
         at = next(i for i in range(n) if words[i] in ("percentage", "percent", "proportion", "share", "fraction"))
         r.w.take(at, at + 1)
         found = r.conditions(at + 2, n, None)
@@ -426,51 +445,31 @@ def parse_plain(question: str, frame: pd.DataFrame | list[ColumnInfo]) -> PlainP
         conditions = [c for _, c in sorted(found, key=lambda x: x[0])]
         spec = PlainSpec(kind="share", population=conditions[:-1], event=conditions[-1:])
         return r.result(spec, "share")
-    more = _MORE.search(low)
+    rate = RATE.search(low)
+    if rate:  # 'the survival rate of women': the share of the rows with the flag the rate is named by
+        at = next(i for i in range(n - 1) if words[i + 1] == "rate" and words[i + 2 : i + 3] == [rate.group(2)])
+        r.w.take(at + 1, at + 2)
+        event = r.conditions(at, at + 1, None)
+        found = r.conditions(at + 3, n, None)
+        if len(event) != 1:
+            return r.result(None, "share")
+        spec = PlainSpec(kind="share", population=[c for _, c in found], event=[event[0][1]])
+        return r.result(spec, "share")
+    more = MORE.search(low)
     than = _find(words, "than")
     if more and than is not None:
         much = _find(words, "how", "much")
         assert much is not None
-        at = much
-        r.w.take(at, at + 1, at + 2, than)
+        r.w.take(much, much + 1, much + 2, than)
         r.structural(("on", "average"), ("on", "the", "average"))
-        op = r.op(0, n)
-        first = r.conditions(at + 3, than, None)
-        second = r.conditions(than + 1, n, None)
-        target = r.target(0, n)
-        if target is None or not first or not second:
-            return r.result(None, "contrast")
-        order = "first_minus_second" if more.group(1) in ("more", "higher", "greater") else "second_minus_first"
-        spec = PlainSpec(
-            kind="contrast",
-            op=op[0] if op else "mean",  # type: ignore[arg-type]
-            target=target,
-            sides=[[c for _, c in first], [c for _, c in second]],
-            order=order,  # type: ignore[arg-type]
-        )
-        return r.result(spec, "contrast")
+        down = more.group(1) not in ("more", "higher", "greater")
+        return _contrast(r, (much + 3, than), (than + 1, n), "second_minus_first" if down else "first_minus_second")
     between = _find(words, "between")
-    if _DIFFERENCE.search(low) and between is not None:
-        diff = words.index("difference")
-        joint = _find(words[between:], "and")
-        if joint is None:
-            return r.result(None, "contrast")
-        joint += between
-        r.w.take(diff, between, joint)
-        op = r.op(0, n)
-        first = r.conditions(between + 1, joint, None)
-        second = r.conditions(joint + 1, n, None)
-        target = r.target(0, n)
-        if target is None or not first or not second:
-            return r.result(None, "contrast")
-        spec = PlainSpec(
-            kind="contrast",
-            op=op[0] if op else "mean",  # type: ignore[arg-type]
-            target=target,
-            sides=[[c for _, c in first], [c for _, c in second]],
-        )
-        return r.result(spec, "contrast")
-    if _COUNT.search(low):
+    joint = _find(words[between:], "and") if between is not None else None
+    if DIFFERENCE.search(low) and between is not None and joint is not None:
+        r.w.take(words.index("difference"), between, between + joint)
+        return _contrast(r, (between + 1, between + joint), (between + joint + 1, n), "first_minus_second")
+    if COUNT.search(low):
         many = _find(words, "how", "many")
         if many is not None:
             r.w.take(many, many + 1)

@@ -5,6 +5,8 @@ training'), and the labels people use for the values male and female.
 
 from __future__ import annotations
 
+import re
+
 OPS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("standard", "deviation"), "std"),
     (("std",), "std"),
@@ -90,3 +92,14 @@ ALIASES = {
     "male": ("male", "m", "man", "men", "boy", "boys", "males"),
     "female": ("female", "f", "woman", "women", "girl", "girls", "females"),
 }
+
+# The structures of a question, by their cue words.
+SHARE = re.compile(r"\b(?:percentage|percent|proportion|share|fraction)\s+of\b")
+COUNT = re.compile(r"^\W*how many\b|\b(?:number|count)\s+of\b")
+MORE = re.compile(r"\bhow much (more|less|higher|lower|greater|smaller)\b")
+RATE = re.compile(r"\b(\w+) rate (of|among|for|in)\b")
+PEOPLE = frozenset("people persons passengers patients customers adults individuals respondents men women".split())
+DIFFERENCE = re.compile(r"\bdifference\b")
+NOT_ONE_NUMBER = re.compile(
+    r"\b(?:by|per|each|every|across|versus|vs|or|grouped|breakdown|list|which|whether|top|rank|correlat\w*|plot|chart)\b"
+)
