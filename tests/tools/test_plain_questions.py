@@ -108,3 +108,10 @@ def test_rates_and_ages_people_leave_implicit() -> None:
     assert value == pytest.approx(titanic.loc[titanic.Age < 10, "Survived"].mean())
     value, _ = _value("What is the average fare of passengers over 50 years?", titanic)
     assert value == pytest.approx(titanic.loc[titanic.Age > 50, "Fare"].mean())
+
+
+def test_the_number_of_a_column_is_the_column(jobs: pd.DataFrame) -> None:
+    value, _ = _value("What is the average number of education years of trainees?", jobs)
+    assert value == pytest.approx(jobs.loc[jobs.training == 1, "education_years"].mean())
+    count, _ = _value("What is the number of trainees?", jobs)
+    assert count == (jobs.training == 1).sum()

@@ -74,6 +74,9 @@ def example_unread(
                 or any(_singular(after.group(0).lower()) == c.lower() for c in columns)
             )
             ok = negative or word in vocabulary or beside
+        elif word in ("number", "amount") and i + 2 < len(found) and found[i + 1].group(0).lower() == "of":
+            after = found[i + 2]  # 'the mean number of rings': the column itself
+            ok = any(s <= after.start() and after.end() <= e for s, e in named) or bool(roots(word) & vocabulary)
         else:
             ok = word in values or bool(roots(word) & vocabulary) or any(_singular(word) == c.lower() for c in columns)
         if ok:

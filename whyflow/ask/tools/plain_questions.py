@@ -374,6 +374,8 @@ class _Reader:
         for k, m in free:
             self.used.add(k)
             self.w.take(*range(m.start, m.end))
+            if m.start >= 2 and self.w.words[m.start - 1] == "of" and self.w.words[m.start - 2] in ("number", "amount"):
+                self.w.take(m.start - 2, m.start - 1)  # 'the average number of children': the column itself
         return free[0][1].column
 
     def structural(self, *patterns: tuple[str, ...]) -> None:

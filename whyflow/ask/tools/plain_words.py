@@ -95,7 +95,9 @@ ALIASES = {
 
 # The structures of a question, by their cue words.
 SHARE = re.compile(r"\b(?:percentage|percent|proportion|share|fraction)\s+of\b")
-COUNT = re.compile(r"^\W*how many\b|\b(?:number|count)\s+of\b")
+COUNT = re.compile(
+    r"^\W*how many\b|(?<!average )(?<!mean )(?<!median )(?<!total )(?<!maximum )(?<!minimum )\b(?:number|count)\s+of\b"
+)
 MORE = re.compile(r"\bhow much (more|less|higher|lower|greater|smaller)\b")
 RATE = re.compile(r"\b(\w+) rate (of|among|for|in)\b")
 PEOPLE = frozenset("people persons passengers patients customers adults individuals respondents men women".split())
