@@ -13,8 +13,8 @@ import re
 from typing import TYPE_CHECKING
 
 from whyflow.ask.tools.library import COLUMN_SLOTS, get_example
-from whyflow.ask.tools.slots import WORD_RE, describe_columns, find_columns, tokens
-from whyflow.ask.tools.wording import NEGATIONS, expand_contractions, roots, unread
+from whyflow.ask.tools.slots import WORD_RE, ColumnInfo, describe_columns, find_columns, tokens
+from whyflow.ask.tools.wording import NEGATIONS, expand_contractions, roots, same_root, unread
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,7 +81,72 @@ def example_unread(
             ok = word in values or bool(roots(word) & vocabulary) or any(_singular(word) == c.lower() for c in columns)
         if ok:
             placed.append((match.start(), match.end()))
-    return placed, unread(text, placed), text
+    return placed, _conditions_unread(text, placed, found, infos, columns, filled), text
+
+
+_COMPARES = frozenset(
+    "more less greater fewer higher lower larger smaller over under above below than least most older younger "
+    "between exceeding equal exactly".split()
+)
+_RELATIVE = frozenset({"who", "whom", "whose", "that", "which", "where"})
+_PREPOSITIONS = frozenset({"in", "of", "for", "to", "at", "on", "by", "from", "with", "and", "or"})
+_CONTRAST = re.compile(r"\b(?:versus|vs|compared|than|or not|those who|between)\b", re.I)
+
+
+def _conditions_unread(
+    text: str,
+    placed: list[tuple[int, int]],
+    found: list[re.Match[str]],
+    infos: list[ColumnInfo],
+    columns: set[str],
+    filled: FilledPlan,
+) -> list[str]:
+    """The unread words that state a condition on the rows (the example's number would then be
+    of other rows): a negation, a number after a comparison, a value or a 0/1 column's word the
+    example does not use, and any word of a relative clause ('who did not train', 'that live
+    far away'). Other unread words (a unit, 'price' after 'close', 'draw') leave the number as
+    it is."""
+    content = set(unread(text, placed))
+    example = get_example(filled.example_id)
+    groups = [n for n, slot in example.slots.items() if slot.role == "group" and filled.params.get(n)]
+    grouped = bool(groups) and bool(_CONTRAST.search(text))  # 'those who got the email versus those who did not
+    held: dict[str, str] = {}
+    for info in infos:
+        if info.name in columns or (info.n_unique or 0) > 30:
+            continue
+        for v in info.values:
+            low = v.strip().lower()
+            for name in (low, *_ALIASES.get(low, ())):
+                if len(name) >= 3 and not name.isdigit():
+                    held[name] = info.name
+    flags = [i.name for i in infos if i.name not in columns and _two_valued(i)]
+    out: list[str] = []
+    clause = False
+    for i, match in enumerate(found):
+        word = match.group(0).lower()
+        prior = found[i - 1].group(0).lower() if i else ""
+        if word in _RELATIVE and i and prior not in _PREPOSITIONS and not grouped:
+            clause = True  # a relative clause ('people who ...'), not a question word ('in which year')
+        inside = any(s <= match.start() and match.end() <= e for s, e in placed)
+        if inside or word not in content:
+            continue
+        before = {w.group(0).lower() for w in found[max(0, i - 3) : i]}
+        if (
+            (word in NEGATIONS and not grouped)
+            or (_as_number(word) is not None and before & _COMPARES)
+            or word in held
+            or (
+                len(word) >= 4
+                and any(same_root(word, part) for f in flags for part in re.findall(r"[a-z]{4,}", f.lower()))
+            )
+            or clause
+        ):
+            out.append(word)
+    return out
+
+
+def _two_valued(info: ColumnInfo) -> bool:
+    return (info.n_unique or 0) == 2
 
 
 def _as_number(word: str) -> float | None:
