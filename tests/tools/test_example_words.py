@@ -42,3 +42,18 @@ def test_a_dropped_condition_means_no_number(jobs: pd.DataFrame, question: str, 
     plan, _ = plan_question(question, [], jobs)
     assert plan.route == "unanswerable", plan.reasoning
     assert unread in plan.reasoning and plan.parameters.get("error")
+
+
+def test_a_choice_the_example_does_not_make_is_not_answered_with_its_number(jobs: pd.DataFrame) -> None:
+    question = 'Is the average age above 40? Please answer with "yes" or "no".'
+    plan, _ = plan_question(question, [], jobs)
+    assert plan.route == "unanswerable" and "'yes' and 'no'" in plan.reasoning
+
+
+def test_a_filter_only_the_description_states_is_not_applied(jobs: pd.DataFrame) -> None:
+    question = "Records of a programme; 40% of people in the north region were married. How many people are there?"
+    plan, _ = plan_question(question, [], jobs)
+    if plan.route != "unanswerable":  # answered: then over every row, not the description's region
+        assert plan.filled is not None and not plan.filled.filters, plan.filled.filters
+    else:
+        assert "description" in plan.reasoning or "but not" in plan.reasoning

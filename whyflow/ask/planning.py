@@ -104,7 +104,7 @@ def plan_question(
     question: str, messages: list[ChatMessage], frame: pd.DataFrame, min_score: float = 0.0
 ) -> tuple[AskPlan, list[Any]]:
     """The deterministic plan and the retrieved nearest examples (for a model's grounding)."""
-    from whyflow.ask.tools.example_words import example_unread
+    from whyflow.ask.tools.example_words import example_refusal, example_unread
     from whyflow.ask.tools.plain_questions import parse_plain
     from whyflow.ask.tools.retrieval import fill, retrieve
     from whyflow.ask.tools.wording import expand_contractions, understood_line
@@ -134,6 +134,9 @@ def plan_question(
     filled = fill(question, frame)
     if filled is not None and filled.score < min_score:
         filled = None
+    refusal = example_refusal(question, filled) if filled is not None else None
+    if refusal is not None:
+        return unread_plan(question, refusal, closest), nearest
     if filled is not None:
         placed, missing, text = example_unread(question, filled, frame)
         if missing:  # a word the example does not read: its number would answer another question

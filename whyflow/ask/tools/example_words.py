@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from whyflow.ask.tools.retrieval import FilledPlan
 
-__all__ = ["asked_part", "example_unread"]
+__all__ = ["asked_part", "example_refusal", "example_unread"]
 
 _ALIASES = {"male": ("men", "man", "males", "boys"), "female": ("women", "woman", "females", "girls")}
 
@@ -31,6 +31,39 @@ def asked_part(question: str) -> str:
     sentences = [s for s in re.split(r"(?<=[.!?])\s+|\n+", question.strip()) if s.strip()]
     asked = [s for s in sentences if s.rstrip().endswith("?")]
     return " ".join(asked) if asked else question
+
+
+_CHOICE = re.compile(
+    r"\banswer with\s+[\"'“]([^\"'”]+)[\"'”]\s+or\s+[\"'“]([^\"'”]+)[\"'”]|^\s*choices\s*:", re.I | re.M
+)
+
+
+_FLAG_VALUES = frozenset({"0", "1", "0.0", "1.0", "yes", "no", "true", "false", "y", "n"})
+
+
+def example_refusal(question: str, filled: FilledPlan) -> str | None:
+    """Why a filled example does not answer the question at all, or None: the question asks to
+    choose between stated answers (a worked example's number or table chooses none), or the
+    example keeps rows by a filter read from the description around the question, not from the
+    question itself ('of the 34 patients in the control group' is context, not the population)."""
+    choice = _CHOICE.search(question)
+    if choice:
+        options = f"'{choice.group(1)}' and '{choice.group(2)}'" if choice.group(1) else "one of the stated choices"
+        return f"I understood the data but not how to decide between {options}"
+    asked = asked_part(question).lower()
+    for described in filled.filters:
+        parts = described.split(" ", 2)
+        value = parts[2].strip().lower() if len(parts) == 3 else ""
+        number = _as_number(value)
+        shown = str(int(number)) if number is not None and number.is_integer() else value
+        said = (
+            value in asked or shown in re.findall(r"[\w.]+", asked) or any(a in asked for a in _ALIASES.get(value, ()))
+        )
+        if value in _FLAG_VALUES:  # a 0/1 column kept by its own word ('urban workers', 'in the south')
+            said = said or bool(set(re.findall(r"[a-z]+", parts[0].lower())) & set(re.findall(r"[a-z]+", asked)))
+        if value and not said:
+            return f"I understood the question but not the row filter '{described}', which only the description states"
+    return None
 
 
 def example_unread(
