@@ -12,7 +12,9 @@ a row index and an id, the outcome's level next to its log, the parts of a total
 outcome measured later, copies of the treatment, a post-treatment survey in a randomised trial, the
 answers a score is summed from, recorded only where the score is, a self-reported copy of the
 outcome in a trial the metadata does not call one, a reported copy of an instrumented treatment, and
-measurements recorded at follow-up, missing with the outcome for those lost to it.
+measurements recorded at follow-up, missing with the outcome for those lost to it. One more puts a
+baseline of the outcome in the file under a name that contains the outcome's: the column that must
+be adjusted for.
 
 Every generator is ``(n, seed) -> Case``: the frame, the true effect of the design's estimand,
 the CLI/design arguments (treatment, outcome, and instrument / unit+time / running variable+cutoff
@@ -28,10 +30,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from benchmarks.synthetic import linear_confounding
+from benchmarks.synthetic import job_training, linear_confounding
 from benchmarks.synthetic_effects import panel_did, poor_overlap, sharp_rdd
 
-__all__ = ["Case", "KINDS", "DEFAULT_N", "TEMPTING", "make", "messy_clean"]
+__all__ = ["Case", "KINDS", "DEFAULT_N", "MUST_ADJUST", "TEMPTING", "make", "messy_clean"]
 
 
 class Case(NamedTuple):
@@ -411,6 +413,20 @@ def trial_attrition(n: int, seed: int) -> Case:
     return Case(frame, 2.0, _args())
 
 
+def outcome_baseline(n: int, seed: int) -> Case:
+    """The shipped example's study (:func:`benchmarks.synthetic.job_training`) without its metadata.
+
+    Enrolment depends on past earnings, which predict later earnings: the baseline of the outcome
+    (``re75`` for ``re78`` on even seeds, ``earnings_lag`` for ``earnings`` on odd ones) is the
+    strongest confounder and must be adjusted for; ``skills_score``, measured after training,
+    carries a third of the effect (total effect 1,500).
+    """
+    frame, truth = job_training(n, seed)
+    y_name, base_name = ("re78", "re75") if seed % 2 == 0 else ("earnings", "earnings_lag")
+    frame = frame.rename(columns={"earnings": y_name, "prior_earnings": base_name})
+    return Case(frame, float(truth["effect"]), _args("training", y_name))
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -439,6 +455,7 @@ KINDS: dict[str, Generator] = {
     "rct_outcome_report": rct_outcome_report,
     "did_one_treated": did_one_treated,
     "trial_attrition": trial_attrition,
+    "outcome_baseline": outcome_baseline,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -455,6 +472,11 @@ TEMPTING: dict[str, tuple[str, ...]] = {
     "trial_attrition": ("diagnosed", "days_to_test"),
 }
 """Kind name -> the columns that must never be covariates (the recipe must name them as left out)."""
+
+MUST_ADJUST: dict[str, tuple[str, ...]] = {
+    "outcome_baseline": ("re75", "earnings_lag"),
+}
+"""Kind name -> confounders the recipe must adjust for, those of them in the file (a seed writes one name)."""
 
 DEFAULT_N: dict[str, int] = {
     "rct": 1000,
@@ -482,6 +504,7 @@ DEFAULT_N: dict[str, int] = {
     "rct_outcome_report": 1500,
     "did_one_treated": 240,
     "trial_attrition": 1500,
+    "outcome_baseline": 2000,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

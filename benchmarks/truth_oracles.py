@@ -204,6 +204,15 @@ def trial_attrition(n: int, seed: int) -> Interval:
     return _ols(_frame("trial_attrition", n, seed).dropna(subset=["outcome"]), "outcome", ["x1", "x2", "x3"])
 
 
+def outcome_baseline(n: int, seed: int) -> Interval:
+    """OLS on the baseline of the outcome and the other causes of the outcome (region as dummies; skills_score, the mediator, left out)."""
+    case = KINDS["outcome_baseline"](n, seed)
+    f = pd.get_dummies(case.frame, columns=["region"], drop_first=True, dtype=float)
+    base = "re75" if "re75" in f.columns else "earnings_lag"
+    causes = ["age", "education_years", base, "married", *[c for c in f if c.startswith("region_")]]
+    return _ols(f, case.args["outcome"], causes, "training")
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -230,6 +239,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "did_one_treated": did_one_treated,
     "imputed_confounder": imputed_confounder,
     "trial_attrition": trial_attrition,
+    "outcome_baseline": outcome_baseline,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

@@ -6,7 +6,9 @@ that covers the truth, or with a critique that refuses to approve it (issue 9's 
 at a smaller size than the benchmark's so the whole file stays fast.
 
 The kinds with a tempting column (``TEMPTING``: a row index, the outcome's level, its parts, a
-later outcome, treatment copies, a post-treatment survey) must also name it as left out.
+later outcome, treatment copies, a post-treatment survey) must also name it as left out, and the
+kinds with a confounder that a name rule could mistake (``MUST_ADJUST``: a baseline of the
+outcome) must adjust for it.
 
 Every kind also has an oracle (``benchmarks/truth_oracles.py``), the correctly specified
 estimator the benchmark compares the recipe with: it must give a finite 95% interval around its
@@ -22,7 +24,7 @@ import numpy as np
 import pytest
 
 from benchmarks.bench_truth import recipe_without_notebook, run_recipe
-from benchmarks.truth_kinds import KINDS, TEMPTING, make, messy_clean
+from benchmarks.truth_kinds import KINDS, MUST_ADJUST, TEMPTING, make, messy_clean
 from benchmarks.truth_oracles import ORACLE_NOTES, ORACLES, oracle
 
 SMALL_N = {
@@ -51,6 +53,7 @@ SMALL_N = {
     "imputed_confounder": 1000,
     "did_one_treated": 240,
     "trial_attrition": 600,
+    "outcome_baseline": 1000,
 }
 
 
@@ -78,6 +81,8 @@ def test_kind_is_right_or_not_approved(kind: str, recipe: Path, tmp_path: Path) 
     tempting = set(TEMPTING.get(kind, ()))
     assert tempting <= set(out["left_out"]), f"not named as left out: {tempting - set(out['left_out'])}"
     assert not tempting & set(out["adjustment_set"])
+    needed = {c for c in MUST_ADJUST.get(kind, ()) if c in case.frame.columns}
+    assert needed <= set(out["adjustment_set"]), f"confounders not adjusted for: {needed - set(out['adjustment_set'])}"
 
 
 # Seed 0 at the benchmark's size: the one kind whose correctly specified interval misses the truth

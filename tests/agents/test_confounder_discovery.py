@@ -151,6 +151,39 @@ def test_job_training_example_with_metadata(tmp_path: Path) -> None:
     assert "Adjust for region" in result.reasoning
 
 
+def _baseline_study(n: int = 2000, seed: int = 3) -> pd.DataFrame:
+    """Past earnings drive enrolment and later earnings (effect 1.0)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    base = x + rng.normal(size=n)
+    t = rng.binomial(1, 1 / (1 + np.exp(base)))
+    y = 1.0 * t + 0.8 * base + 0.5 * x + rng.normal(size=n)
+    return pd.DataFrame({"x": x, "prior_earnings": base, "training": t, "earnings": y})
+
+
+def test_a_named_baseline_of_the_outcome_outranks_a_learnt_edge_from_the_treatment(tmp_path: Path) -> None:
+    """A graph learnt from the data may orient training -> prior_earnings with full bootstrap support;
+    without metadata the name still places the baseline before the treatment, so it is adjusted for.
+    The same column under a name that says nothing about its timing is left out as a mediator."""
+    frame = _baseline_study()
+    edges = [("x", "prior_earnings"), ("training", "prior_earnings"), ("prior_earnings", "earnings")]
+    edges += [("training", "earnings"), ("x", "earnings")]
+    state = make_state(frame, tmp_path, "training", "earnings")
+    state.proposed_dag = _dag(edges, method="pc")
+    result = run_single_agent("confounder_discovery", state, tmp_path)
+    out = state.confounder_discovery
+    assert "prior_earnings" in out.adjustment_set and "prior_earnings" not in out.excluded
+    assert "baseline of the outcome" in out.rationale["prior_earnings"]
+    assert "knowledge wins" in result.reasoning
+
+    renamed = frame.rename(columns={"prior_earnings": "hours"})
+    state = make_state(renamed, tmp_path / "renamed", "training", "earnings")
+    state.proposed_dag = _dag([tuple(c.replace("prior_earnings", "hours") for c in e) for e in edges], method="pc")
+    run_single_agent("confounder_discovery", state, tmp_path / "renamed")
+    out = state.confounder_discovery
+    assert "hours" not in out.adjustment_set and "mediator" in out.excluded["hours"]
+
+
 def _categorical_confounding(n: int, seed: int) -> pd.DataFrame:
     """A 4-level categorical confounder: one level raises both treatment and outcome (effect 2)."""
     rng = np.random.default_rng(seed)

@@ -9,8 +9,10 @@ import pytest
 import statsmodels.api as sm
 
 from benchmarks.truth_kinds import KINDS, TEMPTING, make
+from whyflow.causal.dataprep.column_names import outcome_baseline
 from whyflow.causal.dataprep.column_roles import classify_columns, left_out_table
 from whyflow.causal.discovery.adjustment import choose_adjustment
+from whyflow.causal.discovery.adjustment_rules import known_pre_treatment
 from whyflow.causal.discovery.iv_controls import iv_treatment_copies
 from whyflow.causal.discovery.randomised_move import randomised_move, says_randomised
 from whyflow.causal.estimation.designs_iv import iv_2sls
@@ -159,6 +161,43 @@ def test_left_out_table_names_each_role() -> None:
         {"column": "a", "role": "identifier", "reason": "identifier: a row index"},
         {"column": "b", "role": "post_treatment", "reason": "domain knowledge says it is post-treatment"},
     ]
+    # A graph's mediator lies on a path "to the outcome": post-treatment, not a part of the outcome.
+    mediator = "a mediator: on a directed path from the treatment to the outcome (every edge ...)"
+    collider = "a collider or later measurement: caused by the outcome (every edge ...)"
+    assert [r["role"] for r in left_out_table({"m": mediator, "c": collider}, [])] == ["post_treatment"] * 2
+    assert left_out_table({"p": "part of the outcome: ..."}, [])[0]["role"] == "outcome_part"
+
+
+@pytest.mark.parametrize(
+    ("column", "outcome", "earlier"),
+    [
+        ("prior_earnings", "earnings", True),
+        ("earnings_lag1", "earnings", True),
+        ("lag_sales", "sales", True),
+        ("baselineScore", "score", True),
+        ("pre_bmi", "bmi", True),
+        ("re74", "re78", True),
+        ("sales_2019", "sales_2021", True),
+        ("re78", "re74", False),  # a later period
+        ("prior_income", "earnings", False),  # a baseline of something else
+        ("skills_score", "earnings", False),
+        ("earnings_followup", "earnings", False),
+        ("weight0", "weight_gain", False),
+    ],
+)
+def test_a_baseline_of_the_outcome_is_read_from_its_name(column: str, outcome: str, earlier: bool) -> None:
+    assert (outcome_baseline(column, outcome) is not None) is earlier
+
+
+def test_a_named_baseline_of_the_outcome_is_known_pre_treatment_unless_knowledge_says_otherwise() -> None:
+    cands = ["age", "prior_earnings", "re74"]
+    pre = known_pre_treatment(None, {}, "training", cands, "earnings")
+    assert list(pre) == ["prior_earnings"] and "baseline of the outcome" in pre["prior_earnings"]
+    assert list(known_pre_treatment(None, {}, "training", cands, "re78")) == ["re74"]
+    stated = DomainKnowledge(post_treatment=["prior_earnings"])
+    assert known_pre_treatment(stated, {}, "training", cands, "earnings") == {}
+    tiers = {"training": 0, "prior_earnings": 1}  # the metadata's order puts it after the treatment
+    assert known_pre_treatment(None, tiers, "training", cands, "earnings") == {}
 
 
 def test_parts_of_a_declared_instrument_are_left_out() -> None:

@@ -260,3 +260,24 @@ def test_an_answer_that_hinges_on_an_unoriented_column_is_not_approved() -> None
     big = {"m": {"with": -0.475, "se_with": 0.04, "without": -0.024, "se_without": 0.049, "shift_in_se": 9.2}}
     decided = {**CD, "doubtful": collider, "doubtful_sensitivity": big}
     assert review(_inputs(confounders=decided)).decision is CritiqueDecision.APPROVE
+
+
+def _with_stability(**checks: Any) -> list:
+    rows = _backdoor()
+    rows[0] = make_estimate("aipw", 2.0, 0.1, headline=True, stability=checks)
+    return rows
+
+
+def test_an_answer_that_moves_on_common_support_is_not_approved() -> None:
+    moved = {"estimate": 1.6, "std_error": 0.12, "n_kept": 800, "n_dropped": 200, "band": [0.1, 0.9], "moved": True}
+    rv = review(_inputs(estimates=_with_stability(common_support=moved)))
+    assert rv.decision is not CritiqueDecision.APPROVE
+    assert "common-support sample" in rv.verdict and "more than its standard error" in rv.verdict
+
+
+def test_an_answer_that_moves_with_flexible_nuisances_is_not_approved_and_a_steady_one_is() -> None:
+    flexible = {"estimate": 2.5, "std_error": 0.1, "propensity": "gbm", "outcome": "linear+boosting", "moved": True}
+    rv = review(_inputs(estimates=_with_stability(flexible=flexible)))
+    assert rv.decision is not CritiqueDecision.APPROVE and "flexible nuisance models" in rv.verdict
+    steady = {**flexible, "estimate": 2.05, "moved": False}
+    assert review(_inputs(estimates=_with_stability(flexible=steady))).decision is CritiqueDecision.APPROVE

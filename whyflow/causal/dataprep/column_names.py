@@ -11,10 +11,14 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["PRE_NAME", "ColumnRole", "name_tokens", "keyword_tokens"]
+__all__ = ["PRE_NAME", "ColumnRole", "name_tokens", "keyword_tokens", "outcome_baseline"]
 
 PRE_NAME = re.compile(r"(^|_)(lag\w*|pre\w*|baseline|base|prior|initial|before|l\d*|t0|w1|wave1)($|_)|_0$", re.I)
 """A name that says the column was measured before the treatment (lagged, baseline, prior, wave 1)."""
+
+_BASELINE_WORD = re.compile(r"^(prior|pre|baseline|base|before|initial|previous|prev|lag\d*|lagged)$")
+"""A name word that marks an earlier measurement of what the rest of the name says."""
+_PERIOD = re.compile(r"^(.*?[A-Za-z])_?(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -45,3 +49,23 @@ def keyword_tokens(name: str) -> set[str]:
     """
     words = name_tokens(name)
     return {*words, *(stem for word in words if (stem := word.rstrip("0123456789")))}
+
+
+def outcome_baseline(name: str, outcome: str) -> str | None:
+    """Why the name says the column is an earlier measurement of the outcome, or None.
+
+    Two forms: the outcome's name words with a baseline word added (``prior_earnings``,
+    ``earnings_lag1``, ``baselineScore`` for ``earnings`` / ``score``), or the outcome's stem with
+    an earlier period number (``re74`` for ``re78``, ``sales_2019`` for ``sales_2021``). Such a
+    column is measured before the outcome and, in a before/after study, before the treatment: the
+    strongest confounder there is, never a part of the outcome.
+    """
+    words, target = name_tokens(name), name_tokens(outcome)
+    rest = [w for w in words if not _BASELINE_WORD.match(w)]
+    if target and rest == target and len(rest) < len(words):
+        marker = next(w for w in words if _BASELINE_WORD.match(w))
+        return f"its name is the outcome's with {marker!r}: an earlier measurement of {outcome!r}"
+    here, there = _PERIOD.match(str(name)), _PERIOD.match(str(outcome))
+    if here and there and here.group(1).lower() == there.group(1).lower() and int(here.group(2)) < int(there.group(2)):
+        return f"its name is the outcome's stem with an earlier period ({here.group(2)} before {there.group(2)})"
+    return None

@@ -433,12 +433,14 @@ _ROLE_WORDS = (
     ("identifier", re.compile(r"identifier|\bid\b|row index|unit id", re.I)),
     ("time", re.compile(r"time column|time index|datetime", re.I)),
     ("design", re.compile(r"declared|instrument|running variable", re.I)),
+    # A graph's mediator lies "on a path to the outcome" and a collider is "caused by the outcome": neither is part of it.
+    ("post_treatment", re.compile(r"mediator|collider|descendant", re.I)),
     ("outcome_part", re.compile(r"outcome", re.I)),
     (
         "treatment_function",
         re.compile(r"function of the treatment|copy of the treatment|derived from the treatment", re.I),
     ),
-    ("post_treatment", re.compile(r"post-treatment|after the treatment|mediator|collider|descendant|caused by", re.I)),
+    ("post_treatment", re.compile(r"post-treatment|after the treatment|caused by", re.I)),
     ("constant", re.compile(r"constant", re.I)),
     ("too_many_levels", re.compile(r"more than \d+ (levels|categories)|high-cardinality", re.I)),
     ("sparse", re.compile(r"missing in|too few", re.I)),

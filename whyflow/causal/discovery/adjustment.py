@@ -17,6 +17,7 @@ import pandas as pd
 
 from whyflow.causal.dataprep.frame_checks import at_most_distinct
 from whyflow.causal.diagnostics import ConfounderDiscovery
+from whyflow.causal.discovery.design_rank import collinear_columns
 from whyflow.causal.knowledge import DomainKnowledge
 from whyflow.causal.review.improvements import CODES, ordered_codes
 from whyflow.core.errors import AgentError
@@ -61,6 +62,8 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     rows: np.ndarray | None = None
     """The analysed rows as the data's own row labels (the frame, t, y and X are renumbered 0..n-1)."""
+    collinear: dict[str, str] = field(default_factory=dict)
+    """Encoded covariate columns dropped because the design [1, t, X] would be singular, with why."""
 
 
 def critique_codes(critique_history: list[Any] | None) -> list[str]:
@@ -292,6 +295,13 @@ def prepare(
     varies = X.std() > 0 if len(X.columns) else None
     X = X.loc[:, varies] if varies is not None and not varies.all() else X
     notes = [note]
+    collinear = collinear_columns(t, X)
+    if collinear:
+        X = X.drop(columns=list(collinear))
+        notes.append(
+            "dropped from the design, which they would make singular: "
+            + "; ".join(f"{c} ({why.split(':')[0]})" for c, why in collinear.items())
+        )
     if n_missing:
         notes.append(f"{n_missing} rows with missing values in the used columns dropped.")
     return Prepared(
@@ -303,4 +313,5 @@ def prepare(
         n_missing_dropped=n_missing,
         notes=notes,
         rows=sub.index.to_numpy(),
+        collinear=collinear,
     )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from whyflow.causal.dataprep.column_names import outcome_baseline
 from whyflow.causal.knowledge import DomainKnowledge
 
 __all__ = [
@@ -176,17 +177,22 @@ def data_checks(frame: pd.DataFrame, t: str, y: str, candidates: list[str]) -> D
 
 
 def known_pre_treatment(
-    domain: DomainKnowledge | None, tiers: dict[str, int], t: str, candidates: list[str]
+    domain: DomainKnowledge | None, tiers: dict[str, int], t: str, candidates: list[str], outcome: str | None = None
 ) -> dict[str, str]:
     """Candidates that domain knowledge places before the treatment, with where that comes from.
 
     Sources: an earlier ``temporal_order`` tier than the treatment (the metadata's
     ``measured: pre`` flags become such a tier when no order is given), a ``pre_treatment`` list
-    (if domain knowledge provides one), or the role
-    ``confounder`` (the user asserts a common cause, hence something that precedes the treatment).
+    (if domain knowledge provides one), the role ``confounder`` (the user asserts a common cause,
+    hence something that precedes the treatment), and, where knowledge says nothing about a
+    column's timing, a name that makes it an earlier measurement of ``outcome`` (``prior_earnings``,
+    ``re74`` for ``re78``: see :func:`~whyflow.causal.dataprep.column_names.outcome_baseline`).
+    Such a baseline is the strongest confounder of a before/after comparison; a graph learnt from
+    the data can orient its edge with the treatment either way, so the name decides.
     """
     roles = domain.roles if domain else {}
     flagged = set(domain.pre_treatment if domain else [])
+    stated_post = set(domain.post_treatment if domain else [])
     out: dict[str, str] = {}
     for c in candidates:
         if t in tiers and c in tiers and tiers[c] < tiers[t]:
@@ -195,6 +201,12 @@ def known_pre_treatment(
             out[c] = "domain knowledge says it is measured before the treatment"
         elif roles.get(c) == "confounder":
             out[c] = "domain knowledge gives it the role 'confounder'"
+        elif outcome and c not in tiers and c not in stated_post and roles.get(c) is None:
+            why = outcome_baseline(c, outcome)
+            if why:
+                out[c] = (
+                    f"a baseline of the outcome by its name ({why}); if it was measured after the treatment, say so in the metadata"
+                )
     return out
 
 

@@ -101,7 +101,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         checks = data_checks(frame, t, y, candidates)
         excluded.update(checks.unusable)
         usable = [c for c in candidates if c not in checks.unusable]
-        pre = known_pre_treatment(view.domain_knowledge, knowledge.tiers, t, usable)
+        pre = known_pre_treatment(view.domain_knowledge, knowledge.tiers, t, usable, y)
         flags = self._structural_exclusions(frame, y, usable, pre, excluded)
         usable = [c for c in usable if c not in excluded]
         result = AdjustmentBuilder(t, y, usable, checks, knowledge, params, excluded, notes, pre)
@@ -156,7 +156,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         """Identifiers, functions of the outcome or the treatment and post-treatment names leave
         ``candidates`` for ``excluded`` before any test (columns known to precede the treatment
         are never classified); returns every role found, kept-with-a-flag ones included."""
-        pre = known_pre_treatment(view.domain_knowledge, knowledge.tiers, t, candidates)
+        pre = known_pre_treatment(view.domain_knowledge, knowledge.tiers, t, candidates, y)
         z, alpha = view.design.instrument, params.alpha
         roles = classify_columns(frame, t, y, candidates, protected=set(pre), instrument=z, alpha=alpha, seed=seed)
         rest = [c for c in candidates if c not in pre and c not in {r.column for r in roles}]

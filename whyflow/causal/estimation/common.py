@@ -196,6 +196,16 @@ def _save_rows(setup: Any, round_no: int) -> str | None:
     return str(path)
 
 
+def _stability(setup: Any, est: Any) -> dict[str, Any]:
+    """The headline's common-support and flexible-nuisance re-estimates (whyflow.causal.estimation.stability)."""
+    from whyflow.causal.estimation.stability import stability_checks
+
+    try:
+        return stability_checks(setup, est.estimate, est.std_error)
+    except Exception as exc:  # noqa: BLE001 - a check that cannot run says why; the critique reads it
+        return {"error": {"skipped": f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}}
+
+
 def finish_pair(
     view: AnalysisView, setup: Any, estimates: dict[str, Any], round_no: int
 ) -> tuple[list[TreatmentEffectResult], str, str]:
@@ -223,6 +233,8 @@ def finish_pair(
             else:
                 reason_text = reason
             extras = {**row.details.extras, **({"repeated_units": panel} if panel else {})}
+            if not REGISTRY[key].is_design and key != "naive":
+                extras["stability"] = _stability(setup, est)
             row.details = row.details.model_copy(
                 update={
                     "headline": True,

@@ -16,6 +16,7 @@ from whyflow.causal.discovery.adjustment import Adjustment, Prepared, choose_adj
 from whyflow.causal.estimates import EstimateDetails, Trimming
 from whyflow.causal.estimation import propensity as P
 from whyflow.causal.estimation.backdoor import Estimate
+from whyflow.causal.estimation.estimate_checks import check_estimate
 from whyflow.causal.estimation.menu import DESIGN_METHODS
 from whyflow.causal.estimation.methods import REGISTRY
 from whyflow.causal.estimation.nuisance import MORE_FOLDS
@@ -263,6 +264,7 @@ def _trim(setup: PairSetup) -> None:
         p.n_missing_dropped,
         p.notes,
         None if p.rows is None else p.rows[keep],
+        p.collinear,
     )
     setup.trim = {"lower": round(lo, 4), "upper": round(hi, 4), "n_dropped": n_drop, "n_kept": int(keep.sum())}
     refit_propensity(setup, setup.ps_model)
@@ -295,12 +297,14 @@ def run_method(setup: PairSetup, name: str) -> Estimate:
     if spec.needs_covariates and setup.no_covariates:
         raise AgentError(f"{spec.label} needs covariates and the adjustment set is empty")
     try:
-        return spec.fit(setup)
+        est = spec.fit(setup)
     except AgentError:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded as a skip with its reason by the caller
         text = " ".join(str(exc).split())[:300] or type(exc).__name__
         raise AgentError(f"{spec.label} failed ({type(exc).__name__}: {text})") from exc
+    check_estimate(spec.label, est, setup.prep.y, setup.prep.t, setup.binary)
+    return est
 
 
 LINEAR_EXCESS = 0.05
@@ -358,6 +362,8 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
     spec = REGISTRY[key]
     reported = {k: v for k, v in est.details.items() if k in _TYPED}
     extras = {k: v for k, v in est.details.items() if k not in _TYPED and k != "naive"}
+    if setup.prep.collinear:
+        extras.setdefault("collinear_dropped", dict(setup.prep.collinear))
     details = EstimateDetails(
         **reported,
         method_key=key,

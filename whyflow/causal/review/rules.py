@@ -378,6 +378,7 @@ def review(inp: ReviewInputs) -> Review:
     }
     _blockers(inp, acc, head, applied)
     _design_contract(inp, acc, head)
+    _stability(acc, head)
     design_head = head is not None and head.details.is_design
     if (
         not design_head
@@ -454,6 +455,31 @@ def review(inp: ReviewInputs) -> Review:
         [*acc.impossible, *acc.blockers],
         verdict,
     )
+
+
+def _stability(acc: Findings, head: TreatmentEffectResult | None) -> None:
+    """A backdoor headline that moves on common support or with flexible nuisance models is not approved.
+
+    The estimator re-estimates the headline's pair (whyflow.causal.estimation.stability); a move
+    beyond the headline's standard error and the re-estimate's own noise is an open doubt.
+    """
+    if head is None or head.details.is_design:
+        return
+    checks = head.details.extras.get("stability") or {}
+    words = {
+        "common_support": "on the common-support sample (propensity in [0.1, 0.9])",
+        "flexible": "with flexible nuisance models (a boosted propensity, outcome models re-chosen by loss)",
+    }
+    for name, where in words.items():
+        c = checks.get(name) or {}
+        if not c.get("moved"):
+            continue
+        text = (
+            f"the answer moves {where}: {c['estimate']:.4g} (SE {c['std_error']:.2g}) against the headline "
+            f"{head.estimate:.4g} (SE {head.std_error:.2g}), more than its standard error"
+        )
+        acc.issues.append(f"Fragile: {text}.")
+        acc.doubts.append(text)
 
 
 def _design_contract(inp: ReviewInputs, acc: Findings, head: TreatmentEffectResult | None) -> None:
