@@ -80,8 +80,9 @@ def _execute(
     try:
         with interrupt_guard(give_up):  # Ctrl-C during the imports below cancels the job too
             from whyflow.flows.running.temp_server import temporary_server
+            from whyflow.runtime.warnings_log import warnings_to_log
 
-            with temporary_server(while_booting=while_booting):
+            with temporary_server(while_booting=while_booting), warnings_to_log(folder.path):
                 from whyflow.flows.job_flow import build_flow, set_console_reporter
                 from whyflow.flows.running.progress import ConsoleReporter
 
