@@ -158,12 +158,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         metadata=args.metadata,
         job_id=args.job_id,
         runs_dir=args.runs_dir,
+        table=args.table,
+        query=args.query,
     )
     folder = prepare_job(request, plan)
     try:
         print(f"whyflow: job folder {folder.path}")
-        if folder.read_run().get("read_note"):
-            print(f"whyflow: read {args.data}: {folder.read_run()['read_note']}")
+        run = folder.read_run()  # names the data without a database URL's password
+        if run.get("fingerprint", {}).get("content_sha256"):
+            prints = run["fingerprint"]
+            what = f"table '{prints['table']}'" if prints.get("table") else "the query's rows"
+            print(f"whyflow: read {prints['rows']:,} rows of {what} from {run['data']} into {run['data_local_path']}")
+        if run.get("read_note"):
+            print(f"whyflow: read {run['data']}: {run['read_note']}")
         return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
     except KeyboardInterrupt:  # before _execute's own guard: the job exists, so it is cancelled, not left pending
         _cancel_interrupted(folder)

@@ -37,7 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a recipe on a dataset")
     p.add_argument("recipe", metavar="RECIPE", help="a recipe file, or a built-in recipe's name (whyflow recipes)")
-    p.add_argument("--data", required=True, help="CSV or Parquet file, or an http(s) URL")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="CSV or Parquet file, an http(s) URL, or a database URL (sqlite:///FILE, duckdb:///FILE, "
+        "postgresql://USER@HOST/DB; a password from PGPASSWORD) with --table or --query",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--table", help="the table (or view, SCHEMA.NAME) of a database --data to analyse")
+    what.add_argument("--query", help="a SELECT whose rows, from a database --data, are analysed")
     p.add_argument("--treatment", "-t", help="treatment column (default: the profiler's best candidate)")
     p.add_argument("--outcome", "-y", help="outcome column (default: the profiler's best candidate)")
     p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
