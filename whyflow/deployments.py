@@ -113,11 +113,14 @@ def whyflow_deployment(
     overrides: dict[str, str] | None = None,
     output: str | None = None,
     force: bool = False,
+    table: str | None = None,
+    query: str | None = None,
 ) -> dict[str, Any]:
     """Run a whyflow recipe on a dataset and publish its results as artifacts.
 
     Args:
-        data: CSV or Parquet file (relative to the project folder or absolute), or an http(s) URL.
+        data: CSV or Parquet file (relative to the project folder or absolute), an http(s) URL, or a database
+            URL (sqlite:///FILE, duckdb:///FILE, postgresql://USER@HOST/DB; the password from PGPASSWORD).
         recipe: A built-in recipe's name (e.g. quick_estimate) or a recipe YAML relative to the project folder.
         treatment: Treatment column; empty lets the data profiler choose.
         outcome: Outcome column; empty lets the data profiler choose.
@@ -126,6 +129,8 @@ def whyflow_deployment(
         overrides: Settings or step options, as with --set (e.g. {"max_iterations": "2"}).
         output: Job folder; default runs/<job_id> in the project folder.
         force: Recompute even if an earlier run saw exactly this data and question.
+        table: The table (or view) of a database ``data`` to analyse.
+        query: A SELECT whose rows, from a database ``data``, are analysed (instead of ``table``).
     """
     from prefect.logging import get_run_logger
 
@@ -150,6 +155,8 @@ def whyflow_deployment(
         design=StudyDesign(estimand=estimand),
         metadata=_resolve(metadata) if metadata else None,
         runs_dir=str(JobStore().root.resolve()),
+        table=table or None,
+        query=query or None,
     )
     folder = prepare_job(request, plan)
     run = folder.read_run()

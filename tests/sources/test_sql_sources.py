@@ -150,7 +150,7 @@ def test_a_postgres_table_is_snapshot_so_a_resume_reads_what_the_run_read(
     assert prints["rows"] == 600 and prints["table"] == "visits" and prints["database"].startswith("postgresql 16")
     assert prints["content_sha256"] == content_sha256(pd.read_parquet(out / "data" / "snapshot.parquet"))
     assert prints["content_sha256"] != content_sha256(read_sql_source(SqlSource(postgres.url(), table="visits"))[0])
-    assert run["data"] == redact(postgres.url(None)) and state["dataset_info"]["name"] == "visits"
+    assert run["data"] == f"{redact(postgres.url(None))} --table visits" and state["dataset_info"]["name"] == "visits"
 
     with_password = tmp_path / "job2"  # the password in the URL: shown nowhere either
     code = main(["run", QUICK, "--data", postgres.url(), "--table", "visits", *T, *Y, "-o", str(with_password), *FAST])
@@ -161,3 +161,37 @@ def test_a_postgres_table_is_snapshot_so_a_resume_reads_what_the_run_read(
     assert "postgresql://analyst:***@/shop" in printed.out
     assert SECRET not in printed.out + printed.err
     assert _files_holding(out, SECRET) == [] and _files_holding(with_password, SECRET) == []
+
+
+@pytest.mark.slow
+def test_a_scheduled_deployment_on_a_table_reuses_an_unchanged_table_and_flags_a_changed_one(
+    postgres: Postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deployment's flow as a schedule runs it: the same rows are not recomputed; new rows are, with drift."""
+    from whyflow.deployments import whyflow_deployment
+
+    frame = study(600, seed=4)
+    postgres.load(frame, "sales")
+    monkeypatch.setenv("PGPASSWORD", SECRET)  # a deployment's parameters are stored by Prefect: no password there
+    monkeypatch.setenv("WHYFLOW_RUNS_DIR", str(tmp_path / "runs"))
+    params = {
+        "recipe": "quick_estimate",
+        "data": postgres.url(None),
+        "table": "sales",
+        "treatment": "treated",
+        "outcome": "outcome",
+        "overrides": {"notebook_generator.execute": "false", "notebook_generator.html": "false"},
+    }
+    first = whyflow_deployment(**params)
+    assert first["status"] == "completed" and first["reused"] is False
+    again = whyflow_deployment(**params)
+    assert again["reused"] is True and again["job_id"] == first["job_id"]
+
+    postgres.load(frame.assign(outcome=frame["outcome"] + 5.0 * frame["treated"]), "sales")
+    changed = whyflow_deployment(**params)
+    assert changed["reused"] is False and changed["job_id"] != first["job_id"]
+    run = json.loads((Path(changed["job_dir"]) / "run.json").read_text())
+    assert run["drift"]["previous_job"] == first["job_id"] and run["drift"]["flags"], run["drift"]
+    head = headline_row(json.loads((Path(changed["job_dir"]) / "state.json").read_text()))
+    assert head["ci_lower"] <= 7.0 <= head["ci_upper"], head
+    assert all(_files_holding(p, SECRET) == [] for p in (tmp_path / "runs").iterdir())

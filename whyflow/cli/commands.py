@@ -168,7 +168,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if run.get("fingerprint", {}).get("content_sha256"):
             prints = run["fingerprint"]
             what = f"table '{prints['table']}'" if prints.get("table") else "the query's rows"
-            print(f"whyflow: read {prints['rows']:,} rows of {what} from {run['data']} into {run['data_local_path']}")
+            where = f"{prints['source']} into {run['data_local_path']}"
+            print(f"whyflow: read {prints['rows']:,} rows of {what} from {where}")
         if run.get("read_note"):
             print(f"whyflow: read {run['data']}: {run['read_note']}")
         return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
@@ -320,9 +321,12 @@ def cmd_agents(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     """Print every run of a recipe on one data source, newest last, with drift flags."""
     from whyflow.flows.jobstore.history import history_lines, recipe_name_of, records_for
+    from whyflow.runtime.sources import SqlSource, is_sql_url
 
     name = recipe_name_of(args.recipe)
     data = resolve_path(args.data)
+    if is_sql_url(data):
+        data = SqlSource(data, args.table, args.query).name
     records = records_for(name, data, [args.runs_dir])
     if not records:
         print(f"no runs of recipe '{name}' on {data} in {JobStore(args.runs_dir).root}")

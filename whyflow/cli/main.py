@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("history", help="a recipe's runs on one data source: estimates, data, quality, drift")
     p.add_argument("recipe", metavar="RECIPE", help="recipe file or recipe name")
     p.add_argument("--data", required=True, help="the data file or URL the runs used")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--table", help="the table the runs read from a database --data")
+    what.add_argument("--query", help="the query the runs read from a database --data")
 
     p = sub.add_parser("llm", help="the optional language model: 'whyflow llm check' tests the endpoint")
     p.add_argument("llm_command", choices=["check"], metavar="check")

@@ -77,6 +77,11 @@ class SqlSource:
     def kind(self) -> str:
         return self.url.partition("://")[0].split("+")[0].lower()
 
+    @property
+    def name(self) -> str:
+        """The data source as job records name it: the URL without its password, and what of it was read."""
+        return f"{self.shown} --table {self.table}" if self.table else f"{self.shown} --query {self.query}"
+
     def describe(self) -> str:
         """The source in a few words, without its password."""
         return f"table '{self.table}' of {self.shown}" if self.table else f"the query on {self.shown}"

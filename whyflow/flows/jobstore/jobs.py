@@ -230,8 +230,9 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
     if request.metadata:
         design = design.model_copy(update={"metadata_path": str(Path(request.metadata).resolve())})
     prints = fingerprint(local, frame)
-    if source is not None:
-        prints.update(identity, content_sha256=content_sha256(frame))
+    if source is not None:  # the rows' digest identifies the data (a drift check compares it), not the file's
+        rows_digest = content_sha256(frame)
+        prints.update(identity, content_sha256=rows_digest, snapshot_sha256=prints["sha256"], sha256=rows_digest)
     name = (source.table or "query") if source is not None else Path(urllib.parse.urlparse(shown).path).stem
     state = AnalysisState(
         job_id=job_id,
@@ -255,7 +256,7 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
             "job_id": job_id,
             "recipe": str(Path(plan.source).resolve()),
             "recipe_name": plan.name,
-            "data": shown,
+            "data": source.name if source is not None else shown,  # a table's runs make its history
             "data_local_path": str(local.resolve()),
             "data_sha256": prints["sha256"],
             "fingerprint": prints,
