@@ -195,3 +195,36 @@ def test_a_scheduled_deployment_on_a_table_reuses_an_unchanged_table_and_flags_a
     head = headline_row(json.loads((Path(changed["job_dir"]) / "state.json").read_text()))
     assert head["ci_lower"] <= 7.0 <= head["ci_upper"], head
     assert all(_files_holding(p, SECRET) == [] for p in (tmp_path / "runs").iterdir())
+
+
+def test_whyflow_ask_answers_from_a_postgres_query_and_keeps_its_rows(
+    postgres: Postgres, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frame = study(300, seed=8)
+    postgres.load(frame, "visits")
+    out = tmp_path / "job"
+    question = "Mean and median of outcome?\nFormat: @mean_outcome[m] @median_outcome[d] rounded to two decimal places"
+    query = "SELECT * FROM visits WHERE treated = 1"
+    args = ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", postgres.url()]
+    code = main([*args, "--query", query, question, "--output", str(out)])
+    printed = capsys.readouterr()
+    treated = frame.loc[frame["treated"] == 1, "outcome"]
+    assert code == 0, printed.err
+    assert (
+        f"@mean_outcome[{treated.mean():.2f}]" in printed.out
+        and f"@median_outcome[{treated.median():.2f}]" in printed.out
+    )
+    state = json.loads((out / "state.json").read_text())
+    data = state["datasets"]["data"]
+    assert data["rows"] == len(treated) and data["source"].endswith(f"--query {query}")
+    assert Path(data["local_path"]).parent == (out / "data").resolve()
+    assert SECRET not in printed.out + printed.err and _files_holding(out, SECRET) == []
+
+
+def test_whyflow_ask_on_a_missing_table_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _sqlite(study(30), tmp_path / "study.db")
+    args = ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", f"sqlite:///{db}"]
+    code = main([*args, "--table", "visitz", "mean outcome?", "--output", str(tmp_path / "job")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "(did you mean 'visits'?)" in err, err
+    assert not (tmp_path / "job").exists()
