@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from tests.bad_inputs.common import QUICK, T, Y, headline_row, study
-from whyflow.causal.dataprep.profiling import build_profile, overflow_limit, overflowing
+from whyflow.causal.dataprep.implausible import overflow_limit, overflowing
+from whyflow.causal.dataprep.profiling import build_profile
 from whyflow.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

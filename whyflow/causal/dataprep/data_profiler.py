@@ -11,7 +11,8 @@ import pandas as pd
 from pydantic import Field
 
 from whyflow.causal.dataprep.frame_checks import duplicate_rows, duplicate_verdict, save_findings
-from whyflow.causal.dataprep.profiling import build_profile, overflowing
+from whyflow.causal.dataprep.implausible import overflowing
+from whyflow.causal.dataprep.profiling import build_profile
 from whyflow.causal.state import AnalysisState
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from whyflow.causal.dataprep.column_names import keyword_tokens
+from whyflow.causal.dataprep.implausible import overflowing
 from whyflow.causal.knowledge import ColumnMetadata, Metadata
 from whyflow.causal.state import DataProfile
 
@@ -28,8 +29,6 @@ __all__ = [
     "is_missing_indicator",
     "NUMERIC_TYPES",
     "label_variants",
-    "overflow_limit",
-    "overflowing",
 ]
 
 NUMERIC_TYPES = frozenset({"numeric", "binary", "ordinal"})
@@ -68,22 +67,6 @@ class ProfileReport:
     infinite: dict[str, int] = field(default_factory=dict)
     overflowing: dict[str, int] = field(default_factory=dict)
     """Finite values too large to be measurements (see :func:`overflowing`), by column."""
-
-
-def overflow_limit(n: int) -> float:
-    """The magnitude above which the squares of ``n`` values may sum past the largest float.
-
-    Every mean, variance and regression sums values or their squares; one value above this
-    limit can make such a sum overflow to infinity (an export's 1e308 sentinel, a "1.0e+308"
-    written for "no value"). No measurement comes near it: for a million values it is 1.3e151.
-    """
-    return float(np.sqrt(np.finfo(np.float64).max / max(n, 1)))
-
-
-def overflowing(values: np.ndarray) -> np.ndarray:
-    """A mask of the finite ``values`` (floats) whose magnitude exceeds :func:`overflow_limit` of their count."""
-    finite = np.isfinite(values)
-    return finite & (np.abs(np.where(finite, values, 0.0)) > overflow_limit(int(finite.sum())))
 
 
 def is_missing_indicator(name: str) -> bool:

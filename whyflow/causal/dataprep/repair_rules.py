@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from whyflow.causal.dataprep.frame_checks import at_most_distinct, duplicate_rows
-from whyflow.causal.dataprep.profiling import NUMERIC_TYPES, label_variants, overflowing, parse_dates
+from whyflow.causal.dataprep.implausible import overflowing
+from whyflow.causal.dataprep.profiling import NUMERIC_TYPES, label_variants, parse_dates
 from whyflow.causal.diagnostics import Unrepaired
 from whyflow.causal.state import DataProfile
 
