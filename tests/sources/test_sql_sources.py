@@ -151,6 +151,9 @@ def test_a_postgres_table_is_snapshot_so_a_resume_reads_what_the_run_read(
     assert prints["content_sha256"] == content_sha256(pd.read_parquet(out / "data" / "snapshot.parquet"))
     assert prints["content_sha256"] != content_sha256(read_sql_source(SqlSource(postgres.url(), table="visits"))[0])
     assert run["data"] == f"{redact(postgres.url(None))} --table visits" and state["dataset_info"]["name"] == "visits"
+    notebook = (out / "report.ipynb").read_text()
+    assert f"SHA-256 of the rows read (their content, whatever file holds them) | `{prints['sha256']}`" in notebook
+    assert "--table visits" in notebook
 
     with_password = tmp_path / "job2"  # the password in the URL: shown nowhere either
     code = main(["run", QUICK, "--data", postgres.url(), "--table", "visits", *T, *Y, "-o", str(with_password), *FAST])
