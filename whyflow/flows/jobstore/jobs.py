@@ -22,6 +22,7 @@ from whyflow.flows.jobstore.store import JobFolder, JobStore, new_job_id
 from whyflow.flows.recipes.metadata import state_metadata
 from whyflow.flows.recipes.nodes import Plan
 from whyflow.runtime.data import check_columns, describe_read, hand_over, read_table, write_parquet
+from whyflow.runtime.object_store import fetch, is_object_url, probe
 from whyflow.runtime.sources import SqlSource, content_sha256, is_sql_url, read_sql_source
 
 __all__ = ["RunRequest", "prepare_job", "fingerprint", "is_url"]
@@ -209,12 +210,16 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
     job_id = request.job_id or new_job_id()
     source = _sql_source(request)
     shown = source.shown if source is not None else request.data
-    local: Path | None = None if is_url(request.data) or source is not None else Path(request.data)
+    stored = is_object_url(request.data)
+    remote = is_url(request.data) or source is not None or stored
+    local: Path | None = None if remote else Path(request.data)
     metadata = state_metadata(request.metadata) if request.metadata else None
     identity: dict[str, Any] = {}
     if source is not None:
         frame, identity = read_sql_source(source)  # raises SourceError before any folder is made
         _check_question(frame, request, source.describe())
+    elif stored:
+        identity = probe(request.data)  # a missing object or bucket, no permission: before any folder
     elif local is not None:
         frame = read_table(local)  # raises DataError before any folder is made
         _check_question(frame, request, shown)
@@ -223,13 +228,20 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
         local = _snapshot(frame, folder)
         frame = read_table(local)
     elif local is None:
-        local = _download(request.data, folder.path)
-        frame = read_table(local)
-        _check_question(frame, request, shown)
+        try:  # the object or download copied into the job folder; bad content removes the folder
+            local = fetch(request.data, folder.path / "data") if stored else _download(request.data, folder.path)
+            frame = read_table(local)
+            _check_question(frame, request, shown)
+        except BaseException:
+            if stored:
+                shutil.rmtree(folder.path, ignore_errors=True)
+            raise
     design = request.design
     if request.metadata:
         design = design.model_copy(update={"metadata_path": str(Path(request.metadata).resolve())})
     prints = fingerprint(local, frame)
+    if stored:
+        prints.update(identity)
     if source is not None:  # the rows' digest identifies the data (a drift check compares it), not the file's
         rows_digest = content_sha256(frame)
         prints.update(identity, content_sha256=rows_digest, snapshot_sha256=prints["sha256"], sha256=rows_digest)
