@@ -40,8 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--data",
         required=True,
-        help="CSV or Parquet file, an http(s) URL, or a database URL (sqlite:///FILE, duckdb:///FILE, "
-        "postgresql://USER@HOST/DB; a password from PGPASSWORD) with --table or --query",
+        help="CSV or Parquet file, an http(s) or object-store URL (s3://BUCKET/KEY, credentials from the "
+        "environment), or a database URL (sqlite:///FILE, duckdb:///FILE, postgresql://USER@HOST/DB; a password "
+        "from PGPASSWORD) with --table or --query",
     )
     what = p.add_mutually_exclusive_group()
     what.add_argument("--table", help="the table (or view, SCHEMA.NAME) of a database --data to analyse")
