@@ -231,3 +231,20 @@ def test_whyflow_ask_on_a_missing_table_is_one_line(tmp_path: Path, capsys: pyte
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "(did you mean 'visits'?)" in err, err
     assert not (tmp_path / "job").exists()
+
+
+def test_a_deployment_password_comes_from_a_secret_block_and_a_missing_block_is_one_line(postgres: Postgres) -> None:
+    from prefect.blocks.system import Secret
+
+    from whyflow.deployments import _with_block_password
+
+    Secret(value=SECRET).save("shop-login", overwrite=True)
+    url = _with_block_password(postgres.url(None), "shop-login")
+    postgres.load(study(40, seed=3), "ledger")
+    table, identity = read_sql_source(SqlSource(url, table="ledger"))
+    assert len(table) == 40 and SECRET not in json.dumps(identity) and SECRET not in SqlSource(url, "ledger").name
+    with pytest.raises(SourceError, match="password_block 'no-such-block': Unable to find block") as missing:
+        _with_block_password(postgres.url(None), "no-such-block")
+    assert len(str(missing.value).splitlines()) == 1
+    with pytest.raises(SourceError, match="is for a database URL"):
+        _with_block_password("study.csv", "shop-login")

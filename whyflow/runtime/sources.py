@@ -6,8 +6,8 @@ itself. Every read is read-only (SQLite opened ``mode=ro``, PostgreSQL in a READ
 transaction, DuckDB ``read_only``): the user's database is never modified, even by a query
 that tries to.
 
-A password is given in the URL or, for PostgreSQL, in the environment (``PGPASSWORD``, read
-by libpq itself). Whatever whyflow says or writes names the source by :func:`redact` of its URL,
+A password is given in the URL, for PostgreSQL in the environment (``PGPASSWORD``, read
+by libpq itself), or, in a deployment, from a Prefect ``Secret`` block (:func:`with_password`). Whatever whyflow says or writes names the source by :func:`redact` of its URL,
 and an error's text has the password replaced before it is shown (:class:`SourceError`).
 """
 
@@ -25,7 +25,7 @@ from whyflow.runtime.data import suggest
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SqlSource", "SourceError", "is_sql_url", "redact", "read_sql_source", "content_sha256"]
+__all__ = ["SqlSource", "SourceError", "is_sql_url", "redact", "with_password", "read_sql_source", "content_sha256"]
 
 _SCHEMES = ("sqlite", "duckdb", "postgresql", "postgres")
 
@@ -59,6 +59,17 @@ def redact(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         return url.split("://", 1)[0] + "://(unparseable URL)"
+
+
+def with_password(url: str, password: str) -> str:
+    """The database URL with ``password`` as its login's password (replacing one it had)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).set(password=password).render_as_string(hide_password=False)
+    except ArgumentError:
+        raise SourceError(f"not a database URL: {redact(url)}") from None
 
 
 @dataclass(frozen=True)
