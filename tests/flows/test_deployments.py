@@ -28,11 +28,11 @@ from benchmarks.synthetic import linear_confounding
 from tests.bad_inputs.common import headline_row, study
 from tests.conftest import ROOT, subprocess_env
 from tests.sources import conftest as sources
-from tests.sources.conftest import SECRET, Postgres
+from tests.sources.conftest import KEY, SECRET, Postgres
 
 pytestmark = pytest.mark.slow
 PREFECT = str(Path(sys.executable).with_name("prefect"))
-postgres = sources.postgres  # the real PostgreSQL server of tests/sources, for the schedule test
+postgres, s3 = sources.postgres, sources.s3  # the PostgreSQL and S3 servers of tests/sources, for the schedules
 
 
 def _free_port() -> int:
@@ -411,32 +411,32 @@ def _next_scheduled_run(client: Any, deployment_id: UUID, stack: dict[str, Any])
     from prefect.states import Scheduled
 
     run = _wait(lambda: next(iter(_scheduled_runs(client, deployment_id)), None), 60, "the scheduler's runs")
-    assert run.auto_scheduled and run.parameters["password_block"] == "shop-password"
+    assert run.auto_scheduled
     client.set_flow_run_state(run.id, Scheduled(scheduled_time=datetime.now(UTC)), force=True)
     return _final(client, run.id, 300, stack)
 
 
-def test_a_scheduled_deployment_on_a_postgres_table_recomputes_only_when_the_table_changed(
-    stack: dict[str, Any], client: Any, postgres: Postgres
+def _check_schedule_reuses_then_recomputes(
+    stack: dict[str, Any],
+    client: Any,
+    name: str,
+    source: dict[str, Any],
+    refresh: Callable[[], None],
+    secret: str,
+    job_variables: dict[str, Any] | None = None,
 ) -> None:
-    """A deployment with a schedule on a PostgreSQL table, its password in a Secret block, served by the worker."""
+    """An hourly deployment of the quick recipe on ``source``: its next scheduled run on unchanged data reuses the
+    job; after ``refresh`` (a true effect of 2.0 becomes 7.0) the next one recomputes with its drift flagged.
+    ``secret`` is in no file of either job folder."""
     from datetime import datetime, timedelta
 
-    from prefect.blocks.system import Secret
     from prefect.client.schemas.actions import DeploymentScheduleCreate
     from prefect.client.schemas.schedules import IntervalSchedule
-    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    frame = study(600, seed=4)
-    postgres.load(frame, "orders")
-    with temporary_settings(updates={PREFECT_API_URL: stack["url"]}):
-        Secret(value=SECRET).save("shop-password", overwrite=True)
     base = client.read_deployment_by_name("whyflow/quick-estimate")
     params = {
         "recipe": "quick_estimate",
-        "data": postgres.url(None),
-        "table": "orders",
-        "password_block": "shop-password",
+        **source,
         "treatment": "treated",
         "outcome": "outcome",
         "metadata": None,
@@ -446,17 +446,16 @@ def test_a_scheduled_deployment_on_a_postgres_table_recomputes_only_when_the_tab
     schedule = IntervalSchedule(interval=timedelta(hours=1), anchor_date=datetime.now(UTC) + timedelta(hours=1))
     deployment_id = client.create_deployment(
         flow_id=base.flow_id,
-        name="orders-hourly",
+        name=name,
         entrypoint=base.entrypoint,
         work_pool_name=base.work_pool_name,
         work_queue_name=base.work_queue_name,
         pull_steps=base.pull_steps,
         parameter_openapi_schema=base.parameter_openapi_schema,
         parameters=params,
+        job_variables=job_variables or {},
         schedules=[DeploymentScheduleCreate(schedule=schedule, active=True)],
     )
-    stored = client.read_deployment(deployment_id)
-    assert SECRET not in json.dumps(stored.model_dump(mode="json"))  # the deployment names the block only
 
     first = _next_scheduled_run(client, deployment_id, stack)
     assert first.state.is_completed(), first.state
@@ -468,7 +467,7 @@ def test_a_scheduled_deployment_on_a_postgres_table_recomputes_only_when_the_tab
     assert unchanged.state.is_completed() and not _children(client, unchanged.id)  # not recomputed
     assert _job_of(stack, unchanged.id) is None
 
-    postgres.load(frame.assign(outcome=frame["outcome"] + 5.0 * frame["treated"]), "orders")
+    refresh()
     changed = _next_scheduled_run(client, deployment_id, stack)
     assert changed.state.is_completed(), changed.state
     assert len(_children(client, changed.id)) == 1
@@ -479,6 +478,56 @@ def test_a_scheduled_deployment_on_a_postgres_table_recomputes_only_when_the_tab
     head = headline_row(json.loads((redone / "state.json").read_text()))
     assert head["ci_lower"] <= 7.0 <= head["ci_upper"], head
 
-    for folder in (job, redone):  # every file of both job folders: the password is in none
-        leaked = [str(p) for p in folder.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    for folder in (job, redone):  # every file of both job folders
+        leaked = [str(p) for p in folder.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
         assert not leaked, leaked
+
+
+def test_a_scheduled_deployment_on_a_postgres_table_recomputes_only_when_the_table_changed(
+    stack: dict[str, Any], client: Any, postgres: Postgres
+) -> None:
+    """The table's password is in a Secret block: the deployment names the block, never the password."""
+    from prefect.blocks.system import Secret
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    frame = study(600, seed=4)
+    postgres.load(frame, "orders")
+    with temporary_settings(updates={PREFECT_API_URL: stack["url"]}):
+        Secret(value=SECRET).save("shop-password", overwrite=True)
+    source = {"data": postgres.url(None), "table": "orders", "password_block": "shop-password"}
+    _check_schedule_reuses_then_recomputes(
+        stack,
+        client,
+        "orders-hourly",
+        source,
+        lambda: postgres.load(frame.assign(outcome=frame["outcome"] + 5.0 * frame["treated"]), "orders"),
+        SECRET,
+    )
+    stored = client.read_deployment_by_name("whyflow/orders-hourly")
+    assert SECRET not in json.dumps(stored.model_dump(mode="json"))
+
+
+def test_a_scheduled_deployment_on_an_s3_object_recomputes_only_when_the_object_changed(
+    stack: dict[str, Any], client: Any, s3: str
+) -> None:
+    """The worker's process gets the store's endpoint and keys in its environment, as the deployment sets it."""
+    import fsspec
+
+    frame = study(600, seed=6)
+    url = f"s3://{s3}/exports/orders.parquet"
+
+    def upload(rows: Any) -> None:
+        with fsspec.open(url, "wb") as fh:
+            rows.to_parquet(fh, index=False)
+
+    upload(frame)
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
+    _check_schedule_reuses_then_recomputes(
+        stack,
+        client,
+        "exports-hourly",
+        {"data": url},
+        lambda: upload(frame.assign(outcome=frame["outcome"] + 5.0 * frame["treated"])),
+        KEY,
+        job_variables={"env": {name: os.environ[name] for name in names}},
+    )

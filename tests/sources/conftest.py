@@ -1,4 +1,4 @@
-"""A real PostgreSQL server for the database-source tests, started and stopped by the tests themselves.
+"""A real PostgreSQL server and a local S3 server for the source tests, started and stopped by the tests themselves.
 
 pgserver (a dev dependency) bundles PostgreSQL's binaries: nothing comes from apt. The server
 listens on a Unix socket only; a role with a password and password authentication on that
@@ -7,6 +7,7 @@ socket stand in for a remote database's login.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,3 +61,34 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
         yield Postgres(socket=socket, database="shop", superuser_uri=uri)
     finally:
         server.cleanup()
+
+
+KEY = "s3-Secret-Key-6ZqW"
+"""The S3 secret access key: a test greps every file a job writes for it."""
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A bucket ``exports`` on a local S3 server; credentials and endpoint in the environment, as a user has them."""
+    pytest.importorskip("s3fs")
+    server_mod = pytest.importorskip("moto.server")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the server's request log, in this process
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "AKIAWHYFLOWTEST",
+        "AWS_SECRET_ACCESS_KEY": KEY,
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    import boto3
+    import fsspec
+
+    boto3.client("s3").create_bucket(Bucket="exports")
+    fsspec.get_filesystem_class("s3").clear_instance_cache()  # each test's server is new
+    try:
+        yield "exports"
+    finally:
+        server.stop()

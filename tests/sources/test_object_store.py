@@ -3,45 +3,15 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.bad_inputs.common import FAST, QUICK, T, Y, headline_row, study
+from tests.sources.conftest import KEY
 from whyflow.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-
-KEY = "s3-Secret-Key-6ZqW"
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A bucket ``exports`` on a local S3 server; credentials and endpoint in the environment, as a user has them."""
-    pytest.importorskip("s3fs")
-    server_mod = pytest.importorskip("moto.server")
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the server's request log, in this process
-    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "AKIAWHYFLOWTEST",
-        "AWS_SECRET_ACCESS_KEY": KEY,
-        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    import boto3
-    import fsspec
-
-    boto3.client("s3").create_bucket(Bucket="exports")
-    fsspec.get_filesystem_class("s3").clear_instance_cache()  # each test's server is new
-    try:
-        yield "exports"
-    finally:
-        server.stop()
 
 
 def test_an_object_is_copied_into_the_job_and_fingerprinted(s3: str, tmp_path: Path) -> None:
