@@ -2,8 +2,9 @@
 
 One local server and one worker (real subprocesses in their own sessions, stopped by PID) serve
 the whole module. A deployment is triggered through the API the UI uses; the test checks the
-task runs, the artifacts and the job folder, that unchanged data is not recomputed, and that
-cancelling a flow run ends the job CANCELLED with its state saved.
+task runs, the artifacts and the job folder, that unchanged data is not recomputed, that
+cancelling a flow run ends the job CANCELLED with its state saved, and that a deployment with a
+schedule on a PostgreSQL table or an S3 object recomputes only after its data changed.
 """
 
 from __future__ import annotations
