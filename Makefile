@@ -67,6 +67,8 @@ bench: install
 	$(BIN)/python benchmarks/bench_estimation.py
 	@# Issue 11: whyflow next to a plain-script floor at each size, with the row and column cost curves (long).
 	$(BIN)/python benchmarks/bench_cost.py
+	@# Issue 37: the quick recipe on 1M rows x 20 from PostgreSQL next to the same rows in Parquet (and the reads).
+	$(BIN)/python benchmarks/bench_sources.py
 
 clean:
 	rm -rf $(VENV) .prefect .mplconfig .jupyter .ipython .pytest_cache .ruff_cache .mypy_cache

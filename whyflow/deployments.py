@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from prefect import flow
 
@@ -90,6 +90,21 @@ def mark_job_crashed(flow: Any, flow_run: Any, state: Any) -> None:
     _finish_job(flow_run, False, f"the flow run crashed: {state.message or 'process died'}")
 
 
+def _with_block_password(data: str, block: str) -> str:
+    """The database URL ``data`` with the password the Prefect ``Secret`` block ``block`` holds."""
+    from prefect.blocks.system import Secret
+
+    from whyflow.runtime.sources import SourceError, is_sql_url, with_password
+
+    if not is_sql_url(data):
+        raise SourceError(f"password_block {block!r} is for a database URL, and data is not one")
+    try:
+        secret = cast("Secret[str]", Secret.load(block))  # a sync flow: the block itself, not a coroutine
+    except ValueError as exc:  # Prefect's message for a block that does not exist
+        raise SourceError(f"password_block {block!r}: {exc}") from None
+    return with_password(data, str(secret.get()))
+
+
 def _flow_run_id() -> str | None:
     from prefect.runtime import flow_run
 
@@ -113,11 +128,15 @@ def whyflow_deployment(
     overrides: dict[str, str] | None = None,
     output: str | None = None,
     force: bool = False,
+    table: str | None = None,
+    query: str | None = None,
+    password_block: str | None = None,
 ) -> dict[str, Any]:
     """Run a whyflow recipe on a dataset and publish its results as artifacts.
 
     Args:
-        data: CSV or Parquet file (relative to the project folder or absolute), or an http(s) URL.
+        data: CSV or Parquet file (relative to the project folder or absolute), an http(s) URL, or a database
+            URL (sqlite:///FILE, duckdb:///FILE, postgresql://USER@HOST/DB; the password from PGPASSWORD).
         recipe: A built-in recipe's name (e.g. quick_estimate) or a recipe YAML relative to the project folder.
         treatment: Treatment column; empty lets the data profiler choose.
         outcome: Outcome column; empty lets the data profiler choose.
@@ -126,6 +145,10 @@ def whyflow_deployment(
         overrides: Settings or step options, as with --set (e.g. {"max_iterations": "2"}).
         output: Job folder; default runs/<job_id> in the project folder.
         force: Recompute even if an earlier run saw exactly this data and question.
+        table: The table (or view) of a database ``data`` to analyse.
+        query: A SELECT whose rows, from a database ``data``, are analysed (instead of ``table``).
+        password_block: The name of a Prefect ``Secret`` block holding the database login's password; the
+            password is read when the run starts and is never stored with the deployment or in the job folder.
     """
     from prefect.logging import get_run_logger
 
@@ -140,6 +163,8 @@ def whyflow_deployment(
     recipe_path = _recipe(recipe)
     overrides = dict(overrides or {})
     plan = load_plan(recipe_path, overrides)
+    if password_block:
+        data = _with_block_password(data, password_block)
     request = RunRequest(
         recipe=recipe_path,
         data=str(_resolve(data)),
@@ -150,6 +175,8 @@ def whyflow_deployment(
         design=StudyDesign(estimand=estimand),
         metadata=_resolve(metadata) if metadata else None,
         runs_dir=str(JobStore().root.resolve()),
+        table=table or None,
+        query=query or None,
     )
     folder = prepare_job(request, plan)
     run = folder.read_run()

@@ -2,8 +2,9 @@
 
 One local server and one worker (real subprocesses in their own sessions, stopped by PID) serve
 the whole module. A deployment is triggered through the API the UI uses; the test checks the
-task runs, the artifacts and the job folder, that unchanged data is not recomputed, and that
-cancelling a flow run ends the job CANCELLED with its state saved.
+task runs, the artifacts and the job folder, that unchanged data is not recomputed, that
+cancelling a flow run ends the job CANCELLED with its state saved, and that a deployment with a
+schedule on a PostgreSQL table or an S3 object recomputes only after its data changed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -24,10 +26,14 @@ from uuid import UUID
 import pytest
 
 from benchmarks.synthetic import linear_confounding
+from tests.bad_inputs.common import headline_row, study
 from tests.conftest import ROOT, subprocess_env
+from tests.sources import conftest as sources
+from tests.sources.conftest import KEY, SECRET, Postgres
 
 pytestmark = pytest.mark.slow
 PREFECT = str(Path(sys.executable).with_name("prefect"))
+postgres, s3 = sources.postgres, sources.s3  # the PostgreSQL and S3 servers of tests/sources, for the schedules
 
 
 def _free_port() -> int:
@@ -79,6 +85,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         PREFECT_LOGGING_LEVEL="INFO",
         PREFECT_WORKER_QUERY_SECONDS="1",
         PREFECT_WORKER_CANCELLATION_POLL_SECONDS="2",
+        PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS="2",  # a new schedule's runs appear within seconds
         WHYFLOW_RUNS_DIR=str(runs),
         MPLCONFIGDIR=str(base / "mpl"),
         JUPYTER_RUNTIME_DIR=str(base / "jupyter"),
@@ -376,3 +383,152 @@ def test_a_project_folder_from_whyflow_init_deploys_and_runs_its_own_recipe(
     assert Path(recorded["recipe"]) == recipe.resolve()
     cells = json.loads((job / "report.ipynb").read_text())["cells"]  # written, not executed, as edited
     assert cells and not [c for c in cells if c["cell_type"] == "code" and c.get("outputs")]
+
+
+def _scheduled_runs(client: Any, deployment_id: UUID) -> list[Any]:
+    """The deployment's runs the scheduler made and no worker has started, earliest first."""
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterId,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    runs = client.read_flow_runs(
+        deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])),
+        flow_run_filter=FlowRunFilter(
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED]))
+        ),
+    )
+    return sorted(runs, key=lambda r: r.expected_start_time)
+
+
+def _next_scheduled_run(client: Any, deployment_id: UUID, stack: dict[str, Any]) -> Any:
+    """The schedule's next run, brought forward to now (as "Run now" on a scheduled run in the UI); its final state."""
+    from datetime import datetime
+
+    from prefect.states import Scheduled
+
+    run = _wait(lambda: next(iter(_scheduled_runs(client, deployment_id)), None), 60, "the scheduler's runs")
+    assert run.auto_scheduled
+    client.set_flow_run_state(run.id, Scheduled(scheduled_time=datetime.now(UTC)), force=True)
+    return _final(client, run.id, 300, stack)
+
+
+def _check_schedule_reuses_then_recomputes(
+    stack: dict[str, Any],
+    client: Any,
+    name: str,
+    source: dict[str, Any],
+    refresh: Callable[[], None],
+    secret: str,
+    job_variables: dict[str, Any] | None = None,
+) -> None:
+    """An hourly deployment of the quick recipe on ``source``: its next scheduled run on unchanged data reuses the
+    job; after ``refresh`` (a true effect of 2.0 becomes 7.0) the next one recomputes with its drift flagged.
+    ``secret`` is in no file of either job folder."""
+    from datetime import datetime, timedelta
+
+    from prefect.client.schemas.actions import DeploymentScheduleCreate
+    from prefect.client.schemas.schedules import IntervalSchedule
+
+    base = client.read_deployment_by_name("whyflow/quick-estimate")
+    params = {
+        "recipe": "quick_estimate",
+        **source,
+        "treatment": "treated",
+        "outcome": "outcome",
+        "metadata": None,
+        "overrides": {"notebook_generator.execute": "false", "effect_estimator.bootstrap": "30"},
+    }
+    # Hourly from an hour ahead: no run starts by itself; the test brings each next one forward.
+    schedule = IntervalSchedule(interval=timedelta(hours=1), anchor_date=datetime.now(UTC) + timedelta(hours=1))
+    deployment_id = client.create_deployment(
+        flow_id=base.flow_id,
+        name=name,
+        entrypoint=base.entrypoint,
+        work_pool_name=base.work_pool_name,
+        work_queue_name=base.work_queue_name,
+        pull_steps=base.pull_steps,
+        parameter_openapi_schema=base.parameter_openapi_schema,
+        parameters=params,
+        job_variables=job_variables or {},
+        schedules=[DeploymentScheduleCreate(schedule=schedule, active=True)],
+    )
+
+    first = _next_scheduled_run(client, deployment_id, stack)
+    assert first.state.is_completed(), first.state
+    job = _job_of(stack, first.id)
+    assert job is not None and len(_children(client, first.id)) == 1
+    assert json.loads((job / "state.json").read_text())["status"] == "completed"
+
+    unchanged = _next_scheduled_run(client, deployment_id, stack)
+    assert unchanged.state.is_completed() and not _children(client, unchanged.id)  # not recomputed
+    assert _job_of(stack, unchanged.id) is None
+
+    refresh()
+    changed = _next_scheduled_run(client, deployment_id, stack)
+    assert changed.state.is_completed(), changed.state
+    assert len(_children(client, changed.id)) == 1
+    redone = _job_of(stack, changed.id)
+    assert redone is not None and redone != job
+    run = json.loads((redone / "run.json").read_text())
+    assert run["drift"]["previous_job"] == job.name and run["drift"]["flags"], run["drift"]
+    head = headline_row(json.loads((redone / "state.json").read_text()))
+    assert head["ci_lower"] <= 7.0 <= head["ci_upper"], head
+
+    for folder in (job, redone):  # every file of both job folders
+        leaked = [str(p) for p in folder.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+        assert not leaked, leaked
+
+
+def test_a_scheduled_deployment_on_a_postgres_table_recomputes_only_when_the_table_changed(
+    stack: dict[str, Any], client: Any, postgres: Postgres
+) -> None:
+    """The table's password is in a Secret block: the deployment names the block, never the password."""
+    from prefect.blocks.system import Secret
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    frame = study(600, seed=4)
+    postgres.load(frame, "orders")
+    with temporary_settings(updates={PREFECT_API_URL: stack["url"]}):
+        Secret(value=SECRET).save("shop-password", overwrite=True)
+    source = {"data": postgres.url(None), "table": "orders", "password_block": "shop-password"}
+    _check_schedule_reuses_then_recomputes(
+        stack,
+        client,
+        "orders-hourly",
+        source,
+        lambda: postgres.load(frame.assign(outcome=frame["outcome"] + 5.0 * frame["treated"]), "orders"),
+        SECRET,
+    )
+    stored = client.read_deployment_by_name("whyflow/orders-hourly")
+    assert SECRET not in json.dumps(stored.model_dump(mode="json"))
+
+
+def test_a_scheduled_deployment_on_an_s3_object_recomputes_only_when_the_object_changed(
+    stack: dict[str, Any], client: Any, s3: str
+) -> None:
+    """The worker's process gets the store's endpoint and keys in its environment, as the deployment sets it."""
+    import fsspec
+
+    frame = study(600, seed=6)
+    url = f"s3://{s3}/exports/orders.parquet"
+
+    def upload(rows: Any) -> None:
+        with fsspec.open(url, "wb") as fh:
+            rows.to_parquet(fh, index=False)
+
+    upload(frame)
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
+    _check_schedule_reuses_then_recomputes(
+        stack,
+        client,
+        "exports-hourly",
+        {"data": url},
+        lambda: upload(frame.assign(outcome=frame["outcome"] + 5.0 * frame["treated"])),
+        KEY,
+        job_variables={"env": {name: os.environ[name] for name in names}},
+    )

@@ -65,5 +65,9 @@ def design_from_args(args: Any) -> StudyDesign:
 def resolve_path(text: str) -> str:
     """An absolute path for local files; URLs unchanged."""
     from whyflow.flows.jobstore.jobs import is_url
+    from whyflow.runtime.object_store import is_object_url
+    from whyflow.runtime.sources import is_sql_url
 
-    return text if is_url(text) else str(Path(text).expanduser().resolve())
+    if is_url(text) or is_sql_url(text) or is_object_url(text):
+        return text
+    return str(Path(text).expanduser().resolve())

@@ -43,7 +43,17 @@ def add_parser(sub: Any) -> None:
     """The ``ask`` subcommand's arguments (called from :func:`whyflow.cli.main.build_parser`)."""
     p = sub.add_parser("ask", help="ask a question about data files; prints the answer, writes answer.json/html")
     p.add_argument("question", metavar="QUESTION", nargs="?", default=None)
-    p.add_argument("--data", action="append", required=True, metavar="FILE", help="CSV or Parquet file (repeatable)")
+    p.add_argument(
+        "--data",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="CSV or Parquet file (repeatable), or one database URL (sqlite:///FILE, duckdb:///FILE, "
+        "postgresql://USER@HOST/DB; a password from PGPASSWORD) with --table or --query",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--table", help="the table (or view) of the database --data to ask about")
+    what.add_argument("--query", help="a SELECT whose rows, from the database --data, are asked about")
     p.add_argument(
         "--recipe",
         default=None,
@@ -91,6 +101,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         session=args.session,
         llm=args.llm == "on",
         runs_dir=args.runs_dir,
+        table=args.table,
+        query=args.query,
     )
     check_request(request)
     engine, why = _engine(getattr(args, "engine", None))
@@ -137,6 +149,7 @@ def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
     """Run (or resume) an ask job's compiled flow and print its answer; the exit code."""
     from whyflow.flows.job_flow import build_flow, set_console_reporter
     from whyflow.flows.running.progress import quiet_prefect_console
+    from whyflow.runtime.warnings_log import warnings_to_log
 
     if not verbose:
         quiet_prefect_console()
@@ -154,7 +167,8 @@ def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
         with interrupt_guard(give_up):  # SIGINT, SIGTERM, SIGHUP: cancelled, exit 130
             from whyflow.flows.running.temp_server import temporary_server
 
-            with temporary_server():  # Prefect's own would die with a Ctrl-C to the process group
+            # A temporary server of our own: Prefect's would die with a Ctrl-C to the process group.
+            with temporary_server(), warnings_to_log(folder.path):
                 flow(recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True)
     except BaseException as exc:
         if not ended_by_signal(exc, folder.path):

@@ -80,8 +80,9 @@ def _execute(
     try:
         with interrupt_guard(give_up):  # Ctrl-C during the imports below cancels the job too
             from whyflow.flows.running.temp_server import temporary_server
+            from whyflow.runtime.warnings_log import warnings_to_log
 
-            with temporary_server(while_booting=while_booting):
+            with temporary_server(while_booting=while_booting), warnings_to_log(folder.path):
                 from whyflow.flows.job_flow import build_flow, set_console_reporter
                 from whyflow.flows.running.progress import ConsoleReporter
 
@@ -157,12 +158,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         metadata=args.metadata,
         job_id=args.job_id,
         runs_dir=args.runs_dir,
+        table=args.table,
+        query=args.query,
     )
     folder = prepare_job(request, plan)
     try:
         print(f"whyflow: job folder {folder.path}")
-        if folder.read_run().get("read_note"):
-            print(f"whyflow: read {args.data}: {folder.read_run()['read_note']}")
+        run = folder.read_run()  # names the data without a database URL's password
+        if run.get("fingerprint", {}).get("content_sha256"):
+            prints = run["fingerprint"]
+            what = f"table '{prints['table']}'" if prints.get("table") else "the query's rows"
+            where = f"{prints['source']} into {run['data_local_path']}"
+            print(f"whyflow: read {prints['rows']:,} rows of {what} from {where}")
+        if run.get("read_note"):
+            print(f"whyflow: read {run['data']}: {run['read_note']}")
         return _execute(plan, folder, str(folder.recipe_path.resolve()), overrides, args.verbose)
     except KeyboardInterrupt:  # before _execute's own guard: the job exists, so it is cancelled, not left pending
         _cancel_interrupted(folder)
@@ -312,9 +321,12 @@ def cmd_agents(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     """Print every run of a recipe on one data source, newest last, with drift flags."""
     from whyflow.flows.jobstore.history import history_lines, recipe_name_of, records_for
+    from whyflow.runtime.sources import SqlSource, is_sql_url
 
     name = recipe_name_of(args.recipe)
     data = resolve_path(args.data)
+    if is_sql_url(data):
+        data = SqlSource(data, args.table, args.query).name
     records = records_for(name, data, [args.runs_dir])
     if not records:
         print(f"no runs of recipe '{name}' on {data} in {JobStore(args.runs_dir).root}")

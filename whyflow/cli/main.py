@@ -37,7 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a recipe on a dataset")
     p.add_argument("recipe", metavar="RECIPE", help="a recipe file, or a built-in recipe's name (whyflow recipes)")
-    p.add_argument("--data", required=True, help="CSV or Parquet file, or an http(s) URL")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="CSV or Parquet file, an http(s) or object-store URL (s3://BUCKET/KEY, credentials from the "
+        "environment), or a database URL (sqlite:///FILE, duckdb:///FILE, postgresql://USER@HOST/DB; a password "
+        "from PGPASSWORD) with --table or --query",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--table", help="the table (or view, SCHEMA.NAME) of a database --data to analyse")
+    what.add_argument("--query", help="a SELECT whose rows, from a database --data, are analysed")
     p.add_argument("--treatment", "-t", help="treatment column (default: the profiler's best candidate)")
     p.add_argument("--outcome", "-y", help="outcome column (default: the profiler's best candidate)")
     p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
@@ -75,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("history", help="a recipe's runs on one data source: estimates, data, quality, drift")
     p.add_argument("recipe", metavar="RECIPE", help="recipe file or recipe name")
     p.add_argument("--data", required=True, help="the data file or URL the runs used")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--table", help="the table the runs read from a database --data")
+    what.add_argument("--query", help="the query the runs read from a database --data")
 
     p = sub.add_parser("llm", help="the optional language model: 'whyflow llm check' tests the endpoint")
     p.add_argument("llm_command", choices=["check"], metavar="check")

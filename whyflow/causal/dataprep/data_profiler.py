@@ -7,9 +7,11 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from pydantic import Field
 
 from whyflow.causal.dataprep.frame_checks import duplicate_rows, duplicate_verdict, save_findings
+from whyflow.causal.dataprep.implausible import overflowing
 from whyflow.causal.dataprep.profiling import build_profile
 from whyflow.causal.state import AnalysisState
 from whyflow.causal.view import AnalysisView
@@ -86,6 +88,11 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
         if report.infinite:  # the analysis copy holds them as missing; the user's file is untouched
             frame[list(report.infinite)] = frame[list(report.infinite)].replace([np.inf, -np.inf], np.nan)
             frame.attrs["whyflow_infinite"] = dict(report.infinite)  # data repair records the repair
+        huge = {c: n for c, n in report.overflowing.items() if pd.api.types.is_float_dtype(frame[c])}
+        for col in huge:  # values too large to be measurements, likewise (numbers as text: data repair's)
+            frame[col] = frame[col].mask(overflowing(frame[col].to_numpy(dtype="float64", na_value=np.nan)))
+        if huge:
+            frame.attrs["whyflow_overflowing"] = huge
         path = write_parquet(frame, ctx.data_dir / "analysis.parquet")
         prof = report.profile.model_copy(
             update={
@@ -107,6 +114,10 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
             + (f", {n_missing:,} missing cells" if n_missing else "")
             + (f"; {duplicates.sentence()}" if duplicates.rows else "")
             + "".join(f"; {n:,} infinite values in {c} read as missing" for c, n in report.infinite.items())
+            + "".join(
+                f"; {n:,} implausibly large values in {c} (a sum of squares would overflow) read as missing"
+                for c, n in report.overflowing.items()
+            )
             + "".join(
                 f"; {c} holds dates (time axis, not a covariate)"
                 for c, k in prof.feature_types.items()
@@ -132,6 +143,7 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
                 "id_columns": report.id_columns,
                 "constant_columns": report.constant_columns,
                 "infinite_values": report.infinite,
+                "overflowing_values": report.overflowing,
                 "date_columns": [c for c, k in prof.feature_types.items() if k == "datetime"],
                 "read": dict(frame.attrs.get("whyflow_read") or {}),
                 "duplicates": {"rows": duplicates.rows, "dropped": duplicates.drop, "column": duplicates.column},

@@ -26,6 +26,7 @@ from whyflow.causal.dataprep.profiling import (
 )
 from whyflow.causal.dataprep.repair_rules import (
     infinite_to_missing,
+    overflowing_to_missing,
     parse_date_columns,
     recheck_expectations,
     recording_errors,
@@ -109,7 +110,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
         on_raw, on_parsed = expectation_suites(frame, raw, profile, ids)
         on_parsed_failed = run_expectations(frame, on_parsed)
         failures = run_expectations(raw, on_raw) + on_parsed_failed
-        self._infinities_and_dates(frame, profile, dict(raw.attrs.get("whyflow_infinite") or {}), repairs)
+        self._infinities_and_dates(frame, profile, raw.attrs, repairs)
         frame = self._fix_labels(frame, profile, repairs)
         if profile.duplicates_dropped and profile.duplicate_rows:  # the profiler's copy holds none of them
             n = profile.duplicate_rows
@@ -256,9 +257,25 @@ class DataRepairAgent(Agent[DataRepairParams]):
     def _infinities_and_dates(
         frame: pd.DataFrame, profile: DataProfile, earlier: dict, repairs: list[RepairAction]
     ) -> None:
-        counts = dict(earlier)  # the profiler already read them as missing in the analysis copy
+        # The profiler already read the infinite and the overflowing values of its float columns as
+        # missing in the analysis copy (``earlier``: the copy's attrs); here those of numbers as text.
+        counts = dict(earlier.get("whyflow_infinite") or {})
         for col, n in infinite_to_missing(frame).items():
             counts[col] = counts.get(col, 0) + n
+        huge = dict(earlier.get("whyflow_overflowing") or {})
+        for col, n in overflowing_to_missing(frame).items():
+            huge[col] = huge.get(col, 0) + n
+        for col, n in huge.items():
+            repairs.append(
+                _repair(
+                    col,
+                    "implausibly large values",
+                    "set to missing (a sum of the column's squares would overflow: not measurements)",
+                    n,
+                    0,
+                    f"{n:,} implausibly large values set to missing",
+                )
+            )
         for col, n in counts.items():
             repairs.append(
                 _repair(

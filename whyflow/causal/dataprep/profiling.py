@@ -7,6 +7,7 @@ analysis built on a silently wrong column role is worse than none.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from whyflow.causal.dataprep.column_names import keyword_tokens
+from whyflow.causal.dataprep.implausible import overflowing
 from whyflow.causal.knowledge import ColumnMetadata, Metadata
 from whyflow.causal.state import DataProfile
 
@@ -63,6 +65,8 @@ class ProfileReport:
     constant_columns: list[str] = field(default_factory=list)
     n_unique: dict[str, int] = field(default_factory=dict)
     infinite: dict[str, int] = field(default_factory=dict)
+    overflowing: dict[str, int] = field(default_factory=dict)
+    """Finite values too large to be measurements (see :func:`overflowing`), by column."""
 
 
 def is_missing_indicator(name: str) -> bool:
@@ -213,9 +217,27 @@ def _numeric_stats(values: pd.Series, n_unique: int) -> dict[str, float]:
     }
 
 
+LABEL_WIDTH = 80
+"""A category's label in the profile keeps at most this many characters (see :func:`_label`)."""
+
+
+def _label(value: object) -> str:
+    """A category's label as the profile stores it: text over :data:`LABEL_WIDTH` characters cut.
+
+    The cut label says the text's length and a digest of it, so two long labels sharing their
+    beginning stay two levels. The profile's counts are for display and for counting levels; a
+    megabyte cell would otherwise be copied into every save of the state.
+    """
+    text = str(value)
+    if len(text) <= LABEL_WIDTH:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{text[:LABEL_WIDTH]}… ({len(text):,} characters, #{digest})"
+
+
 def _value_counts(series: pd.Series) -> dict[str, int]:
     counts = series.value_counts(dropna=True)
-    out = {str(k): int(v) for k, v in counts.head(MAX_CATEGORY_LEVELS).items()}
+    out = {_label(k): int(v) for k, v in counts.head(MAX_CATEGORY_LEVELS).items()}
     rest = int(counts.iloc[MAX_CATEGORY_LEVELS:].sum()) if len(counts) > MAX_CATEGORY_LEVELS else 0
     if rest:
         out["(other)"] = rest
@@ -309,6 +331,7 @@ def build_profile(
     n_uniques: dict[str, int] = {}
     columns = [str(c) for c in frame.columns]
     infinite: dict[str, int] = {}
+    huge: dict[str, int] = {}
     for col in columns:
         series = frame[col]
         parsed = parse_numeric_text(series)
@@ -322,6 +345,15 @@ def build_profile(
                 infinite[col] = n_inf
                 reasons.append(f"{col}: {n_inf:,} infinite values (inf/-inf) - treated as missing")
                 series = series.replace([np.inf, -np.inf], np.nan)
+            too_large = overflowing(series.to_numpy(dtype="float64", na_value=np.nan))
+            if too_large.any():
+                huge[col] = int(too_large.sum())
+                largest = float(np.abs(series.to_numpy(dtype="float64", na_value=np.nan)[too_large]).max())
+                reasons.append(
+                    f"{col}: {huge[col]:,} implausibly large values (up to {largest:.3g}; a sum of the column's "
+                    f"squares would overflow) - not measurements, treated as missing"
+                )
+                series = series.mask(too_large)
         n_unique = int(series.nunique(dropna=True))
         n_uniques[col] = n_unique
         kind = _column_type(series, col, n_unique, reasons)
@@ -337,7 +369,7 @@ def build_profile(
             n_features=len(columns),
             feature_names=columns,
             feature_types=types,
-            missing_values={c: int(frame[c].isna().sum()) + infinite.get(c, 0) for c in columns},
+            missing_values={c: int(frame[c].isna().sum()) + infinite.get(c, 0) + huge.get(c, 0) for c in columns},
             numeric_stats=numeric_stats,
             categorical_stats=categorical_stats,
         ),
@@ -347,6 +379,7 @@ def build_profile(
         constant_columns=[c for c, k in types.items() if k == "constant"],
         n_unique=n_uniques,
         infinite=infinite,
+        overflowing=huge,
     )
     _classify(report, frame, treatment, outcome, metadata, instrument, running_variable, time_column)
     return report

@@ -24,12 +24,14 @@ import numpy as np
 import pandas as pd
 
 from whyflow.causal.dataprep.frame_checks import at_most_distinct, duplicate_rows
+from whyflow.causal.dataprep.implausible import overflowing
 from whyflow.causal.dataprep.profiling import NUMERIC_TYPES, label_variants, parse_dates
 from whyflow.causal.diagnostics import Unrepaired
 from whyflow.causal.state import DataProfile
 
 __all__ = [
     "infinite_to_missing",
+    "overflowing_to_missing",
     "parse_date_columns",
     "recording_errors",
     "recheck_expectations",
@@ -51,6 +53,19 @@ def infinite_to_missing(frame: pd.DataFrame) -> dict[str, int]:
         if not pd.api.types.is_float_dtype(frame[col]):
             continue
         mask = np.isinf(frame[col].to_numpy(dtype="float64", na_value=np.nan))
+        if mask.any():
+            counts[str(col)] = int(mask.sum())
+            frame[col] = frame[col].mask(mask)
+    return counts
+
+
+def overflowing_to_missing(frame: pd.DataFrame) -> dict[str, int]:
+    """Replace finite values too large to be measurements (:func:`overflowing`) by missing (in place); count them."""
+    counts: dict[str, int] = {}
+    for col in frame.columns:
+        if not pd.api.types.is_float_dtype(frame[col]):
+            continue
+        mask = overflowing(frame[col].to_numpy(dtype="float64", na_value=np.nan))
         if mask.any():
             counts[str(col)] = int(mask.sum())
             frame[col] = frame[col].mask(mask)

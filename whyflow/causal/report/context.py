@@ -141,12 +141,15 @@ def _when(value: datetime) -> str:
 
 def _dataset(view: AnalysisView, profile: DataProfile, run_info: dict[str, Any] | None) -> dict[str, Any]:
     info, meta, known = view.dataset_info, view.raw_metadata, view.domain_knowledge
+    run = run_info or {}
+    database = bool((run.get("fingerprint") or {}).get("content_sha256"))  # rows read from a database
     return {
         "name": info.name,
-        "source": info.local_path or info.url,
+        "source": str(run.get("data")) if database else info.local_path or info.url,
         "rows": profile.n_samples,
         "cols": profile.n_features,
-        "sha256": (run_info or {}).get("data_sha256"),
+        "sha256": run.get("data_sha256"),
+        "sha256_of": "rows read (their content, whatever file holds them)" if database else "input file",
         "description": (known.description if known is not None else None)
         or (meta.description if meta is not None else None),
         "duplicates": profile.duplicates_note,

@@ -64,10 +64,22 @@ def _view_name(path: Path, taken: set[str]) -> str:
     return name
 
 
-def _read(paths: list[str]) -> list[Any]:
+def _read(request: AskRequest) -> list[Any]:
     from whyflow.runtime.data import read_table
+    from whyflow.runtime.sources import read_sql_source
 
-    return [read_table(Path(raw).expanduser()) for raw in paths]  # DataError names the file
+    frames = []
+    for raw in request.data:  # DataError (SourceError) names the file or the source
+        source = _sql_source(request, raw)
+        frames.append(read_sql_source(source)[0] if source is not None else read_table(Path(raw).expanduser()))
+    return frames
+
+
+def _sql_source(request: AskRequest, raw: str) -> Any:
+    """The database source ``raw`` names with the request's table or query, or None for a file."""
+    from whyflow.runtime.sources import SqlSource, is_sql_url
+
+    return SqlSource(raw, request.table, request.query) if is_sql_url(raw) else None
 
 
 def _analysis_copy(frame: Any, path: Path, folder: Path, name: str) -> Path:
@@ -83,11 +95,27 @@ def _analysis_copy(frame: Any, path: Path, folder: Path, name: str) -> Path:
     return target.resolve()
 
 
-def _datasets(paths: list[str], frames: list[Any], folder: Path) -> dict[str, AskDataset]:
+def _datasets(request: AskRequest, frames: list[Any], folder: Path) -> dict[str, AskDataset]:
     from whyflow.flows.jobstore.jobs import fingerprint
+    from whyflow.runtime.data import write_parquet
+    from whyflow.runtime.sources import content_sha256
 
     out: dict[str, AskDataset] = {}
-    for i, (raw, frame) in enumerate(zip(paths, frames, strict=True)):
+    for i, (raw, frame) in enumerate(zip(request.data, frames, strict=True)):
+        source = _sql_source(request, raw)
+        if source is not None:  # the rows read, kept in the job folder: the sandbox and a resume read them there
+            name = "data" if i == 0 else _view_name(Path(source.table or "query"), set(out))
+            snapshot = write_parquet(frame, _data_folder(folder) / f"{name}.parquet")
+            out[name] = AskDataset(
+                name=name,
+                source=source.name,
+                local_path=str(snapshot.resolve()),
+                rows=int(frame.shape[0]),
+                columns=[str(c) for c in frame.columns],
+                dtypes={str(c): str(t) for c, t in frame.dtypes.items()},
+                sha256=content_sha256(frame),
+            )
+            continue
         path = Path(raw).expanduser()
         prints = fingerprint(path, frame)
         name = "data" if i == 0 else _view_name(path, set(out))
@@ -103,11 +131,17 @@ def _datasets(paths: list[str], frames: list[Any], folder: Path) -> dict[str, As
     return out
 
 
+def _data_folder(folder: Path) -> Path:
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    return folder / "data"
+
+
 def data_summary(datasets: dict[str, AskDataset], frames: list[Any], max_columns: int = 40) -> str:
     """A compact description of every dataset for the planner and the model (001's data_summary)."""
     lines = []
     for (name, ds), frame in zip(datasets.items(), frames, strict=True):
-        lines.append(f"Dataset '{name}' ({Path(ds.source).name}): {ds.rows} rows × {len(ds.columns)} columns")
+        shown = ds.source if "://" in ds.source else Path(ds.source).name  # a database: its URL and table
+        lines.append(f"Dataset '{name}' ({shown}): {ds.rows} rows × {len(ds.columns)} columns")
         for col in ds.columns[:max_columns]:
             series = frame[col]
             missing = int(series.isna().sum())
@@ -135,6 +169,8 @@ class AskRequest:
         session: str | None = None,
         llm: bool = False,
         runs_dir: str | None = None,
+        table: str | None = None,
+        query: str | None = None,
     ) -> None:
         self.question = question.strip()
         self.data = data
@@ -143,6 +179,8 @@ class AskRequest:
         self.session = session
         self.llm = llm
         self.runs_dir = runs_dir
+        self.table = table
+        self.query = query
 
 
 def check_request(request: AskRequest) -> None:
@@ -151,8 +189,15 @@ def check_request(request: AskRequest) -> None:
         raise AskInputError('the question is empty: ask something about the data, e.g. "average price by region"')
     if not request.data:
         raise AskInputError("give at least one --data FILE")
+    from whyflow.runtime.sources import is_sql_url
+
+    databases = [raw for raw in request.data if is_sql_url(raw)]
+    if (request.table or request.query) and not databases:
+        raise AskInputError("--table and --query name what to read from a database --data URL, and none is given")
+    if len(databases) > 1:
+        raise AskInputError("one database --data per question: --table or --query names what to read from it")
     for raw in request.data:
-        if not Path(raw).expanduser().exists():
+        if raw not in databases and not Path(raw).expanduser().exists():
             raise DataError(f"data file not found: {raw}")
     if request.session is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", request.session):
         raise AskInputError(f"--session '{request.session}': use letters, digits, '.', '_' or '-' (at most 64)")
@@ -164,11 +209,15 @@ def prepare_ask_job(request: AskRequest, plan: Plan, engine: str | None = None) 
     ``engine`` (``prefect`` or ``local``) is recorded in run.json when known.
     """
     check_request(request)
-    frames = _read(request.data)
+    frames = _read(request)
     store = JobStore(request.runs_dir)
     job_id = new_job_id()
     folder = store.create(job_id, request.output)
-    datasets = _datasets(request.data, frames, folder.path)
+    try:
+        datasets = _datasets(request, frames, folder.path)
+    except BaseException:
+        shutil.rmtree(folder.path, ignore_errors=True)  # nothing half-written: no job without its data
+        raise
     messages = load_session(store.root, request.session) if request.session else []
     state = AskState(
         job_id=job_id,

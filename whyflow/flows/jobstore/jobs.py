@@ -21,7 +21,9 @@ from whyflow.core.job import utcnow
 from whyflow.flows.jobstore.store import JobFolder, JobStore, new_job_id
 from whyflow.flows.recipes.metadata import state_metadata
 from whyflow.flows.recipes.nodes import Plan
-from whyflow.runtime.data import check_columns, describe_read, hand_over, read_table
+from whyflow.runtime.data import check_columns, describe_read, hand_over, read_table, write_parquet
+from whyflow.runtime.object_store import fetch, is_object_url, probe
+from whyflow.runtime.sources import SqlSource, content_sha256, is_sql_url, read_sql_source
 
 __all__ = ["RunRequest", "prepare_job", "fingerprint", "is_url"]
 
@@ -40,6 +42,8 @@ class RunRequest:
     metadata: str | None = None
     job_id: str | None = None
     runs_dir: str | None = None
+    table: str | None = None
+    query: str | None = None
 
 
 def is_url(text: str) -> bool:
@@ -151,7 +155,7 @@ def _check_treatment(frame: Any, treatment: str | None, outcome: str | None) -> 
             )
 
 
-def _check_question(frame: Any, request: RunRequest) -> None:
+def _check_question(frame: Any, request: RunRequest, shown: str) -> None:
     design = request.design
     check_columns(
         frame,
@@ -163,34 +167,90 @@ def _check_question(frame: Any, request: RunRequest) -> None:
             "unit": design.unit_column,
             "time": design.time_column,
         },
-        str(request.data),
+        shown,
     )
     _check_treatment(frame, request.treatment, request.outcome)
 
 
+SNAPSHOT = "data/snapshot.parquet"
+"""Where a job keeps the rows it read from a database: the run, a resume and the notebook read them there."""
+
+
+def _sql_source(request: RunRequest) -> SqlSource | None:
+    if is_sql_url(request.data):
+        return SqlSource(request.data, request.table, request.query)
+    if request.table or request.query:
+        raise DataError(
+            f"--table and --query name what to read from a database URL (sqlite:///FILE, duckdb:///FILE, "
+            f"postgresql://USER@HOST/DB), and {request.data} is not one"
+        )
+    return None
+
+
+def _snapshot(frame: Any, folder: JobFolder) -> Path:
+    """The rows read from a database, written once into the job folder; the folder is removed if that fails."""
+    target = folder.path / SNAPSHOT
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return write_parquet(frame, target)
+    except BaseException:
+        shutil.rmtree(folder.path, ignore_errors=True)  # nothing half-written: no job without its data
+        raise
+
+
 def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
-    """Check the data and create the job folder with its first state, ``run.json`` and recipe copy."""
+    """Check the data and create the job folder with its first state, ``run.json`` and recipe copy.
+
+    Rows read from a database are kept in the job folder (:data:`SNAPSHOT`) with their
+    fingerprint (the source without its password, the table or query, the row count, a hash
+    of the content, the database's version), so a resume and the notebook analyse the rows this
+    run read, whatever the table holds by then.
+    """
     store = JobStore(request.runs_dir)
     job_id = request.job_id or new_job_id()
-    local: Path | None = None if is_url(request.data) else Path(request.data)
+    source = _sql_source(request)
+    shown = source.shown if source is not None else request.data
+    stored = is_object_url(request.data)
+    remote = is_url(request.data) or source is not None or stored
+    local: Path | None = None if remote else Path(request.data)
     metadata = state_metadata(request.metadata) if request.metadata else None
-    if local is not None:
+    identity: dict[str, Any] = {}
+    if source is not None:
+        frame, identity = read_sql_source(source)  # raises SourceError before any folder is made
+        _check_question(frame, request, source.describe())
+    elif stored:
+        identity = probe(request.data)  # a missing object or bucket, no permission: before any folder
+    elif local is not None:
         frame = read_table(local)  # raises DataError before any folder is made
-        _check_question(frame, request)
+        _check_question(frame, request, shown)
     folder = store.create(job_id, request.output)
-    if local is None:
-        local = _download(request.data, folder.path)
+    if source is not None:
+        local = _snapshot(frame, folder)
         frame = read_table(local)
-        _check_question(frame, request)
+    elif local is None:
+        try:  # the object or download copied into the job folder; bad content removes the folder
+            local = fetch(request.data, folder.path / "data") if stored else _download(request.data, folder.path)
+            frame = read_table(local)
+            _check_question(frame, request, shown)
+        except BaseException:
+            if stored:
+                shutil.rmtree(folder.path, ignore_errors=True)
+            raise
     design = request.design
     if request.metadata:
         design = design.model_copy(update={"metadata_path": str(Path(request.metadata).resolve())})
     prints = fingerprint(local, frame)
+    if stored:
+        prints.update(identity)
+    if source is not None:  # the rows' digest identifies the data (a drift check compares it), not the file's
+        rows_digest = content_sha256(frame)
+        prints.update(identity, content_sha256=rows_digest, snapshot_sha256=prints["sha256"], sha256=rows_digest)
+    name = (source.table or "query") if source is not None else Path(urllib.parse.urlparse(shown).path).stem
     state = AnalysisState(
         job_id=job_id,
         dataset_info=DatasetInfo(
-            url=request.data,
-            name=Path(urllib.parse.urlparse(request.data).path).stem or None,
+            url=shown,
+            name=name or None,
             local_path=str(local.resolve()),
             n_samples=prints["rows"],
             n_features=prints["columns"],
@@ -202,12 +262,13 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
         max_iterations=plan.settings.max_iterations,
     )
     shutil.copyfile(plan.source, folder.recipe_path)
+    asked = {k: v for k, v in asdict(request).items() if k != "design"}
     folder.write_run(
         {
             "job_id": job_id,
             "recipe": str(Path(plan.source).resolve()),
             "recipe_name": plan.name,
-            "data": request.data,
+            "data": source.name if source is not None else shown,  # a table's runs make its history
             "data_local_path": str(local.resolve()),
             "data_sha256": prints["sha256"],
             "fingerprint": prints,
@@ -219,7 +280,7 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
             "seed": plan.settings.seed,
             "created_at": utcnow().isoformat(),
             "read_note": describe_read(frame),
-            "request": {k: v for k, v in asdict(request).items() if k != "design"},
+            "request": {**asked, "data": shown},
         }
     )
     folder.attach(state)

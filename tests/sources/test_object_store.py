@@ -1,0 +1,62 @@
+"""Data in an object store: a local S3 server (moto's server mode) holds the file; the run reads a copy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.bad_inputs.common import FAST, QUICK, T, Y, headline_row, study
+from tests.sources.conftest import KEY
+from whyflow.cli.main import main
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def test_an_object_is_copied_into_the_job_and_fingerprinted(s3: str, tmp_path: Path) -> None:
+    import fsspec
+
+    frame = study(600, seed=2)
+    url = f"s3://{s3}/exports/latest.parquet"
+    with fsspec.open(url, "wb") as fh:
+        frame.to_parquet(fh, index=False)
+    out = tmp_path / "job"
+    assert main(["run", QUICK, "--data", url, *T, *Y, "-o", str(out), *FAST]) == 0
+    state = json.loads((out / "state.json").read_text())
+    head = headline_row(state)
+    assert head["ci_lower"] <= 2.0 <= head["ci_upper"], head
+    run = json.loads((out / "run.json").read_text())
+    assert run["data"] == url and run["fingerprint"]["etag"] and run["fingerprint"]["rows"] == 600
+    assert Path(run["data_local_path"]) == (out / "data" / "source-latest.parquet").resolve()
+    assert not [p for p in out.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("s3://exports/nope.csv", "object not found: s3://exports/nope.csv"),
+        ("s3://no-bucket/x.csv", "object not found"),
+    ],
+)
+def test_a_missing_object_or_bucket_is_one_line_and_no_job(
+    s3: str, where: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", QUICK, "--data", where, *T, *Y, "-o", str(tmp_path / "job")])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "job").exists()
+
+
+def test_an_object_that_is_no_table_is_one_line_and_leaves_no_job(
+    s3: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import fsspec
+
+    url = f"s3://{s3}/broken.parquet"
+    with fsspec.open(url, "wb") as fh:
+        fh.write(b"PAR1 not really parquet")
+    code = main(["run", QUICK, "--data", url, *T, *Y, "-o", str(tmp_path / "job")])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot read" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "job").exists()
