@@ -362,8 +362,6 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
     spec = REGISTRY[key]
     reported = {k: v for k, v in est.details.items() if k in _TYPED}
     extras = {k: v for k, v in est.details.items() if k not in _TYPED and k != "naive"}
-    if setup.prep.collinear:
-        extras.setdefault("collinear_dropped", dict(setup.prep.collinear))
     details = EstimateDetails(
         **reported,
         method_key=key,
@@ -378,6 +376,7 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
         trimmed=Trimming(**setup.trim) if setup.trim and not spec.is_design else None,
         population=population(setup) if setup.trim and not spec.is_design else "",
         unverified_assumption=setup.adjustment.caveat or None,
+        collinear_dropped=dict(setup.prep.collinear),
         extras=extras,
     )
     return TreatmentEffectResult(
