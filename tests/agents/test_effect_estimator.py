@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
@@ -206,3 +207,26 @@ def test_the_estimator_adopts_the_adjustment_decision_diagnostics_recorded(tmp_p
     state.ps_diagnostics = {**edited, "treatment": "other"}  # a record for another pair is not this pair's decision
     run_single_agent("effect_estimator", state, tmp_path, FAST)
     assert _by_key(state)["ols"].details.adjustment_set == ["x1", "x2", "x3"]
+
+
+def test_a_nuisance_fit_that_fails_fails_only_the_estimators_that_read_it(tmp_path: Path) -> None:
+    """One treated unit among 600: the cross-fitting fold that holds it out trains the propensity on
+    controls alone, and logistic regression raises a ValueError there. The weighting and doubly robust
+    estimators become failed estimators with that reason; the analysis goes on, and regression
+    adjustment, which reads no propensity, still runs."""
+    rng = np.random.default_rng(5)
+    n = 600
+    z = rng.normal(size=n)
+    t = np.zeros(n, dtype=int)
+    t[0] = 1
+    y = 2.0 * t + z + rng.normal(size=n)
+    frame = pd.DataFrame({"z": z, "treated": t, "outcome": y})
+    state = make_state(frame, tmp_path, "treated", "outcome")
+    run_single_agent("effect_estimator", state, tmp_path, {"methods": ["naive", "ols", "ipw", "aipw"], "bootstrap": 30})
+    est = _by_key(state)
+    assert "ols" in est and not {"ipw", "aipw"} & set(est)
+    head = _headlines(state)
+    assert len(head) == 1 and head[0].details.stability is None  # no nuisances: no re-estimates to read
+    skipped = head[0].details.skipped_methods
+    for key in ("ipw", "aipw"):
+        assert "could not be fitted" in skipped[key] and "ValueError" in skipped[key], skipped[key]

@@ -51,7 +51,7 @@ def test_the_estimators_on_a_singular_adjustment_set_give_finite_numbers_that_co
     run_single_agent("effect_estimator", state, tmp_path, {"methods": ["naive", "ols", "aipw"], "bootstrap": 30})
     ols = next(e for e in state.treatment_effects if e.details.method_key == "ols")
     assert ols.ci_lower <= 0.08 <= ols.ci_upper and ols.ci_upper - ols.ci_lower < 0.2
-    dropped = ols.details.extras["collinear_dropped"]
+    dropped = ols.details.collinear_dropped
     assert len([c for c in dropped if c.startswith("is_")]) == 4
     assert "arm" in dropped or "arm" not in ols.details.adjustment_set  # an alias goes, by one rule or the other
 

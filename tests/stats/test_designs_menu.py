@@ -119,8 +119,12 @@ def test_propensity_fitted_once_and_shared_by_diagnostics_and_estimator(tmp_path
     cached = sorted((tmp_path / "data" / "nuisance").glob("propensity_*.npz"))
     assert len(cached) == 1
     run_single_agent("effect_estimator", state, tmp_path, {"methods": ["aipw", "dr_learner", "ipw"]})
-    assert sorted((tmp_path / "data" / "nuisance").glob("propensity_*.npz")) == cached  # read, not refitted
     est = _by_key(state)
+    after = sorted((tmp_path / "data" / "nuisance").glob("propensity_*.npz"))
+    head = next(e for e in state.treatment_effects if e.details.headline)
+    flexible = head.details.stability.flexible if head.details.stability else None
+    # read, not refitted: the one other propensity is the boosted one of the headline's flexible re-estimate
+    assert set(cached) <= set(after) and len(after) == len(cached) + (flexible is not None)
     assert est["aipw"].details.extras["propensity_learner"] == state.ps_diagnostics.model
     assert (
         est["aipw"].details.extras["crossfit_folds"] >= 5 and est["dr_learner"].details.shares_nuisance_with == "aipw"

@@ -23,7 +23,11 @@ def test_linear_confounding_naive_biased_adjusted_cover() -> None:
     p, truth, ps = _prep(S.linear_confounding, ["x1", "x2", "x3"], n=3000, seed=11)
     assert not E.naive_difference(p.y, p.t).covers(truth["effect"])
     dw = E.DowhyBackdoor(p.X, p.t, p.y, ps)
-    for est in (E.ols_adjustment(dw), E.ipw_hajek(p.y, p.t, ps), E.aipw(p.X, p.y, p.t, ps, seed=0)):
+    for est in (
+        E.ols_adjustment(dw.X, dw.arrays[0], dw.arrays[1], dw.design),
+        E.ipw_hajek(p.y, p.t, ps),
+        E.aipw(p.X, p.y, p.t, ps, seed=0),
+    ):
         assert est.covers(truth["effect"]), (est.method, est.ci)
         assert est.std_error > 0 and est.p_value is not None and est.p_value < 0.01
 
@@ -49,7 +53,7 @@ def test_nonlinear_heterogeneous_aipw_and_dr_learner() -> None:
 def test_null_effect_adjusted_include_zero() -> None:
     p, truth, ps = _prep(S.null_effect, ["x1", "x2", "x3"], n=3000, seed=6)
     assert not E.naive_difference(p.y, p.t).covers(0.0)
-    assert E.ols_adjustment(E.DowhyBackdoor(p.X, p.t, p.y, ps)).covers(0.0)
+    assert E.ols_adjustment(p.X, p.t, p.y).covers(0.0)
     assert E.aipw(p.X, p.y, p.t, ps, seed=0).covers(0.0)
 
 
@@ -58,8 +62,7 @@ def test_iv_covers_late_where_ols_fails() -> None:
     p = prepare(frame, "treated", "outcome", ["x"])
     iv = D.iv_2sls(p.y, p.t, frame["z"].to_numpy(float), p.X, "z")
     assert iv.estimand == "LATE" and iv.covers(truth["effect"]) and iv.details["first_stage_f"] > 10
-    ps = P.fit_propensity(p.X, p.t)
-    assert not E.ols_adjustment(E.DowhyBackdoor(p.X, p.t, p.y, ps)).covers(truth["effect"])
+    assert not E.ols_adjustment(p.X, p.t, p.y).covers(truth["effect"])
 
 
 def test_did_and_rdd_cover() -> None:
@@ -140,7 +143,7 @@ def test_ols_adjustment_is_statsmodels_to_the_last_bit(layout: str) -> None:
     from whyflow.causal.estimation.ols import statsmodels_order
 
     assert statsmodels_order(p.y, lambda: exog) == (float(fit.params[1]), float(fit.bse[1]), float(fit.rsquared))
-    ours = E.ols_adjustment(E.DowhyBackdoor(X, p.t, p.y, ps))
+    ours = E.ols_adjustment(X, p.t, p.y)
     assert (ours.estimate, ours.std_error) == (float(fit.params[1]), float(fit.bse[1]))
     assert ours.details["r_squared"] == round(float(fit.rsquared), 4)
 
@@ -161,7 +164,6 @@ def test_one_block_covariates_share_one_matrix_with_the_ols_design() -> None:
     stacked = np.column_stack([np.ones(len(p.t)), p.t.astype(int).astype(float), copied])
     assert design.strides == stacked.strides
     np.testing.assert_array_equal(design, stacked)
-    ps = P.fit_propensity(p.X, p.t, "logistic", 0)
-    shared = E.ols_adjustment(E.DowhyBackdoor(X, p.t, p.y, ps, design=design))
-    built = E.ols_adjustment(E.DowhyBackdoor(p.X, p.t, p.y, ps))
+    shared = E.ols_adjustment(X, p.t, p.y, design)
+    built = E.ols_adjustment(p.X, p.t, p.y)
     assert (shared.estimate, shared.std_error, shared.details) == (built.estimate, built.std_error, built.details)

@@ -12,7 +12,6 @@ from benchmarks import synthetic_effects as S
 from whyflow.causal.discovery.adjustment import prepare
 from whyflow.causal.estimation import backdoor as E
 from whyflow.causal.estimation import ols
-from whyflow.causal.estimation import propensity as P
 
 
 def _statsmodels(y: np.ndarray, exog: np.ndarray) -> tuple[float, float, float]:
@@ -57,9 +56,8 @@ def test_regression_adjustment_on_large_data_is_blocked_and_matches_statsmodels(
     exog = np.column_stack([np.ones(len(p.y)), p.t.astype(float), p.X.to_numpy(dtype=float)])
     assert exog.size >= ols.BLOCKED_FROM_CELLS
     want = _statsmodels(p.y, exog)
-    ps = P.fit_propensity(p.X, p.t, "logistic", 0)
-    built = E.ols_adjustment(E.DowhyBackdoor(p.X, p.t, p.y, ps))
-    held = E.ols_adjustment(E.DowhyBackdoor(p.X, p.t, p.y, ps, design=exog))
+    built = E.ols_adjustment(p.X, p.t, p.y)
+    held = E.ols_adjustment(p.X, p.t, p.y, exog)
     for est in (built, held):
         np.testing.assert_allclose([est.estimate, est.std_error], want[:2], rtol=1e-10)
         assert est.details["r_squared"] == round(want[2], 4)

@@ -153,7 +153,7 @@ def test_regression_adjustment_equals_dowhy_linear_regression() -> None:
             names.index("_treatment") if "_treatment" in names else 1
         ]
     )
-    ours = E.ols_adjustment(dw)
+    ours = E.ols_adjustment(dw.X, dw.arrays[0], dw.arrays[1], dw.design)
     assert ours.estimate == pytest.approx(float(res.value), rel=1e-10)
     assert ours.std_error == pytest.approx(se, rel=1e-10)
     assert ours.details["r_squared"] == round(float(fit.rsquared), 4)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import TypeAdapter
+import pytest
+from pydantic import TypeAdapter, ValidationError
 
 from tests.factories import make_estimate
 from whyflow.causal.diagnostics import ConfounderDiscovery, DataRepairEntry, PSDiagnostics
+from whyflow.causal.estimates import CommonSupportCheck, FlexibleCheck, Stability
 from whyflow.causal.review.rules import ReviewInputs, review
 from whyflow.causal.state import CritiqueDecision
 
@@ -262,22 +264,33 @@ def test_an_answer_that_hinges_on_an_unoriented_column_is_not_approved() -> None
     assert review(_inputs(confounders=decided)).decision is CritiqueDecision.APPROVE
 
 
-def _with_stability(**checks: Any) -> list:
+def _with_stability(stability: Stability) -> list:
     rows = _backdoor()
-    rows[0] = make_estimate("aipw", 2.0, 0.1, headline=True, stability=checks)
+    rows[0] = make_estimate("aipw", 2.0, 0.1, headline=True, stability=stability)
     return rows
 
 
 def test_an_answer_that_moves_on_common_support_is_not_approved() -> None:
-    moved = {"estimate": 1.6, "std_error": 0.12, "n_kept": 800, "n_dropped": 200, "band": [0.1, 0.9], "moved": True}
-    rv = review(_inputs(estimates=_with_stability(common_support=moved)))
+    moved = CommonSupportCheck(estimate=1.6, std_error=0.12, n_kept=800, n_dropped=200, band=(0.1, 0.9), moved=True)
+    rv = review(_inputs(estimates=_with_stability(Stability(common_support=moved))))
     assert rv.decision is not CritiqueDecision.APPROVE
     assert "common-support sample" in rv.verdict and "more than its standard error" in rv.verdict
 
 
 def test_an_answer_that_moves_with_flexible_nuisances_is_not_approved_and_a_steady_one_is() -> None:
-    flexible = {"estimate": 2.5, "std_error": 0.1, "propensity": "gbm", "outcome": "linear+boosting", "moved": True}
-    rv = review(_inputs(estimates=_with_stability(flexible=flexible)))
+    flexible = FlexibleCheck(estimate=2.5, std_error=0.1, propensity="gbm", outcome="linear+boosting", moved=True)
+    rv = review(_inputs(estimates=_with_stability(Stability(flexible=flexible))))
     assert rv.decision is not CritiqueDecision.APPROVE and "flexible nuisance models" in rv.verdict
-    steady = {**flexible, "estimate": 2.05, "moved": False}
-    assert review(_inputs(estimates=_with_stability(flexible=steady))).decision is CritiqueDecision.APPROVE
+    steady = flexible.model_copy(update={"estimate": 2.05, "moved": False})
+    assert review(_inputs(estimates=_with_stability(Stability(flexible=steady)))).decision is CritiqueDecision.APPROVE
+
+
+def test_a_skipped_re_estimate_neither_moves_nor_holds_an_estimate() -> None:
+    skipped = CommonSupportCheck(skipped="fewer than 20 units of an arm have propensity in [0.1, 0.9]")
+    assert review(_inputs(estimates=_with_stability(Stability(common_support=skipped)))).decision is (
+        CritiqueDecision.APPROVE
+    )
+    with pytest.raises(ValidationError):
+        CommonSupportCheck(skipped="no arm", estimate=1.0, std_error=0.1, moved=True)
+    with pytest.raises(ValidationError):
+        FlexibleCheck(propensity="gbm")  # neither made nor skipped

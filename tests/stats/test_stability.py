@@ -35,9 +35,14 @@ def test_the_headline_carries_both_re_estimates(tmp_path: Path) -> None:
     state = make_state(_extreme_tails(), tmp_path, "treated", "outcome")
     run_single_agent("effect_estimator", state, tmp_path, {"methods": ["naive", "ols", "aipw"], "bootstrap": 30})
     head = next(e for e in state.treatment_effects if e.details.headline)
-    checks = head.details.extras["stability"]
-    support = checks["common_support"]
-    assert support["n_dropped"] > 300 and support["band"] == [0.1, 0.9]
-    assert abs(support["estimate"] - 1.0) < 3 * support["std_error"]  # the effect inside support
-    assert support["moved"] and head.estimate > support["estimate"]
-    assert checks["flexible"]["propensity"] == "gbm" and np.isfinite(checks["flexible"]["estimate"])
+    checks = head.details.stability
+    assert checks is not None and checks.skipped is None
+    support, flexible = checks.common_support, checks.flexible
+    assert support is not None and support.estimate is not None and support.std_error is not None
+    assert support.n_dropped is not None and support.n_dropped > 300 and support.band == (0.1, 0.9)
+    assert abs(support.estimate - 1.0) < 3 * support.std_error  # the effect inside support
+    assert support.moved and head.estimate > support.estimate
+    assert flexible is not None and flexible.propensity == "gbm" and np.isfinite(flexible.estimate or np.nan)
+    assert all(e.details.stability is None for e in state.treatment_effects if not e.details.headline)
+    reread = type(state).model_validate_json(state.model_dump_json())  # the typed checks survive state.json
+    assert next(e for e in reread.treatment_effects if e.details.headline).details.stability == checks

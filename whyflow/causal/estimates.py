@@ -2,7 +2,8 @@
 
 Every estimate carries :class:`EstimateDetails`: its method key and ``family`` (what kind of
 estimator it is), whether it headlines and why, the round, the adjustment set, trimming, the
-propensity model, the standard-error method, the rows used and the critique changes applied;
+propensity model, the standard-error method, the rows used, the critique changes applied, the
+covariate columns dropped as collinear and (on a headline) its :class:`Stability` re-estimates;
 whatever else an estimator reports goes into ``extras``. Consumers read ``family`` — never a
 display label — so a new estimator labelled "Overlap weighting" or "TMLE" is classed by its
 registry entry, not by a regular expression on its name.
@@ -21,6 +22,10 @@ __all__ = [
     "FAMILIES",
     "Family",
     "Trimming",
+    "StabilityCheck",
+    "CommonSupportCheck",
+    "FlexibleCheck",
+    "Stability",
     "EstimateDetails",
     "SensitivityKind",
     "SensitivityDetails",
@@ -65,6 +70,64 @@ class Trimming(BaseModel):
     n_kept: int
 
 
+class StabilityCheck(BaseModel):
+    """One re-estimate of a headline (:mod:`whyflow.causal.estimation.stability`), or why it was not made.
+
+    A made check has ``estimate`` and ``std_error`` and says whether it ``moved`` the answer; a
+    check that could not be made has only ``skipped``, its reason.
+    """
+
+    model_config = _CONFIG
+
+    estimate: float | None = None
+    std_error: float | None = None
+    moved: bool = False
+    skipped: str | None = None
+
+    @model_validator(mode="after")
+    def _made_or_skipped(self) -> StabilityCheck:
+        made = self.estimate is not None and self.std_error is not None
+        if self.skipped is None and not made:
+            raise ValueError("a stability check needs estimate and std_error, or the reason it was skipped")
+        if self.skipped is not None and (self.estimate is not None or self.moved):
+            raise ValueError("a skipped stability check has no estimate and does not move the answer")
+        return self
+
+
+class CommonSupportCheck(StabilityCheck):
+    """The headline re-estimated on the units with propensity in ``band``: how many were kept and dropped."""
+
+    n_kept: int | None = None
+    n_dropped: int | None = None
+    band: tuple[float, float] | None = None
+
+
+class FlexibleCheck(StabilityCheck):
+    """The headline re-estimated with flexible nuisance models: the propensity and outcome models chosen."""
+
+    propensity: str | None = None
+    outcome: str | None = None
+
+
+class Stability(BaseModel):
+    """A backdoor headline's re-estimates on common support and with flexible nuisance models.
+
+    A re-estimate that was not needed is ``None`` (nothing to trim, a boosted propensity already);
+    ``skipped`` says why no re-estimate could be made at all.
+    """
+
+    model_config = _CONFIG
+
+    common_support: CommonSupportCheck | None = None
+    flexible: FlexibleCheck | None = None
+    skipped: str | None = None
+
+    def checks(self) -> dict[str, StabilityCheck]:
+        """The re-estimates present, by name."""
+        named: dict[str, StabilityCheck | None] = {"common_support": self.common_support, "flexible": self.flexible}
+        return {name: c for name, c in named.items() if c is not None}
+
+
 class EstimateDetails(BaseModel):
     """The typed details of one :class:`~whyflow.causal.state.TreatmentEffectResult`."""
 
@@ -92,6 +155,10 @@ class EstimateDetails(BaseModel):
     sample_rows: str | None = None
     """The analysed sample: a ``.npy`` file (in the run's data folder) of the data's row labels the
     estimate used, after dropping incomplete rows and any trimming; sensitivity analysis reads it."""
+    collinear_dropped: dict[str, str] = {}
+    """Covariate columns left out of the design because they made it singular, each with why."""
+    stability: Stability | None = None
+    """A backdoor headline's re-estimates (``None`` on every other estimate, and where none applies)."""
     extras: dict[str, Any] = {}
 
     @property

@@ -209,30 +209,31 @@ class DowhyBackdoor:
         return est
 
 
-def ols_adjustment(dw: DowhyBackdoor) -> Estimate:
+def ols_adjustment(X: pd.DataFrame, t: np.ndarray, y: np.ndarray, design: np.ndarray | None = None) -> Estimate:
     """Regression adjustment: y ~ 1 + t + W by least squares, HC1 robust SE (statsmodels' numbers).
 
     The model DoWhy's ``backdoor.linear_regression`` fits with the maximal adjustment set, without
     DoWhy's interventional predictions on copies of the data (5 s of 6 at a million rows), and
     computed as statsmodels computes it, or a block of rows at a time on large data (:mod:`whyflow.causal.estimation.ols`).
+    ``design`` is [1, t, X] when the caller holds it already. It reads no propensity score, so it
+    runs when the nuisance models could not be fitted.
     """
     from whyflow.causal.estimation.ols import block_rows_for, blocked, statsmodels_order
 
-    t, y, _ = dw.arrays
-    held = dw.design
+    t, y, held = np.asarray(t).astype(int), np.asarray(y, dtype=float), design
 
-    def design() -> np.ndarray:
-        return held if held is not None else np.column_stack([np.ones(len(y)), t.astype(float), dw.X.to_numpy(float)])
+    def design_of() -> np.ndarray:
+        return held if held is not None else np.column_stack([np.ones(len(y)), t.astype(float), X.to_numpy(float)])
 
     def rows(start: int, stop: int) -> np.ndarray:
         if held is not None:
             return held[start:stop]
-        part = dw.X.iloc[start:stop].to_numpy(float)
+        part = X.iloc[start:stop].to_numpy(float)
         return np.column_stack([np.ones(stop - start), t[start:stop].astype(float), part])
 
-    k = held.shape[1] if held is not None else 2 + dw.X.shape[1]
+    k = held.shape[1] if held is not None else 2 + X.shape[1]
     blocks = block_rows_for(len(y), k)
-    coef, se, r2 = blocked(y, rows, k, block_rows=blocks) if blocks else statsmodels_order(y, design)
+    coef, se, r2 = blocked(y, rows, k, block_rows=blocks) if blocks else statsmodels_order(y, design_of)
     return _make(
         "Regression adjustment (OLS)",
         "ATE",

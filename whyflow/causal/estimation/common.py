@@ -10,16 +10,21 @@ from __future__ import annotations
 import difflib
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
+from whyflow.causal.estimates import Stability
 from whyflow.causal.estimation.methods import METHOD_KEYS, REGISTRY
 from whyflow.causal.state import TreatmentEffectResult
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import AgentParams
 from whyflow.runtime.data import check_columns
+
+if TYPE_CHECKING:
+    from whyflow.causal.estimation.backdoor import Estimate
+    from whyflow.causal.estimation.pair_setup import PairSetup
 
 __all__ = [
     "ESTIMATOR_OPTIONAL",
@@ -196,14 +201,14 @@ def _save_rows(setup: Any, round_no: int) -> str | None:
     return str(path)
 
 
-def _stability(setup: Any, est: Any) -> dict[str, Any]:
+def _stability(setup: PairSetup, est: Estimate) -> Stability | None:
     """The headline's common-support and flexible-nuisance re-estimates (whyflow.causal.estimation.stability)."""
     from whyflow.causal.estimation.stability import stability_checks
 
     try:
         return stability_checks(setup, est.estimate, est.std_error)
     except Exception as exc:  # noqa: BLE001 - a check that cannot run says why; the critique reads it
-        return {"error": {"skipped": f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}}
+        return Stability(skipped=f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
 
 
 def finish_pair(
@@ -233,13 +238,13 @@ def finish_pair(
             else:
                 reason_text = reason
             extras = {**row.details.extras, **({"repeated_units": panel} if panel else {})}
-            if not REGISTRY[key].is_design and key != "naive":
-                extras["stability"] = _stability(setup, est)
+            backdoor = not REGISTRY[key].is_design and key != "naive"
             row.details = row.details.model_copy(
                 update={
                     "headline": True,
                     "headline_reason": reason_text,
                     "skipped_methods": dict(setup.skipped),
+                    "stability": _stability(setup, est) if backdoor else None,
                     "extras": extras,
                 }
             )

@@ -75,7 +75,9 @@ def _ols(s: PairSetup) -> Estimate:
     from whyflow.causal.estimation import backdoor as E
     from whyflow.causal.estimation import dose
 
-    return E.ols_adjustment(s.dowhy()) if s.binary else dose.slope_ols(s.prep.y, s.prep.t, s.covariates, *s.names)
+    if not s.binary:
+        return dose.slope_ols(s.prep.y, s.prep.t, s.covariates, *s.names)
+    return E.ols_adjustment(s.covariates, s.prep.t, s.prep.y, s.ols_design())  # reads no propensity
 
 
 def _diff_means(s: PairSetup) -> Estimate:
@@ -136,9 +138,10 @@ def _dr_learner(s: PairSetup) -> Estimate:
     from whyflow.causal.estimation.meta_learners import dr_learner
     from whyflow.core.errors import AgentError
 
+    scores = s.scores  # why the nuisance models are missing, when their fit failed
     if s.nuisance is None:
         raise AgentError("the DR-learner needs the cross-fitted nuisance models (a binary treatment with covariates)")
-    return dr_learner(s.covariates, s.prep.y, s.prep.t, s.scores, s.nuisance, s.seed)
+    return dr_learner(s.covariates, s.prep.y, s.prep.t, scores, s.nuisance, s.seed)
 
 
 def _iv(s: PairSetup) -> Estimate:

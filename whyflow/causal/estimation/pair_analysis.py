@@ -138,7 +138,7 @@ def setup_pair(
         )
     if binary:
         refit_propensity(setup, ps_model)
-        if "switch_propensity_model" in codes and not setup.no_covariates:
+        if "switch_propensity_model" in codes and not setup.no_covariates and setup.nuisance_failed is None:
             before = setup.ps_model
             refit_propensity(setup, "gbm" if before == "logistic" else "logistic")
             setup.changes.append(
@@ -146,8 +146,13 @@ def setup_pair(
             )
         if setup.no_covariates and not any(k in design for k in DESIGN_METHODS):
             _precision(setup, profile, confounder_discovery, reserved)
-        if "trim_to_common_support" in codes:
+        if "trim_to_common_support" in codes and setup.nuisance_failed is None:
             _trim(setup)
+        if setup.nuisance_failed is not None:
+            setup.notes.append(
+                f"The propensity and outcome models could not be fitted ({setup.nuisance_failed}): the estimators "
+                "that read them are skipped."
+            )
     if adj.added:
         setup.changes.append("widen_adjustment_set: added " + ", ".join(adj.added))
     return setup
@@ -216,12 +221,24 @@ def refit_propensity(setup: PairSetup, model: str) -> dict[str, Any]:
     """(Re)fit the cross-fitted nuisances (``model`` pins the propensity learner, "auto" picks it by CV loss).
 
     One fit serves AIPW, the DR-learner, IPW, matching, stratification and the balance checks.
+    A fit that fails (a fold whose learner meets non-finite values, a fold without one arm) leaves
+    the pair without nuisances and says why in :attr:`PairSetup.nuisance_failed`: the estimators
+    that read them fail with that reason, regression adjustment and the contrast still run.
+    Returns the overlap summary (empty when the fit failed).
     """
     from whyflow.causal.estimation.nuisance import fit_binary
 
     X = covariates_of(setup)
-    nu = fit_binary(X, setup.prep.t, setup.prep.y, setup.seed, setup.folds, model, cache_dir=setup.cache_dir)
-    setup.nuisance = nu
+    try:
+        nu = fit_binary(X, setup.prep.t, setup.prep.y, setup.seed, setup.folds, model, cache_dir=setup.cache_dir)
+    except AgentError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the estimators that need the fit fail with its reason
+        text = " ".join(str(exc).split())[:300] or type(exc).__name__
+        setup.nuisance, setup.ps, setup.overlap, setup._dowhy = None, None, None, None
+        setup.nuisance_failed = f"{type(exc).__name__}: {text}"
+        return {}
+    setup.nuisance, setup.nuisance_failed = nu, None
     setup.ps_model = nu.choice["propensity"] if X.shape[1] else model
     assert nu.e is not None
     setup.ps = nu.e
@@ -362,8 +379,6 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
     spec = REGISTRY[key]
     reported = {k: v for k, v in est.details.items() if k in _TYPED}
     extras = {k: v for k, v in est.details.items() if k not in _TYPED and k != "naive"}
-    if setup.prep.collinear:
-        extras.setdefault("collinear_dropped", dict(setup.prep.collinear))
     details = EstimateDetails(
         **reported,
         method_key=key,
@@ -378,6 +393,7 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
         trimmed=Trimming(**setup.trim) if setup.trim and not spec.is_design else None,
         population=population(setup) if setup.trim and not spec.is_design else "",
         unverified_assumption=setup.adjustment.caveat or None,
+        collinear_dropped=dict(setup.prep.collinear),
         extras=extras,
     )
     return TreatmentEffectResult(

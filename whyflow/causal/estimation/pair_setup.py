@@ -16,7 +16,11 @@ from whyflow.causal.discovery.adjustment import Adjustment, Prepared
 from whyflow.causal.estimation.nuisance import FOLDS, Nuisance
 from whyflow.core.errors import AgentError
 
-__all__ = ["PairSetup", "covariates_of", "dowhy_of"]
+__all__ = ["NuisanceUnavailable", "PairSetup", "covariates_of", "dowhy_of"]
+
+
+class NuisanceUnavailable(AgentError):
+    """An estimator needs the pair's cross-fitted propensity and outcome models, and they could not be fitted."""
 
 
 @dataclass
@@ -40,6 +44,9 @@ class PairSetup:
     notes: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     nuisance: Nuisance | None = None
+    nuisance_failed: str | None = None
+    """Why the cross-fitted nuisance models of a binary treatment could not be fitted (``None`` when they were):
+    the estimators that read them fail with this reason, the others still run."""
     folds: int = FOLDS
     precision: pd.DataFrame | None = None
     cache_dir: Any = None
@@ -51,8 +58,9 @@ class PairSetup:
 
     @property
     def binary(self) -> bool:
-        """Whether the treatment is binary (backdoor estimators apply)."""
-        return self.ps is not None
+        """Whether the treatment is binary (backdoor estimators apply): it has propensity scores, or the
+        fit that makes them failed (:attr:`nuisance_failed`)."""
+        return self.ps is not None or self.nuisance_failed is not None
 
     @property
     def no_covariates(self) -> bool:
@@ -75,10 +83,18 @@ class PairSetup:
 
     @property
     def scores(self) -> np.ndarray:
-        """The propensity scores (only for a binary treatment)."""
+        """The propensity scores (only for a binary treatment whose nuisance models could be fitted)."""
         if self.ps is None:
+            if self.nuisance_failed is not None:
+                raise NuisanceUnavailable(
+                    f"the propensity and outcome models could not be fitted: {self.nuisance_failed}"
+                )
             raise AgentError("propensity scores exist only for a binary treatment")
         return self.ps
+
+    def ols_design(self) -> np.ndarray | None:
+        """The design [1, t, X] made with the covariates, while they are the ones it was made with (else None)."""
+        return self._design if self._design_of is self.prep else None
 
 
 def covariates_of(setup: PairSetup) -> pd.DataFrame:
@@ -95,7 +111,8 @@ def dowhy_of(setup: PairSetup) -> Any:
     from whyflow.causal.estimation.backdoor import DowhyBackdoor
 
     if setup._dowhy is None:
-        # The design [1, t, X] in the covariates' memory, while they are the ones it was made with.
-        design = setup._design if setup._design_of is setup.prep else None
-        setup._dowhy = DowhyBackdoor(covariates_of(setup), setup.prep.t, setup.prep.y, setup.scores, design=design)
+        scores = setup.scores
+        setup._dowhy = DowhyBackdoor(
+            covariates_of(setup), setup.prep.t, setup.prep.y, scores, design=setup.ols_design()
+        )
     return setup._dowhy

@@ -465,17 +465,18 @@ def _stability(acc: Findings, head: TreatmentEffectResult | None) -> None:
     """
     if head is None or head.details.is_design:
         return
-    checks = head.details.extras.get("stability") or {}
+    stability = head.details.stability
+    if stability is None:
+        return
     words = {
         "common_support": "on the common-support sample (propensity in [0.1, 0.9])",
         "flexible": "with flexible nuisance models (a boosted propensity, outcome models re-chosen by loss)",
     }
-    for name, where in words.items():
-        c = checks.get(name) or {}
-        if not c.get("moved"):
+    for name, check in stability.checks().items():
+        if not check.moved or check.estimate is None or check.std_error is None:
             continue
         text = (
-            f"the answer moves {where}: {c['estimate']:.4g} (SE {c['std_error']:.2g}) against the headline "
+            f"the answer moves {words[name]}: {check.estimate:.4g} (SE {check.std_error:.2g}) against the headline "
             f"{head.estimate:.4g} (SE {head.std_error:.2g}), more than its standard error"
         )
         acc.issues.append(f"Fragile: {text}.")
