@@ -100,3 +100,23 @@ def test_the_session_api_opens_a_fresh_snapshot_and_says_why_it_cannot(tmp_path:
         assert failed.status_code == 400 and "table 'visits' is not in" in failed.json()["message"], failed.text
         assert len(client.get("/api/sessions").json()["sessions"]) == 1
     assert len(list((tmp_path / "chat" / "sessions").iterdir())) == 1
+
+
+def test_a_session_on_an_object_asks_its_copy_and_a_missing_object_is_one_line(s3: str, tmp_path: Path) -> None:
+    import fsspec
+    from fastapi.testclient import TestClient
+
+    from whyflow.web import create_app
+    from whyflow.web.sources import ServeSource, open_source_session
+
+    url = f"s3://{s3}/exports/visits.csv"
+    with fsspec.open(url, "w") as fh:
+        study(50).to_csv(fh, index=False)
+    app = create_app(tmp_path / "chat", engine="local", source=ServeSource(url))
+    session = open_source_session(app.state.store, app.state.data_dir, ServeSource(url))
+    copy = Path(session.dataset_path)
+    assert session.file_name == url and copy.name == "source-visits.csv" and copy.parent.name == session.id
+    with TestClient(create_app(tmp_path / "other", engine="local", source=ServeSource(f"s3://{s3}/nope.csv"))) as c:
+        failed = c.post("/api/sessions/source")
+    assert failed.status_code == 400 and failed.json()["message"].startswith("object not found: s3://"), failed.text
+    assert "\n" not in failed.json()["message"] and not list((tmp_path / "other" / "sessions").glob("*"))
