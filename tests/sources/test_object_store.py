@@ -60,3 +60,42 @@ def test_an_object_that_is_no_table_is_one_line_and_leaves_no_job(
     err = capsys.readouterr().err
     assert code == 2 and "cannot read" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "job").exists()
+
+
+def test_whyflow_ask_answers_from_an_object_and_keeps_its_copy(
+    s3: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import fsspec
+
+    frame = study(300, seed=9)
+    url = f"s3://{s3}/exports/visits.csv"
+    with fsspec.open(url, "w") as fh:
+        frame.to_csv(fh, index=False)
+    out = tmp_path / "job"
+    question = "Mean and median of outcome?\nFormat: @mean_outcome[m] @median_outcome[d] rounded to two decimal places"
+    args = ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", url]
+    code = main([*args, question, "--output", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    outcome = frame["outcome"]
+    assert f"@mean_outcome[{outcome.mean():.2f}]" in printed.out, printed.out
+    assert f"@median_outcome[{outcome.median():.2f}]" in printed.out, printed.out
+    data = json.loads((out / "state.json").read_text())["datasets"]["data"]
+    assert data["source"] == url and data["rows"] == 300
+    assert Path(data["local_path"]).parent == (out / "data").resolve()
+    assert (out / "data" / "source-visits.csv").is_file()
+    run = json.loads((out / "run.json").read_text())
+    assert run["data"] == url and run["fingerprint"]["etag"] and run["fingerprint"]["rows"] == 300
+    assert KEY not in printed.out + printed.err
+    assert not [p for p in out.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+
+
+@pytest.mark.parametrize("where", ["s3://exports/nope.csv", "s3://no-bucket/x.csv"])
+def test_whyflow_ask_on_a_missing_object_or_bucket_is_one_line_and_no_job(
+    s3: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", where]
+    code = main([*args, "mean outcome?", "--output", str(tmp_path / "job")])
+    err = capsys.readouterr().err
+    assert code == 2 and "object not found" in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and not (tmp_path / "job").exists()

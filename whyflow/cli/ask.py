@@ -48,7 +48,8 @@ def add_parser(sub: Any) -> None:
         action="append",
         required=True,
         metavar="FILE",
-        help="CSV or Parquet file (repeatable), or one database URL (sqlite:///FILE, duckdb:///FILE, "
+        help="CSV or Parquet file or object-store URL (s3://, gs://, az://, file://; credentials from the "
+        "environment) (repeatable), or one database URL (sqlite:///FILE, duckdb:///FILE, "
         "postgresql://USER@HOST/DB; a password from PGPASSWORD) with --table or --query",
     )
     what = p.add_mutually_exclusive_group()

@@ -109,6 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="where chat.sqlite3, uploads and their runs live (default ./runs or $WHYFLOW_RUNS_DIR)",
     )
     p.add_argument(
+        "--data",
+        metavar="URL",
+        help="open sessions on a database (sqlite:///FILE, duckdb:///FILE, postgresql://USER@HOST/DB with --table "
+        "or --query; a password from PGPASSWORD) or an object (s3://, gs://, az://, file://) instead of an "
+        "upload: each session asks its own snapshot; POST /api/sessions/source opens another",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--table", help="the table (or view) of the database --data")
+    what.add_argument("--query", help="a SELECT whose rows, from the database --data, sessions ask about")
+    p.add_argument(
         "--llm",
         choices=["on", "off"],
         help="let the model drive the data scientist (on) or never (off); sets WHYFLOW_LLM",
@@ -236,7 +246,17 @@ def _cmd_serve(args: Any) -> int:
         print(f"whyflow: error: {exc}", file=sys.stderr)
         return 2
     data_dir = args.data_dir or args.runs_dir or str(JobStore().root)
-    return serve(host=args.host, port=args.port, data_dir=data_dir, engine=engine, why=why)
+    source = None
+    if args.data or args.table or args.query:
+        from whyflow.web.sources import ServeSource, SourceNotServable, check_source
+
+        if not args.data:
+            raise SourceNotServable(
+                "--table and --query name what to read from a database --data URL, and none is given"
+            )
+        source = ServeSource(args.data, args.table, args.query)
+        check_source(source)
+    return serve(host=args.host, port=args.port, data_dir=data_dir, engine=engine, why=why, source=source)
 
 
 def _cmd_recipes(args: Any) -> int:

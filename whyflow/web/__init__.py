@@ -13,7 +13,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from whyflow.web.sources import ServeSource
 
 __all__ = ["create_app", "serve"]
 
@@ -23,11 +26,11 @@ def _no_server() -> Iterator[None]:
     yield None
 
 
-def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Any:
+def create_app(data_dir: str | Path = "runs", engine: str | None = None, source: ServeSource | None = None) -> Any:
     """The chat app over ``data_dir`` (see :func:`whyflow.web.app.create_app`)."""
     from whyflow.web.app import create_app as _create
 
-    return _create(data_dir, engine)
+    return _create(data_dir, engine, source)
 
 
 def serve(
@@ -37,8 +40,13 @@ def serve(
     log_level: str = "warning",
     engine: str | None = None,
     why: str = "",
+    source: ServeSource | None = None,
 ) -> int:
     """Serve the chat page until a signal stops it; 130 then (SIGINT, SIGTERM or SIGHUP).
+
+    ``source`` (a database table or query, or an object): a first session is opened on a
+    snapshot of it before the server listens, so a source that cannot be read is one line
+    (:class:`~whyflow.core.errors.DataError`, exit 2) and no server.
 
     uvicorn takes the signal and shuts down (open connections get 5 s), then raises it again
     here: every run still going is stopped and saved CANCELLED (:func:`whyflow.web.runs.stop_runs`)
@@ -54,7 +62,12 @@ def serve(
 
     if engine is None:
         engine, why = resolve_engine(None)
-    app = create_app(data_dir, engine)
+    app = create_app(data_dir, engine, source)
+    if source is not None:
+        from whyflow.web.sources import open_source_session
+
+        first = open_source_session(app.state.store, app.state.data_dir, source)
+        print(f"whyflow: session {first.id} on {source.shown}", flush=True)
     server: Any = _no_server
     if engine == "prefect":
         from whyflow.flows.running.progress import quiet_prefect_console

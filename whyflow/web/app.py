@@ -3,8 +3,10 @@
 ``GET /`` the page; ``GET /static/*`` its script and style; ``GET /vendor/*.js`` the vendored
 vega builds (``whyflow/ask/tools/static``); ``POST /api/sessions?filename=NAME`` the file as the
 request body (CSV or Parquet, at most :data:`MAX_UPLOAD_BYTES`; type, size and parse are checked
-and a failure is an ``error`` event as JSON); ``GET /api/sessions`` and
-``GET /api/sessions/{id}`` the sessions and their messages; ``WS /ws/{id}`` the conversation:
+and a failure is an ``error`` event as JSON); ``POST /api/sessions/source`` a session on a fresh snapshot of the server's
+``--data`` source (:mod:`whyflow.web.sources`; a source that cannot be read is an ``error``
+event, 400, and a server without one answers 404); ``GET /api/sessions`` (with the source as
+shown, without its password) and ``GET /api/sessions/{id}`` the sessions and their messages; ``WS /ws/{id}`` the conversation:
 the client sends ``message``, ``auto_analyze`` or ``stop``, the server the turn's events. One run at
 a time per session; the run goes in a worker thread, as a Prefect flow run or on the plain runner
 (the app's ``engine``, :mod:`whyflow.web.runs`).
@@ -24,7 +26,9 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import FileResponse, JSONResponse, Response
 
+from whyflow.core.errors import DataError
 from whyflow.web.runs import Turn, run_turn
+from whyflow.web.sources import ServeSource, open_source_session
 from whyflow.web.store import ChatStore, Session
 
 __all__ = ["create_app", "MAX_UPLOAD_BYTES", "ALLOWED_SUFFIXES"]
@@ -65,11 +69,11 @@ class _Hub:
                 self.sockets.get(session_id, set()).discard(ws)
 
 
-def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> FastAPI:
-    """The app over ``data_dir`` (``chat.sqlite3`` and ``sessions/<id>/`` with each upload and its runs).
+def create_app(data_dir: str | Path = "runs", engine: str | None = None, source: ServeSource | None = None) -> FastAPI:
+    """The app over ``data_dir`` (``chat.sqlite3`` and ``sessions/<id>/`` with each upload or snapshot and its runs).
 
     ``engine`` runs each turn (``prefect`` or ``local``; None: :func:`whyflow.flows.ask_jobs.engine.resolve_engine`'s
-    choice now).
+    choice now). ``source``: the database or object sessions can be opened on instead of an upload.
     """
     if engine is None:
         from whyflow.flows.ask_jobs.engine import resolve_engine
@@ -80,6 +84,7 @@ def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Fast
     hub = _Hub()
     app = FastAPI(title="whyflow chat", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store, app.state.hub, app.state.data_dir, app.state.engine = store, hub, root, engine
+    app.state.source = source
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:
@@ -114,6 +119,7 @@ def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Fast
         return {
             "sessions": [s.as_dict() | {"running": s.id in hub.turns} for s in items],
             "max_upload_bytes": MAX_UPLOAD_BYTES,
+            "source": source.shown if source is not None else None,
         }
 
     @app.get("/api/sessions/{session_id}")
@@ -133,6 +139,18 @@ def create_app(data_dir: str | Path = "runs", engine: str | None = None) -> Fast
             created = await _receive_upload(request, filename, store, root)
         except UploadRejected as exc:
             return JSONResponse({"type": "error", "message": str(exc)}, status_code=exc.status)
+        return JSONResponse({"session": created.as_dict()}, status_code=201)
+
+    @app.post("/api/sessions/source")
+    async def from_source() -> JSONResponse:
+        if source is None:
+            return JSONResponse(
+                {"type": "error", "message": "this server has no --data source: upload a file"}, status_code=404
+            )
+        try:
+            created = await asyncio.to_thread(open_source_session, store, root, source)
+        except DataError as exc:  # the source's one line, its password already replaced
+            return JSONResponse({"type": "error", "message": str(exc)}, status_code=400)
         return JSONResponse({"session": created.as_dict()}, status_code=201)
 
     @app.websocket("/ws/{session_id}")

@@ -64,15 +64,29 @@ def _view_name(path: Path, taken: set[str]) -> str:
     return name
 
 
-def _read(request: AskRequest) -> list[Any]:
+def _read(request: AskRequest) -> tuple[list[Any], dict[int, dict[str, Any]]]:
+    """The frames of the request's files and database sources, and what each object store says of its object.
+
+    An object is only asked for here (a missing object or bucket, no permission: one line before
+    any folder exists); it is copied into the job folder and read there by :func:`_datasets`,
+    whose frame takes the ``None`` placed for it.
+    """
     from whyflow.runtime.data import read_table
+    from whyflow.runtime.object_store import is_object_url, probe
     from whyflow.runtime.sources import read_sql_source
 
-    frames = []
-    for raw in request.data:  # DataError (SourceError) names the file or the source
+    frames: list[Any] = []
+    probed: dict[int, dict[str, Any]] = {}
+    for i, raw in enumerate(request.data):  # DataError (SourceError, ObjectStoreError) names the file or the source
         source = _sql_source(request, raw)
-        frames.append(read_sql_source(source)[0] if source is not None else read_table(Path(raw).expanduser()))
-    return frames
+        if source is not None:
+            frames.append(read_sql_source(source)[0])
+        elif is_object_url(raw):
+            probed[i] = probe(raw)
+            frames.append(None)
+        else:
+            frames.append(read_table(Path(raw).expanduser()))
+    return frames, probed
 
 
 def _sql_source(request: AskRequest, raw: str) -> Any:
@@ -95,13 +109,23 @@ def _analysis_copy(frame: Any, path: Path, folder: Path, name: str) -> Path:
     return target.resolve()
 
 
-def _datasets(request: AskRequest, frames: list[Any], folder: Path) -> dict[str, AskDataset]:
+def _datasets(
+    request: AskRequest, frames: list[Any], probed: dict[int, dict[str, Any]], folder: Path
+) -> tuple[dict[str, AskDataset], dict[str, dict[str, Any]]]:
+    """Each source as the job names it, and its fingerprint; an object's copy and frame are made here.
+
+    An object is copied into the job's ``data/`` (as ``whyflow run`` copies it) and read from
+    there, its frame put in ``frames``; its fingerprint adds what the store said (ETag, size).
+    """
     from whyflow.flows.jobstore.jobs import fingerprint
-    from whyflow.runtime.data import write_parquet
+    from whyflow.runtime.data import read_table, write_parquet
+    from whyflow.runtime.object_store import fetch
     from whyflow.runtime.sources import content_sha256
 
     out: dict[str, AskDataset] = {}
-    for i, (raw, frame) in enumerate(zip(request.data, frames, strict=True)):
+    prints_of: dict[str, dict[str, Any]] = {}
+    for i, raw in enumerate(request.data):
+        frame = frames[i]
         source = _sql_source(request, raw)
         if source is not None:  # the rows read, kept in the job folder: the sandbox and a resume read them there
             name = "data" if i == 0 else _view_name(Path(source.table or "query"), set(out))
@@ -115,20 +139,29 @@ def _datasets(request: AskRequest, frames: list[Any], folder: Path) -> dict[str,
                 dtypes={str(c): str(t) for c, t in frame.dtypes.items()},
                 sha256=content_sha256(frame),
             )
+            prints_of[name] = {"sha256": out[name].sha256, "rows": out[name].rows}
             continue
-        path = Path(raw).expanduser()
-        prints = fingerprint(path, frame)
-        name = "data" if i == 0 else _view_name(path, set(out))
+        if i in probed:  # the object copied into the job folder; the sandbox and a resume read the copy
+            path = fetch(raw, _data_folder(folder))
+            frame = frames[i] = read_table(path)
+            shown = raw
+        else:
+            path = Path(raw).expanduser()
+            shown = str(path.resolve())
+        prints = fingerprint(path, frame) | probed.get(i, {})
+        named = Path(urllib.parse.urlparse(raw).path) if i in probed else path  # the object's name, not its copy's
+        name = "data" if i == 0 else _view_name(named, set(out))
+        prints_of[name] = prints
         out[name] = AskDataset(
             name=name,
-            source=str(path.resolve()),
+            source=shown,
             local_path=str(_analysis_copy(frame, path, folder, name)),
             rows=prints["rows"],
             columns=[str(c) for c in frame.columns],
             dtypes={str(k): v for k, v in prints["schema"].items()},
             sha256=prints["sha256"],
         )
-    return out
+    return out, prints_of
 
 
 def _data_folder(folder: Path) -> Path:
@@ -189,6 +222,7 @@ def check_request(request: AskRequest) -> None:
         raise AskInputError('the question is empty: ask something about the data, e.g. "average price by region"')
     if not request.data:
         raise AskInputError("give at least one --data FILE")
+    from whyflow.runtime.object_store import is_object_url
     from whyflow.runtime.sources import is_sql_url
 
     databases = [raw for raw in request.data if is_sql_url(raw)]
@@ -197,7 +231,7 @@ def check_request(request: AskRequest) -> None:
     if len(databases) > 1:
         raise AskInputError("one database --data per question: --table or --query names what to read from it")
     for raw in request.data:
-        if raw not in databases and not Path(raw).expanduser().exists():
+        if raw not in databases and not is_object_url(raw) and not Path(raw).expanduser().exists():
             raise DataError(f"data file not found: {raw}")
     if request.session is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", request.session):
         raise AskInputError(f"--session '{request.session}': use letters, digits, '.', '_' or '-' (at most 64)")
@@ -209,12 +243,12 @@ def prepare_ask_job(request: AskRequest, plan: Plan, engine: str | None = None) 
     ``engine`` (``prefect`` or ``local``) is recorded in run.json when known.
     """
     check_request(request)
-    frames = _read(request)
+    frames, probed = _read(request)
     store = JobStore(request.runs_dir)
     job_id = new_job_id()
     folder = store.create(job_id, request.output)
     try:
-        datasets = _datasets(request, frames, folder.path)
+        datasets, prints_of = _datasets(request, frames, probed, folder.path)
     except BaseException:
         shutil.rmtree(folder.path, ignore_errors=True)  # nothing half-written: no job without its data
         raise
@@ -241,6 +275,7 @@ def prepare_ask_job(request: AskRequest, plan: Plan, engine: str | None = None) 
             "data_local_path": first.local_path,
             "data_sha256": first.sha256,
             "fingerprint": {
+                **prints_of[first.name],
                 "sha256": first.sha256,
                 "rows": first.rows,
                 "columns": len(first.columns),
