@@ -21,6 +21,11 @@ ONE_IDEA: dict[str, str] = {
     "whyflow/causal/review/sensitivity_analyst.py": "one agent: it runs its four analyses (E-values, Rosenbaum "
     "bounds, the refuters, a simulated unobserved confounder) on the headline's sample and words each result; "
     "their statistics live in review/sensitivity.py and review/refuters.py",
+    "benchmarks/truth_kinds.py": "one registry: every generated study with its known truth, each kind a short "
+    "generator beside the table (KINDS) that the truth benchmark, the oracles and tests/test_truth_kinds.py read",
+    "tests/flows/test_deployments.py": "deployments through one real Prefect server and worker, started once for "
+    "the module (a stack costs tens of seconds): the trigger, reuse, cancel, init-folder and scheduled-source runs "
+    "share it and its helpers",
 }
 """Modules allowed past :data:`MAX_LINES`, each with why it is still one idea."""
 

@@ -4,7 +4,8 @@ Pure functions of the headline estimate and of the confounder discovery's record
 :func:`whyflow.causal.review.rules.review`. A *blocker* refuses the answer whatever the budget (a stated
 design that could not be estimated, a weak instrument, one treated unit). A *doubt* keeps it
 unapproved until something settles it: rows that repeat units, controls that absorb the
-instrument, a column whose timing is in question and that moves the answer.
+instrument, a column whose timing is in question and that moves the answer, a backdoor answer that
+moves on common support or with flexible nuisance models.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "design_findings",
     "role_doubts",
     "settled",
+    "stability_doubts",
 ]
 
 ABSORBED = 0.5
@@ -178,3 +180,24 @@ def complete_case_settled(cd: ConfounderDiscovery) -> set[str]:
     """Imputed confounders whose complete-case estimate (``cd.complete_case``, rows where the column was
     measured) agrees with the all-rows estimate within a standard error: the imputation does not move the answer."""
     return {c for c, z in _gaps(cd.complete_case).items() if z <= 1}
+
+
+_MOVES_WHERE = {
+    "common_support": "on the common-support sample (propensity in [0.1, 0.9])",
+    "flexible": "with flexible nuisance models (a boosted propensity, outcome models re-chosen by loss)",
+}
+
+
+def stability_doubts(head: TreatmentEffectResult | None) -> list[str]:
+    """Where a backdoor headline's re-estimates move it (:mod:`whyflow.causal.estimation.stability`).
+
+    A move beyond the headline's standard error and the re-estimate's own noise is an open doubt.
+    """
+    if head is None or head.details.is_design or head.details.stability is None:
+        return []
+    return [
+        f"the answer moves {_MOVES_WHERE[name]}: {check.estimate:.4g} (SE {check.std_error:.2g}) against the "
+        f"headline {head.estimate:.4g} (SE {head.std_error:.2g}), more than its standard error"
+        for name, check in head.details.stability.checks().items()
+        if check.moved and check.estimate is not None and check.std_error is not None
+    ]

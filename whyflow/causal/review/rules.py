@@ -18,15 +18,12 @@ from whyflow.causal.queries import (
     latest_round,
     post_treatment_set,
 )
-from whyflow.causal.review.doubts import complete_case_settled, design_findings, role_doubts, settled
+from whyflow.causal.review.doubts import complete_case_settled, design_findings, role_doubts, settled, stability_doubts
 from whyflow.causal.review.improvements import codes_in
 from whyflow.causal.review.inputs import Findings, Review, ReviewInputs, is_naive, primary_estimates
 from whyflow.causal.review.policy import BALANCE_SMD, OVERLAP_POOR_SHARE, Policy
 from whyflow.causal.review.verdict import agreement, degenerate_interval, unrepaired_in_set
-from whyflow.causal.state import (
-    CritiqueDecision,
-    TreatmentEffectResult,
-)
+from whyflow.causal.state import CritiqueDecision, TreatmentEffectResult
 
 __all__ = [
     "BALANCE_SMD",
@@ -458,27 +455,8 @@ def review(inp: ReviewInputs) -> Review:
 
 
 def _stability(acc: Findings, head: TreatmentEffectResult | None) -> None:
-    """A backdoor headline that moves on common support or with flexible nuisance models is not approved.
-
-    The estimator re-estimates the headline's pair (whyflow.causal.estimation.stability); a move
-    beyond the headline's standard error and the re-estimate's own noise is an open doubt.
-    """
-    if head is None or head.details.is_design:
-        return
-    stability = head.details.stability
-    if stability is None:
-        return
-    words = {
-        "common_support": "on the common-support sample (propensity in [0.1, 0.9])",
-        "flexible": "with flexible nuisance models (a boosted propensity, outcome models re-chosen by loss)",
-    }
-    for name, check in stability.checks().items():
-        if not check.moved or check.estimate is None or check.std_error is None:
-            continue
-        text = (
-            f"the answer moves {words[name]}: {check.estimate:.4g} (SE {check.std_error:.2g}) against the headline "
-            f"{head.estimate:.4g} (SE {head.std_error:.2g}), more than its standard error"
-        )
+    """A backdoor headline that moves on common support or with flexible nuisances is not approved."""
+    for text in stability_doubts(head):
         acc.issues.append(f"Fragile: {text}.")
         acc.doubts.append(text)
 
