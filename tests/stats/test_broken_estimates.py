@@ -43,6 +43,22 @@ def test_a_singular_design_drops_and_names_its_collinear_columns() -> None:
     assert any("singular" in n and "arm" in n for n in prep.notes)
 
 
+def test_an_indicator_of_any_arm_goes_not_the_other_arms() -> None:
+    """A column that sums this arm and the others ('contacted in any arm') aliases the treatment
+    together with the other arms' indicators: it is the one dropped, so the other arms stay held
+    fixed and the treatment keeps its meaning (dropping an other arm instead answers another question)."""
+    rng = np.random.default_rng(3)
+    arm = rng.choice(["control", "this", "second", "third"], size=3000)
+    frame = pd.DataFrame({f"is_{a}": (arm == a).astype(int) for a in ("this", "second", "third")})
+    frame["any_arm"] = frame[["is_this", "is_second", "is_third"]].sum(axis=1)
+    frame["age"] = rng.normal(50, 10, size=len(arm))
+    frame["outcome"] = 0.5 * frame["is_this"] + 0.2 * frame["is_second"] + rng.normal(size=len(arm))
+    for order in (["any_arm", "is_second", "is_third", "age"], ["is_second", "is_third", "any_arm", "age"]):
+        prep = prepare(frame, "is_this", "outcome", order)
+        assert list(prep.collinear) == ["any_arm"], order
+        assert "the treatment" in prep.collinear["any_arm"]
+
+
 def test_the_estimators_on_a_singular_adjustment_set_give_finite_numbers_that_cover(tmp_path: Path) -> None:
     frame = _cv_trial()
     state = make_state(frame, tmp_path, "treated", "outcome")
