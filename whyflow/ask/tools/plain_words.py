@@ -81,6 +81,7 @@ NUMBER_WORDS = {
     "ten": 10,
     "eleven": 11,
     "twelve": 12,
+    "twenty": 20,
 }
 UNITS = frozenset("year years old cm kg kilograms centimetres centimeters dollars usd percent point points".split())
 ACT_VERBS = frozenset(

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from whyflow.ask.tools.plain_words import NUMBER_WORDS
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -359,29 +361,13 @@ def is_group_mention(question: str, mention: Mention) -> bool:
     return False
 
 
-_NUMBER_WORDS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "twenty": 20,
-}
-
-
 def find_numbers(question: str) -> list[tuple[float, int, int]]:
-    """Numbers in the question with their character span (digits, '1,000', and 'one'..'ten')."""
+    """Numbers in the question with their character span (digits, '1,000', and the number words)."""
     found = []
     for match in _NUMBER.finditer(question):
         found.append((float(match.group(0).replace(",", "")), match.start(), match.end()))
-    for match in re.finditer(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", question.lower()):
-        found.append((float(_NUMBER_WORDS[match.group(1)]), match.start(), match.end()))
+    for match in re.finditer(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", question.lower()):
+        found.append((float(NUMBER_WORDS[match.group(1)]), match.start(), match.end()))
     return sorted(found, key=lambda f: f[1])
 
 
