@@ -23,6 +23,7 @@ def jobs() -> pd.DataFrame:
         "What is the correlation between age and earnings?",
         "Compute the correlation between age and earnings, thanks.",
         "What is the average earnings by region?",
+        "What is the mean earnings for each region?",
     ],
 )
 def test_an_example_that_reads_the_rows_still_answers(jobs: pd.DataFrame, question: str) -> None:
@@ -36,6 +37,8 @@ def test_an_example_that_reads_the_rows_still_answers(jobs: pd.DataFrame, questi
         ("What is the correlation between age and earnings of people who live far away?", "live far away"),
         ("What is the average earnings by region for people who never moved?", "never moved"),
         ("What is the correlation between age and earnings for those with more than 3 pets?", "3"),
+        ("median earnings for women", "women"),  # no column says who is a woman
+        ("What is the standard deviation of earnings among smokers?", "smokers"),
     ],
 )
 def test_a_dropped_condition_means_no_number(jobs: pd.DataFrame, question: str, unread: str) -> None:

@@ -123,6 +123,8 @@ _COMPARES = frozenset(
 )
 _RELATIVE = frozenset({"who", "whom", "whose", "that", "which", "where"})
 _PREPOSITIONS = frozenset({"in", "of", "for", "to", "at", "on", "by", "from", "with", "and", "or"})
+_POPULATION = frozenset({"for", "among", "amongst"})
+"""An unread word right after these names the rows asked about ('median earnings for women')."""
 _CONTRAST = re.compile(r"\b(?:versus|vs|compared|than|or not|those who|between)\b", re.I)
 
 
@@ -136,7 +138,7 @@ def _conditions_unread(
 ) -> list[str]:
     """The unread words that state a condition on the rows (the example's number would then be
     of other rows): a negation, a number after a comparison, a value or a 0/1 column's word the
-    example does not use, and any word of a relative clause ('who did not train', 'that live
+    example does not use, a word right after 'for' or 'among', and any word of a relative clause ('who did not train', 'that live
     far away'). Other unread words (a unit, 'price' after 'close', 'draw') leave the number as
     it is."""
     content = set(unread(text, placed))
@@ -168,6 +170,7 @@ def _conditions_unread(
             (word in NEGATIONS and not grouped)
             or (_as_number(word) is not None and before & _COMPARES)
             or word in held
+            or prior in _POPULATION
             or (
                 len(word) >= 4
                 and any(same_root(word, part) for f in flags for part in re.findall(r"[a-z]{4,}", f.lower()))
