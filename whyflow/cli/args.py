@@ -71,3 +71,10 @@ def resolve_path(text: str) -> str:
     if is_url(text) or is_sql_url(text) or is_object_url(text):
         return text
     return str(Path(text).expanduser().resolve())
+
+
+def add_source_options(parser: Any, rows_are: str) -> None:
+    """``--table`` / ``--query`` (one of them) for a database ``--data``; ``rows_are`` says what its rows are for."""
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--table", help=f"the table (or view, SCHEMA.NAME) of a database --data whose rows {rows_are}")
+    what.add_argument("--query", help=f"a SELECT on a database --data whose rows {rows_are}")

@@ -19,6 +19,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from whyflow.ask.state import AskState
+from whyflow.cli.args import add_source_options
 from whyflow.flows.jobstore.store import JobFolder, JobStore
 
 if TYPE_CHECKING:
@@ -52,9 +53,7 @@ def add_parser(sub: Any) -> None:
         "environment) (repeatable), or one database URL (sqlite:///FILE, duckdb:///FILE, "
         "postgresql://USER@HOST/DB; a password from PGPASSWORD) with --table or --query",
     )
-    what = p.add_mutually_exclusive_group()
-    what.add_argument("--table", help="the table (or view) of the database --data to ask about")
-    what.add_argument("--query", help="a SELECT whose rows, from the database --data, are asked about")
+    add_source_options(p, "are asked about")
     p.add_argument(
         "--recipe",
         default=None,

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from whyflow.cli.args import prepare_environment
+from whyflow.cli.args import add_source_options, prepare_environment
 from whyflow.core.errors import WhyflowError
 from whyflow.flows.errors import JobNotFound, RecipeNotFound, RecipeSyntaxError, RecipeValidationError
 
@@ -44,9 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "environment), or a database URL (sqlite:///FILE, duckdb:///FILE, postgresql://USER@HOST/DB; a password "
         "from PGPASSWORD) with --table or --query",
     )
-    what = p.add_mutually_exclusive_group()
-    what.add_argument("--table", help="the table (or view, SCHEMA.NAME) of a database --data to analyse")
-    what.add_argument("--query", help="a SELECT whose rows, from a database --data, are analysed")
+    add_source_options(p, "are analysed")
     p.add_argument("--treatment", "-t", help="treatment column (default: the profiler's best candidate)")
     p.add_argument("--outcome", "-y", help="outcome column (default: the profiler's best candidate)")
     p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
@@ -115,9 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         "or --query; a password from PGPASSWORD) or an object (s3://, gs://, az://, file://) instead of an "
         "upload: each session asks its own snapshot; POST /api/sessions/source opens another",
     )
-    what = p.add_mutually_exclusive_group()
-    what.add_argument("--table", help="the table (or view) of the database --data")
-    what.add_argument("--query", help="a SELECT whose rows, from the database --data, sessions ask about")
+    add_source_options(p, "the sessions ask about")
     p.add_argument(
         "--llm",
         choices=["on", "off"],
