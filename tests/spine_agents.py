@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 
 from pydantic import Field
 
@@ -43,6 +44,7 @@ class ToyProfiler(Agent):
 
 class ToyEstimatorParams(AgentParams):
     sleep: float = Field(0.0, ge=0, description="seconds to sleep before estimating")
+    warn: bool = Field(False, description="raise a library-style RuntimeWarning while estimating")
 
 
 class ToyEstimator(Agent[ToyEstimatorParams]):
@@ -64,6 +66,8 @@ class ToyEstimator(Agent[ToyEstimatorParams]):
     def run(self, view: StateView, params: ToyEstimatorParams, ctx: AgentContext) -> AgentResult:
         if params.sleep:
             time.sleep(params.sleep)
+        if params.warn:
+            warnings.warn("toy estimator: overflow encountered in a library", RuntimeWarning, stacklevel=1)
         frame = read_table(view.dataframe_path)
         t, y = view.get_primary_pair()
         a, b = frame[frame[t] == 1][y], frame[frame[t] == 0][y]

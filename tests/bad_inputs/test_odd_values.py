@@ -80,6 +80,67 @@ def test_warnings_of_a_run_go_to_the_job_folders_log(tmp_path: Path) -> None:
     assert "RuntimeWarning: overflow encountered in reduce" in logged and "UserWarning: a library's note" in logged
 
 
+def test_two_jobs_at_once_each_keep_their_own_warnings(tmp_path: Path) -> None:
+    """The chat page runs jobs in threads side by side: a warning goes to the log of the job that raised it."""
+    import threading
+    import warnings
+
+    from whyflow.runtime.warnings_log import WARNINGS_LOG, warnings_to_log
+
+    shown_before = warnings.showwarning
+    both_open = threading.Barrier(2)
+
+    def job(name: str) -> None:
+        folder = tmp_path / name
+        folder.mkdir()
+        with warnings_to_log(folder):
+            both_open.wait(timeout=10)
+            warnings.warn_explicit(f"note of {name}", UserWarning, name, 1)  # a place of its own: shown once
+            both_open.wait(timeout=10)
+
+    threads = [threading.Thread(target=job, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert warnings.showwarning is shown_before
+    for name, other in (("a", "b"), ("b", "a")):
+        logged = (tmp_path / name / WARNINGS_LOG).read_text()
+        assert f"note of {name}" in logged and f"note of {other}" not in logged
+
+
+def test_a_deployments_run_keeps_library_warnings_off_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The runner routes them, so a deployment (and the chat page) logs them as `whyflow run` does."""
+    import warnings
+
+    from tests.bad_inputs.common import TOY
+    from whyflow.deployments import whyflow_deployment
+    from whyflow.runtime.warnings_log import WARNINGS_LOG
+
+    monkeypatch.setenv("WHYFLOW_RUNS_DIR", str(tmp_path / "runs"))
+    data = tmp_path / "study.csv"
+    study(300).to_csv(data, index=False)
+    with warnings.catch_warnings():  # shown on stderr, as outside pytest (which would collect it itself)
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
+            warnings.formatwarning(message, category, filename, lineno, line)
+        )
+        done = whyflow_deployment(
+            recipe=TOY,
+            data=str(data),
+            treatment="treated",
+            outcome="outcome",
+            metadata=None,
+            overrides={"toy_estimator.warn": "true"},
+        )
+    printed = capfd.readouterr()
+    assert done["status"] == "completed"
+    assert "toy estimator: overflow" not in printed.err + printed.out, printed.err
+    assert "RuntimeWarning: toy estimator: overflow" in (Path(done["job_dir"]) / WARNINGS_LOG).read_text()
+
+
 _MEASURED = """
 import json, resource, sys, threading, time
 import psutil

@@ -149,7 +149,6 @@ def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
     """Run (or resume) an ask job's compiled flow and print its answer; the exit code."""
     from whyflow.flows.job_flow import build_flow, set_console_reporter
     from whyflow.flows.running.progress import quiet_prefect_console
-    from whyflow.runtime.warnings_log import warnings_to_log
 
     if not verbose:
         quiet_prefect_console()
@@ -168,7 +167,7 @@ def run_ask_flow(plan: Plan, folder: JobFolder, verbose: bool = False) -> int:
             from whyflow.flows.running.temp_server import temporary_server
 
             # A temporary server of our own: Prefect's would die with a Ctrl-C to the process group.
-            with temporary_server(), warnings_to_log(folder.path):
+            with temporary_server():
                 flow(recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True)
     except BaseException as exc:
         if not ended_by_signal(exc, folder.path):

@@ -80,9 +80,8 @@ def _execute(
     try:
         with interrupt_guard(give_up):  # Ctrl-C during the imports below cancels the job too
             from whyflow.flows.running.temp_server import temporary_server
-            from whyflow.runtime.warnings_log import warnings_to_log
 
-            with temporary_server(while_booting=while_booting), warnings_to_log(folder.path):
+            with temporary_server(while_booting=while_booting):
                 from whyflow.flows.job_flow import build_flow, set_console_reporter
                 from whyflow.flows.running.progress import ConsoleReporter
 

@@ -30,6 +30,7 @@ from whyflow.flows.running import interrupts
 from whyflow.flows.running.dispatch import apply_result, dispatch, missing_required
 from whyflow.flows.running.progress import Reporter
 from whyflow.runtime.data import long_lived_frozen, release_unused_memory, unmap_large_blocks
+from whyflow.runtime.warnings_log import warnings_to_log
 from whyflow.states import JobState
 
 log = logging.getLogger(__name__)
@@ -162,7 +163,7 @@ class Runner:
         info = getattr(state, "dataset_info", None)  # on large data, freed arrays go back to the system at once
         unmap_large_blocks(int(getattr(info, "n_samples", 0) or 0) * int(getattr(info, "n_features", 0) or 0))
         try:
-            with _signals_as_cancel(), long_lived_frozen():
+            with _signals_as_cancel(), long_lived_frozen(), warnings_to_log(self.folder.path):
                 if state.status is JobStatus.PENDING:
                     state.transition(JobStatus.FETCHING_DATA)
                     self._save()
