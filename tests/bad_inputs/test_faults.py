@@ -334,6 +334,7 @@ def test_a_url_that_fails_and_a_second_run_on_one_folder(good_csv: Path, tmp_pat
     code = main(["run", TOY, "--data", f"http://127.0.0.1:{port}/study.csv", *T, *Y, "-o", str(tmp_path / "u")])
     err = capsys.readouterr().err
     assert code == 2 and "cannot download" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "u").exists()  # nothing half-written: no job folder without its data
 
     out = tmp_path / "job"
     assert main(["run", TOY, "--data", str(good_csv), *T, *Y, "-o", str(out)]) == 0

@@ -228,13 +228,12 @@ def prepare_job(request: RunRequest, plan: Plan) -> JobFolder:
         local = _snapshot(frame, folder)
         frame = read_table(local)
     elif local is None:
-        try:  # the object or download copied into the job folder; bad content removes the folder
+        try:  # the object or download copied into the job folder; a failed copy or bad content removes the folder
             local = fetch(request.data, folder.path / "data") if stored else _download(request.data, folder.path)
             frame = read_table(local)
             _check_question(frame, request, shown)
         except BaseException:
-            if stored:
-                shutil.rmtree(folder.path, ignore_errors=True)
+            shutil.rmtree(folder.path, ignore_errors=True)
             raise
     design = request.design
     if request.metadata:
