@@ -20,13 +20,18 @@ runner started), the ``on_cancellation`` / ``on_crashed`` hook marks the job CAN
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from prefect import flow
 
 from whyflow.flows.jobstore.store import JobFolder, JobStore
+
+if TYPE_CHECKING:
+    from whyflow.flows.ask_jobs.job import AskRequest
 
 __all__ = ["whyflow_deployment", "ask_deployment", "find_job_of_flow_run", "mark_job_cancelled", "mark_job_crashed"]
 
@@ -90,19 +95,48 @@ def mark_job_crashed(flow: Any, flow_run: Any, state: Any) -> None:
     _finish_job(flow_run, False, f"the flow run crashed: {state.message or 'process died'}")
 
 
-def _with_block_password(data: str, block: str) -> str:
-    """The database URL ``data`` with the password the Prefect ``Secret`` block ``block`` holds."""
+def _secret(block: str) -> Any:
+    """What the Prefect ``Secret`` block ``block`` holds (text or a JSON object)."""
     from prefect.blocks.system import Secret
 
+    from whyflow.runtime.sources import SourceError
+
+    try:
+        secret = cast("Secret[Any]", Secret.load(block))  # a sync flow: the block itself, not a coroutine
+    except ValueError as exc:  # Prefect's message for a block that does not exist
+        raise SourceError(f"credentials_block {block!r}: {exc}") from None
+    return secret.get()
+
+
+@contextlib.contextmanager
+def _credentials(data: str, block: str | None) -> Iterator[str]:
+    """``data`` as the run reads it with the credentials of the Prefect ``Secret`` block ``block``.
+
+    A database URL gets the password the block holds (text); an object store is read with the
+    fsspec options the block holds (a JSON object: ``key``, ``secret``, ``endpoint_url`` ...).
+    Either lives in memory while the job is prepared, and the job folder keeps only what was read.
+    """
+    from whyflow.runtime.object_store import is_object_url, store_options
     from whyflow.runtime.sources import SourceError, is_sql_url, with_password
 
-    if not is_sql_url(data):
-        raise SourceError(f"password_block {block!r} is for a database URL, and data is not one")
-    try:
-        secret = cast("Secret[str]", Secret.load(block))  # a sync flow: the block itself, not a coroutine
-    except ValueError as exc:  # Prefect's message for a block that does not exist
-        raise SourceError(f"password_block {block!r}: {exc}") from None
-    return with_password(data, str(secret.get()))
+    if not block:
+        yield data
+        return
+    if not (is_sql_url(data) or is_object_url(data)):
+        raise SourceError(f"credentials_block {block!r} is for a database or object-store URL, and data is neither")
+    value = _secret(block)
+    if is_sql_url(data):
+        if not isinstance(value, str):
+            raise SourceError(f"credentials_block {block!r} must hold the database login's password, as text")
+        yield with_password(data, value)
+        return
+    if not isinstance(value, dict):
+        raise SourceError(
+            f"credentials_block {block!r} must hold the store's options as a JSON object "
+            '(for S3: {"key": ..., "secret": ..., "endpoint_url": ...})'
+        )
+    with store_options(value):
+        yield data
 
 
 def _flow_run_id() -> str | None:
@@ -130,7 +164,7 @@ def whyflow_deployment(
     force: bool = False,
     table: str | None = None,
     query: str | None = None,
-    password_block: str | None = None,
+    credentials_block: str | None = None,
 ) -> dict[str, Any]:
     """Run a whyflow recipe on a dataset and publish its results as artifacts.
 
@@ -147,8 +181,9 @@ def whyflow_deployment(
         force: Recompute even if an earlier run saw exactly this data and question.
         table: The table (or view) of a database ``data`` to analyse.
         query: A SELECT whose rows, from a database ``data``, are analysed (instead of ``table``).
-        password_block: The name of a Prefect ``Secret`` block holding the database login's password; the
-            password is read when the run starts and is never stored with the deployment or in the job folder.
+        credentials_block: The name of a Prefect ``Secret`` block with the source's credentials: a database
+            login's password (text), or an object store's fsspec options (a JSON object, e.g. key, secret and
+            endpoint_url for S3). Read when the run starts; never stored with the deployment or in the job folder.
     """
     from prefect.logging import get_run_logger
 
@@ -163,22 +198,21 @@ def whyflow_deployment(
     recipe_path = _recipe(recipe)
     overrides = dict(overrides or {})
     plan = load_plan(recipe_path, overrides)
-    if password_block:
-        data = _with_block_password(data, password_block)
-    request = RunRequest(
-        recipe=recipe_path,
-        data=str(_resolve(data)),
-        treatment=treatment or None,
-        outcome=outcome or None,
-        output=_resolve(output),
-        overrides=overrides,
-        design=StudyDesign(estimand=estimand),
-        metadata=_resolve(metadata) if metadata else None,
-        runs_dir=str(JobStore().root.resolve()),
-        table=table or None,
-        query=query or None,
-    )
-    folder = prepare_job(request, plan)
+    with _credentials(data, credentials_block) as source:
+        request = RunRequest(
+            recipe=recipe_path,
+            data=str(_resolve(source)),
+            treatment=treatment or None,
+            outcome=outcome or None,
+            output=_resolve(output),
+            overrides=overrides,
+            design=StudyDesign(estimand=estimand),
+            metadata=_resolve(metadata) if metadata else None,
+            runs_dir=str(JobStore().root.resolve()),
+            table=table or None,
+            query=query or None,
+        )
+        folder = prepare_job(request, plan)
     run = folder.read_run()
     run["flow_run_id"] = _flow_run_id()
     folder.write_run(run)
@@ -225,49 +259,65 @@ def ask_deployment(
     recipe: str = "ask",
     output: str | None = None,
     session: str | None = None,
+    table: str | None = None,
+    query: str | None = None,
+    credentials_block: str | None = None,
 ) -> dict[str, Any]:
     """Answer a question about a dataset; the answer, any table and chart become artifacts.
 
     Args:
         question: The question, in plain words (e.g. "average price by region, as a bar chart").
-        data: CSV or Parquet file, relative to the project folder or absolute (the `data` view).
+        data: CSV or Parquet file (relative to the project folder or absolute), an object-store URL (s3://, gs://,
+            az://) or a database URL with ``table`` or ``query``: the `data` view.
         extra_data: More files, each queried as a view named after the file.
         recipe: The ask recipe (state: ask): a built-in name (ask, ask_react) or a file.
         output: Job folder; default runs/<job_id> in the project folder.
         session: Continue a conversation: follow-ups ("now by year") resolve against it.
+        table: The table (or view) of a database ``data`` to query.
+        query: A SELECT whose rows, from a database ``data``, are the `data` view (instead of ``table``).
+        credentials_block: As for the whyflow deployment: a Prefect ``Secret`` block with the database password or
+            the object store's options for ``data``; never stored with the deployment or in the job folder.
     """
-    files = [str(_resolve(d)) for d in [data, *(extra_data or [])]]
+    from whyflow.flows.ask_jobs.job import AskRequest
+
     recipe_path = _recipe(recipe)
-    return _run_ask_deployment(question, files, recipe_path, _resolve(output), session, _flow_run_id())
+    with _credentials(data, credentials_block) as source:
+        files = [str(_resolve(d)) for d in [source, *(extra_data or [])]]
+        request = AskRequest(
+            question,
+            files,
+            recipe=recipe_path,
+            output=_resolve(output),
+            session=session,
+            runs_dir=str(JobStore().root.resolve()),
+            table=table or None,
+            query=query or None,
+        )
+        return _run_ask_deployment(request, _flow_run_id())
 
 
-def _run_ask_deployment(
-    question: str, data: list[str], recipe: str, output: str | None, session: str | None, flow_run_id: str | None
-) -> dict[str, Any]:
+def _run_ask_deployment(request: AskRequest, flow_run_id: str | None) -> dict[str, Any]:
     """The ``ask`` deployment's body: prepare the job as `whyflow ask` does, run the recipe as a subflow."""
     from prefect.logging import get_run_logger
 
     from whyflow.ask.state import AskState
-    from whyflow.flows.ask_jobs.job import AskRequest, prepare_ask_job, save_turn
+    from whyflow.flows.ask_jobs.job import prepare_ask_job, save_turn
     from whyflow.flows.job_flow import build_flow
-    from whyflow.flows.jobstore.store import JobStore
     from whyflow.flows.recipes.plan import load_plan
 
     logger = get_run_logger()
-    plan = load_plan(recipe)
-    runs_dir = str(JobStore().root.resolve())
-    request = AskRequest(question, data, recipe=recipe, output=output, session=session, runs_dir=runs_dir)
+    plan = load_plan(request.recipe)
     folder = prepare_ask_job(request, plan, engine="prefect")
     run = folder.read_run()
     run["flow_run_id"] = flow_run_id
     folder.write_run(run)
-    logger.info("job folder %s: %s", folder.path, question)
+    logger.info("job folder %s: %s", folder.path, request.question)
     final = build_flow(plan, run_name=f"{plan.name}-{folder.path.name}")(
         recipe=str(folder.recipe_path.resolve()), job_dir=str(folder.path.resolve()), return_state=True
     )
     state = folder.load_any()
-    if session and isinstance(state, AskState):
-        save_turn(JobStore(runs_dir).root, session, state)
+    if request.session and isinstance(state, AskState):
+        save_turn(JobStore(request.runs_dir).root, request.session, state)
     if not final.is_completed():
         return final  # type: ignore[no-any-return]  # ends Failed or Cancelled like the recipe flow
     result = final.result(raise_on_failure=False)

@@ -26,7 +26,7 @@ from uuid import UUID
 import pytest
 
 from benchmarks.synthetic import linear_confounding
-from tests.bad_inputs.common import headline_row, study
+from tests.bad_inputs.common import headline_row
 from tests.conftest import ROOT, subprocess_env
 from tests.sources import conftest as sources
 from tests.sources.conftest import KEY, SECRET, Postgres
@@ -417,6 +417,23 @@ def _next_scheduled_run(client: Any, deployment_id: UUID, stack: dict[str, Any])
     return _final(client, run.id, 300, stack)
 
 
+EXAMPLE = ROOT / "examples" / "job_training.csv"
+"""The shipped example: the schedules below serve it from a PostgreSQL table and from an S3 object."""
+
+SHIFT = 5000.0
+"""The refresh adds this to every trainee's earnings: the next run's estimate moves by exactly this much."""
+
+
+def _example() -> Any:
+    import pandas as pd
+
+    return pd.read_csv(EXAMPLE)
+
+
+def _refreshed(frame: Any) -> Any:
+    return frame.assign(earnings=frame["earnings"] + SHIFT * frame["training"])
+
+
 def _check_schedule_reuses_then_recomputes(
     stack: dict[str, Any],
     client: Any,
@@ -426,9 +443,10 @@ def _check_schedule_reuses_then_recomputes(
     secret: str,
     job_variables: dict[str, Any] | None = None,
 ) -> None:
-    """An hourly deployment of the quick recipe on ``source``: its next scheduled run on unchanged data reuses the
-    job; after ``refresh`` (a true effect of 2.0 becomes 7.0) the next one recomputes with its drift flagged.
-    ``secret`` is in no file of either job folder."""
+    """An hourly deployment of the quick recipe on the shipped example at ``source``: its next scheduled run on
+    unchanged data reuses the job; after ``refresh`` (every trainee earns :data:`SHIFT` more) the next one
+    recomputes with its drift flagged, and its estimate is the first one plus the shift. ``secret`` is in no file
+    of either job folder."""
     from datetime import datetime, timedelta
 
     from prefect.client.schemas.actions import DeploymentScheduleCreate
@@ -438,8 +456,8 @@ def _check_schedule_reuses_then_recomputes(
     params = {
         "recipe": "quick_estimate",
         **source,
-        "treatment": "treated",
-        "outcome": "outcome",
+        "treatment": "training",
+        "outcome": "earnings",
         "metadata": None,
         "overrides": {"notebook_generator.execute": "false", "effect_estimator.bootstrap": "30"},
     }
@@ -476,8 +494,10 @@ def _check_schedule_reuses_then_recomputes(
     assert redone is not None and redone != job
     run = json.loads((redone / "run.json").read_text())
     assert run["drift"]["previous_job"] == job.name and run["drift"]["flags"], run["drift"]
-    head = headline_row(json.loads((redone / "state.json").read_text()))
-    assert head["ci_lower"] <= 7.0 <= head["ci_upper"], head
+    before = headline_row(json.loads((job / "state.json").read_text()))
+    after = headline_row(json.loads((redone / "state.json").read_text()))
+    assert after["method"] == before["method"], (before, after)
+    assert after["estimate"] == pytest.approx(before["estimate"] + SHIFT, abs=1.0), (before, after)
 
     for folder in (job, redone):  # every file of both job folders
         leaked = [str(p) for p in folder.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
@@ -491,44 +511,70 @@ def test_a_scheduled_deployment_on_a_postgres_table_recomputes_only_when_the_tab
     from prefect.blocks.system import Secret
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    frame = study(600, seed=4)
-    postgres.load(frame, "orders")
+    frame = _example()
+    postgres.load(frame, "trainees")
     with temporary_settings(updates={PREFECT_API_URL: stack["url"]}):
         Secret(value=SECRET).save("shop-password", overwrite=True)
-    source = {"data": postgres.url(None), "table": "orders", "password_block": "shop-password"}
+    source = {"data": postgres.url(None), "table": "trainees", "credentials_block": "shop-password"}
     _check_schedule_reuses_then_recomputes(
-        stack,
-        client,
-        "orders-hourly",
-        source,
-        lambda: postgres.load(frame.assign(outcome=frame["outcome"] + 5.0 * frame["treated"]), "orders"),
-        SECRET,
+        stack, client, "trainees-hourly", source, lambda: postgres.load(_refreshed(frame), "trainees"), SECRET
     )
-    stored = client.read_deployment_by_name("whyflow/orders-hourly")
+    stored = client.read_deployment_by_name("whyflow/trainees-hourly")
     assert SECRET not in json.dumps(stored.model_dump(mode="json"))
+
+
+def _upload(url: str, rows: Any) -> None:
+    import fsspec
+
+    with fsspec.open(url, "wb") as fh:
+        rows.to_parquet(fh, index=False)
 
 
 def test_a_scheduled_deployment_on_an_s3_object_recomputes_only_when_the_object_changed(
     stack: dict[str, Any], client: Any, s3: str
 ) -> None:
     """The worker's process gets the store's endpoint and keys in its environment, as the deployment sets it."""
-    import fsspec
-
-    frame = study(600, seed=6)
-    url = f"s3://{s3}/exports/orders.parquet"
-
-    def upload(rows: Any) -> None:
-        with fsspec.open(url, "wb") as fh:
-            rows.to_parquet(fh, index=False)
-
-    upload(frame)
+    frame = _example()
+    url = f"s3://{s3}/exports/trainees.parquet"
+    _upload(url, frame)
     names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
     _check_schedule_reuses_then_recomputes(
         stack,
         client,
         "exports-hourly",
         {"data": url},
-        lambda: upload(frame.assign(outcome=frame["outcome"] + 5.0 * frame["treated"])),
+        lambda: _upload(url, _refreshed(frame)),
         KEY,
         job_variables={"env": {name: os.environ[name] for name in names}},
     )
+
+
+def test_an_s3_deployment_reads_its_keys_from_a_secret_block_and_stores_them_nowhere(
+    stack: dict[str, Any], client: Any, s3: str
+) -> None:
+    """The worker's environment has no keys (it started before the store did): the run reads them from the block
+    the deployment names."""
+    from prefect.blocks.system import Secret
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    frame = _example()
+    url = f"s3://{s3}/exports/trainees-keyed.parquet"
+    _upload(url, frame)
+    options = {
+        "key": os.environ["AWS_ACCESS_KEY_ID"],
+        "secret": os.environ["AWS_SECRET_ACCESS_KEY"],
+        "endpoint_url": os.environ["AWS_ENDPOINT_URL"],
+        "client_kwargs": {"region_name": os.environ["AWS_DEFAULT_REGION"]},
+    }
+    with temporary_settings(updates={PREFECT_API_URL: stack["url"]}):
+        Secret(value=options).save("exports-keys", overwrite=True)
+    _check_schedule_reuses_then_recomputes(
+        stack,
+        client,
+        "exports-keyed-hourly",
+        {"data": url, "credentials_block": "exports-keys"},
+        lambda: _upload(url, _refreshed(frame)),
+        KEY,
+    )
+    stored = client.read_deployment_by_name("whyflow/exports-keyed-hourly")
+    assert KEY not in json.dumps(stored.model_dump(mode="json"))

@@ -236,18 +236,30 @@ def test_whyflow_ask_on_a_missing_table_is_one_line(tmp_path: Path, capsys: pyte
 def test_a_deployment_password_comes_from_a_secret_block_and_a_missing_block_is_one_line(postgres: Postgres) -> None:
     from prefect.blocks.system import Secret
 
-    from whyflow.deployments import _with_block_password
+    from whyflow.deployments import _credentials
 
     Secret(value=SECRET).save("shop-login", overwrite=True)
-    url = _with_block_password(postgres.url(None), "shop-login")
     postgres.load(study(40, seed=3), "ledger")
-    table, identity = read_sql_source(SqlSource(url, table="ledger"))
+    with _credentials(postgres.url(None), "shop-login") as url:
+        table, identity = read_sql_source(SqlSource(url, table="ledger"))
     assert len(table) == 40 and SECRET not in json.dumps(identity) and SECRET not in SqlSource(url, "ledger").name
-    with pytest.raises(SourceError, match="password_block 'no-such-block': Unable to find block") as missing:
-        _with_block_password(postgres.url(None), "no-such-block")
+    with (
+        pytest.raises(SourceError, match="credentials_block 'no-such-block': Unable to find block") as missing,
+        _credentials(postgres.url(None), "no-such-block"),
+    ):
+        pass
     assert len(str(missing.value).splitlines()) == 1
-    with pytest.raises(SourceError, match="is for a database URL"):
-        _with_block_password("study.csv", "shop-login")
+    with (
+        pytest.raises(SourceError, match="is for a database or object-store URL"),
+        _credentials("study.csv", "shop-login"),
+    ):
+        pass
+    Secret(value={"key": "k", "secret": "s"}).save("store-keys", overwrite=True)
+    with (
+        pytest.raises(SourceError, match="must hold the database login's password, as text"),
+        _credentials(postgres.url(None), "store-keys"),
+    ):
+        pass
 
 
 def test_postgres_rows_read_through_adbc_equal_pandas_read_sql(postgres: Postgres) -> None:

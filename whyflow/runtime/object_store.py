@@ -3,25 +3,49 @@
 ``--data s3://bucket/exports/latest.parquet`` is copied once into the job folder, then read as a
 local file: the run, a resume and the notebook analyse that copy whatever the object holds by
 then. Credentials come from the environment as each store's own library reads them
-(``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_ENDPOINT_URL`` for S3...), never from the
-URL, so no key reaches the job folder. The object's ETag or version, where the store has one, is
+(``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_ENDPOINT_URL`` for S3...), or, in a
+deployment, from a Prefect block whose options :func:`store_options` hands to fsspec for the
+read alone; never from the URL, so no key reaches the job folder. The object's ETag or version, where the store has one, is
 part of the fingerprint.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from whyflow.core.errors import DataError
 
-__all__ = ["ObjectStoreError", "is_object_url", "probe", "fetch"]
+__all__ = ["ObjectStoreError", "is_object_url", "probe", "fetch", "store_options"]
 
 _SCHEMES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs", "file": ""}
 
 
 class ObjectStoreError(DataError):
     """An object that cannot be read: no such object or bucket, no permission, the store's library missing."""
+
+
+_options: ContextVar[Mapping[str, Any] | None] = ContextVar("whyflow_store_options", default=None)
+
+
+@contextlib.contextmanager
+def store_options(options: Mapping[str, Any]) -> Iterator[None]:
+    """Within the block, objects are probed and copied with these fsspec options (for S3: ``key``,
+    ``secret``, ``endpoint_url``, ...). They live in memory for the read alone: nothing stores them."""
+    token = _options.set(dict(options))
+    try:
+        yield
+    finally:
+        _options.reset(token)
+
+
+def _filesystem(url: str) -> tuple[Any, str]:
+    import fsspec
+
+    return fsspec.core.url_to_fs(url, **(_options.get() or {}))
 
 
 def is_object_url(text: str) -> bool:
@@ -38,9 +62,7 @@ def _first_line(exc: BaseException) -> str:
 def probe(url: str) -> dict[str, Any]:
     """What the store says of the object (size, ETag, version), raising :class:`ObjectStoreError` if it cannot be read."""
     try:
-        import fsspec
-
-        fs, path = fsspec.core.url_to_fs(url)
+        fs, path = _filesystem(url)
         info = fs.info(path)
     except ImportError as exc:
         package = _SCHEMES.get(url.partition("://")[0].lower()) or "fsspec"
@@ -67,12 +89,10 @@ def probe(url: str) -> dict[str, Any]:
 
 def fetch(url: str, folder: Path) -> Path:
     """Copy the object into ``folder`` (as ``source-NAME``); the path of the copy."""
-    import fsspec
-
     target = folder / f"source-{PurePosixPath(url.partition('://')[2]).name or 'data'}"
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fs, path = fsspec.core.url_to_fs(url)
+        fs, path = _filesystem(url)
         fs.get_file(path, str(target))
     except Exception as exc:  # noqa: BLE001 - the copy failing after the probe: one line, no partial copy
         target.unlink(missing_ok=True)
