@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "job_training.csv"
+"""The shipped example, as a new user first tries it."""
 PLUGIN_DIR = Path(__file__).resolve().parent / "fixtures" / "plugin_site"
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

@@ -27,7 +27,7 @@ import pytest
 
 from benchmarks.synthetic import linear_confounding
 from tests.bad_inputs.common import headline_row
-from tests.conftest import ROOT, subprocess_env
+from tests.conftest import EXAMPLE, ROOT, subprocess_env
 from tests.sources import conftest as sources
 from tests.sources.conftest import KEY, SECRET, Postgres
 
@@ -311,7 +311,7 @@ def test_cancellation_hook_saves_a_job_the_runner_could_not(
 def test_ask_deployment_answers_through_the_worker_with_artifacts(stack: dict[str, Any], client: Any) -> None:
     """The `ask` deployment, triggered through the API the UI's "Run" form uses and served by the worker."""
     assert "ask" in {d.name for d in client.read_deployments()}
-    data = ROOT / "examples" / "job_training.csv"
+    data = EXAMPLE
     before = data.read_bytes()
     params = {"question": "What is the average earnings by region?", "data": str(data), "recipe": "ask"}
     run_id = _trigger(client, "whyflow-ask/ask", params)
@@ -416,9 +416,6 @@ def _next_scheduled_run(client: Any, deployment_id: UUID, stack: dict[str, Any])
     client.set_flow_run_state(run.id, Scheduled(scheduled_time=datetime.now(UTC)), force=True)
     return _final(client, run.id, 300, stack)
 
-
-EXAMPLE = ROOT / "examples" / "job_training.csv"
-"""The shipped example: the schedules below serve it from a PostgreSQL table and from an S3 object."""
 
 SHIFT = 5000.0
 """The refresh adds this to every trainee's earnings: the next run's estimate moves by exactly this much."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.bad_inputs.common import FAST, QUICK, T, Y, headline_row, study
+from tests.conftest import EXAMPLE
 from tests.sources.conftest import KEY
 from whyflow.cli.main import main
 
@@ -65,27 +67,27 @@ def test_an_object_that_is_no_table_is_one_line_and_leaves_no_job(
 def test_whyflow_ask_answers_from_an_object_and_keeps_its_copy(
     s3: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The shipped example as an object, and a question typed as people type it."""
     import fsspec
 
-    frame = study(300, seed=9)
-    url = f"s3://{s3}/exports/visits.csv"
+    frame = pd.read_csv(EXAMPLE)
+    url = f"s3://{s3}/exports/trainees.csv"
     with fsspec.open(url, "w") as fh:
         frame.to_csv(fh, index=False)
     out = tmp_path / "job"
-    question = "Mean and median of outcome?\nFormat: @mean_outcome[m] @median_outcome[d] rounded to two decimal places"
     args = ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", url]
-    code = main([*args, question, "--output", str(out)])
+    code = main([*args, "What percentage of married people took the training?", "--output", str(out)])
     printed = capsys.readouterr()
     assert code == 0, printed.err
-    outcome = frame["outcome"]
-    assert f"@mean_outcome[{outcome.mean():.2f}]" in printed.out, printed.out
-    assert f"@median_outcome[{outcome.median():.2f}]" in printed.out, printed.out
+    married = frame[frame["married"] == 1]
+    share = 100 * married["training"].mean()
+    assert f"{share:.2f}% of the {len(married)} rows with married = 1 have training = 1" in printed.out, printed.out
     data = json.loads((out / "state.json").read_text())["datasets"]["data"]
-    assert data["source"] == url and data["rows"] == 300
+    assert data["source"] == url and data["rows"] == len(frame)
     assert Path(data["local_path"]).parent == (out / "data").resolve()
-    assert (out / "data" / "source-visits.csv").is_file()
+    assert (out / "data" / "source-trainees.csv").is_file()
     run = json.loads((out / "run.json").read_text())
-    assert run["data"] == url and run["fingerprint"]["etag"] and run["fingerprint"]["rows"] == 300
+    assert run["data"] == url and run["fingerprint"]["etag"] and run["fingerprint"]["rows"] == len(frame)
     assert KEY not in printed.out + printed.err
     assert not [p for p in out.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
 

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from tests.bad_inputs.common import FAST, QUICK, T, Y, headline_row, study
+from tests.conftest import EXAMPLE
 from tests.sources.conftest import SECRET, Postgres
 from whyflow.cli.main import main
 from whyflow.runtime.sources import SourceError, SqlSource, content_sha256, read_sql_source, redact
@@ -203,23 +204,21 @@ def test_a_scheduled_deployment_on_a_table_reuses_an_unchanged_table_and_flags_a
 def test_whyflow_ask_answers_from_a_postgres_query_and_keeps_its_rows(
     postgres: Postgres, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    frame = study(300, seed=8)
-    postgres.load(frame, "visits")
+    """The shipped example in a table, a query of one region's rows, and a question typed as people type it."""
+    frame = pd.read_csv(EXAMPLE)
+    postgres.load(frame, "trainees")
     out = tmp_path / "job"
-    question = "Mean and median of outcome?\nFormat: @mean_outcome[m] @median_outcome[d] rounded to two decimal places"
-    query = "SELECT * FROM visits WHERE treated = 1"
+    query = "SELECT * FROM trainees WHERE region = 'north'"
     args = ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", postgres.url()]
-    code = main([*args, "--query", query, question, "--output", str(out)])
+    code = main([*args, "--query", query, "What is the average age of people who did not train?", "--output", str(out)])
     printed = capsys.readouterr()
-    treated = frame.loc[frame["treated"] == 1, "outcome"]
+    north = frame[frame["region"] == "north"]
+    untrained = north.loc[north["training"] == 0, "age"]
     assert code == 0, printed.err
-    assert (
-        f"@mean_outcome[{treated.mean():.2f}]" in printed.out
-        and f"@median_outcome[{treated.median():.2f}]" in printed.out
-    )
+    assert f"The average age is {untrained.mean():.2f} over the {len(untrained)} rows with training = 0" in printed.out
     state = json.loads((out / "state.json").read_text())
     data = state["datasets"]["data"]
-    assert data["rows"] == len(treated) and data["source"].endswith(f"--query {query}")
+    assert data["rows"] == len(north) and data["source"].endswith(f"--query {query}")
     assert Path(data["local_path"]).parent == (out / "data").resolve()
     assert SECRET not in printed.out + printed.err and _files_holding(out, SECRET) == []
 
