@@ -67,6 +67,9 @@ def test_the_password_is_hidden_wherever_the_url_is_shown() -> None:
     source = SqlSource(url, table="sales")
     assert SECRET not in source.describe()
     assert source.scrub(f"failed for {url} with {SECRET}") == f"failed for {redact(url)} with ***"
+    # one history for one table, whether the password came in the URL, from PGPASSWORD or from a Prefect block
+    assert source.name == SqlSource("postgresql://analyst@db.example.org:5432/shop", table="sales").name
+    assert source.name == "postgresql://analyst@db.example.org:5432/shop --table sales"
 
 
 @pytest.mark.parametrize(

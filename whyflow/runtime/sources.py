@@ -90,8 +90,17 @@ class SqlSource:
 
     @property
     def name(self) -> str:
-        """The data source as job records name it: the URL without its password, and what of it was read."""
-        return f"{self.shown} --table {self.table}" if self.table else f"{self.shown} --query {self.query}"
+        """The data source as job records (and so its history) name it: the URL without any password, and
+        what of it was read. A login's password from ``PGPASSWORD``, the URL or a Prefect block reads the
+        same table, so all three name it alike."""
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            bare = make_url(self.url)._replace(password=None).render_as_string(hide_password=False)
+        except ArgumentError:
+            bare = self.shown
+        return f"{bare} --table {self.table}" if self.table else f"{bare} --query {self.query}"
 
     def describe(self) -> str:
         """The source in a few words, without its password."""
