@@ -159,12 +159,16 @@ def test_a_postgres_table_is_snapshot_so_a_resume_reads_what_the_run_read(
     assert f"SHA-256 of the rows read (their content, whatever file holds them) | `{prints['sha256']}`" in notebook
     assert "--table visits" in notebook
 
-    with_password = tmp_path / "job2"  # the password in the URL: shown nowhere either
-    code = main(["run", QUICK, "--data", postgres.url(), "--table", "visits", *T, *Y, "-o", str(with_password), *FAST])
+    with_password = tmp_path / "job2"  # the shipped example, and the password in the URL: shown nowhere either
+    postgres.load(pd.read_csv(EXAMPLE), "trainees")
+    question = ["-t", "training", "-y", "earnings"]
+    code = main(
+        ["run", QUICK, "--data", postgres.url(), "--table", "trainees", *question, "-o", str(with_password), *FAST]
+    )
     printed = capsys.readouterr()
     state = json.loads((with_password / "state.json").read_text())
     assert code == 0 and state["status"] == "completed", state.get("error_message")
-    assert np.isfinite(headline_row(state)["estimate"])
+    assert np.isfinite(headline_row(state)["estimate"]) and state["dataset_info"]["n_samples"] == 2000
     assert "postgresql://analyst:***@/shop" in printed.out
     assert SECRET not in printed.out + printed.err
     assert _files_holding(out, SECRET) == [] and _files_holding(with_password, SECRET) == []
