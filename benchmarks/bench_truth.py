@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -63,6 +64,19 @@ def recipe_without_notebook(folder: Path) -> Path:
     path = folder / "truth_recipe.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
+
+
+def broken_estimates(effects: list[dict[str, Any]]) -> list[str]:
+    """The estimates of a job's ``state.json`` that are no estimate: a value or a limit that is not finite, or a
+    95% interval of zero width. None should ever reach a state (issue 36); the benchmarks count them."""
+    broken = []
+    for effect in effects:
+        values = [effect.get(k) for k in ("estimate", "ci_lower", "ci_upper")]
+        if any(v is None or not math.isfinite(float(v)) for v in values):
+            broken.append(f"{effect.get('method')}: not finite {values}")
+        elif float(values[2]) - float(values[1]) <= 1e-9 * max(1.0, abs(float(values[0]))):
+            broken.append(f"{effect.get('method')}: zero-width interval {values}")
+    return broken
 
 
 def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[str, Any]:
@@ -103,6 +117,7 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     except RunFailed as exc:
         out["error"] = str(exc).splitlines()[0][:200]
         return out
+    out["broken"] = broken_estimates([e.model_dump() for e in state.treatment_effects])
     head = headline_estimate(state)
     if head is not None:
         out.update(estimate=head.estimate, lo=head.ci_lower, hi=head.ci_upper, method=head.method)
@@ -141,7 +156,8 @@ def covered(r: dict[str, Any]) -> bool:
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Coverage, bias, mean relative error (relative to max(|truth|, 1)), wrong-and-approved, crashes."""
+    """Coverage, bias, mean relative error (relative to max(|truth|, 1)), wrong-and-approved, crashes, and the
+    estimates (any, not only headlines) that were broken numbers."""
     n = len(rows)
     est = [r for r in rows if r.get("estimate") is not None]
     bias = sum(r["estimate"] - r["truth"] for r in est) / len(est) if est else float("nan")
@@ -159,19 +175,24 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
         "wrong_approved": wrong_approved / n if n else float("nan"),
         "approved": sum(1 for r in rows if r.get("decision") == "APPROVE") / n if n else float("nan"),
         "crashes": sum(1 for r in rows if r.get("error")),
+        "broken": sum(len(r.get("broken") or []) for r in rows),
         "seconds": sum(r.get("seconds", 0.0) for r in rows) / n if n else float("nan"),
     }
 
 
 def table(rows: list[dict[str, Any]], kinds: Iterable[str]) -> str:
     """The per-kind and overall table (markdown, so it can go into the README as is)."""
-    head = "| kind | runs | coverage | bias | mean rel. error | approved | wrong & approved | crashes | s/run |"
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    head = (
+        "| kind | runs | coverage | bias | mean rel. error | approved | wrong & approved | crashes "
+        "| broken estimates | s/run |"
+    )
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
     def line(name: str, s: dict[str, float]) -> str:
         return (
             f"| {name} | {s['runs']:.0f} | {s['coverage']:.0%} | {s['bias']:+.3f} | {s['rel_error']:.1%} | "
-            f"{s['approved']:.0%} | {s['wrong_approved']:.0%} | {s['crashes']:.0f} | {s['seconds']:.0f} |"
+            f"{s['approved']:.0%} | {s['wrong_approved']:.0%} | {s['crashes']:.0f} | {s['broken']:.0f} | "
+            f"{s['seconds']:.0f} |"
         )
 
     for kind in kinds:

@@ -75,6 +75,7 @@ def test_kind_is_right_or_not_approved(kind: str, recipe: Path, tmp_path: Path) 
     assert out["estimate"] is not None, "no headline estimate"
     covered = out["lo"] <= case.effect <= out["hi"]
     assert out["hi"] - out["lo"] > 1e-6 * max(1.0, abs(out["estimate"])), "degenerate interval"
+    assert out["broken"] == [], out["broken"]  # no estimate in the state, headline or not, is a broken number
     assert covered or out["decision"] != "APPROVE", (
         f"{out['method']} {out['estimate']:.4g} [{out['lo']:.4g}, {out['hi']:.4g}] approved; truth {case.effect}"
     )
