@@ -105,3 +105,31 @@ def test_whyflow_ask_on_a_missing_object_or_bucket_is_one_line_and_no_job(
     err = capsys.readouterr().err
     assert code == 2 and "object not found" in err and len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err and not (tmp_path / "job").exists()
+
+
+def test_a_bucket_the_login_may_not_read_is_one_line_and_no_job(
+    s3: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A login the store knows but whose policy grants nothing (the server then checks every request)."""
+    import boto3
+    import fsspec
+    import moto.settings
+
+    boto3.client("s3").put_object(Bucket=s3, Key="exports/latest.csv", Body=EXAMPLE.read_bytes())
+    iam = boto3.client("iam")
+    iam.create_user(UserName="no-rights")
+    login = iam.create_access_key(UserName="no-rights")["AccessKey"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", login["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", login["SecretAccessKey"])
+    monkeypatch.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)
+    fsspec.get_filesystem_class("s3").clear_instance_cache()
+    url = f"s3://{s3}/exports/latest.csv"
+    for command in (
+        ["run", QUICK, "--data", url, "-t", "training", "-y", "earnings", "-o", str(tmp_path / "job")],
+        ["--runs-dir", str(tmp_path / "runs"), "ask", "--data", url, "mean age?", "--output", str(tmp_path / "job")],
+    ):
+        code = main(command)
+        err = capsys.readouterr().err
+        assert code == 2 and f"no permission to read {url}" in err, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and login["SecretAccessKey"] not in err
+        assert not (tmp_path / "job").exists()
