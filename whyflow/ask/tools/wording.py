@@ -37,7 +37,8 @@ POPULATION_NOUNS = frozenset(
     "user users client clients those ones one everyone everybody anyone group groups sample samples household "
     "households unit units car cars vehicle vehicles country countries company companies product products order "
     "orders transaction transactions item items player players city cities state states applicant applicants "
-    "borrower borrowers loan loans account accounts visitor visitors adult adults".split()
+    "borrower borrowers loan loans account accounts visitor visitors adult adults voter voters juror jurors "
+    "seller sellers buyer buyers resident residents".split()
 )
 """Nouns that name the rows themselves ('people who ...', 'passengers'): read, and no condition."""
 

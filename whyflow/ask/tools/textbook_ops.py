@@ -1,0 +1,124 @@
+"""The computation of a textbook statistics question (:mod:`whyflow.ask.tools.textbook_questions`):
+a variable's type, a stated chi-square statistic's p-value, Pearson's chi-square test of
+independence and whether events are disjoint, each with the sentence that says what was computed
+(the rows, their number, the test and its convention), the answer first.
+
+Self-contained (pandas, numpy and scipy only): :func:`whyflow.ask.tools.textbook_spec.textbook_code`
+puts this module's source into the sandbox program, and tests call :func:`answer_textbook` directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from scipy import stats
+
+
+def _fixed(value: float, decimals: int | None) -> str:
+    if decimals is not None:
+        return f"{value:.{decimals}f}"
+    return f"{value:.4g}" if abs(value) < 1 else f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def variable_type(series: pd.Series) -> str | None:
+    """'categorical' for text and yes/no values, 'numerical' for numbers of many values; None for
+    numbers of few values (codes or counts: the data cannot tell)."""
+    kept = series.dropna()
+    if pd.api.types.is_bool_dtype(kept) or not pd.api.types.is_numeric_dtype(kept):
+        numbers = pd.to_numeric(kept.astype("string").str.replace(r"[,$%\s]", "", regex=True), errors="coerce")
+        return "categorical" if numbers.isna().any() or kept.empty else None
+    return "numerical" if kept.nunique() > 12 else None
+
+
+def _choice(choices: list[str], word: str) -> str:
+    """The option as the question spelled it (the word itself when none matches)."""
+    for c in choices:
+        if word in c.lower().split() or c.lower() == word:
+            return c
+    return word
+
+
+def _independence(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    a, b = spec["columns"]
+    both = df[[a, b]].dropna()
+    table = pd.crosstab(both[a].astype(str), both[b].astype(str))
+    result = stats.chi2_contingency(table.to_numpy(), correction=False)
+    stat, p, dof = float(result.statistic), float(result.pvalue), int(result.dof)
+    alpha, want, decimals = float(spec["alpha"]), spec["want"], spec.get("decimals")
+    level = f"the {100 * alpha:g}% significance level" + ("" if spec.get("alpha_stated") else " (the usual one)")
+    rejected = p < alpha
+    lead = {
+        "p_value": _fixed(p, decimals),
+        "statistic": _fixed(stat, decimals),
+        "df": str(dof),
+        "decision": _choice(spec.get("choices") or [], "reject" if rejected else "accept"),
+        "independent": _choice(spec.get("choices") or [], "no" if rejected else "yes"),
+    }[want]
+    verdict = "rejected" if rejected else "not rejected"
+    sentence = (
+        f"{lead}: Pearson's chi-square test of independence (no continuity correction) of {a} "
+        f"({table.shape[0]} values) and {b} ({table.shape[1]} values) over the {len(both)} rows with both gives "
+        f"X² = {stat:.3f} with {dof} degrees of freedom, p = {p:.4g}; at {level} independence is {verdict}."
+    )
+    value = {"p_value": p, "statistic": stat, "df": float(dof)}.get(want, float(rejected))
+    return {"value": value, "n": len(both), "answer": sentence}
+
+
+def _disjoint(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    hits = pd.DataFrame(
+        {
+            f"{v['column']} = {v['value']}": df[v["column"]].astype("string").str.strip().str.lower()
+            == v["value"].strip().lower()
+            for v in spec["values"]
+        }
+    ).fillna(False)
+    together = int((hits.sum(axis=1) >= 2).sum())
+    named = " and ".join(hits.columns)
+    if together:
+        lead = _choice(spec.get("choices") or [], "no")
+        sentence = f"{lead}: {together} of the {len(df)} rows have {named} at once, so the events are not disjoint."
+    else:
+        lead = _choice(spec.get("choices") or [], "yes")
+        columns = {v["column"] for v in spec["values"]}
+        why = f"a row holds one value of {columns.pop()}" if len(columns) == 1 else "no row has two of them"
+        sentence = f"{lead}: {why}; none of the {len(df)} rows has two of {named}, so the events are disjoint."
+    return {"value": float(together == 0), "n": len(df), "answer": sentence}
+
+
+def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    """The value the spec asks for and the sentence that says how it was computed."""
+    kind = spec["kind"]
+    if kind == "column_type":
+        column = spec["columns"][0]
+        found = variable_type(df[column])
+        if found is None:
+            return {"value": float("nan"), "answer": f"The values of {column} do not say whether it is numerical."}
+        lead = _choice(spec.get("choices") or [], found)
+        n = int(df[column].nunique())
+        what = "numbers" if found == "numerical" else "labels"
+        return {"value": float(found == "numerical"), "answer": f"{lead}: {column} holds {what} ({n} distinct values)."}
+    if kind == "chi2_stated":
+        stat, dof = float(spec["statistic"]), int(spec["df"])
+        p = float(stats.chi2.sf(stat, dof))
+        sentence = (
+            f"{_fixed(p, spec.get('decimals'))} is the p-value: the chance that a chi-square distribution with {dof} "
+            f"degrees of freedom exceeds the stated X² = {stat:g}."
+        )
+        return {"value": p, "answer": sentence}
+    if kind == "independence":
+        return _independence(df, spec)
+    if kind == "disjoint":
+        return _disjoint(df, spec)
+    if kind == "goodness_of_fit":
+        column = spec["columns"][0]
+        k = int(df[column].dropna().nunique())
+        sentence = (
+            f"{k - 1}: a chi-square goodness-of-fit test over the {k} categories of {column} has {k} - 1 = {k - 1} "
+            "degrees of freedom."
+        )
+        return {"value": float(k - 1), "answer": sentence}
+    raise ValueError(f"unknown textbook question kind {kind!r}")
+
+
+__all__ = ["answer_textbook", "variable_type"]
