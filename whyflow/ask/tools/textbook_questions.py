@@ -41,7 +41,7 @@ TEST_WORDS = frozenset(
     "null hypothesis hypotheses test tests testing statistic statistics distribution distributions associated "
     "closely using use identify conduct given true significance level p-value p x2 chi square chi-square "
     "degrees degree freedom random randomly sample sampled appear appears seem seems evidence whether "
-    "accept reject if would used experiment study survey poll".split()
+    "accept reject if would used follows follow experiment study survey poll".split()
 )
 """The words of a test's own language: placed once the question is read as that test."""
 
