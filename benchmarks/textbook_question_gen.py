@@ -81,7 +81,9 @@ def generate_textbook(n: int, seed: int = 0) -> list[tuple[Question, str]]:
     while pairs and len(out) < n:
         p = rng.choice(pairs)
         a, b = rng.sample([p.a, p.b], 2)
-        kind = rng.choice(["type", "independent", "p", "df", "decision", "stated", "exclusive", "probability", "unread"])
+        kind = rng.choice(
+            ["type", "independent", "p", "df", "decision", "stated", "exclusive", "probability", "unread"]
+        )
         gold: float | None
         if kind == "type":
             text = f'Is the {_said(a)} variable numerical or categorical? Answer with "numerical" or "categorical".'

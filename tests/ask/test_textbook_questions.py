@@ -41,8 +41,14 @@ def _answer(text: str, df: pd.DataFrame) -> dict | None:
 
 
 def test_prompt_splits_description_question_choices_and_rounding() -> None:
-    p = split_prompt('The data describe a trial.\n\nIs arm independent of result? Answer with "yes" or "no".\nChoices: yes, no')
-    assert (p.context, p.question, p.choices) == ("The data describe a trial.", "Is arm independent of result?", ("yes", "no"))
+    p = split_prompt(
+        'The data describe a trial.\n\nIs arm independent of result? Answer with "yes" or "no".\nChoices: yes, no'
+    )
+    assert (p.context, p.question, p.choices) == (
+        "The data describe a trial.",
+        "Is arm independent of result?",
+        ("yes", "no"),
+    )
     assert split_prompt("What is it? Please round to the nearest thousandth.").decimals == 3
     assert split_prompt("What is it? Please round to 4 decimal places.").decimals == 4
 
@@ -63,7 +69,10 @@ def test_variable_type(trial: pd.DataFrame) -> None:
 
 
 def test_stated_chi_square_statistic(trial: pd.DataFrame) -> None:
-    got = _answer("The test statistic X2 = 7.3 follows a chi-square distribution with four degrees of freedom. Identify the p-value.", trial)
+    got = _answer(
+        "The test statistic X2 = 7.3 follows a chi-square distribution with four degrees of freedom. Identify the p-value.",
+        trial,
+    )
     assert got["value"] == pytest.approx(stats.chi2.sf(7.3, 4))
 
 
@@ -73,7 +82,10 @@ def test_independence_p_value_df_and_decision(trial: pd.DataFrame) -> None:
     null = "Given the null hypothesis that result is independent of arm, conduct a chi-square test."
     assert _answer(f"{null} Identify the p-value.", trial)["value"] == pytest.approx(expected.pvalue)
     assert _answer(f"{null} How many degrees of freedom does the test have?", trial)["value"] == expected.dof
-    decision = _answer(f'{null} Will you accept or reject the hypothesis at the 5% significance level? Answer with "accept" or "reject".', trial)
+    decision = _answer(
+        f'{null} Will you accept or reject the hypothesis at the 5% significance level? Answer with "accept" or "reject".',
+        trial,
+    )
     assert decision["answer"].startswith("reject" if expected.pvalue < 0.05 else "accept")
     assert "Pearson" in decision["answer"] and "300 rows" in decision["answer"]
     # accept / reject without a stated level is not decided for the asker
@@ -84,12 +96,17 @@ def test_independence_p_value_df_and_decision(trial: pd.DataFrame) -> None:
 
 def test_goodness_of_fit_degrees_of_freedom() -> None:
     df = pd.DataFrame({"colour": ["red", "blue", "green", "red", "teal"]})
-    got = _answer("Given the null hypothesis that the rows are a random sample, how many degrees of freedom should be associated with the chi-square distribution?", df)
+    got = _answer(
+        "Given the null hypothesis that the rows are a random sample, how many degrees of freedom should be associated with the chi-square distribution?",
+        df,
+    )
     assert got["value"] == 3
 
 
 def test_disjoint_within_a_column_and_across_columns(trial: pd.DataFrame) -> None:
-    assert _answer('Are the outcomes drug, placebo and diet disjoint? Answer with "yes" or "no".', trial)["answer"].startswith("yes")
+    assert _answer('Are the outcomes drug, placebo and diet disjoint? Answer with "yes" or "no".', trial)[
+        "answer"
+    ].startswith("yes")
     both = ((trial["arm"] == "drug") & (trial["result"] == "cured")).sum()
     got = _answer('Are drug and cured mutually exclusive? Answer with "yes" or "no".', trial)["answer"]
     assert got.startswith("no" if both else "yes") and str(both) in got
@@ -100,7 +117,9 @@ def test_conditional_probability(trial: pd.DataFrame) -> None:
     expected = (trial.loc[drug, "result"] == "cured").mean()
     got = _answer("What is the probability that a randomly chosen drug patient is cured?", trial)
     assert got["value"] == pytest.approx(expected)
-    given = _answer("What is the probability that a randomly selected patient is cured given that he is on drug?", trial)
+    given = _answer(
+        "What is the probability that a randomly selected patient is cured given that he is on drug?", trial
+    )
     assert given is None or given["value"] == pytest.approx(expected)
     smokers = trial["smoker"] == "yes"
     flagged = _answer("What is the probability that a smoker patient is cured?", trial)
@@ -108,5 +127,9 @@ def test_conditional_probability(trial: pd.DataFrame) -> None:
 
 
 def test_an_unread_word_gives_no_number_and_is_named(trial: pd.DataFrame) -> None:
-    parsed = parse_textbook(split_prompt('Is result independent of arm among tall patients? Answer with "yes" or "no".'), trial)
+    parsed = parse_textbook(
+        split_prompt('Is result independent of arm among tall patients? Answer with "yes" or "no".'), trial
+    )
     assert parsed is not None and parsed.spec is None and "tall" in parsed.missing
+    # a value of a tested column is a filter the test does not apply: no number
+    assert _answer('Is result independent of arm among drug patients? Answer with "yes" or "no".', trial) is None

@@ -132,12 +132,18 @@ def plan_question(
         )
         return plan, []
     prompt = split_prompt(question)
-    textbook = None if re.search(r"@\w+\[|^\s*(?:format|constraints):", question, re.I | re.M) else parse_textbook(prompt, frame)
+    textbook = (
+        None
+        if re.search(r"@\w+\[|^\s*(?:format|constraints):", question, re.I | re.M)
+        else parse_textbook(prompt, frame)
+    )
     if textbook is not None and textbook.spec is not None:
         spec = textbook.spec
         return (plain_plan(question, spec) if isinstance(spec, PlainSpec) else textbook_plan(question, spec)), []
     # a question given after its data's description: its own paragraph, the description as context
-    plain = parse_plain(prompt.question, frame, context=prompt.context) if prompt.context else parse_plain(question, frame)
+    plain = (
+        parse_plain(prompt.question, frame, context=prompt.context) if prompt.context else parse_plain(question, frame)
+    )
     if plain is not None and plain.spec is not None:
         return plain_plan(question, plain.spec), []
     nearest = retrieve(question, k=3, columns=frame)

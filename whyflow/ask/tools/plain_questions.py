@@ -44,8 +44,8 @@ from whyflow.ask.tools.plain_words import (
     SHARE,
     UNITS,
 )
-from whyflow.ask.tools.textbook_prompt import restated
 from whyflow.ask.tools.slots import WORD_RE, ColumnInfo, Mention, describe_columns, find_columns, split_name, tokens
+from whyflow.ask.tools.textbook_prompt import restated
 from whyflow.ask.tools.wording import (
     FUNCTION_WORDS,
     NEGATIONS,

@@ -202,7 +202,9 @@ def _column_type(r: _Reader) -> TextbookParse | None:
 
 
 def _chi2_stated(r: _Reader) -> TextbookParse | None:
-    stat = re.search(r"\b(?:x2|x\^2|χ2|χ²|chi-square statistic|chi-squared statistic)\s*(?:=|of|is)\s*(\d+(?:\.\d+)?)", r.low)
+    stat = re.search(
+        r"\b(?:x2|x\^2|χ2|χ²|chi-square statistic|chi-squared statistic)\s*(?:=|of|is)\s*(\d+(?:\.\d+)?)", r.low
+    )
     dof = re.search(r"\b(\w+)\s+degrees?\s+of\s+freedom\b", r.low)
     if not stat or not dof or "p-value" not in r.low:
         return None
@@ -253,10 +255,13 @@ def _independence(r: _Reader) -> TextbookParse | None:
             if c not in found:
                 found.append(c)
     count = re.search(r"\b(two|three|four|five|six|\d+) (\w+)", r.low)
-    for m in r.values():  # a value names its column ('the patient got a transplant')
-        if m.column not in found:
-            found.append(m.column)
-        r.take(m.start, m.end)
+    named = list(found)
+    for v in r.values():  # a value names its column; a value of a named column would be a filter: unread
+        if v.column in named:
+            continue
+        if v.column not in found:
+            found.append(v.column)
+        r.take(v.start, v.end)
     outcome = [m for m in re.finditer(r"\b\w+\b", r.low) if m.group(0) in OUTCOME_NOUNS]
     others = [c.name for c in r.infos if _categorical(c) and c.name not in found and (c.n_unique or 0) >= 2]
     if len(found) == 1 and outcome and len(others) == 1:
@@ -348,7 +353,9 @@ def _probability(r: _Reader) -> TextbookParse | None:
     for m in r.values():
         if m.column in flagged:
             continue
-        found.append((m.start, m.end, Condition(column=m.column, op="==", value=m.value, words=f"{m.column} = {m.value}")))
+        found.append(
+            (m.start, m.end, Condition(column=m.column, op="==", value=m.value, words=f"{m.column} = {m.value}"))
+        )
         _stance(r, m.start)
     for start, end, _ in found:
         r.take(start, end)
