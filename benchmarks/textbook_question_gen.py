@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 from scipy import special
+from scipy.stats import norm
 from statsmodels.stats.contingency_tables import Table
 
 from benchmarks.plain_question_gen import SHARED, Question, frame
@@ -32,6 +33,7 @@ _PAIRS = (  # file, two categorical columns
     ("immigration.csv", "response", "political"),
     ("drone_blades.csv", "supplier", "inspection"),
     ("burger.csv", "best_burger_place", "gender"),
+    ("sinusitis.csv", "group", "self_reported_improvement"),
 )
 _UNREAD = ("among people who like cats", "for those born on a Monday")
 
@@ -83,6 +85,7 @@ def generate_textbook(n: int, seed: int = 0) -> list[tuple[Question, str]]:
         a, b = rng.sample([p.a, p.b], 2)
         kind = rng.choice(
             ["type", "independent", "p", "df", "decision", "stated", "exclusive", "probability", "unread"]
+            + ["size", "se", "ci", "gap", "higher"]
         )
         gold: float | None
         if kind == "type":
@@ -103,6 +106,25 @@ def generate_textbook(n: int, seed: int = 0) -> list[tuple[Question, str]]:
                 level = rng.choice([1, 5, 10])
                 text = f'{null} Will you accept or reject the hypothesis at the {level}% significance level? Answer with "accept" or "reject".'
                 gold = float(p_value < level / 100)
+        elif kind == "size":
+            noun = rng.choice(["patients", "respondents", "participants", "people"])
+            text = rng.choice([f"How many {noun} were included in the study?", f"How many {noun} are in the data?"])
+            gold = float(len(p.df))
+        elif kind in ("gap", "higher"):
+            flag = next((c for c in (p.a, p.b) if set(p.df[c].dropna().astype(str).str.lower()) == {"yes", "no"}), None)
+            group = p.b if flag == p.a else p.a
+            if flag is None or p.df[group].nunique() != 2 and kind == "gap":
+                continue
+            share = (p.df[flag].astype(str).str.lower() == "yes").groupby(p.df[group]).mean()
+            if kind == "gap":
+                text = f"What is the absolute value of the difference in {_said(flag)} rates in the two groups?"
+                gold = float(abs(share.iloc[0] - share.iloc[1]))
+            else:
+                labels = " or ".join(f'"{v}"' for v in share.index)
+                text = (
+                    f"In which {_said(group)} did a higher percentage of rows have {_said(flag)}? Answer with {labels}."
+                )
+                gold = float(share.max()) if (share == share.max()).sum() == 1 else math.nan
         elif kind == "stated":
             stat, dof = round(rng.uniform(0.5, 20), 2), rng.randint(1, 6)
             text = (
@@ -120,7 +142,22 @@ def generate_textbook(n: int, seed: int = 0) -> list[tuple[Question, str]]:
             la, lb = _value_label(p, ca, va), _value_label(p, cb, vb)
             hit_a = p.df[ca].astype(str).str.lower() == va
             hit_b = p.df[cb].astype(str).str.lower() == vb
-            if kind == "exclusive":
+            known = p.df[ca].notna()
+            share, n_known = float(hit_a[known].mean()), int(known.sum())
+            if kind == "se":
+                text, gold = (
+                    f"Estimate the standard error of the proportion of {la}.",
+                    math.sqrt(share * (1 - share) / n_known),
+                )
+            elif kind == "ci":
+                level, side = rng.choice([90, 95, 99]), rng.choice(["lower", "upper"])
+                text = (
+                    f"Construct a {level}% confidence interval for the proportion of {la}. "
+                    f"Please output the {side} bound of the confidence interval."
+                )
+                half = norm.ppf(1 - (1 - level / 100) / 2) * math.sqrt(share * (1 - share) / n_known)
+                gold = share - half if side == "lower" else share + half
+            elif kind == "exclusive":
                 text = f'Are {la} and {lb} mutually exclusive? Answer with "yes" or "no".'
                 gold = float(not (hit_a & hit_b).any())
             elif kind == "probability":

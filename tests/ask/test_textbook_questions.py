@@ -133,3 +133,47 @@ def test_an_unread_word_gives_no_number_and_is_named(trial: pd.DataFrame) -> Non
     assert parsed is not None and parsed.spec is None and "tall" in parsed.missing
     # a value of a tested column is a filter the test does not apply: no number
     assert _answer('Is result independent of arm among drug patients? Answer with "yes" or "no".', trial) is None
+
+
+def test_sample_size(trial: pd.DataFrame) -> None:
+    assert _answer("How many patients were included in the study?", trial)["value"] == len(trial)
+    assert _answer("How many patients were cured in the study?", trial) is None
+
+
+def test_standard_error_and_confidence_interval_of_a_proportion(trial: pd.DataFrame) -> None:
+    p, n = (trial["result"] == "cured").mean(), len(trial)
+    se = np.sqrt(p * (1 - p) / n)
+    assert _answer("Estimate the standard error of the proportion of cured.", trial)["value"] == pytest.approx(se)
+    lower = p - stats.norm.ppf(0.975) * se
+    got = _answer(
+        "Construct a 95% confidence interval for the proportion of cured. Please output the lower bound of the confidence interval.",
+        trial,
+    )
+    assert got["value"] == pytest.approx(lower) and "normal approximation" in got["answer"]
+    # which proportion is not said and the frame has two two-valued columns: no number
+    assert _answer("Estimate the standard error of the point estimate.", trial) is None
+
+
+def test_difference_in_rates_between_the_two_groups() -> None:
+    df = pd.DataFrame(
+        {"arm": ["a"] * 4 + ["b"] * 6, "cured": ["yes", "no", "yes", "yes", "no", "no", "yes", "no", "no", "no"]}
+    )
+    got = _answer("What is the absolute value of the difference in cured rates in the two groups?", df)
+    assert got["value"] == pytest.approx(abs(3 / 4 - 1 / 6))
+    assert _answer("What is the difference in cured rates in the two groups?", df) is None  # which minus which: unsaid
+
+
+def test_group_with_the_higher_share() -> None:
+    df = pd.DataFrame(
+        {"arm": ["a"] * 4 + ["b"] * 6, "cured": ["yes", "no", "yes", "yes", "no", "no", "yes", "no", "no", "no"]}
+    )
+    got = _answer('In which arm did a higher percentage of patients have cured? Answer with "arm a" or "arm b".', df)
+    assert got["answer"].startswith("arm a") and got["value"] == pytest.approx(0.75)
+    low = _answer("In which arm did a lower percentage of patients have cured?", df)
+    assert low["answer"].startswith("b")
+
+
+def test_a_proper_name_of_the_description_is_placed() -> None:
+    context = "A poll asked New Yorkers about an Ebola quarantine."
+    assert restated("from the Ebola survey", [], context) == [(9, 14)]
+    assert restated("from the Zika survey", [], context) == []

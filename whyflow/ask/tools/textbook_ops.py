@@ -86,6 +86,74 @@ def _disjoint(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": float(together == 0), "n": len(df), "answer": sentence}
 
 
+def _hits(df: pd.DataFrame, ref: dict[str, Any]) -> tuple[pd.Series, pd.Series]:
+    """Rows with a known value of the column, and among them those holding ``ref``'s value."""
+    column = df[ref["column"]]
+    known = column.notna()
+    return known, known & (column.astype("string").str.strip().str.lower() == ref["value"].strip().lower())
+
+
+def _proportion(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    from statsmodels.stats.proportion import proportion_confint, std_prop
+
+    ref = spec["values"][0]
+    known, hit = _hits(df, ref)
+    n, k = int(known.sum()), int(hit.sum())
+    p = k / n
+    what = f"the share of {ref['column']} = {ref['value']} ({k} of {n} rows, p = {p:.4f})"
+    decimals = spec.get("decimals")
+    if spec["kind"] == "proportion_se":
+        se = float(std_prop(p, n))
+        return {"value": se, "n": n, "answer": f"{_fixed(se, decimals)}: the standard error sqrt(p(1 - p)/n) of {what}; the same for either value."}
+    level = 1 - float(spec["alpha"])
+    low, high = (float(x) for x in proportion_confint(k, n, alpha=float(spec["alpha"]), method="normal"))
+    want = spec["want"]
+    lead = {"lower": _fixed(low, decimals), "upper": _fixed(high, decimals)}.get(
+        want, f"{_fixed(low, decimals)} to {_fixed(high, decimals)}"
+    )
+    sentence = (
+        f"{lead}: the {100 * level:g}% confidence interval (normal approximation, p ± z·sqrt(p(1 - p)/n)) for "
+        f"{what} is {low:.4f} to {high:.4f}."
+    )
+    return {"value": {"lower": low, "upper": high}.get(want, low), "n": n, "answer": sentence}
+
+
+def _shares(df: pd.DataFrame, spec: dict[str, Any], group: str) -> pd.DataFrame:
+    ref = spec["values"][0]
+    known, hit = _hits(df, ref)
+    rows = df.loc[known & df[group].notna()]
+    kept = hit[rows.index]
+    out = kept.groupby(rows[group].astype(str)).agg(["mean", "sum", "size"])
+    return out
+
+
+def _difference(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    flag, group = spec["columns"]
+    shares = _shares(df, spec, group)
+    (a, ra), (b, rb) = list(shares.iterrows())
+    gap = abs(float(ra["mean"]) - float(rb["mean"]))
+    sentence = (
+        f"{_fixed(gap, spec.get('decimals'))}: the absolute difference between the share of {flag} = "
+        f"{spec['values'][0]['value']} with {group} = {a} ({int(ra['sum'])} of {int(ra['size'])}, {float(ra['mean']):.5f}) "
+        f"and with {group} = {b} ({int(rb['sum'])} of {int(rb['size'])}, {float(rb['mean']):.5f})."
+    )
+    return {"value": gap, "n": int(shares["size"].sum()), "answer": sentence}
+
+
+def _higher(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    group = spec["columns"][0]
+    shares = _shares(df, spec, group)["mean"]
+    top = shares.max() if spec["want"] == "statistic" else shares.min()
+    winners = list(shares[shares == top].index)
+    listed = ", ".join(f"{g} {100 * float(v):.2f}%" for g, v in shares.items())
+    what = f"share of {spec['values'][0]['column']} = {spec['values'][0]['value']} by {group}: {listed}"
+    if len(winners) != 1:
+        return {"value": float("nan"), "answer": f"No single {group} has it: the {what}."}
+    options = spec.get("choices") or []
+    lead = next((c for c in options if winners[0].lower() in c.lower().split()), winners[0])
+    return {"value": float(top), "answer": f"{lead}: the {what}."}
+
+
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """The value the spec asks for and the sentence that says how it was computed."""
     kind = spec["kind"]
@@ -110,6 +178,14 @@ def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _independence(df, spec)
     if kind == "disjoint":
         return _disjoint(df, spec)
+    if kind == "sample_size":
+        return {"value": float(len(df)), "n": len(df), "answer": f"{len(df)}: the data hold {len(df)} rows."}
+    if kind in ("proportion_se", "proportion_ci"):
+        return _proportion(df, spec)
+    if kind == "proportion_difference":
+        return _difference(df, spec)
+    if kind == "higher_group":
+        return _higher(df, spec)
     if kind == "goodness_of_fit":
         column = spec["columns"][0]
         k = int(df[column].dropna().nunique())

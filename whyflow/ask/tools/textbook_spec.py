@@ -31,13 +31,31 @@ class TextbookSpec(BaseModel):
     - ``chi2_stated``: the upper-tail p-value of a stated chi-square ``statistic`` with ``df``;
     - ``independence``: Pearson's chi-square test of ``columns[0]`` against ``columns[1]``;
     - ``disjoint``: whether ``values`` never occur together in one row;
-    - ``goodness_of_fit``: the chi-square goodness-of-fit test over the categories of ``columns[0]``.
+    - ``goodness_of_fit``: the chi-square goodness-of-fit test over the categories of ``columns[0]``;
+    - ``sample_size``: the number of rows;
+    - ``proportion_se`` / ``proportion_ci``: the standard error / normal-approximation confidence
+      interval (level ``1 - alpha``) of the share of ``values[0]``;
+    - ``proportion_difference``: the absolute gap between the share of ``values[0]`` in the two
+      values of ``columns[1]``;
+    - ``higher_group``: the value of ``columns[0]`` with the higher (``want='statistic'``) or lower
+      share of ``values[0]``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["column_type", "chi2_stated", "independence", "disjoint", "goodness_of_fit"]
-    want: Literal["p_value", "statistic", "df", "decision", "independent", "answer"] = "answer"
+    kind: Literal[
+        "column_type",
+        "chi2_stated",
+        "independence",
+        "disjoint",
+        "goodness_of_fit",
+        "sample_size",
+        "proportion_se",
+        "proportion_ci",
+        "proportion_difference",
+        "higher_group",
+    ]
+    want: Literal["p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer"] = "answer"
     columns: list[str] = Field(default_factory=list)
     values: list[ValueRef] = Field(default_factory=list)
     statistic: float | None = None

@@ -49,7 +49,7 @@ FUNCTION_WORDS = frozenset(
         "into onto among amongst within per each all any some please me us we you i our my your can could would "
         "should will shall may might must tell show give find calculate compute determine report get what's "
         "whats value values data dataset table file overall whole entire only just also exactly "
-        "about approximately roughly so have has had having here s t"
+        "about approximately roughly so have has had having here s t estimate"
     ).split()
 )
 """Words that carry no column, value or operation of their own."""
