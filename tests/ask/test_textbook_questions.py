@@ -177,3 +177,24 @@ def test_a_proper_name_of_the_description_is_placed() -> None:
     context = "A poll asked New Yorkers about an Ebola quarantine."
     assert restated("from the Ebola survey", [], context) == [(9, 14)]
     assert restated("from the Zika survey", [], context) == []
+
+
+def test_a_word_of_the_cited_data_file_is_placed() -> None:
+    context = "The CSV file smallpox.csv holds people exposed in 1721."
+    assert restated("died from smallpox", [], context) == [(10, 18)]
+
+
+def test_study_design_rests_on_the_description(trial: pd.DataFrame) -> None:
+    ask = 'Is this study an experiment or an observational study? Answer with "experiment" or "observational".'
+    randomized = _answer(f"Patients were randomly assigned to two arms.\n\n{ask}", trial)
+    assert randomized["answer"].startswith("experiment") and "randomly assigned" in randomized["answer"]
+    assert _answer(f"Patients chose their arm.\n\n{ask}", trial) is None  # the description does not say
+
+
+def test_a_survey_copula_reads_as_are() -> None:
+    from whyflow.ask.tools.plain_questions import parse_plain
+
+    df = pd.DataFrame({"political": ["liberal", "conservative", "conservative", "moderate"]})
+    parsed = parse_plain("What proportion of voters identify themselves as conservatives?", df)
+    assert parsed is not None and parsed.spec is not None
+    assert answer_plain(df, parsed.spec.model_dump(mode="json"))["value"] == pytest.approx(0.5)

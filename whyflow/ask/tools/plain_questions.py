@@ -41,6 +41,7 @@ from whyflow.ask.tools.plain_words import (
     ORDINALS,
     PEOPLE,
     RATE,
+    SELF_DESCRIBED,
     SHARE,
     UNITS,
 )
@@ -441,6 +442,7 @@ def parse_plain(question: str, frame: pd.DataFrame | list[ColumnInfo], context: 
     if len(sentences) != 1:
         return None
     r = _Reader(question, infos, context)
+    r.structural(*SELF_DESCRIBED)
     words, n = r.w.words, len(r.w.words)
     low = " ".join(words)
     if NOT_ONE_NUMBER.search(low):

@@ -104,7 +104,11 @@ def _proportion(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     decimals = spec.get("decimals")
     if spec["kind"] == "proportion_se":
         se = float(std_prop(p, n))
-        return {"value": se, "n": n, "answer": f"{_fixed(se, decimals)}: the standard error sqrt(p(1 - p)/n) of {what}; the same for either value."}
+        return {
+            "value": se,
+            "n": n,
+            "answer": f"{_fixed(se, decimals)}: the standard error sqrt(p(1 - p)/n) of {what}; the same for either value.",
+        }
     level = 1 - float(spec["alpha"])
     low, high = (float(x) for x in proportion_confint(k, n, alpha=float(spec["alpha"]), method="normal"))
     want = spec["want"]
@@ -178,6 +182,13 @@ def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _independence(df, spec)
     if kind == "disjoint":
         return _disjoint(df, spec)
+    if kind == "study_design":
+        lead = _choice(spec.get("choices") or [], "experiment")
+        sentence = (
+            f"{lead}: the description says the units were {spec['evidence']}, so the researchers assigned the "
+            "treatment: a randomized experiment, not an observational study."
+        )
+        return {"value": 1.0, "answer": sentence}
     if kind == "sample_size":
         return {"value": float(len(df)), "n": len(df), "answer": f"{len(df)}: the data hold {len(df)} rows."}
     if kind in ("proportion_se", "proportion_ci"):

@@ -77,8 +77,12 @@ def _key(word: str) -> frozenset[str]:
 
 def _name(word: str) -> bool:
     """A capitalised word of four letters or more (or an all-capital one): a proper name."""
-    return len(word) >= 3 and word[0].isupper() and (word[1:].islower() or word.isupper()) and len(word) >= 4 or (
-        word.isupper() and len(word) >= 3
+    return (
+        len(word) >= 3
+        and word[0].isupper()
+        and (word[1:].islower() or word.isupper())
+        and len(word) >= 4
+        or (word.isupper() and len(word) >= 3)
     )
 
 
@@ -87,7 +91,8 @@ def restated(text: str, placed: list[tuple[int, int]], context: str) -> list[tup
     (one of them a content word left unread, none a negation) that stand in the same order in
     ``context``, word by word or by a shared root ('24 hours after receiving acupuncture' where the
     description says '24 hours after patients received acupuncture' gives '24 hours after' and
-    'receiving acupuncture'), or a proper name the description uses ('Ebola', 'NOAA'). A single
+    'receiving acupuncture'), a proper name the description uses ('Ebola', 'NOAA') or a word of the
+    data file's name it cites ('smallpox' of 'the CSV file smallpox.csv'). A single
     common word is never enough: 'died' alone may be the event the question asks about, where a
     repeated phrase or a name is the description's own words."""
     from whyflow.ask.tools.wording import FUNCTION_WORDS, NEGATIONS
@@ -97,7 +102,12 @@ def restated(text: str, placed: list[tuple[int, int]], context: str) -> list[tup
     words = list(_WORD.finditer(text))
     seen = [_key(m.group(0)) for m in _WORD.finditer(context)]
     keys = [_key(m.group(0)) for m in words]
-    names = {m.group(0) for k, m in enumerate(_WORD.finditer(context)) if _name(m.group(0))}
+    names = {m.group(0) for m in _WORD.finditer(context) if _name(m.group(0))}
+    files = {
+        w
+        for stem in re.findall(r"([\w-]+)\.(?:csv|tsv|xlsx?|json|parquet)\b", context)
+        for w in re.split(r"[_\W]+", stem)
+    }
     free = [not any(s <= m.start() and m.end() <= e for s, e in placed) for m in words]
     out: list[tuple[int, int]] = []
     i = 0
@@ -115,8 +125,8 @@ def restated(text: str, placed: list[tuple[int, int]], context: str) -> list[tup
         if best >= 2 and content:
             out.append((words[i].start(), words[i + best - 1].end()))
             i += best
-        elif free[i] and i > 0 and _name(words[i].group(0)) and words[i].group(0) in names:
-            out.append((words[i].start(), words[i].end()))  # a proper name the description uses: 'Ebola'
+        elif free[i] and i > 0 and ((_name(word := words[i].group(0)) and word in names) or word.lower() in files):
+            out.append((words[i].start(), words[i].end()))  # a name the description uses: 'Ebola', smallpox.csv
             i += 1
         else:
             i += 1

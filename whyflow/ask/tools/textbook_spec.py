@@ -38,7 +38,9 @@ class TextbookSpec(BaseModel):
     - ``proportion_difference``: the absolute gap between the share of ``values[0]`` in the two
       values of ``columns[1]``;
     - ``higher_group``: the value of ``columns[0]`` with the higher (``want='statistic'``) or lower
-      share of ``values[0]``.
+      share of ``values[0]``;
+    - ``study_design``: an experiment, the description saying the units were assigned at random
+      (``evidence``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -54,6 +56,7 @@ class TextbookSpec(BaseModel):
         "proportion_ci",
         "proportion_difference",
         "higher_group",
+        "study_design",
     ]
     want: Literal["p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer"] = "answer"
     columns: list[str] = Field(default_factory=list)
@@ -64,6 +67,7 @@ class TextbookSpec(BaseModel):
     alpha_stated: bool = False
     choices: list[str] = Field(default_factory=list, description="the answer's options, as the question gave them")
     decimals: int | None = None
+    evidence: str | None = Field(None, description="the description's words a study_design answer rests on")
 
 
 def textbook_code(spec: TextbookSpec) -> str:
