@@ -198,3 +198,10 @@ def test_a_survey_copula_reads_as_are() -> None:
     parsed = parse_plain("What proportion of voters identify themselves as conservatives?", df)
     assert parsed is not None and parsed.spec is not None
     assert answer_plain(df, parsed.spec.model_dump(mode="json"))["value"] == pytest.approx(0.5)
+
+
+def test_a_stance_verb_names_its_survey_label() -> None:
+    df = pd.DataFrame({"quarantine": ["favor"] * 70 + ["against"] * 30})
+    got = _answer("Construct a 90% confidence interval for the proportion of adults who supported a quarantine.", df)
+    assert got["value"] == pytest.approx(0.7 - stats.norm.ppf(0.95) * np.sqrt(0.7 * 0.3 / 100))
+    assert "quarantine = favor" in got["answer"]

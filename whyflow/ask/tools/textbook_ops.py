@@ -159,7 +159,17 @@ def _higher(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
-    """The value the spec asks for and the sentence that says how it was computed."""
+    """The value the spec asks for and the sentence that says how it was computed (and which of
+    the question's phrases were read as the data's description)."""
+    out = _answer(df, spec)
+    again = spec.get("restated") or []
+    if again:
+        quoted = ", ".join(f"'{p}'" for p in again)
+        out["answer"] = f"{out['answer']} Read as the data's description: {quoted}."
+    return out
+
+
+def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec["kind"]
     if kind == "column_type":
         column = spec["columns"][0]

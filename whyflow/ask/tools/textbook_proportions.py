@@ -48,6 +48,9 @@ def proportion(r: Reader) -> TextbookParse | None:
     for v in named:
         r.take(v.start, v.end)
         stance(r, v.start)
+    for c, s, e in r.columns():  # 'supported a quarantine': the column's own word beside its value
+        if any(v.column == c for v in named):
+            r.take(s, e)
     columns = {v.column for v in named} or set(two_valued(r) if se else [])
     if len(columns) != 1 or len(named) > 1:
         return r.result(None, "proportion")

@@ -84,7 +84,7 @@ class Reader:
         missing = unread(self.text, self.placed + again, content=named)
         missing = [w for w in missing if w not in TEST_WORDS or w in NEGATIONS]
         placed = sorted(self.placed + again)
-        if spec is not None and isinstance(spec, PlainSpec) and again:
+        if spec is not None and again:
             spec = spec.model_copy(update={"restated": [self.text[s:e] for s, e in again]})
         return TextbookParse(spec=None if missing else spec, structure=structure, placed=placed, missing=missing)
 
@@ -122,7 +122,7 @@ class Reader:
                     whole = n == len(toks) and run == tuple(toks)
                     joined = not re.search(r"\s", self.text[q[i][1] : q[i + n - 1][2]])  # 'In-N-Out'
                     part = run in runs and n >= 2 and (run[0] not in FUNCTION_WORDS or joined)
-                    single = n == 1 and len(toks) == 1 and len(run[0]) >= 4 and same_root(run[0], toks[0])
+                    single = n == 1 and len(toks) == 1 and len(run[0]) >= 4 and _alike(run[0], toks[0])
                     if whole or (part and (column, value) in runs[run]) or single:
                         owners = runs.get(run, set()) if not single else {(column, value)}
                         if best is None or n > best[0]:
@@ -137,6 +137,21 @@ class Reader:
             else:
                 i += 1
         return out
+
+
+STANCE_SYNONYMS = {
+    "favor": ("support", "favour"),
+    "against": ("oppose",),
+    "oppose": ("against",),
+    "support": ("favor",),
+}
+"""A survey's answer labels and the verbs people say them with ('supported a quarantine' for
+the label 'favor'): a label matches a word of the question that shares a root with it or with
+one of these."""
+
+
+def _alike(word: str, label: str) -> bool:
+    return same_root(word, label) or any(same_root(word, s) for s in STANCE_SYNONYMS.get(label, ()))
 
 
 def labels(info: ColumnInfo) -> list[str]:

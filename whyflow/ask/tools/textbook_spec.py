@@ -67,6 +67,9 @@ class TextbookSpec(BaseModel):
     alpha_stated: bool = False
     choices: list[str] = Field(default_factory=list, description="the answer's options, as the question gave them")
     decimals: int | None = None
+    restated: list[str] = Field(
+        default_factory=list, description="the question's phrases read as a repeat of the data's description"
+    )
     evidence: str | None = Field(None, description="the description's words a study_design answer rests on")
 
 
