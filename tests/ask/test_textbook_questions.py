@@ -138,6 +138,8 @@ def test_an_unread_word_gives_no_number_and_is_named(trial: pd.DataFrame) -> Non
 def test_sample_size(trial: pd.DataFrame) -> None:
     assert _answer("How many patients were included in the study?", trial)["value"] == len(trial)
     assert _answer("How many patients were cured in the study?", trial) is None
+    students = pd.DataFrame({"student": ["yes", "no", "no"], "age": [20, 40, 50]})
+    assert _answer("How many students are in the data?", students) is None  # a flag's rows, not every row
 
 
 def test_standard_error_and_confidence_interval_of_a_proportion(trial: pd.DataFrame) -> None:

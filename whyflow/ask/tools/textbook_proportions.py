@@ -23,6 +23,12 @@ def sample_size(r: Reader) -> TextbookParse | None:
     )
     if not cue or cue.group(1) not in POPULATION_NOUNS:
         return None
+    noun = (cue.start(1), cue.end(1))
+    named = (
+        [(s, e) for _, s, e in r.columns()] + [(m.start, m.end) for m in r.values()] + [(s, e) for s, e, _ in flags(r)]
+    )
+    if any(s < noun[1] and noun[0] < e for s, e in named):
+        return None  # 'how many students': the rows a column or a value names, a count for the plain reader
     r.take(0, len(r.text))
     return r.result(TextbookSpec(kind="sample_size"), "sample_size")
 
