@@ -6,11 +6,25 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pandas as pd
 import pytest
 
 from benchmarks.plain_question_gen import SHARED, datasets, frame, generate, judge
 from whyflow.ask.tools.plain_ops import answer_plain
 from whyflow.ask.tools.plain_questions import parse_plain
+
+
+def _textbook_value(text: str, df: pd.DataFrame) -> float | None:
+    from whyflow.ask.tools.plain_spec import PlainSpec
+    from whyflow.ask.tools.textbook_ops import answer_textbook
+    from whyflow.ask.tools.textbook_prompt import split_prompt
+    from whyflow.ask.tools.textbook_questions import parse_textbook
+
+    parsed = parse_textbook(split_prompt(text), df)
+    if parsed is None or parsed.spec is None:
+        return None
+    spec = parsed.spec.model_dump(mode="json")
+    return float((answer_plain if isinstance(parsed.spec, PlainSpec) else answer_textbook)(df, spec)["value"])
 
 
 def test_generated_questions_get_no_wrong_number() -> None:
@@ -23,8 +37,8 @@ def test_generated_questions_get_no_wrong_number() -> None:
     wrong = []
     for q in questions:
         df = frame(paths[q.dataset])
-        parsed = parse_plain(q.text, df)
-        value = None
+        value = _textbook_value(q.text, df)  # the planner tries the textbook classes first
+        parsed = parse_plain(q.text, df) if value is None else None
         if parsed is not None and parsed.spec is not None:
             value = float(answer_plain(df, parsed.spec.model_dump(mode="json"))["value"])
         outcome = judge(q, value)
@@ -34,3 +48,36 @@ def test_generated_questions_get_no_wrong_number() -> None:
     print(f"generated: {dict(outcomes)}; answered {outcomes['right'] / len(questions):.0%}")
     assert not wrong, wrong[:5]
     assert outcomes["right"] >= len(questions) // 2  # the structures read are read, not all declined
+
+
+def test_generated_textbook_questions_get_no_wrong_number() -> None:
+    """Textbook questions (a variable's type, independence, a stated chi-square, disjoint events,
+    a conditional probability) over ten two-category datasets, golds by statsmodels and pandas."""
+    from benchmarks.textbook_question_gen import generate_textbook
+    from whyflow.ask.tools.plain_spec import PlainSpec
+    from whyflow.ask.tools.textbook_ops import answer_textbook
+    from whyflow.ask.tools.textbook_prompt import split_prompt
+    from whyflow.ask.tools.textbook_questions import parse_textbook
+
+    folder = SHARED / "datasets" / "public" / "qrdata2"
+    if not folder.is_dir():
+        pytest.skip("the shared datasets are not beside this checkout")
+    questions = generate_textbook(60, seed=5)
+    assert len({q.dataset for q, _ in questions}) >= 5
+    outcomes: Counter[str] = Counter()
+    wrong = []
+    for q, prompt in questions:
+        df = frame(folder / q.dataset)
+        parsed = parse_textbook(split_prompt(prompt), df)
+        value = None
+        if parsed is not None and parsed.spec is not None:
+            spec = parsed.spec.model_dump(mode="json")
+            got = answer_plain(df, spec) if isinstance(parsed.spec, PlainSpec) else answer_textbook(df, spec)
+            value = float(got["value"])
+        outcome = judge(q, value)
+        outcomes[outcome] += 1
+        if outcome == "wrong":
+            wrong.append((q.dataset, prompt, q.gold, value))
+    print(f"generated textbook: {dict(outcomes)}")
+    assert not wrong, wrong[:5]
+    assert outcomes["right"] >= len(questions) // 2

@@ -8,6 +8,7 @@ plan. A retry tries the next example that fits, since the same template would fa
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from whyflow.ask._shared import causal_pair, resolve_follow_up
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
     from whyflow.ask.tools.plain_spec import PlainSpec
     from whyflow.ask.tools.retrieval import FilledPlan
+    from whyflow.ask.tools.textbook_spec import TextbookSpec
 
 __all__ = ["deterministic_plan", "plan_question", "attempt_code", "request_plan"]
 
@@ -106,7 +108,10 @@ def plan_question(
     """The deterministic plan and the retrieved nearest examples (for a model's grounding)."""
     from whyflow.ask.tools.example_words import example_refusal, example_unread
     from whyflow.ask.tools.plain_questions import parse_plain
+    from whyflow.ask.tools.plain_spec import PlainSpec
     from whyflow.ask.tools.retrieval import fill, retrieve
+    from whyflow.ask.tools.textbook_prompt import split_prompt
+    from whyflow.ask.tools.textbook_questions import parse_textbook
     from whyflow.ask.tools.wording import expand_contractions, understood_line
 
     question = resolve_follow_up(question, messages)
@@ -126,7 +131,19 @@ def plan_question(
             parameters={"question": question},
         )
         return plan, []
-    plain = parse_plain(question, frame)
+    prompt = split_prompt(question)
+    textbook = (
+        None
+        if re.search(r"@\w+\[|^\s*(?:format|constraints):", question, re.I | re.M)
+        else parse_textbook(prompt, frame)
+    )
+    if textbook is not None and textbook.spec is not None:
+        spec = textbook.spec
+        return (plain_plan(question, spec) if isinstance(spec, PlainSpec) else textbook_plan(question, spec)), []
+    # a question given after its data's description: its own paragraph, the description as context
+    plain = (
+        parse_plain(prompt.question, frame, context=prompt.context) if prompt.context else parse_plain(question, frame)
+    )
     if plain is not None and plain.spec is not None:
         return plain_plan(question, plain.spec), []
     nearest = retrieve(question, k=3, columns=frame)
@@ -183,6 +200,30 @@ def plain_plan(question: str, spec: PlainSpec) -> AskPlan:
     )
     plan = deterministic_plan(question, filled, [])
     reasoning = f"every word read: a {spec.kind} ({spec.model_dump_json(exclude_defaults=True)})"
+    return plan.model_copy(update={"reasoning": reasoning})
+
+
+def textbook_plan(question: str, spec: TextbookSpec) -> AskPlan:
+    """The plan of a textbook statistics question every word of which was placed."""
+    from whyflow.ask.tools.answers import OutputFormat
+    from whyflow.ask.tools.retrieval import FilledPlan
+    from whyflow.ask.tools.textbook_spec import textbook_code
+
+    filled = FilledPlan(
+        example_id="textbook",
+        title=f"a textbook {spec.kind} read from the question's words",
+        kind="plain",
+        score=1.0,
+        code=textbook_code(spec),
+        params={"textbook": spec.model_dump(mode="json")},
+        needs_code=True,
+        needs_evaluation=False,
+        output="dict",
+        output_format=OutputFormat(tokens=()),
+        answer_template="{result[answer]}",
+    )
+    plan = deterministic_plan(question, filled, [])
+    reasoning = f"every word read: a textbook {spec.kind} ({spec.model_dump_json(exclude_defaults=True)})"
     return plan.model_copy(update={"reasoning": reasoning})
 
 

@@ -83,7 +83,17 @@ def _rows(n: int, conditions: list[dict[str, Any]]) -> str:
 
 
 def answer_plain(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
-    """The value the spec asks for, the rows it used and the sentence that says so."""
+    """The value the spec asks for, the rows it used and the sentence that says so (and which of
+    the question's phrases were read as the data's description, not as a condition)."""
+    out = _answer(df, spec)
+    again = spec.get("restated") or []
+    if again:
+        quoted = ", ".join(f"'{p}'" for p in again)
+        out["answer"] = f"{out['answer']} Read as the data's description, not as a condition: {quoted}."
+    return out
+
+
+def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec["kind"]
     population = spec.get("population", [])
     keep = condition_mask(df, population)

@@ -41,10 +41,12 @@ from whyflow.ask.tools.plain_words import (
     ORDINALS,
     PEOPLE,
     RATE,
+    SELF_DESCRIBED,
     SHARE,
     UNITS,
 )
 from whyflow.ask.tools.slots import WORD_RE, ColumnInfo, Mention, describe_columns, find_columns, split_name, tokens
+from whyflow.ask.tools.textbook_prompt import restated
 from whyflow.ask.tools.wording import (
     FUNCTION_WORDS,
     NEGATIONS,
@@ -131,8 +133,9 @@ def _condition(column: str, op: str, value: Any, info: ColumnInfo | None = None)
 class _Reader:
     """Reads one question against the columns; every method marks the words it places."""
 
-    def __init__(self, question: str, infos: list[ColumnInfo]) -> None:
+    def __init__(self, question: str, infos: list[ColumnInfo], context: str = "") -> None:
         self.text = expand_contractions(question)
+        self.context = context
         found = list(WORD_RE.finditer(self.text))
         self.w = _Words(
             text=self.text,
@@ -388,9 +391,13 @@ class _Reader:
         w = self.w
         placed = [w.spans[i] for i, ok in enumerate(w.placed) if ok]
         named = {v.strip().lower() for c in self.infos for v in _text_values(c)}
-        missing = unread(self.text, placed, content=named)
+        again = restated(self.text, placed, self.context)  # the description's own phrases, said again
+        missing = unread(self.text, placed + again, content=named)
         if spec is not None and _repeats_a_column(spec):
             spec = None  # 'north and south', 'men or women': a union or a comparison, not one population
+        if spec is not None and again:
+            spec = spec.model_copy(update={"restated": [self.text[s:e] for s, e in again]})
+        placed = sorted(placed + again)
         return PlainParse(spec=spec if not missing else None, structure=structure, placed=placed, missing=missing)
 
 
@@ -424,16 +431,18 @@ def _find(words: list[str], *phrase: str) -> int | None:
     return None
 
 
-def parse_plain(question: str, frame: pd.DataFrame | list[ColumnInfo]) -> PlainParse | None:
+def parse_plain(question: str, frame: pd.DataFrame | list[ColumnInfo], context: str = "") -> PlainParse | None:
     """The plain question's spec, or why not; None when the question is not one sentence asking
-    for one of the structures read here (a stated format, a table, a chart, a model)."""
+    for one of the structures read here (a stated format, a table, a chart, a model). ``context``
+    is the data's description given with the question, whose phrases the question may repeat."""
     infos = frame if isinstance(frame, list) else describe_columns(frame)
     if re.search(r"@\w+\[|\n\s*\n|^\s*(?:format|constraints):", question, re.I | re.M):
         return None
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", question.strip()) if s.strip()]
     if len(sentences) != 1:
         return None
-    r = _Reader(question, infos)
+    r = _Reader(question, infos, context)
+    r.structural(*SELF_DESCRIBED)
     words, n = r.w.words, len(r.w.words)
     low = " ".join(words)
     if NOT_ONE_NUMBER.search(low):

@@ -39,6 +39,9 @@ class PlainSpec(BaseModel):
         default_factory=list, description="a contrast's two groups, first minus second"
     )
     order: Literal["first_minus_second", "second_minus_first"] = "first_minus_second"
+    restated: list[str] = Field(
+        default_factory=list, description="the question's phrases read as a repeat of the data's description"
+    )
 
 
 def plain_code(spec: PlainSpec) -> str:

@@ -106,3 +106,5 @@ DIFFERENCE = re.compile(r"\bdifference\b")
 NOT_ONE_NUMBER = re.compile(
     r"\b(?:by|per|each|every|across|versus|vs|or|grouped|breakdown|list|which|whether|top|rank|correlat\w*|plot|chart)\b"
 )
+SELF_DESCRIBED = (("identify", "themselves", "as"), ("describe", "themselves", "as"), ("consider", "themselves"))
+"""Copulas of a survey's answer ('voters who identify themselves as conservatives'): read as 'are'."""

@@ -37,7 +37,8 @@ POPULATION_NOUNS = frozenset(
     "user users client clients those ones one everyone everybody anyone group groups sample samples household "
     "households unit units car cars vehicle vehicles country countries company companies product products order "
     "orders transaction transactions item items player players city cities state states applicant applicants "
-    "borrower borrowers loan loans account accounts visitor visitors adult adults".split()
+    "borrower borrowers loan loans account accounts visitor visitors adult adults voter voters juror jurors "
+    "seller sellers buyer buyers resident residents".split()
 )
 """Nouns that name the rows themselves ('people who ...', 'passengers'): read, and no condition."""
 
@@ -48,7 +49,7 @@ FUNCTION_WORDS = frozenset(
         "into onto among amongst within per each all any some please me us we you i our my your can could would "
         "should will shall may might must tell show give find calculate compute determine report get what's "
         "whats value values data dataset table file overall whole entire only just also exactly "
-        "about approximately roughly so have has had having here s t"
+        "about approximately roughly so have has had having here s t estimate"
     ).split()
 )
 """Words that carry no column, value or operation of their own."""

@@ -1,0 +1,221 @@
+"""The computation of a textbook statistics question (:mod:`whyflow.ask.tools.textbook_questions`):
+a variable's type, a stated chi-square statistic's p-value, Pearson's chi-square test of
+independence and whether events are disjoint, each with the sentence that says what was computed
+(the rows, their number, the test and its convention), the answer first.
+
+Self-contained (pandas, numpy and scipy only): :func:`whyflow.ask.tools.textbook_spec.textbook_code`
+puts this module's source into the sandbox program, and tests call :func:`answer_textbook` directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from scipy import stats
+
+
+def _fixed(value: float, decimals: int | None) -> str:
+    if decimals is not None:
+        return f"{value:.{decimals}f}"
+    return f"{value:.4g}" if abs(value) < 1 else f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def variable_type(series: pd.Series) -> str | None:
+    """'categorical' for text and yes/no values, 'numerical' for numbers of many values; None for
+    numbers of few values (codes or counts: the data cannot tell)."""
+    kept = series.dropna()
+    if pd.api.types.is_bool_dtype(kept) or not pd.api.types.is_numeric_dtype(kept):
+        numbers = pd.to_numeric(kept.astype("string").str.replace(r"[,$%\s]", "", regex=True), errors="coerce")
+        return "categorical" if numbers.isna().any() or kept.empty else None
+    return "numerical" if kept.nunique() > 12 else None
+
+
+def _choice(choices: list[str], word: str) -> str:
+    """The option as the question spelled it (the word itself when none matches)."""
+    for c in choices:
+        if word in c.lower().split() or c.lower() == word:
+            return c
+    return word
+
+
+def _independence(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    a, b = spec["columns"]
+    both = df[[a, b]].dropna()
+    table = pd.crosstab(both[a].astype(str), both[b].astype(str))
+    result = stats.chi2_contingency(table.to_numpy(), correction=False)
+    stat, p, dof = float(result.statistic), float(result.pvalue), int(result.dof)
+    alpha, want, decimals = float(spec["alpha"]), spec["want"], spec.get("decimals")
+    level = f"the {100 * alpha:g}% significance level" + ("" if spec.get("alpha_stated") else " (the usual one)")
+    rejected = p < alpha
+    lead = {
+        "p_value": _fixed(p, decimals),
+        "statistic": _fixed(stat, decimals),
+        "df": str(dof),
+        "decision": _choice(spec.get("choices") or [], "reject" if rejected else "accept"),
+        "independent": _choice(spec.get("choices") or [], "no" if rejected else "yes"),
+    }[want]
+    verdict = "rejected" if rejected else "not rejected"
+    sentence = (
+        f"{lead}: Pearson's chi-square test of independence (no continuity correction) of {a} "
+        f"({table.shape[0]} values) and {b} ({table.shape[1]} values) over the {len(both)} rows with both gives "
+        f"X² = {stat:.3f} with {dof} degrees of freedom, p = {p:.4g}; at {level} independence is {verdict}."
+    )
+    value = {"p_value": p, "statistic": stat, "df": float(dof)}.get(want, float(rejected))
+    return {"value": value, "n": len(both), "answer": sentence}
+
+
+def _disjoint(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    hits = pd.DataFrame(
+        {
+            f"{v['column']} = {v['value']}": df[v["column"]].astype("string").str.strip().str.lower()
+            == v["value"].strip().lower()
+            for v in spec["values"]
+        }
+    ).fillna(False)
+    together = int((hits.sum(axis=1) >= 2).sum())
+    named = " and ".join(hits.columns)
+    if together:
+        lead = _choice(spec.get("choices") or [], "no")
+        sentence = f"{lead}: {together} of the {len(df)} rows have {named} at once, so the events are not disjoint."
+    else:
+        lead = _choice(spec.get("choices") or [], "yes")
+        columns = {v["column"] for v in spec["values"]}
+        why = f"a row holds one value of {columns.pop()}" if len(columns) == 1 else "no row has two of them"
+        sentence = f"{lead}: {why}; none of the {len(df)} rows has two of {named}, so the events are disjoint."
+    return {"value": float(together == 0), "n": len(df), "answer": sentence}
+
+
+def _hits(df: pd.DataFrame, ref: dict[str, Any]) -> tuple[pd.Series, pd.Series]:
+    """Rows with a known value of the column, and among them those holding ``ref``'s value."""
+    column = df[ref["column"]]
+    known = column.notna()
+    return known, known & (column.astype("string").str.strip().str.lower() == ref["value"].strip().lower())
+
+
+def _proportion(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    from statsmodels.stats.proportion import proportion_confint, std_prop
+
+    ref = spec["values"][0]
+    known, hit = _hits(df, ref)
+    n, k = int(known.sum()), int(hit.sum())
+    p = k / n
+    what = f"the share of {ref['column']} = {ref['value']} ({k} of {n} rows, p = {p:.4f})"
+    decimals = spec.get("decimals")
+    if spec["kind"] == "proportion_se":
+        se = float(std_prop(p, n))
+        return {
+            "value": se,
+            "n": n,
+            "answer": f"{_fixed(se, decimals)}: the standard error sqrt(p(1 - p)/n) of {what}; the same for either value.",
+        }
+    level = 1 - float(spec["alpha"])
+    low, high = (float(x) for x in proportion_confint(k, n, alpha=float(spec["alpha"]), method="normal"))
+    want = spec["want"]
+    lead = {"lower": _fixed(low, decimals), "upper": _fixed(high, decimals)}.get(
+        want, f"{_fixed(low, decimals)} to {_fixed(high, decimals)}"
+    )
+    sentence = (
+        f"{lead}: the {100 * level:g}% confidence interval (normal approximation, p ± z·sqrt(p(1 - p)/n)) for "
+        f"{what} is {low:.4f} to {high:.4f}."
+    )
+    return {"value": {"lower": low, "upper": high}.get(want, low), "n": n, "answer": sentence}
+
+
+def _shares(df: pd.DataFrame, spec: dict[str, Any], group: str) -> pd.DataFrame:
+    ref = spec["values"][0]
+    known, hit = _hits(df, ref)
+    rows = df.loc[known & df[group].notna()]
+    kept = hit[rows.index]
+    out = kept.groupby(rows[group].astype(str)).agg(["mean", "sum", "size"])
+    return out
+
+
+def _difference(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    flag, group = spec["columns"]
+    shares = _shares(df, spec, group)
+    (a, ra), (b, rb) = list(shares.iterrows())
+    gap = abs(float(ra["mean"]) - float(rb["mean"]))
+    sentence = (
+        f"{_fixed(gap, spec.get('decimals'))}: the absolute difference between the share of {flag} = "
+        f"{spec['values'][0]['value']} with {group} = {a} ({int(ra['sum'])} of {int(ra['size'])}, {float(ra['mean']):.5f}) "
+        f"and with {group} = {b} ({int(rb['sum'])} of {int(rb['size'])}, {float(rb['mean']):.5f})."
+    )
+    return {"value": gap, "n": int(shares["size"].sum()), "answer": sentence}
+
+
+def _higher(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    group = spec["columns"][0]
+    shares = _shares(df, spec, group)["mean"]
+    top = shares.max() if spec["want"] == "statistic" else shares.min()
+    winners = list(shares[shares == top].index)
+    listed = ", ".join(f"{g} {100 * float(v):.2f}%" for g, v in shares.items())
+    what = f"share of {spec['values'][0]['column']} = {spec['values'][0]['value']} by {group}: {listed}"
+    if len(winners) != 1:
+        return {"value": float("nan"), "answer": f"No single {group} has it: the {what}."}
+    options = spec.get("choices") or []
+    lead = next((c for c in options if winners[0].lower() in c.lower().split()), winners[0])
+    return {"value": float(top), "answer": f"{lead}: the {what}."}
+
+
+def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    """The value the spec asks for and the sentence that says how it was computed (and which of
+    the question's phrases were read as the data's description)."""
+    out = _answer(df, spec)
+    again = spec.get("restated") or []
+    if again:
+        quoted = ", ".join(f"'{p}'" for p in again)
+        out["answer"] = f"{out['answer']} Read as the data's description: {quoted}."
+    return out
+
+
+def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    kind = spec["kind"]
+    if kind == "column_type":
+        column = spec["columns"][0]
+        found = variable_type(df[column])
+        if found is None:
+            return {"value": float("nan"), "answer": f"The values of {column} do not say whether it is numerical."}
+        lead = _choice(spec.get("choices") or [], found)
+        n = int(df[column].nunique())
+        what = "numbers" if found == "numerical" else "labels"
+        return {"value": float(found == "numerical"), "answer": f"{lead}: {column} holds {what} ({n} distinct values)."}
+    if kind == "chi2_stated":
+        stat, dof = float(spec["statistic"]), int(spec["df"])
+        p = float(stats.chi2.sf(stat, dof))
+        sentence = (
+            f"{_fixed(p, spec.get('decimals'))} is the p-value: the chance that a chi-square distribution with {dof} "
+            f"degrees of freedom exceeds the stated X² = {stat:g}."
+        )
+        return {"value": p, "answer": sentence}
+    if kind == "independence":
+        return _independence(df, spec)
+    if kind == "disjoint":
+        return _disjoint(df, spec)
+    if kind == "study_design":
+        lead = _choice(spec.get("choices") or [], "experiment")
+        sentence = (
+            f"{lead}: the description says the units were {spec['evidence']}, so the researchers assigned the "
+            "treatment: a randomized experiment, not an observational study."
+        )
+        return {"value": 1.0, "answer": sentence}
+    if kind == "sample_size":
+        return {"value": float(len(df)), "n": len(df), "answer": f"{len(df)}: the data hold {len(df)} rows."}
+    if kind in ("proportion_se", "proportion_ci"):
+        return _proportion(df, spec)
+    if kind == "proportion_difference":
+        return _difference(df, spec)
+    if kind == "higher_group":
+        return _higher(df, spec)
+    if kind == "goodness_of_fit":
+        column = spec["columns"][0]
+        k = int(df[column].dropna().nunique())
+        sentence = (
+            f"{k - 1}: a chi-square goodness-of-fit test over the {k} categories of {column} has {k} - 1 = {k - 1} "
+            "degrees of freedom."
+        )
+        return {"value": float(k - 1), "answer": sentence}
+    raise ValueError(f"unknown textbook question kind {kind!r}")
+
+
+__all__ = ["answer_textbook", "variable_type"]

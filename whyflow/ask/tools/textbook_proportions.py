@@ -1,0 +1,147 @@
+"""Textbook questions about one proportion or two: the sample size, a proportion's standard error
+and confidence interval, the difference in a yes/no rate between the two groups, and the group
+with the higher (lower) share; each read by :class:`~whyflow.ask.tools.textbook_reader.Reader`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from whyflow.ask.tools.textbook_reader import TEST_WORDS, Reader, TextbookParse, flags, labels, stance
+from whyflow.ask.tools.textbook_spec import TextbookSpec, ValueRef
+from whyflow.ask.tools.wording import POPULATION_NOUNS
+
+__all__ = ["higher_group", "proportion", "proportion_difference", "sample_size"]
+
+
+def sample_size(r: Reader) -> TextbookParse | None:
+    """'How many participants were included in the survey?': the number of rows."""
+    cue = re.fullmatch(
+        r"how many (\w+) (?:were|are|was|is) (?:there )?(?:(?:included|surveyed|sampled|interviewed|asked|studied) )?"
+        r"(?:in (?:the|this) (?:survey|study|sample|data|experiment|poll|dataset|data set))?\W*",
+        r.low,
+    )
+    if not cue or cue.group(1) not in POPULATION_NOUNS:
+        return None
+    noun = (cue.start(1), cue.end(1))
+    named = (
+        [(s, e) for _, s, e in r.columns()] + [(m.start, m.end) for m in r.values()] + [(s, e) for s, e, _ in flags(r)]
+    )
+    if any(s < noun[1] and noun[0] < e for s, e in named):
+        return None  # 'how many students': the rows a column or a value names, a count for the plain reader
+    r.take(0, len(r.text))
+    return r.result(TextbookSpec(kind="sample_size"), "sample_size")
+
+
+def two_valued(r: Reader) -> list[str]:
+    return [c.name for c in r.infos if len(labels(c)) == 2 or (c.numeric and c.n_unique == 2)]
+
+
+def proportion(r: Reader) -> TextbookParse | None:
+    """The standard error of a sample proportion, or its confidence interval: of the one
+    two-valued column (the standard error is the same for either value), or of a named value."""
+    se = re.search(r"\bstandard error of (?:the )?(?:point estimate|sample proportion|proportion)\b", r.low)
+    ci = re.search(
+        r"\b(\d+(?:\.\d+)?)\s*% confidence interval for (?:p, )?(?:the )?(?:population )?proportion\b", r.low
+    )
+    if not se and not ci:
+        return None
+    cue = se or ci
+    assert cue is not None
+    r.take(cue.start(), cue.end())
+    r.take_words(TEST_WORDS | {"estimate", "construct", "output", "bound", "lower", "upper", "interval", "confidence"})
+    named = [v for v in r.values()]
+    for v in named:
+        r.take(v.start, v.end)
+        stance(r, v.start)
+    for c, s, e in r.columns():  # 'supported a quarantine': the column's own word beside its value
+        if any(v.column == c for v in named):
+            r.take(s, e)
+    columns = {v.column for v in named} or set(two_valued(r) if se else [])
+    if len(columns) != 1 or len(named) > 1:
+        return r.result(None, "proportion")
+    column = columns.pop()
+    value = named[0].value if named else labels(r.by_name[column])[0] if labels(r.by_name[column]) else None
+    if value is None or (ci and not named):
+        return r.result(None, "proportion")
+    want = "answer"
+    if ci:
+        want = "lower" if "lower bound" in r.low else "upper" if "upper bound" in r.low else "answer"
+    level = float(ci.group(1)) / 100 if ci else 0.95
+    spec = TextbookSpec(
+        kind="proportion_ci" if ci else "proportion_se",
+        want=want,  # type: ignore[arg-type]
+        values=[ValueRef(column=column, value=value, words=r.text[named[0].start : named[0].end] if named else column)],
+        alpha=1 - level,
+        decimals=r.prompt.decimals,
+    )
+    return r.result(spec, "proportion")
+
+
+def proportion_difference(r: Reader) -> TextbookParse | None:
+    """'The absolute value of the difference in <flag> rates in the two groups': the gap between
+    the share of the flag's yes in each value of the table's one other two-valued column."""
+    cue = re.search(r"\bdifference in (?:the )?(.+?) (?:rates|proportions)\s+(?:in|between|of) the two groups\b", r.low)
+    if not cue:
+        return None
+    r.take(cue.start(), cue.start(1))
+    r.take(cue.end(1), cue.end())
+    r.take_words(TEST_WORDS | {"estimate", "point"})
+    absolute = r.take_phrase(r"\b(?:the )?absolute value of\b")
+    mentioned = [(c, s, e) for c, s, e in r.columns() if s >= cue.start(1) and e <= cue.end(1)]
+    names = {c for c, _, _ in mentioned}
+    if len(names) != 1 or absolute is None:
+        return r.result(None, "proportion_difference")
+    flag = names.pop()
+    for _, s, e in mentioned:
+        r.take(s, e)
+    groups = [c for c in two_valued(r) if c != flag]
+    yes = {v.strip().lower() for v in r.by_name[flag].values}
+    if len(groups) != 1 or yes != {"yes", "no"}:
+        return r.result(None, "proportion_difference")
+    value = next(v for v in r.by_name[flag].values if v.strip().lower() == "yes")
+    spec = TextbookSpec(
+        kind="proportion_difference",
+        columns=[flag, groups[0]],
+        values=[ValueRef(column=flag, value=value, words=flag)],
+        decimals=r.prompt.decimals,
+    )
+    return r.result(spec, "proportion_difference")
+
+
+def higher_group(r: Reader) -> TextbookParse | None:
+    """'In which group did a higher percentage of patients experience improvement?': the value of
+    the named column whose rows have the larger share of a yes/no column's yes."""
+    cue = re.match(
+        r"in which (\w+) (?:did|do|does|was|were|is|are) a (higher|larger|greater|lower|smaller) "
+        r"(?:percentage|proportion|share|fraction) of\b",
+        r.low,
+    )
+    if not cue:
+        return None
+    r.take(0, cue.end())
+    group = [c for c, s, e in r.columns() if s <= cue.start(1) < e]
+    mentioned = [(c, s, e) for c, s, e in r.columns() if s >= cue.end() and c not in group]
+    for c, s, e in r.columns():
+        if c in group and s <= cue.start(1) < e:
+            r.take(s, e)
+    found = flags(r)
+    columns = {c for c, _, _ in mentioned} | {c.column for _, _, c in found}
+    for _, s, e in mentioned:
+        r.take(s, e)
+    for s, e, _ in found:
+        r.take(s, e)
+    if len(group) != 1 or len(columns) != 1:
+        return r.result(None, "higher_group")
+    flag = columns.pop()
+    yes = next((v for v in r.by_name[flag].values if v.strip().lower() == "yes"), None)
+    if yes is None:
+        return r.result(None, "higher_group")
+    spec = TextbookSpec(
+        kind="higher_group",
+        want="statistic" if cue.group(2) in ("higher", "larger", "greater") else "answer",
+        columns=[group[0]],
+        values=[ValueRef(column=flag, value=yes, words=flag)],
+        choices=list(r.prompt.choices),
+    )
+    return r.result(spec, "higher_group")

@@ -1,0 +1,85 @@
+"""What a textbook statistics question asks, typed (the test, its columns or values, what of the
+test is wanted, the convention used), and the sandbox code that computes it with
+:mod:`whyflow.ask.tools.textbook_ops`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ValueRef", "TextbookSpec", "textbook_code"]
+
+
+class ValueRef(BaseModel):
+    """One value of one column, with the question's words that named it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    column: str
+    value: str
+    words: str
+
+
+class TextbookSpec(BaseModel):
+    """A textbook question's computation.
+
+    - ``column_type``: whether ``columns[0]`` is a numerical or a categorical variable;
+    - ``chi2_stated``: the upper-tail p-value of a stated chi-square ``statistic`` with ``df``;
+    - ``independence``: Pearson's chi-square test of ``columns[0]`` against ``columns[1]``;
+    - ``disjoint``: whether ``values`` never occur together in one row;
+    - ``goodness_of_fit``: the chi-square goodness-of-fit test over the categories of ``columns[0]``;
+    - ``sample_size``: the number of rows;
+    - ``proportion_se`` / ``proportion_ci``: the standard error / normal-approximation confidence
+      interval (level ``1 - alpha``) of the share of ``values[0]``;
+    - ``proportion_difference``: the absolute gap between the share of ``values[0]`` in the two
+      values of ``columns[1]``;
+    - ``higher_group``: the value of ``columns[0]`` with the higher (``want='statistic'``) or lower
+      share of ``values[0]``;
+    - ``study_design``: an experiment, the description saying the units were assigned at random
+      (``evidence``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal[
+        "column_type",
+        "chi2_stated",
+        "independence",
+        "disjoint",
+        "goodness_of_fit",
+        "sample_size",
+        "proportion_se",
+        "proportion_ci",
+        "proportion_difference",
+        "higher_group",
+        "study_design",
+    ]
+    want: Literal["p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer"] = "answer"
+    columns: list[str] = Field(default_factory=list)
+    values: list[ValueRef] = Field(default_factory=list)
+    statistic: float | None = None
+    df: int | None = None
+    alpha: float = Field(0.05, gt=0, lt=1, description="the significance level a decision uses")
+    alpha_stated: bool = False
+    choices: list[str] = Field(default_factory=list, description="the answer's options, as the question gave them")
+    decimals: int | None = None
+    restated: list[str] = Field(
+        default_factory=list, description="the question's phrases read as a repeat of the data's description"
+    )
+    evidence: str | None = Field(None, description="the description's words a study_design answer rests on")
+
+
+def textbook_code(spec: TextbookSpec) -> str:
+    """Complete sandbox code: the operations' source, then the one call that answers the spec."""
+    source = (Path(__file__).parent / "textbook_ops.py").read_text(encoding="utf-8")
+    source = source.replace("from __future__ import annotations\n", "")
+    payload = json.dumps(spec.model_dump(mode="json"))
+    return (
+        f"{source}\n\nimport json\n\n"
+        "try:\n    df\nexcept NameError:\n    df = next(iter(datasets.values()))\n"
+        f"result = answer_textbook(df, json.loads({payload!r}))\n"
+    )
