@@ -103,12 +103,17 @@ def score(item: dict[str, Any], reply: str) -> bool:
 _NOT_GIVEN = ("not computed", "not available", "")
 
 
+DECLINED = "I can't answer"
+"""How every reply that gives no number begins: a number quoted inside one (a word of the question it could not
+read) is never an answer."""
+
+
 def outcome(item: dict[str, Any], reply: str, correct: bool, output_type: str | None) -> str:
     """right, wrong or declined: a reply that states no number (or, for a stated format, leaves every
     labelled value it got wrong uncomputed) declined; any number or value that is not the gold is wrong."""
     if correct:
         return "right"
-    if not reply.strip() or output_type in ("error", "explanation"):
+    if not reply.strip() or output_type in ("error", "explanation") or reply.lstrip().startswith(DECLINED):
         return "declined"
     if item["scoring"] == "dabench-closed-form":
         got = slots(reply)
@@ -332,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         def one(item: dict[str, Any]) -> dict[str, Any]:
             got = ask(item, args.llm, args.timeout, Path(tmp))
             reply = got["reply"]
-            correct = bool(reply) and score(item, reply)
+            correct = bool(reply) and not reply.lstrip().startswith(DECLINED) and score(item, reply)
             row = {
                 "item": item,
                 **got,
