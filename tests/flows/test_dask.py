@@ -123,3 +123,36 @@ def _close(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return a == pytest.approx(b, rel=1e-9, abs=1e-12)
     return bool(a == b)
+
+
+WARNING_RECIPE = """\
+name: warn_on_dask
+settings: {task_runner: dask, max_workers: 2}
+steps:
+  - agent: toy_profiler
+  - parallel:
+      - agent: toy_estimator
+        with: {warn: true}
+      - agent: toy_recommender
+"""
+
+
+def test_a_dask_workers_warnings_go_to_the_jobs_log_not_the_terminal(tmp_path: Path) -> None:
+    """A parallel group's agents run in the cluster's worker processes, whose stderr is the terminal."""
+    frame, _ = linear_confounding(300, effect=2.0, seed=4)
+    data = tmp_path / "study.csv"
+    frame.to_csv(data, index=False)
+    recipe = tmp_path / "warn_on_dask.yaml"
+    recipe.write_text(WARNING_RECIPE)
+    out = tmp_path / "job"
+    done = subprocess.run(
+        [sys.executable, "-m", "whyflow.cli.main", "run", str(recipe), "--data", str(data), "-t", "treated", "-y"]
+        + ["outcome", "-o", str(out)],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "toy estimator: overflow" not in done.stdout + done.stderr, done.stderr[-3000:]
+    assert "RuntimeWarning: toy estimator: overflow" in (out / "warnings.log").read_text()

@@ -6,7 +6,8 @@ them above the result hides it. Each is written once per place it is raised (Pyt
 filter), with the file and line that raised it.
 
 The runner opens the block around every run, so ``whyflow run``, ``whyflow ask``, the chat
-page and a deployment's worker all route them the same way. Several jobs may run at once in one
+page and a deployment's worker all route them the same way; an agent's task and the parts it
+fans out open it again wherever they run, so a Dask worker process logs its own. Several jobs may run at once in one
 process (the chat page's worker threads): :func:`warnings.showwarning` is replaced once while
 any block is open, and each warning goes to the log of the job whose context raised it (a
 context variable, which Prefect copies into its task threads), else to the newest open job's.
@@ -23,7 +24,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["WARNINGS_LOG", "warnings_to_log"]
+__all__ = ["WARNINGS_LOG", "current_job_dir", "warnings_to_log"]
 
 WARNINGS_LOG = "warnings.log"
 """The file of a job folder the warnings of its run go to."""
@@ -52,6 +53,13 @@ def _show(
         return
     with contextlib.suppress(OSError), path.open("a", encoding="utf-8") as fh:
         fh.write(text)  # a log that cannot be written (a full disk) drops the warning: it never fails a step
+
+
+def current_job_dir() -> Path | None:
+    """The job folder whose log this context's warnings go to (None outside every block): work sent to another
+    process (a Dask worker) takes it along and opens the block there."""
+    path = _current.get()
+    return path.parent if path is not None else None
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ from typing import Any
 from whyflow.core.agent import Agent, AgentContext, AgentResult
 from whyflow.flows.recipes.nodes import AgentNode, Plan
 from whyflow.flows.running.dispatch import dispatch
+from whyflow.runtime.warnings_log import current_job_dir, warnings_to_log
 from whyflow.states import JobState
 
 __all__ = ["make_task_runner", "part_width", "PrefectExecutor", "PrefectPartMapper"]
@@ -33,7 +34,8 @@ def _agent_task(agent_cls: type[Agent], params: dict[str, Any], state: JobState,
         ctx = dataclasses.replace(ctx, logger=logger)  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - outside a run context (plain call) keep the default
         pass
-    return dispatch(agent_cls, state, params, ctx)
+    with warnings_to_log(ctx.job_dir):  # in this process, which on Dask is a worker's, not the runner's
+        return dispatch(agent_cls, state, params, ctx)
 
 
 def make_task_runner(plan: Plan) -> Any:
@@ -64,11 +66,15 @@ class _Part:
 
     def __init__(self, fn: Callable[[Any], Any], items: list[Any]) -> None:
         self.fn, self.items = fn, items
+        self.job_dir = current_job_dir()  # the warnings of its parts go to the job's log, in any process
 
 
 def _run_part(part: _Part) -> list[Any]:
     """The body of every part task on Dask: independent parts of an agent's work (folds, learners), in order."""
-    return [part.fn(item) for item in part.items]
+    if part.job_dir is None:
+        return [part.fn(item) for item in part.items]
+    with warnings_to_log(part.job_dir):
+        return [part.fn(item) for item in part.items]
 
 
 class _Shared:
