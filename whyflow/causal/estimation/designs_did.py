@@ -24,15 +24,19 @@ from whyflow.core.errors import AgentError
 
 __all__ = ["did_twfe", "did_panel"]
 
-_Y, _D, _U, _T = "y_", "d_", "unit_", "time_"
+_Y, _D, _U, _T, _C = "y_", "d_", "unit_", "time_", "cluster_"
 
 
-def did_panel(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome: str) -> pd.DataFrame:
-    """The complete, finite rows as a frame of y_, d_ (numeric), unit_ and time_ (integer codes, time ordered)."""
-    for col in (unit, time, treatment, outcome):
+def did_panel(
+    frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome: str, cluster: str | None = None
+) -> pd.DataFrame:
+    """The complete, finite rows as a frame of y_, d_ (numeric), unit_ and time_ (integer codes, time ordered),
+    and cluster_ (codes of a stated ``--cluster`` column) when ``cluster`` is given."""
+    for col in (unit, time, treatment, outcome, *([cluster] if cluster else [])):
         if col not in frame.columns:
             raise AgentError(f"column '{col}' is not in the data")
-    sub = pd.DataFrame({c: frame[c] for c in dict.fromkeys([unit, time, treatment, outcome])}).dropna()
+    cols = [unit, time, treatment, outcome, *([cluster] if cluster else [])]
+    sub = pd.DataFrame({c: frame[c] for c in dict.fromkeys(cols)}).dropna()
     if not pd.api.types.is_numeric_dtype(sub[outcome]):
         raise AgentError(f"outcome '{outcome}' is not numeric ({sub[outcome].dtype})")
     d = sub[treatment]
@@ -46,6 +50,7 @@ def did_panel(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome
             _D: d.astype(float).to_numpy(),
             _U: pd.factorize(sub[unit], sort=True)[0],
             _T: pd.factorize(sub[time], sort=True)[0],
+            **({_C: pd.factorize(sub[cluster], sort=True)[0]} if cluster else {}),
         }
     )
     data = data[np.isfinite(data[_Y]) & np.isfinite(data[_D])].reset_index(drop=True)
@@ -154,19 +159,23 @@ def _one_treated_unit(
     return est, (hi - lo) / (2 * 1.959964), (lo, hi), float(perm["p_value"])
 
 
-def did_twfe(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome: str) -> Estimate:
+def did_twfe(
+    frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome: str, cluster: str | None = None
+) -> Estimate:
     """Two-way fixed effects DiD: y_it = a_i + g_t + tau D_it, SEs clustered by unit (CRV1).
 
     Several rows per unit and period are allowed. The interval and p-value use the t
-    distribution with (units - 1) degrees of freedom, as pyfixest reports them.
+    distribution with (clusters - 1) degrees of freedom, as pyfixest reports them. A stated
+    ``cluster`` column (``--cluster``) is where the errors are clustered instead of the unit.
     """
     import pyfixest as pf
 
-    data = did_panel(frame, unit, time, treatment, outcome)
+    data = did_panel(frame, unit, time, treatment, outcome, cluster if cluster not in (None, unit) else None)
+    by = _C if _C in data.columns else _U
     _identified(data, unit, time, treatment)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = pf.feols(f"{_Y} ~ {_D} | {_U} + {_T}", data=data, vcov={"CRV1": _U})
+        fit = pf.feols(f"{_Y} ~ {_D} | {_U} + {_T}", data=data, vcov={"CRV1": by})
     if _D not in fit.coef().index:
         raise AgentError(f"treatment '{treatment}' is collinear with the unit and period effects: not identified")
     est, se = float(fit.coef()[_D]), float(fit.se()[_D])
@@ -199,6 +208,11 @@ def did_twfe(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome:
         "single_treated_unit": n_treated == 1,
         "ci_method": f"t distribution with {n_units - 1} degrees of freedom (clusters - 1)",
     }
+    if cluster is not None:
+        n_clusters = int(data[by].nunique())
+        details["se_method"] = f"clustered by {cluster} ({n_clusters} clusters)"
+        details["ci_method"] = f"t distribution with {n_clusters - 1} degrees of freedom (clusters - 1)"
+        details["clustered_by"] = cluster
     if n_treated == 1:
         est, se, ci, p = _one_treated_unit(data, est, se, ci, p, details, assumptions)
     if staggered:

@@ -101,10 +101,11 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
             f"{', '.join(left_out)} {'is' if len(left_out) == 1 else 'are'} associated with both {inp.treatment} "
             f"and {inp.outcome} but neither adjusted for nor excluded with a reason."
         )
-        acc.improvements["widen_adjustment_set"] = (
-            f"widen_adjustment_set: add {', '.join(left_out)} to the adjustment set (or record why "
-            f"{'it is' if len(left_out) == 1 else 'they are'} not a confounder)."
-        )
+        if cd.recipe_adjustment_set is None:  # a stated set (--controls) is the analyst's to widen, not the loop's
+            acc.improvements["widen_adjustment_set"] = (
+                f"widen_adjustment_set: add {', '.join(left_out)} to the adjustment set (or record why "
+                f"{'it is' if len(left_out) == 1 else 'they are'} not a confounder)."
+            )
         _doubt(acc, head, f"possible confounders left out: {', '.join(left_out)}")
     imputed = _imputed_shares(inp, adjustment)
     agree = complete_case_settled(cd) & set(imputed)
