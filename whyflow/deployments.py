@@ -131,6 +131,9 @@ def whyflow_deployment(
     table: str | None = None,
     query: str | None = None,
     password_block: str | None = None,
+    controls: list[str] | None = None,
+    cluster: str | None = None,
+    where: str | None = None,
 ) -> dict[str, Any]:
     """Run a whyflow recipe on a dataset and publish its results as artifacts.
 
@@ -149,9 +152,13 @@ def whyflow_deployment(
         query: A SELECT whose rows, from a database ``data``, are analysed (instead of ``table``).
         password_block: The name of a Prefect ``Secret`` block holding the database login's password; the
             password is read when the run starts and is never stored with the deployment or in the job folder.
+        controls: The adjustment set, exactly, as with --controls (an empty list: none; unset: the recipe chooses).
+        cluster: Column to cluster the standard errors on, as with --cluster.
+        where: A subgroup condition, as with --where (e.g. "age >= 18 and region == 'north'").
     """
     from prefect.logging import get_run_logger
 
+    from whyflow.causal.specification import where_from_text
     from whyflow.causal.state import StudyDesign
     from whyflow.flows.job_flow import build_flow
     from whyflow.flows.jobstore.history import find_reusable, read_record
@@ -172,7 +179,7 @@ def whyflow_deployment(
         outcome=outcome or None,
         output=_resolve(output),
         overrides=overrides,
-        design=StudyDesign(estimand=estimand),
+        design=StudyDesign(estimand=estimand, controls=controls, cluster=cluster or None, where=where_from_text(where)),
         metadata=_resolve(metadata) if metadata else None,
         runs_dir=str(JobStore().root.resolve()),
         table=table or None,

@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 
 from whyflow.causal.dataprep.subgroup import BadSubgroup, parse_where
+from whyflow.causal.diagnostics import ConfounderDiscovery
 from whyflow.causal.discovery.adjustment import choose_adjustment
 from whyflow.causal.discovery.stated_controls import keep_stated, stated_summary
 from whyflow.causal.estimation.clustered import cluster_codes, ols_clustered
 from whyflow.causal.review.doubts import STATED_AGAINST, role_doubts
-from whyflow.causal.diagnostics import ConfounderDiscovery
 from whyflow.causal.specification import BadControls, controls_from_text
 from whyflow.cli.main import main
 

@@ -22,6 +22,7 @@ __all__ = [
     "ABSORBED",
     "BALANCED_SMD",
     "HINGES_SE",
+    "left_out_findings",
     "STATED_AGAINST",
     "DesignFindings",
     "complete_case_settled",
@@ -127,6 +128,26 @@ def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
             f"weak instrument: the first-stage F is {f_stat:.3g} (below 10), so 2SLS is biased towards OLS and "
             "its interval does not cover at its stated rate"
         )
+
+
+def left_out_findings(
+    left_out: list[str], treatment: str, outcome: str, *, stated: bool
+) -> tuple[str, str | None, str | None]:
+    """The issue, improvement and doubt for columns associated with both treatment and outcome, not adjusted for.
+
+    With stated controls (``--controls``) leaving them out is the analyst's identifying assumption, as a
+    declared design's is: an issue beside the answer, no improvement (a stated set is the analyst's to widen)
+    and no doubt (evidence against a stated control is one, in :func:`role_doubts`).
+    """
+    names, one = ", ".join(left_out), len(left_out) == 1
+    head = f"{names} {'is' if one else 'are'} associated with both {treatment} and {outcome} but "
+    if stated:
+        return head + "not among the stated controls: the estimate assumes no confounding through it.", None, None
+    fix = (
+        f"widen_adjustment_set: add {names} to the adjustment set (or record why "
+        f"{'it is' if one else 'they are'} not a confounder)."
+    )
+    return head + "neither adjusted for nor excluded with a reason.", fix, f"possible confounders left out: {names}"
 
 
 def role_doubts(doubtful: dict[str, str], cd: ConfounderDiscovery, ps: PSDiagnostics | None) -> list[str]:
