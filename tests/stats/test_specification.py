@@ -198,3 +198,13 @@ def test_bad_specification_is_one_line_and_exit_2(
     assert code == 2
     assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "j").exists()
+
+
+def test_an_imputed_stated_control_keeps_its_missing_value_indicator() -> None:
+    frame = _frame()
+    frame["x1_missing"] = (np.arange(len(frame)) % 5 == 0).astype("int8")  # as data repair writes it
+    adj = choose_adjustment(frame, "t", "y", ["x1", "x2", "x1_missing"], stated=["x1", "x2"])
+    assert adj.covariates == ["x1", "x1_missing", "x2"]
+    out = {"adjustment_set": ["x1", "x1_missing", "x2"], "doubtful": {}, "rationale": {}}
+    keep_stated(out, ["x1", "x1_missing"])
+    assert "indicator of the stated control x1" in out["rationale"]["x1_missing"]

@@ -228,7 +228,9 @@ def choose_adjustment(
 
 def _as_stated(frame: pd.DataFrame, stated: list[str], own: Adjustment) -> Adjustment:
     """The analyst's controls as the adjustment, the recipe's own choice beside them."""
-    covariates = [c for c in stated if c in frame.columns]
+    from whyflow.causal.discovery.stated_controls import with_indicators
+
+    covariates = with_indicators(stated, frame.columns)
     against = {c: own.excluded[c] for c in covariates if c in own.excluded}
     caveat = ""
     if against:

@@ -38,7 +38,7 @@ from whyflow.causal.discovery.confounder_builder import AdjustmentBuilder, Confo
 from whyflow.causal.discovery.graphs import Knowledge
 from whyflow.causal.discovery.iv_controls import iv_treatment_copies
 from whyflow.causal.discovery.randomised_move import MoveCheck, randomised_move, says_randomised
-from whyflow.causal.discovery.stated_controls import keep_stated, stated_summary
+from whyflow.causal.discovery.stated_controls import keep_stated, stated_summary, with_indicators
 from whyflow.causal.knowledge import DomainKnowledge
 from whyflow.causal.review.complete_case import complete_case_check
 from whyflow.causal.state import AnalysisState, CausalDAG, DataProfile
@@ -124,7 +124,7 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         out["derived_from_treatment"] = sorted({*out["derived_from_treatment"], *copies})
         out["randomisation_check"] = move.as_dict()
         if view.design.controls is not None:
-            keep_stated(out, [c for c in view.design.controls if c in frame.columns])
+            keep_stated(out, with_indicators(view.design.controls, frame.columns))
         out["complete_case"] = complete_case_check(frame, t, y, out["adjustment_set"])
         if view.design.instrument and view.design.instrument not in out["instruments"]:
             out["instruments"] = sorted([*out["instruments"], view.design.instrument])

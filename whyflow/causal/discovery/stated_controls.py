@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from whyflow.causal.review.complete_case import SUFFIX
 from whyflow.causal.review.doubts import STATED_AGAINST
 
-__all__ = ["keep_stated", "stated_summary"]
+__all__ = ["keep_stated", "stated_summary", "with_indicators"]
 
 _FINDINGS: tuple[tuple[str, str], ...] = (
     ("mediators", "a mediator (on the causal path)"),
@@ -21,6 +22,21 @@ _FINDINGS: tuple[tuple[str, str], ...] = (
     ("derived_from_treatment", "a function of the treatment"),
     ("instruments", "an instrument"),
 )
+
+
+def with_indicators(stated: list[str], columns: Any) -> list[str]:
+    """The stated controls present in ``columns``, each followed by its ``<col>_missing`` indicator where
+    data repair imputed it: the imputed column stands for the stated one only together with the flag of
+    the rows it was filled in (without it, imputed values pass for measured ones)."""
+    present = {str(c) for c in columns}
+    out: list[str] = []
+    for col in stated:
+        if col in present:
+            out.append(col)
+            flag = f"{col}{SUFFIX}"
+            if flag in present and flag not in stated:
+                out.append(flag)
+    return out
 
 
 def keep_stated(out: dict[str, Any], stated: list[str]) -> None:
@@ -36,6 +52,10 @@ def keep_stated(out: dict[str, Any], stated: list[str]) -> None:
         if col in out.get("excluded", {}):
             reasons.append(str(out["excluded"][col]))
         rationale[col] = "stated by the analyst (--controls)"
+        if col.endswith(SUFFIX) and col[: -len(SUFFIX)] in stated:
+            rationale[col] = (
+                f"missing-value indicator of the stated control {col[: -len(SUFFIX)]} (imputed in data repair)"
+            )
         if reasons:
             doubtful[col] = f"{STATED_AGAINST}: " + "; ".join(reasons)
     for col in own:
