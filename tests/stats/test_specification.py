@@ -208,3 +208,21 @@ def test_an_imputed_stated_control_keeps_its_missing_value_indicator() -> None:
     out = {"adjustment_set": ["x1", "x1_missing", "x2"], "doubtful": {}, "rationale": {}}
     keep_stated(out, ["x1", "x1_missing"])
     assert "indicator of the stated control x1" in out["rationale"]["x1_missing"]
+
+
+def test_did_takes_stated_covariates_beside_unit_and_period_effects() -> None:
+    import pyfixest as pf
+
+    from whyflow.causal.estimation.designs_did import did_twfe
+
+    rng = np.random.default_rng(5)
+    panel = pd.DataFrame({"unit": np.repeat(np.arange(60), 6), "period": np.tile(np.arange(6), 60)})
+    panel["d"] = ((panel["unit"] < 30) & (panel["period"] >= 3)).astype(int)
+    panel["x"] = 1.5 * panel["d"] + rng.normal(size=len(panel))  # time-varying, moves with the treatment
+    panel["fixed"] = panel["unit"] % 7  # absorbed by the unit effects
+    panel["y"] = 2.0 * panel["d"] + 1.0 * panel["x"] + rng.normal(size=len(panel))
+    est = did_twfe(panel, "unit", "period", "d", "y", covariates=panel[["x", "fixed"]])
+    direct = pf.feols("y ~ d + x | unit + period", data=panel, vcov={"CRV1": "unit"})
+    assert est.estimate == pytest.approx(float(direct.coef()["d"]), rel=1e-6)
+    assert est.details["covariates_used"] == ["x"] and est.details["covariates_absorbed"] == ["fixed"]
+    assert did_twfe(panel, "unit", "period", "d", "y").estimate > est.estimate + 1

@@ -166,7 +166,11 @@ def _did(s: PairSetup) -> Estimate:
     from whyflow.causal.estimation.designs import did_twfe
 
     d = s.design["did"]
-    return did_twfe(s.frame, d["unit_column"], d["time_column"], s.treatment, s.outcome, s.cluster_column)
+    unit, time = d["unit_column"], d["time_column"]
+    if s.adjustment.recipe_choice is None or s.no_covariates:  # the recipe's DiD: unit and period effects only
+        return did_twfe(s.frame, unit, time, s.treatment, s.outcome, s.cluster_column)
+    rows = s.frame.loc[s.prep.rows].reset_index(drop=True)  # stated controls: their complete rows, encoded
+    return did_twfe(rows, unit, time, s.treatment, s.outcome, s.cluster_column, s.covariates)
 
 
 def _rdd(s: PairSetup) -> Estimate:
@@ -180,7 +184,12 @@ def _rdd(s: PairSetup) -> Estimate:
     if not pd.api.types.is_numeric_dtype(col):
         raise AgentError(f"running variable '{d['running_variable']}' is not numeric ({col.dtype})")
     running = d["running_variable"]
-    return rdd_rdrobust(col.astype(float).to_numpy(), s.prep.y, s.prep.t, float(d["cutoff"]), running, s.clusters())
+    est = rdd_rdrobust(col.astype(float).to_numpy(), s.prep.y, s.prep.t, float(d["cutoff"]), running, s.clusters())
+    if s.adjustment.recipe_choice is not None and not s.no_covariates:
+        est.details["controls_not_used"] = (
+            "the discontinuity fit takes no covariates: the stated controls are not in it"
+        )
+    return est
 
 
 class _Needs(TypedDict):

@@ -383,6 +383,13 @@ def mark_credibility(setup: PairSetup, estimates: dict[str, Estimate]) -> None:
 _TYPED = frozenset(EstimateDetails.model_fields) - {"extras"}
 
 
+def _adjusted_for(setup: PairSetup, key: str, est: Estimate) -> list[str]:
+    """What the estimate adjusted for: none for a contrast or a discontinuity, the stated controls a DiD took."""
+    if key == "did":
+        return list(setup.adjustment.covariates) if est.details.get("covariates_used") else []
+    return [] if key in ("naive", "rdd", "diff_means") else list(setup.adjustment.covariates)
+
+
 def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes: list[str]) -> TreatmentEffectResult:
     """The typed TreatmentEffectResult of one estimate (family from the registry entry)."""
     spec = REGISTRY[key]
@@ -393,7 +400,7 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
         method_key=key,
         family=spec.family,
         n_used=int(est.details.get("n_obs") or len(setup.prep.y)),  # a panel fit reads its own rows
-        adjustment_set=[] if key in ("naive", "did", "rdd", "diff_means") else list(setup.adjustment.covariates),
+        adjustment_set=_adjusted_for(setup, key, est),
         recipe_adjustment_set=setup.adjustment.recipe_choice,
         excluded_covariates=dict(setup.adjustment.excluded),
         round=round_no,
