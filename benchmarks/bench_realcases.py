@@ -14,6 +14,7 @@ text, matched by the keywords below). Overall: covered-and-approved, wrong-and-a
 
     python benchmarks/bench_realcases.py                     # all 24 cases, 2 at a time
     python benchmarks/bench_realcases.py --cases iv04,rd01 --jobs 1
+    python benchmarks/bench_realcases.py --controls paper    # each case's paper controls via --controls
     python benchmarks/bench_realcases.py --out real.jsonl; python benchmarks/bench_realcases.py --from-log real.jsonl
 """
 
@@ -55,6 +56,36 @@ PROBLEMS: dict[str, tuple[str, ...]] = {
     "collinear or absorbed": ("collinear", "absorbed", "rank"),
     "repeated units": ("repeated units", "repeated", "cluster"),
 }
+PAPER_CONTROL_COLUMNS: dict[str, dict[str, str | None]] = {
+    "rc01_sh24_esti_testing": {"gender (male)": "gender", "ethnic group (black)": "ethnicgrp"},
+    "ob02_nhs_trust_cancer_waits": {"region (categorical)": "region"},
+    "iv04_class_size_reading": {
+        "tipuach (percent disadvantaged students; CauSciBench names tip_a, identical where present but missing in "
+        "51 rows)": "tipuach"
+    },
+    "iv05_class_size_math": {"tipuach (percent disadvantaged students)": "tipuach"},
+    "iv09_democracy_assistance": {"country fixed effects": "country"},
+    "iv11_budget_committee": {"year (fixed effects)": "year"},
+    "dd06_app_price_change": {"month (absorbed by panel and date fixed effects)": None},
+}
+"""The ``paper_controls`` written as descriptions, mapped once to the column they describe (``None``: none).
+
+A text column (gender, ethnic group, region, country) enters as its dummies, i.e. as fixed effects; ``year``
+in iv11 is numeric and enters as a linear term, not as the paper's year effects (``--controls`` has no
+way to say "as categories"); the app data's month is absorbed by the panel's date effects already."""
+
+
+def paper_controls(case: dict[str, Any]) -> list[str]:
+    """The case's ``paper_controls`` as column names (descriptions through :data:`PAPER_CONTROL_COLUMNS`)."""
+    mapped = PAPER_CONTROL_COLUMNS.get(case["id"], {})
+    out: list[str] = []
+    for entry in case.get("paper_controls") or []:
+        column = mapped.get(entry, entry)
+        if column is not None:
+            out.append(column)
+    return out
+
+
 COLUMN_DOUBTS = ("uncertain adjustment", "residual confounding", "repeated units", "absorb")
 """Refusals for a doubt about named columns: justified when the case's pitfalls name one of them too."""
 
@@ -64,8 +95,13 @@ def load_cases(only: set[str] | None = None) -> list[dict[str, Any]]:
     return [c for c in cases if not only or c["id"] in only or c["id"].split("_")[0] in only]
 
 
-def run_case(case: dict[str, Any], notebook: bool, timeout: int, keep: str | None = None) -> dict[str, Any]:
-    """One ``whyflow run`` of the case; never raises (a crash or a time-out is a result)."""
+def run_case(
+    case: dict[str, Any], notebook: bool, timeout: int, keep: str | None = None, controls: str = "recipe"
+) -> dict[str, Any]:
+    """One ``whyflow run`` of the case; never raises (a crash or a time-out is a result).
+
+    ``controls="paper"`` states the paper's controls with ``--controls`` (``none`` where the paper has none).
+    """
     row: dict[str, Any] = {"id": case["id"], "design": case["design"], "published": case["published_effect"]}
     row["published_se"] = case["published_se"]
     started = time.perf_counter()
@@ -75,6 +111,8 @@ def run_case(case: dict[str, Any], notebook: bool, timeout: int, keep: str | Non
         cmd = [str(WHYFLOW), "run", str(recipe), "--data", str(data), "--treatment", case["treatment"]]
         job = Path(keep) / case["id"] if keep else Path(tmp) / "job"
         cmd += ["--outcome", case["outcome"], "--output", str(job), "--llm", "off", *case["hints"]]
+        if controls == "paper":
+            cmd += ["--controls", ",".join(paper_controls(case)) or "none"]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=os.environ.copy())
         except subprocess.TimeoutExpired:
@@ -192,6 +230,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="append each case's result to this JSON-lines file")
     parser.add_argument("--keep", help="keep each case's job folder under this folder (default: deleted)")
     parser.add_argument("--from-log", help="print the tables of a JSON-lines file instead of running")
+    parser.add_argument(
+        "--controls",
+        choices=["recipe", "paper"],
+        default="recipe",
+        help="recipe: the recipe chooses the controls (default); paper: each case's paper_controls via --controls",
+    )
     args = parser.parse_args(argv)
     if not CASES.exists():
         print(f"bench_realcases: {CASES} not found (the shared datasets sit beside the checkout)", file=sys.stderr)
@@ -203,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = load_cases(set(args.cases.split(",")) if args.cases else None)
         rows = []
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            for row in pool.map(lambda c: run_case(c, args.notebook, args.timeout, args.keep), chosen):
+            for row in pool.map(lambda c: run_case(c, args.notebook, args.timeout, args.keep, args.controls), chosen):
                 rows.append(row)
                 print(f"{row['id']}: {outcome_of(row, cases[row['id']])} ({row.get('seconds', 0):.0f} s)", flush=True)
                 if args.out:

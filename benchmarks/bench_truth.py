@@ -51,7 +51,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.truth_kinds import DEFAULT_N, KINDS, Case, make  # noqa: E402
 
 RECIPE = builtin_recipe("causal_analysis")
-DESIGN_KEYS = ("instrument", "running_variable", "cutoff", "unit_column", "time_column")
+DESIGN_KEYS = ("instrument", "running_variable", "cutoff", "unit_column", "time_column", "controls", "cluster", "where")
 
 
 def recipe_without_notebook(folder: Path) -> Path:
@@ -121,11 +121,15 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
     head = headline_estimate(state)
     if head is not None:
         out.update(estimate=head.estimate, lo=head.ci_lower, hi=head.ci_upper, method=head.method)
+        out.update(clustered_by=head.details.extras.get("clustered_by"), n_used=head.details.n_used)
+        out["headline_adjustment_set"] = list(head.details.adjustment_set)
     if state.critique_history:
         out["decision"] = str(state.critique_history[-1].decision.value)
     cd = state.confounder_discovery
     out["adjustment_set"] = list(cd.adjustment_set) if cd is not None else []
     out["left_out"] = [r.column for r in cd.column_roles] if cd is not None else []
+    out["recipe_adjustment_set"] = cd.recipe_adjustment_set if cd is not None else None
+    out["subgroup"] = state.data_profile.subgroup if state.data_profile is not None else ""
     from whyflow.flows.jobstore.summary import model_usage
 
     out["tokens"] = sum(u.get("total_tokens", 0) for u in model_usage(state, folder.path).values())

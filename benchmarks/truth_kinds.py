@@ -14,7 +14,9 @@ answers a score is summed from, recorded only where the score is, a self-reporte
 outcome in a trial the metadata does not call one, a reported copy of an instrumented treatment, and
 measurements recorded at follow-up, missing with the outcome for those lost to it. One more puts a
 baseline of the outcome in the file under a name that contains the outcome's: the column that must
-be adjusted for.
+be adjusted for. Three state the analyst's specification (issue 36): the right controls, where the
+recipe's own choice differs (``--controls``); a cluster-randomised trial whose errors must be
+clustered (``--cluster``); a subgroup with its own effect (``--where``).
 
 Every generator is ``(n, seed) -> Case``: the frame, the true effect of the design's estimand,
 the CLI/design arguments (treatment, outcome, and instrument / unit+time / running variable+cutoff
@@ -427,6 +429,55 @@ def outcome_baseline(n: int, seed: int) -> Case:
     return Case(frame, float(truth["effect"]), _args("training", y_name))
 
 
+def stated_controls(n: int, seed: int) -> Case:
+    """The analyst states the right adjustment set (``--controls x1,x2``): two confounders.
+
+    Three more columns cause only the outcome; the recipe, left to itself, adjusts for them too
+    (every covariate that may precede the treatment), so its own choice differs from the stated one
+    while both are valid. The run must adjust for exactly x1 and x2 and show its own choice beside them.
+    """
+    rng = np.random.default_rng(seed)
+    x1, x2 = rng.normal(size=n), rng.normal(size=n)
+    w = rng.normal(size=(n, 3))
+    t = rng.binomial(1, _sigmoid(0.8 * x1 - 0.6 * x2))
+    y = 1.5 * t + 1.2 * x1 + 0.8 * x2 + w @ np.array([0.7, -0.5, 0.4]) + rng.normal(size=n)
+    frame = pd.DataFrame({"x1": x1, "x2": x2, "w1": w[:, 0], "w2": w[:, 1], "w3": w[:, 2], "treated": t, "outcome": y})
+    return Case(frame, 1.5, _args(controls=["x1", "x2"]))
+
+
+def clustered_trial(n: int, seed: int) -> Case:
+    """A cluster-randomised trial: 40 schools, each wholly treated or not, with a shared school shock.
+
+    Errors that treat pupils as independent are several times too narrow (the intraclass correlation
+    is 0.5); stated ``--cluster school``, the interval must be the clustered one.
+    """
+    rng = np.random.default_rng(seed)
+    schools = 40
+    school = rng.integers(0, schools, size=n)
+    arm = rng.permutation(np.arange(schools) % 2)
+    shock = rng.normal(scale=1.0, size=schools)
+    t = arm[school]
+    x = rng.normal(size=n)
+    y = 0.5 * t + 0.5 * x + shock[school] + rng.normal(size=n)
+    names = np.array([f"s{i:02d}" for i in range(schools)])
+    frame = pd.DataFrame({"school": names[school], "prior": x, "treated": t, "outcome": y})
+    return Case(frame, 0.5, _args(cluster="school"))
+
+
+def subgroup_effect(n: int, seed: int) -> Case:
+    """A randomised trial whose effect is 2 among women and 0.5 among men; the question is about women.
+
+    Stated ``--where "sex == 'f'"``, the answer is the women's effect (2), not the pooled one (about 1.25).
+    """
+    rng = np.random.default_rng(seed)
+    female = rng.binomial(1, 0.5, size=n)
+    x = rng.normal(size=n)
+    t = rng.binomial(1, 0.5, size=n)
+    y = np.where(female == 1, 2.0, 0.5) * t + 0.8 * x + 0.3 * female + rng.normal(size=n)
+    frame = pd.DataFrame({"sex": np.where(female == 1, "f", "m"), "age_z": x, "treated": t, "outcome": y})
+    return Case(frame, 2.0, _args(where="sex == 'f'"))
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -456,6 +507,9 @@ KINDS: dict[str, Generator] = {
     "did_one_treated": did_one_treated,
     "trial_attrition": trial_attrition,
     "outcome_baseline": outcome_baseline,
+    "stated_controls": stated_controls,
+    "clustered_trial": clustered_trial,
+    "subgroup_effect": subgroup_effect,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -505,6 +559,9 @@ DEFAULT_N: dict[str, int] = {
     "did_one_treated": 240,
     "trial_attrition": 1500,
     "outcome_baseline": 2000,
+    "stated_controls": 1500,
+    "clustered_trial": 2000,
+    "subgroup_effect": 2000,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

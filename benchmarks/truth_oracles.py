@@ -213,6 +213,27 @@ def outcome_baseline(n: int, seed: int) -> Interval:
     return _ols(f, case.args["outcome"], causes, "training")
 
 
+def stated_controls(n: int, seed: int) -> Interval:
+    """OLS on the stated confounders and the three outcome-only causes (the true outcome model; HC1)."""
+    return _ols(_frame("stated_controls", n, seed), "outcome", ["x1", "x2", "w1", "w2", "w3"])
+
+
+def clustered_trial(n: int, seed: int) -> Interval:
+    """OLS on the treatment and the pupil covariate, errors clustered by school (CR1)."""
+    frame = _frame("clustered_trial", n, seed)
+    x = sm.add_constant(frame[["treated", "prior"]].astype(float), has_constant="add")
+    groups = pd.factorize(frame["school"])[0]
+    fit = sm.OLS(frame["outcome"].astype(float), x).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    lo, hi = fit.conf_int(0.05).loc["treated"]
+    return float(fit.params["treated"]), float(lo), float(hi)
+
+
+def subgroup_effect(n: int, seed: int) -> Interval:
+    """OLS among women on the treatment and the outcome's other cause (HC1)."""
+    frame = _frame("subgroup_effect", n, seed)
+    return _ols(frame[frame["sex"] == "f"], "outcome", ["age_z"])
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -240,6 +261,9 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "imputed_confounder": imputed_confounder,
     "trial_attrition": trial_attrition,
     "outcome_baseline": outcome_baseline,
+    "stated_controls": stated_controls,
+    "clustered_trial": clustered_trial,
+    "subgroup_effect": subgroup_effect,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

@@ -5,6 +5,7 @@ by the runner, every decision the recipe's own. Each kind must run to completion
 that covers the truth, or with a critique that refuses to approve it (issue 9's "done means"),
 at a smaller size than the benchmark's so the whole file stays fast.
 
+The kinds that state a specification (``--controls``, ``--cluster``, ``--where``) must keep it.
 The kinds with a tempting column (``TEMPTING``: a row index, the outcome's level, its parts, a
 later outcome, treatment copies, a post-treatment survey) must also name it as left out, and the
 kinds with a confounder that a name rule could mistake (``MUST_ADJUST``: a baseline of the
@@ -54,6 +55,9 @@ SMALL_N = {
     "did_one_treated": 240,
     "trial_attrition": 600,
     "outcome_baseline": 1000,
+    "stated_controls": 600,
+    "clustered_trial": 800,
+    "subgroup_effect": 800,
 }
 
 
@@ -84,6 +88,19 @@ def test_kind_is_right_or_not_approved(kind: str, recipe: Path, tmp_path: Path) 
     assert not tempting & set(out["adjustment_set"])
     needed = {c for c in MUST_ADJUST.get(kind, ()) if c in case.frame.columns}
     assert needed <= set(out["adjustment_set"]), f"confounders not adjusted for: {needed - set(out['adjustment_set'])}"
+    _kept_the_specification(case.args, out)
+
+
+def _kept_the_specification(args: dict, out: dict) -> None:
+    """A stated specification (issue 36) is what the run used: the controls exactly (the recipe's own choice
+    beside them), the cluster on the headline's errors, the subgroup's rows."""
+    if args.get("controls") is not None:
+        assert out["headline_adjustment_set"] == args["controls"]
+        assert out["recipe_adjustment_set"] is not None and out["recipe_adjustment_set"] != args["controls"]
+    if args.get("cluster"):
+        assert out["clustered_by"] == args["cluster"]
+    if args.get("where"):
+        assert out["subgroup"].startswith(f"subgroup {args['where']}:")
 
 
 # Seed 0 at the benchmark's size: the one kind whose correctly specified interval misses the truth

@@ -165,6 +165,9 @@ def whyflow_deployment(
     table: str | None = None,
     query: str | None = None,
     credentials_block: str | None = None,
+    controls: list[str] | None = None,
+    cluster: str | None = None,
+    where: str | None = None,
 ) -> dict[str, Any]:
     """Run a whyflow recipe on a dataset and publish its results as artifacts.
 
@@ -184,9 +187,13 @@ def whyflow_deployment(
         credentials_block: The name of a Prefect ``Secret`` block with the source's credentials: a database
             login's password (text), or an object store's fsspec options (a JSON object, e.g. key, secret and
             endpoint_url for S3). Read when the run starts; never stored with the deployment or in the job folder.
+        controls: The adjustment set, exactly, as with --controls (an empty list: none; unset: the recipe chooses).
+        cluster: Column to cluster the standard errors on, as with --cluster.
+        where: A subgroup condition, as with --where (e.g. "age >= 18 and region == 'north'").
     """
     from prefect.logging import get_run_logger
 
+    from whyflow.causal.specification import where_from_text
     from whyflow.causal.state import StudyDesign
     from whyflow.flows.job_flow import build_flow
     from whyflow.flows.jobstore.history import find_reusable, read_record
@@ -206,7 +213,9 @@ def whyflow_deployment(
             outcome=outcome or None,
             output=_resolve(output),
             overrides=overrides,
-            design=StudyDesign(estimand=estimand),
+            design=StudyDesign(
+                estimand=estimand, controls=controls, cluster=cluster or None, where=where_from_text(where)
+            ),
             metadata=_resolve(metadata) if metadata else None,
             runs_dir=str(JobStore().root.resolve()),
             table=table or None,

@@ -125,6 +125,8 @@ class AdjustmentDecision(Record):
     """What to keep in mind about the set ("" when nothing)."""
     widened: bool
     """True when the critique asked to widen the set."""
+    recipe_choice: list[str] | None = None
+    """The set the recipe would have chosen, when the analyst stated the controls (``--controls``)."""
 
 
 class PSDiagnostics(Record):
@@ -277,6 +279,8 @@ class ConfounderDiscovery(Record):
     randomisation_check: RandomisationCheck | None = None
     complete_case: dict[str, CompleteCase] = {}
     """Imputed confounder -> its complete-case check."""
+    recipe_adjustment_set: list[str] | None = None
+    """With ``--controls``: the set the recipe chose on its own (``adjustment_set`` holds the stated one)."""
 
 
 # ---- data repairs ------------------------------------------------------------------------------------

@@ -139,6 +139,8 @@ class EstimateDetails(BaseModel):
     headline_reason: str | None = None
     round: int = 0
     adjustment_set: list[str] = []
+    recipe_adjustment_set: list[str] | None = None
+    """With ``--controls``: what the recipe would have adjusted for (``adjustment_set`` is what was stated)."""
     excluded_covariates: dict[str, str] = {}
     trimmed: Trimming | None = None
     population: str = ""

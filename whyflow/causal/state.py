@@ -94,6 +94,8 @@ class DataProfile(_Model):
     """True when they were copies, dropped from the analysis data (``n_samples`` counts what is left)."""
     duplicates_note: str = ""
     """What was found and done about them, in one sentence ("" when no row repeats)."""
+    subgroup: str = ""
+    """The stated subgroup (``--where``) and its size, in words ("" when every row is analysed)."""
 
 
 class CausalPair(_Model):
@@ -202,6 +204,14 @@ class StudyDesign(_Model):
     unit_column: str | None = None
     time_column: str | None = None
     metadata_path: str | None = None
+    # ---- the analyst's specification: once stated, a contract the run keeps ----------------
+    controls: list[str] | None = None
+    """The adjustment set every estimator uses, exactly (``[]``: no controls); ``None``: the recipe chooses.
+    The recipe's own choice is still computed and recorded beside it (``recipe_adjustment_set``)."""
+    cluster: str | None = None
+    """Column whose values are clusters: the estimators that can give cluster-robust errors on it."""
+    where: str | None = None
+    """A subgroup (``whyflow.causal.dataprep.subgroup`` syntax): the analysis reads only its rows."""
 
 
 class AnalysisState(JobLifecycle):

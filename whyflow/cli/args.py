@@ -14,7 +14,14 @@ from typing import Any
 
 from whyflow.causal.state import StudyDesign
 
-__all__ = ["design_from_args", "overrides_from_args", "prepare_environment", "resolve_path"]
+__all__ = [
+    "add_specification_options",
+    "specification_from_args",
+    "design_from_args",
+    "overrides_from_args",
+    "prepare_environment",
+    "resolve_path",
+]
 
 
 def prepare_environment(verbose: bool = False) -> None:
@@ -59,7 +66,39 @@ def design_from_args(args: Any) -> StudyDesign:
         cutoff=args.cutoff,
         unit_column=args.unit,
         time_column=args.time,
+        **specification_from_args(args),
     )
+
+
+# ---- the analyst's specification: --controls, --cluster, --where ---------------------------------
+
+
+def add_specification_options(parser: Any) -> None:
+    """``--controls``, ``--cluster`` and ``--where``: the analyst's specification, kept as stated."""
+    parser.add_argument(
+        "--controls",
+        metavar="A,B,C",
+        help="adjust for exactly these columns in every estimator ('none' or '': no controls); the recipe's own "
+        "choice is computed and shown beside them, never used instead",
+    )
+    parser.add_argument("--cluster", metavar="COL", help="cluster-robust standard errors on this column")
+    parser.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="analyse a subgroup, e.g. \"age >= 18 and region == 'north'\" (columns, values, comparisons, "
+        "in [...], and/or/not; `odd name` in backticks)",
+    )
+
+
+def specification_from_args(args: Any) -> dict[str, Any]:
+    """The StudyDesign fields of ``--controls``, ``--cluster`` and ``--where`` (unreadable ones raise a DataError)."""
+    from whyflow.causal.specification import controls_from_text, where_from_text
+
+    return {
+        "controls": controls_from_text(getattr(args, "controls", None)),
+        "cluster": getattr(args, "cluster", None),
+        "where": where_from_text(getattr(args, "where", None)),
+    }
 
 
 def resolve_path(text: str) -> str:

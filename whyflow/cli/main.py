@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from whyflow.cli.args import add_source_options, prepare_environment
+from whyflow.cli.args import add_source_options, add_specification_options, prepare_environment
 from whyflow.core.errors import WhyflowError
 from whyflow.flows.errors import JobNotFound, RecipeNotFound, RecipeSyntaxError, RecipeValidationError
 
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cutoff", type=float, help="cutoff of the running variable")
     p.add_argument("--unit", help="unit id column of panel data (difference-in-differences)")
     p.add_argument("--time", help="time column of panel data")
+    add_specification_options(p)
     p.add_argument("--job-id", help="use this job id instead of a generated one")
     p.add_argument("--llm", choices=["on", "off"], help="call the configured LLM (on) or never (off); sets WHYFLOW_LLM")
     p.add_argument("--verbose", action="store_true", help="show Prefect's own logs too")

@@ -301,15 +301,19 @@ def describe_read(frame: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def check_columns(frame: pd.DataFrame, columns: dict[str, str | None], source: str) -> None:
+def check_columns(
+    frame: pd.DataFrame, columns: dict[str, str | None] | list[tuple[str, str | None]], source: str
+) -> None:
     """Raise one :class:`DataError` naming every requested column missing from ``frame``.
 
-    ``columns`` maps a role ("treatment", "outcome", ...) to a column name or ``None``.
+    ``columns`` maps a role ("treatment", "outcome", ...) to a column name or ``None`` (as a dict,
+    or as (role, column) pairs when a role names several columns, as the controls do).
     """
     names = [str(c) for c in frame.columns]
+    pairs = list(columns.items()) if isinstance(columns, dict) else list(columns)
     missing = [
         f"{role} column '{col}' is not in {source}{suggest(col, names)}"
-        for role, col in columns.items()
+        for role, col in pairs
         if col is not None and col not in names
     ]
     if missing:

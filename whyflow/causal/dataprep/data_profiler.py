@@ -13,6 +13,7 @@ from pydantic import Field
 from whyflow.causal.dataprep.frame_checks import duplicate_rows, duplicate_verdict, save_findings
 from whyflow.causal.dataprep.implausible import overflowing
 from whyflow.causal.dataprep.profiling import build_profile
+from whyflow.causal.dataprep.subgroup import parse_where
 from whyflow.causal.state import AnalysisState
 from whyflow.causal.view import AnalysisView
 from whyflow.core.agent import Agent, AgentContext, AgentParams, AgentResult
@@ -71,6 +72,10 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
         ctx.progress(f"profiling {frame.shape[0]:,} rows x {frame.shape[1]} columns")
         with contextlib.suppress(OSError):  # the EDA's look at the file as received, without reading it again
             save_findings(frame, info.local_path, ctx.data_dir)
+        subgroup = ""
+        if design.where is not None:  # the stated subgroup: every later step reads only its rows
+            frame, subgroup = parse_where(design.where).apply(frame)
+            ctx.progress(subgroup)
         duplicates = duplicate_verdict(frame)  # every recipe analyses the same rows, and says so
         if not params.drop_duplicates:
             duplicates = dataclasses.replace(duplicates, drop=False, column=None, kept_by_request=True)
@@ -99,6 +104,7 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
                 "duplicate_rows": duplicates.rows,
                 "duplicates_dropped": duplicates.drop,
                 "duplicates_note": duplicates.sentence(),
+                "subgroup": subgroup,
             }
         )
         t = prof.treatment_candidates[0] if prof.treatment_candidates else None
@@ -108,7 +114,8 @@ class DataProfilerAgent(Agent[DataProfilerParams]):
             counts[kind] = counts.get(kind, 0) + 1
         n_missing = sum(prof.missing_values.values())
         summary = (
-            f"{prof.n_samples:,} rows x {prof.n_features} columns ("
+            (f"{subgroup}; " if subgroup else "")
+            + f"{prof.n_samples:,} rows x {prof.n_features} columns ("
             + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
             + f"); treatment {t or '?'}, outcome {y or '?'}, {len(prof.potential_confounders)} potential confounders"
             + (f", {n_missing:,} missing cells" if n_missing else "")

@@ -170,7 +170,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
                 "duplicates_dropped": True,
                 "duplicates_note": dropped.sentence(),
             }
-        report.profile = report.profile.model_copy(update=duplicates)
+        report.profile = report.profile.model_copy(update={**duplicates, "subgroup": profile.subgroup})
         entries = [*checked, *repairs, *open_issues]
         summary = (
             f"{len(failures)} failed expectations, {len(repairs)} repairs"

@@ -47,6 +47,8 @@ class Adjustment:
     source: str = ""
     added: list[str] = field(default_factory=list)
     caveat: str = ""
+    recipe_choice: list[str] | None = None
+    """With stated controls (``--controls``): the covariates the recipe would have chosen; ``None`` otherwise."""
 
 
 @dataclass
@@ -139,12 +141,27 @@ def choose_adjustment(
     *,
     widen: bool = False,
     design_columns: tuple[str | None, ...] = (),
+    stated: list[str] | None = None,
 ) -> Adjustment:
     """The covariates to adjust for, with every exclusion and its reason.
 
     ``widen`` (critique code ``widen_adjustment_set``) adds discovery's data-associated
-    variables and the profile's potential confounders that no rule excludes.
+    variables and the profile's potential confounders that no rule excludes. ``stated`` (the
+    analyst's ``--controls``) is the answer as given: the recipe's own choice is still made and
+    returned beside it (``recipe_choice``), and where the recipe would leave a stated control out
+    the caveat says why (widening never applies to a stated set).
     """
+    if stated is not None:
+        own = choose_adjustment(
+            frame,
+            treatment,
+            outcome,
+            potential_confounders,
+            confounder_discovery,
+            domain_knowledge,
+            design_columns=design_columns,
+        )
+        return _as_stated(frame, stated, own)
     cd = (
         confounder_discovery
         if confounder_discovery is not None and confounder_discovery.treatment in (None, treatment)
@@ -152,7 +169,10 @@ def choose_adjustment(
     )
     excluded = _exclusions(cd, domain_knowledge)
     reserved = {treatment, outcome, *[c for c in design_columns if c]}
-    if cd is not None and "adjustment_set" in cd.model_fields_set:
+    if cd is not None and cd.recipe_adjustment_set is not None:  # discovery recorded stated controls
+        base = [str(c) for c in cd.recipe_adjustment_set]
+        source = "confounder_discovery adjustment set"
+    elif cd is not None and "adjustment_set" in cd.model_fields_set:
         base = [str(c) for c in cd.adjustment_set]
         source = "confounder_discovery adjustment set"
     else:
@@ -203,6 +223,25 @@ def choose_adjustment(
         source=source,
         added=[c for c in added if c in covariates],
         caveat=caveat,
+    )
+
+
+def _as_stated(frame: pd.DataFrame, stated: list[str], own: Adjustment) -> Adjustment:
+    """The analyst's controls as the adjustment, the recipe's own choice beside them."""
+    from whyflow.causal.discovery.stated_controls import with_indicators
+
+    covariates = with_indicators(stated, frame.columns)
+    against = {c: own.excluded[c] for c in covariates if c in own.excluded}
+    caveat = ""
+    if against:
+        caveat = "Stated controls the recipe would leave out: " + "; ".join(f"{c} ({r})" for c, r in against.items())
+        caveat += ". They are adjusted for as stated; if one is caused by the treatment the estimate is biased."
+    return Adjustment(
+        covariates=covariates,
+        excluded={c: r for c, r in own.excluded.items() if c not in covariates},
+        source="controls stated by the analyst (--controls)",
+        caveat=caveat,
+        recipe_choice=list(own.covariates),
     )
 
 

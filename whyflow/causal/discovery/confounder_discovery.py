@@ -38,6 +38,7 @@ from whyflow.causal.discovery.confounder_builder import AdjustmentBuilder, Confo
 from whyflow.causal.discovery.graphs import Knowledge
 from whyflow.causal.discovery.iv_controls import iv_treatment_copies
 from whyflow.causal.discovery.randomised_move import MoveCheck, randomised_move, says_randomised
+from whyflow.causal.discovery.stated_controls import keep_stated, stated_summary, with_indicators
 from whyflow.causal.knowledge import DomainKnowledge
 from whyflow.causal.review.complete_case import complete_case_check
 from whyflow.causal.state import AnalysisState, CausalDAG, DataProfile
@@ -52,7 +53,7 @@ __all__ = ["ConfounderDiscoveryAgent", "ConfounderDiscoveryParams"]
 
 
 OUTPUT_KEYS: tuple[str, ...] = ("adjustment_set", "mediators", "colliders", "derived_from_treatment", "instruments")
-OUTPUT_KEYS += ("doubtful", "column_roles")
+OUTPUT_KEYS += ("doubtful", "column_roles", "recipe_adjustment_set")
 
 
 class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
@@ -122,6 +123,8 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
         copies = [r.column for r in roles if r.leave_out and r.role.startswith("treatment_")]
         out["derived_from_treatment"] = sorted({*out["derived_from_treatment"], *copies})
         out["randomisation_check"] = move.as_dict()
+        if view.design.controls is not None:
+            keep_stated(out, with_indicators(view.design.controls, frame.columns))
         out["complete_case"] = complete_case_check(frame, t, y, out["adjustment_set"])
         if view.design.instrument and view.design.instrument not in out["instruments"]:
             out["instruments"] = sorted([*out["instruments"], view.design.instrument])
@@ -132,7 +135,8 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             f"identified={out['identification']['identified']}"
         )
         summary += left_out_summary(out["column_roles"])
-        outputs = {k: out[k] for k in OUTPUT_KEYS}
+        summary += stated_summary(out)
+        outputs = {k: out[k] for k in OUTPUT_KEYS if k in out}
         return AgentResult(
             updates={"confounder_discovery": ConfounderDiscovery.model_validate(out)},
             summary=summary,

@@ -14,6 +14,7 @@ treated unit the clustered interval is replaced by placebo-in-space permutation 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,15 +25,25 @@ from whyflow.core.errors import AgentError
 
 __all__ = ["did_twfe", "did_panel"]
 
-_Y, _D, _U, _T = "y_", "d_", "unit_", "time_"
+_Y, _D, _U, _T, _C = "y_", "d_", "unit_", "time_", "cluster_"
 
 
-def did_panel(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome: str) -> pd.DataFrame:
-    """The complete, finite rows as a frame of y_, d_ (numeric), unit_ and time_ (integer codes, time ordered)."""
-    for col in (unit, time, treatment, outcome):
+def did_panel(
+    frame: pd.DataFrame,
+    unit: str,
+    time: str,
+    treatment: str,
+    outcome: str,
+    cluster: str | None = None,
+    covariates: Sequence[str] = (),
+) -> pd.DataFrame:
+    """The complete, finite rows as a frame of y_, d_ (numeric), unit_ and time_ (integer codes, time ordered),
+    cluster_ (codes of a stated ``--cluster`` column) when ``cluster`` is given, and the numeric ``covariates``."""
+    for col in (unit, time, treatment, outcome, *([cluster] if cluster else [])):
         if col not in frame.columns:
             raise AgentError(f"column '{col}' is not in the data")
-    sub = pd.DataFrame({c: frame[c] for c in dict.fromkeys([unit, time, treatment, outcome])}).dropna()
+    cols = [unit, time, treatment, outcome, *([cluster] if cluster else []), *covariates]
+    sub = pd.DataFrame({c: frame[c] for c in dict.fromkeys(cols)}).dropna()
     if not pd.api.types.is_numeric_dtype(sub[outcome]):
         raise AgentError(f"outcome '{outcome}' is not numeric ({sub[outcome].dtype})")
     d = sub[treatment]
@@ -46,6 +57,8 @@ def did_panel(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome
             _D: d.astype(float).to_numpy(),
             _U: pd.factorize(sub[unit], sort=True)[0],
             _T: pd.factorize(sub[time], sort=True)[0],
+            **({_C: pd.factorize(sub[cluster], sort=True)[0]} if cluster else {}),
+            **{c: sub[c].astype(float).to_numpy() for c in covariates},
         }
     )
     data = data[np.isfinite(data[_Y]) & np.isfinite(data[_D])].reset_index(drop=True)
@@ -154,19 +167,38 @@ def _one_treated_unit(
     return est, (hi - lo) / (2 * 1.959964), (lo, hi), float(perm["p_value"])
 
 
-def did_twfe(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome: str) -> Estimate:
+def did_twfe(
+    frame: pd.DataFrame,
+    unit: str,
+    time: str,
+    treatment: str,
+    outcome: str,
+    cluster: str | None = None,
+    covariates: pd.DataFrame | None = None,
+) -> Estimate:
     """Two-way fixed effects DiD: y_it = a_i + g_t + tau D_it, SEs clustered by unit (CRV1).
 
     Several rows per unit and period are allowed. The interval and p-value use the t
-    distribution with (units - 1) degrees of freedom, as pyfixest reports them.
+    distribution with (clusters - 1) degrees of freedom, as pyfixest reports them. A stated
+    ``cluster`` column (``--cluster``) is where the errors are clustered instead of the unit.
+    ``covariates`` (stated controls, encoded, aligned with ``frame``'s rows) enter the regression beside
+    the treatment; those the unit or period effects absorb are dropped by pyfixest and named.
     """
     import pyfixest as pf
 
-    data = did_panel(frame, unit, time, treatment, outcome)
+    names: list[str] = []
+    if covariates is not None and covariates.shape[1]:
+        names = [f"cov{i}_" for i in range(covariates.shape[1])]
+        frame = pd.concat(
+            [frame.reset_index(drop=True), covariates.set_axis(names, axis=1).reset_index(drop=True)], axis=1
+        )
+    data = did_panel(frame, unit, time, treatment, outcome, cluster if cluster not in (None, unit) else None, names)
+    by = _C if _C in data.columns else _U
     _identified(data, unit, time, treatment)
+    rhs = " + ".join([_D, *names])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = pf.feols(f"{_Y} ~ {_D} | {_U} + {_T}", data=data, vcov={"CRV1": _U})
+        fit = pf.feols(f"{_Y} ~ {rhs} | {_U} + {_T}", data=data, vcov={"CRV1": by})
     if _D not in fit.coef().index:
         raise AgentError(f"treatment '{treatment}' is collinear with the unit and period effects: not identified")
     est, se = float(fit.coef()[_D]), float(fit.se()[_D])
@@ -199,6 +231,16 @@ def did_twfe(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome:
         "single_treated_unit": n_treated == 1,
         "ci_method": f"t distribution with {n_units - 1} degrees of freedom (clusters - 1)",
     }
+    if names:
+        assert covariates is not None
+        label = dict(zip(names, map(str, covariates.columns), strict=True))
+        details["covariates_used"] = [label[c] for c in names if c in fit.coef().index]
+        details["covariates_absorbed"] = [label[c] for c in names if c not in fit.coef().index]
+    if cluster is not None:
+        n_clusters = int(data[by].nunique())
+        details["se_method"] = f"clustered by {cluster} ({n_clusters} clusters)"
+        details["ci_method"] = f"t distribution with {n_clusters - 1} degrees of freedom (clusters - 1)"
+        details["clustered_by"] = cluster
     if n_treated == 1:
         est, se, ci, p = _one_treated_unit(data, est, se, ci, p, details, assumptions)
     if staggered:

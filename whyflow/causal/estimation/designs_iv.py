@@ -139,14 +139,30 @@ def _closest_controls(z: np.ndarray, X: pd.DataFrame, top: int = 3) -> list[str]
 
 
 def iv_2sls(
-    y: np.ndarray, t: np.ndarray, z: np.ndarray, X: pd.DataFrame, instrument: str, treatment: str = "treatment"
+    y: np.ndarray,
+    t: np.ndarray,
+    z: np.ndarray,
+    X: pd.DataFrame,
+    instrument: str,
+    treatment: str = "treatment",
+    clusters: tuple[str, np.ndarray] | None = None,
 ) -> Estimate:
     """Two-stage least squares of y on t instrumented by z, controlling for X (robust SEs).
 
     Collinear and constant controls are dropped (named in ``details["dropped_collinear"]`` and
     ``details["dropped_constant"]``); rows with non-finite values are left out and counted.
+    ``clusters`` (a stated ``--cluster``: its name and a code per row) clusters the errors on it.
     """
     from linearmodels.iv import IV2SLS
+
+    groups = None
+    if clusters is not None:  # the rows _clean keeps, before it keeps them
+        finite = (
+            np.isfinite(np.asarray(y, float)) & np.isfinite(np.asarray(t, float)) & np.isfinite(np.asarray(z, float))
+        )
+        if X.shape[1]:
+            finite &= np.isfinite(X.to_numpy(float)).all(axis=1)
+        groups = pd.Series(np.asarray(clusters[1])[finite], name="cluster")
 
     y, t, z, X, n_bad, constant = _clean(
         np.asarray(y, float), np.asarray(t, float), np.asarray(z, float), X, instrument
@@ -157,9 +173,8 @@ def iv_2sls(
     exog = X.copy()
     exog.insert(0, "const", 1.0)
     try:
-        res = IV2SLS(pd.Series(y, name="y"), exog, pd.Series(t, name="treatment"), pd.Series(z, name=instrument)).fit(
-            cov_type="robust"
-        )
+        model = IV2SLS(pd.Series(y, name="y"), exog, pd.Series(t, name="treatment"), pd.Series(z, name=instrument))
+        res = model.fit(cov_type="robust") if groups is None else model.fit(cov_type="clustered", clusters=groups)
     except ValueError as exc:  # a near-collinearity the check above let through
         raise AgentError(f"2SLS could not be fitted after dropping collinear controls: {exc}") from exc
     est, se = float(res.params["treatment"]), float(res.std_errors["treatment"])
@@ -198,6 +213,9 @@ def iv_2sls(
         "dropped_collinear": dropped,
         "dropped_collinear_with_treatment": involve_t,
     }
+    if clusters is not None and groups is not None:
+        details["se_method"] = f"clustered by {clusters[0]} ({groups.nunique()} clusters)"
+        details["clustered_by"] = clusters[0]
     if constant:
         details["dropped_constant"] = constant
     if n_bad:

@@ -54,7 +54,17 @@ def choose_headline(setup: PairSetup, estimates: dict[str, Estimate], ps_diag: P
 def _backdoor_headline(
     setup: PairSetup, estimates: dict[str, Estimate], ps_diag: PSDiagnostics | None
 ) -> tuple[str, str]:
-    """The headline among the estimators that assume every confounder is measured (rules 2-6)."""
+    """The headline among the estimators that assume every confounder is measured (rules 2-6).
+
+    With a stated cluster column, regression adjustment (whose errors are clustered on it) comes first:
+    an interval that treats clustered rows as independent is too narrow whatever the point estimate.
+    """
+    cluster = setup.cluster_column
+    if cluster is not None and "ols" in estimates and estimates["ols"].details.get("clustered_by") == cluster:
+        return "ols", (
+            f"Regression adjustment headlines because its errors are clustered by {cluster} as stated (--cluster); "
+            "the weighting and learner estimators here treat rows as independent."
+        )
     if "diff_means" in estimates:
         extra = " Lin's covariate-adjusted difference is shown for precision." if "lin" in estimates else ""
         return "diff_means", (

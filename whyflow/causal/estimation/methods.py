@@ -77,6 +77,11 @@ def _ols(s: PairSetup) -> Estimate:
 
     if not s.binary:
         return dose.slope_ols(s.prep.y, s.prep.t, s.covariates, *s.names)
+    clusters = s.clusters()
+    if clusters is not None:
+        from whyflow.causal.estimation.clustered import ols_clustered
+
+        return ols_clustered(s.covariates, s.prep.t, s.prep.y, clusters[1], clusters[0])
     return E.ols_adjustment(s.covariates, s.prep.t, s.prep.y, s.ols_design())  # reads no propensity
 
 
@@ -154,14 +159,18 @@ def _iv(s: PairSetup) -> Estimate:
     col = s.prep.frame[z]
     if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)):
         raise AgentError(f"instrument '{z}' is not numeric ({col.dtype}); give a numeric or 0/1 instrument column")
-    return iv_2sls(s.prep.y, s.prep.t, col.astype(float).to_numpy(), s.covariates, z, s.treatment)
+    return iv_2sls(s.prep.y, s.prep.t, col.astype(float).to_numpy(), s.covariates, z, s.treatment, s.clusters())
 
 
 def _did(s: PairSetup) -> Estimate:
     from whyflow.causal.estimation.designs import did_twfe
 
     d = s.design["did"]
-    return did_twfe(s.frame, d["unit_column"], d["time_column"], s.treatment, s.outcome)
+    unit, time = d["unit_column"], d["time_column"]
+    if s.adjustment.recipe_choice is None or s.no_covariates:  # the recipe's DiD: unit and period effects only
+        return did_twfe(s.frame, unit, time, s.treatment, s.outcome, s.cluster_column)
+    rows = s.frame.loc[s.prep.rows].reset_index(drop=True)  # stated controls: their complete rows, encoded
+    return did_twfe(rows, unit, time, s.treatment, s.outcome, s.cluster_column, s.covariates)
 
 
 def _rdd(s: PairSetup) -> Estimate:
@@ -174,7 +183,13 @@ def _rdd(s: PairSetup) -> Estimate:
     col = s.prep.frame[d["running_variable"]]
     if not pd.api.types.is_numeric_dtype(col):
         raise AgentError(f"running variable '{d['running_variable']}' is not numeric ({col.dtype})")
-    return rdd_rdrobust(col.astype(float).to_numpy(), s.prep.y, s.prep.t, float(d["cutoff"]), d["running_variable"])
+    running = d["running_variable"]
+    est = rdd_rdrobust(col.astype(float).to_numpy(), s.prep.y, s.prep.t, float(d["cutoff"]), running, s.clusters())
+    if s.adjustment.recipe_choice is not None and not s.no_covariates:
+        est.details["controls_not_used"] = (
+            "the discontinuity fit takes no covariates: the stated controls are not in it"
+        )
+    return est
 
 
 class _Needs(TypedDict):

@@ -89,10 +89,11 @@ def setup_pair(
         domain_knowledge,
         widen="widen_adjustment_set" in codes,
         design_columns=reserved,
+        stated=view_design.controls,
     )
     levels = frame[treatment].dropna().nunique()
     binary = levels == 2
-    if not binary:
+    if not binary and adj.recipe_choice is None:  # stated controls stand as stated
         _restore_dose_covariates(frame, treatment, adj)
     if not binary and not pd.api.types.is_numeric_dtype(frame[treatment]):
         raise AgentError(
@@ -127,6 +128,8 @@ def setup_pair(
     setup._design, setup._design_of = ols_design, prep
     setup.notes.extend(prep.notes)
     setup.design["_design_cols"] = design_cols
+    if view_design.cluster and view_design.cluster in frame.columns:
+        setup.design["_cluster"] = view_design.cluster
     if not binary:
         setup.notes.append(
             f"'{treatment}' takes {levels} values: its effect is summarised as a slope (per unit of {treatment})."
@@ -144,7 +147,7 @@ def setup_pair(
             setup.changes.append(
                 f"switch_propensity_model: propensity model switched from {before} to {setup.ps_model}"
             )
-        if setup.no_covariates and not any(k in design for k in DESIGN_METHODS):
+        if setup.no_covariates and not any(k in design for k in DESIGN_METHODS) and adj.recipe_choice is None:
             _precision(setup, profile, confounder_discovery, reserved)
         if "trim_to_common_support" in codes and setup.nuisance_failed is None:
             _trim(setup)
@@ -192,6 +195,7 @@ def shared_adjustment(ps: PSDiagnostics | None, treatment: str, outcome: str, wi
         source=decision.source,
         added=list(decision.added),
         caveat=decision.caveat,
+        recipe_choice=None if decision.recipe_choice is None else list(decision.recipe_choice),
     )
 
 
@@ -321,6 +325,11 @@ def run_method(setup: PairSetup, name: str) -> Estimate:
         text = " ".join(str(exc).split())[:300] or type(exc).__name__
         raise AgentError(f"{spec.label} failed ({type(exc).__name__}: {text})") from exc
     check_estimate(spec.label, est, setup.prep.y, setup.prep.t, setup.binary)
+    cluster = setup.cluster_column
+    if cluster is not None and est.details.get("clustered_by") != cluster:
+        from whyflow.causal.estimation.clustered import not_clustered
+
+        est.details["cluster_not_applied"] = not_clustered(spec.label, cluster)
     return est
 
 
@@ -374,6 +383,13 @@ def mark_credibility(setup: PairSetup, estimates: dict[str, Estimate]) -> None:
 _TYPED = frozenset(EstimateDetails.model_fields) - {"extras"}
 
 
+def _adjusted_for(setup: PairSetup, key: str, est: Estimate) -> list[str]:
+    """What the estimate adjusted for: none for a contrast or a discontinuity, the stated controls a DiD took."""
+    if key == "did":
+        return list(setup.adjustment.covariates) if est.details.get("covariates_used") else []
+    return [] if key in ("naive", "rdd", "diff_means") else list(setup.adjustment.covariates)
+
+
 def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes: list[str]) -> TreatmentEffectResult:
     """The typed TreatmentEffectResult of one estimate (family from the registry entry)."""
     spec = REGISTRY[key]
@@ -384,7 +400,8 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
         method_key=key,
         family=spec.family,
         n_used=int(est.details.get("n_obs") or len(setup.prep.y)),  # a panel fit reads its own rows
-        adjustment_set=[] if key in ("naive", "did", "rdd", "diff_means") else list(setup.adjustment.covariates),
+        adjustment_set=_adjusted_for(setup, key, est),
+        recipe_adjustment_set=setup.adjustment.recipe_choice,
         excluded_covariates=dict(setup.adjustment.excluded),
         round=round_no,
         changes_applied=[c.split(":", 1)[0] for c in changes],

@@ -92,6 +92,19 @@ class PairSetup:
             raise AgentError("propensity scores exist only for a binary treatment")
         return self.ps
 
+    @property
+    def cluster_column(self) -> str | None:
+        """The stated ``--cluster`` column (``None`` when none was stated)."""
+        col = self.design.get("_cluster")
+        return str(col) if col else None
+
+    def clusters(self) -> tuple[str, np.ndarray] | None:
+        """The stated cluster column and its code for each analysed row (``None`` when none was stated)."""
+        from whyflow.causal.estimation.clustered import cluster_codes
+
+        col = self.cluster_column
+        return None if col is None else (col, cluster_codes(self.frame, self.prep.rows, col))
+
     def ols_design(self) -> np.ndarray | None:
         """The design [1, t, X] made with the covariates, while they are the ones it was made with (else None)."""
         return self._design if self._design_of is self.prep else None

@@ -85,6 +85,7 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
             view.domain_knowledge,
             widen="widen_adjustment_set" in codes,
             design_columns=(design.instrument, design.running_variable, design.unit_column, design.time_column),
+            stated=design.controls,
         )
         why.append(f"Covariates from the {adj.source}: {', '.join(adj.covariates) or 'none'}.")
         if adj.excluded:
@@ -208,6 +209,7 @@ def _decision(adj: Any, widened: bool) -> AdjustmentDecision:
         added=list(adj.added),
         caveat=adj.caveat,
         widened=widened,
+        **({"recipe_choice": list(adj.recipe_choice)} if adj.recipe_choice is not None else {}),
     )
 
 

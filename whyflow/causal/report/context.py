@@ -153,6 +153,7 @@ def _dataset(view: AnalysisView, profile: DataProfile, run_info: dict[str, Any] 
         "description": (known.description if known is not None else None)
         or (meta.description if meta is not None else None),
         "duplicates": profile.duplicates_note,
+        "subgroup": profile.subgroup,
     }
 
 

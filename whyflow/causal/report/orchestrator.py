@@ -239,7 +239,7 @@ class OrchestratorAgent(Agent[OrchestratorParams]):
     @staticmethod
     def _excluded(cd: ConfounderDiscovery, treatment: str) -> list[str]:
         """Exclusions that rest on timing: the analyst should confirm them."""
-        post = [*cd.mediators, *cd.derived_from_treatment]
+        post = [c for c in [*cd.mediators, *cd.derived_from_treatment] if c not in cd.adjustment_set]
         if not post:
             return []
         return [

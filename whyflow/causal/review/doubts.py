@@ -22,6 +22,8 @@ __all__ = [
     "ABSORBED",
     "BALANCED_SMD",
     "HINGES_SE",
+    "left_out_findings",
+    "STATED_AGAINST",
     "DesignFindings",
     "complete_case_settled",
     "design_findings",
@@ -37,6 +39,8 @@ _AFTER_EVIDENCE = re.compile(r"suggests it is measured after", re.I)
 as :mod:`whyflow.causal.dataprep.column_roles` words it): it blocks approval unless it does not move the answer."""
 _DECIDED = re.compile(r"collider signature|kept as the baseline", re.I)
 """Uncertain roles the data decided (a collider's signature, a change score's own baseline): listed only."""
+STATED_AGAINST = "stated as a control (--controls), and the recipe would leave it out"
+"""How confounder discovery words a stated control it would not adjust for (the doubt below reads it)."""
 HINGES_SE = 2.0
 """A role resting on an unverified assumption (an unoriented edge, a weak orientation, a failure to reject)
 blocks approval when the answer with and without the column differs by more than this many standard errors
@@ -126,6 +130,26 @@ def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
         )
 
 
+def left_out_findings(
+    left_out: list[str], treatment: str, outcome: str, *, stated: bool
+) -> tuple[str, str | None, str | None]:
+    """The issue, improvement and doubt for columns associated with both treatment and outcome, not adjusted for.
+
+    With stated controls (``--controls``) leaving them out is the analyst's identifying assumption, as a
+    declared design's is: an issue beside the answer, no improvement (a stated set is the analyst's to widen)
+    and no doubt (evidence against a stated control is one, in :func:`role_doubts`).
+    """
+    names, one = ", ".join(left_out), len(left_out) == 1
+    head = f"{names} {'is' if one else 'are'} associated with both {treatment} and {outcome} but "
+    if stated:
+        return head + "not among the stated controls: the estimate assumes no confounding through it.", None, None
+    fix = (
+        f"widen_adjustment_set: add {names} to the adjustment set (or record why "
+        f"{'it is' if one else 'they are'} not a confounder)."
+    )
+    return head + "neither adjusted for nor excluded with a reason.", fix, f"possible confounders left out: {names}"
+
+
 def role_doubts(doubtful: dict[str, str], cd: ConfounderDiscovery, ps: PSDiagnostics | None) -> list[str]:
     """The open doubts among uncertain roles (already without the settled ones)."""
     named_after = sorted(c for c, r in doubtful.items() if _AFTER_EVIDENCE.search(str(r)))
@@ -133,9 +157,21 @@ def role_doubts(doubtful: dict[str, str], cd: ConfounderDiscovery, ps: PSDiagnos
     hinges = sorted(
         c
         for c, r in doubtful.items()
-        if c not in named_after and not _DECIDED.search(str(r)) and moves.get(c, 0.0) > HINGES_SE and stands_out(c, ps)
+        if c not in named_after
+        and not _DECIDED.search(str(r))
+        and not str(r).startswith(STATED_AGAINST)
+        and moves.get(c, 0.0) > HINGES_SE
+        and stands_out(c, ps)
     )
     out = []
+    stated = sorted(c for c, r in doubtful.items() if str(r).startswith(STATED_AGAINST))
+    if stated:
+        out.append(
+            f"stated controls the recipe would leave out: {', '.join(stated)} ("
+            + "; ".join(str(doubtful[c]).removeprefix(STATED_AGAINST).lstrip(": ") for c in stated)
+            + "): adjusted for as stated; if one is caused by the treatment the estimate is biased"
+        )
+        named_after = [c for c in named_after if c not in stated]
     if named_after:
         out.append(f"uncertain adjustment: {', '.join(named_after)} may be measured after the treatment")
     if hinges:

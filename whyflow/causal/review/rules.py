@@ -18,7 +18,14 @@ from whyflow.causal.queries import (
     latest_round,
     post_treatment_set,
 )
-from whyflow.causal.review.doubts import complete_case_settled, design_findings, role_doubts, settled, stability_doubts
+from whyflow.causal.review.doubts import (
+    complete_case_settled,
+    design_findings,
+    left_out_findings,
+    role_doubts,
+    settled,
+    stability_doubts,
+)
 from whyflow.causal.review.improvements import codes_in
 from whyflow.causal.review.inputs import Findings, Review, ReviewInputs, is_naive, primary_estimates
 from whyflow.causal.review.policy import BALANCE_SMD, OVERLAP_POOR_SHARE, Policy
@@ -96,16 +103,14 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
     accounted = adjustment | post | set(cd.excluded) | set(cd.instruments)
     left_out = sorted(set(cd.data_associated) - accounted - {inp.treatment, inp.outcome})
     if left_out:
-        score -= 1.5
-        acc.issues.append(
-            f"{', '.join(left_out)} {'is' if len(left_out) == 1 else 'are'} associated with both {inp.treatment} "
-            f"and {inp.outcome} but neither adjusted for nor excluded with a reason."
-        )
-        acc.improvements["widen_adjustment_set"] = (
-            f"widen_adjustment_set: add {', '.join(left_out)} to the adjustment set (or record why "
-            f"{'it is' if len(left_out) == 1 else 'they are'} not a confounder)."
-        )
-        _doubt(acc, head, f"possible confounders left out: {', '.join(left_out)}")
+        stated = cd.recipe_adjustment_set is not None
+        score -= 1 if stated else 1.5
+        issue, fix, doubt = left_out_findings(left_out, inp.treatment, inp.outcome, stated=stated)
+        acc.issues.append(issue)
+        if fix:
+            acc.improvements["widen_adjustment_set"] = fix
+        if doubt:
+            _doubt(acc, head, doubt)
     imputed = _imputed_shares(inp, adjustment)
     agree = complete_case_settled(cd) & set(imputed)
     if agree:

@@ -79,6 +79,9 @@ def _question_key(run: dict[str, Any]) -> str:
     """Everything besides the data that decides the answer: pair, options and design."""
     design = dict(run.get("design") or {})
     design.pop("metadata_path", None)  # compared by content below, not by where it lives
+    for name in ("controls", "cluster", "where"):  # unstated: the key of a run recorded before they existed
+        if design.get(name) is None:
+            design.pop(name, None)
     meta = run.get("metadata")
     meta_sha = _file_sha(Path(meta)) if meta else ""
     key = {

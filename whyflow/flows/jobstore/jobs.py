@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from whyflow.causal.specification import check_specification
 from whyflow.causal.state import AnalysisState, DatasetInfo, StudyDesign
 from whyflow.core.errors import DataError
 from whyflow.core.job import utcnow
@@ -169,6 +170,7 @@ def _check_question(frame: Any, request: RunRequest, shown: str) -> None:
         },
         shown,
     )
+    check_specification(frame, design, request.treatment, request.outcome, shown)
     _check_treatment(frame, request.treatment, request.outcome)
 
 

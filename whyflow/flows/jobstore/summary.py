@@ -137,6 +137,27 @@ def model_usage_line(usage: dict[str, dict[str, int]]) -> str:
     return f"Language model: {total:,} tokens in {calls} call(s){extra} ({per})"
 
 
+def specification_lines(state: AnalysisState) -> list[str]:
+    """The analyst's stated specification as the run kept it, or the one that states the recipe's choice."""
+    lines = []
+    if state.data_profile is not None and state.data_profile.subgroup:
+        lines.append(f"Subgroup: {state.data_profile.subgroup}")
+    head = next((e for e in state.treatment_effects if e.details.headline), None)
+    if head is not None and not head.details.is_naive:
+        used = ",".join(head.details.adjustment_set) or "none"
+        own = head.details.recipe_adjustment_set
+        if own is not None:
+            lines.append(f"Controls: as stated ({used}); the recipe's own choice: {','.join(own) or 'none'}")
+        elif not head.details.is_design or head.details.adjustment_set:
+            lines.append(f"Controls: the recipe's choice; to state it: --controls {used}")
+    if state.design.cluster and head is not None:
+        by = head.details.extras.get("clustered_by")
+        lines.append(
+            f"Cluster: errors clustered by {by}" if by else f"Cluster: {head.details.extras.get('cluster_not_applied')}"
+        )
+    return lines
+
+
 def job_summary(state: AnalysisState, job_dir: Path) -> list[str]:
     """What a user wants at the end of a run or from `whyflow status`."""
     lines = [f"Job {state.job_id}: {state.status.value} ({state.progress_percentage:.0f}%)"]
@@ -146,6 +167,7 @@ def job_summary(state: AnalysisState, job_dir: Path) -> list[str]:
     lines.extend(estimate_lines(state))
     if state.data_profile is not None and state.data_profile.duplicates_note:
         lines.append(f"Data: {state.data_profile.duplicates_note}")
+    lines.extend(specification_lines(state))
     if state.critique_history:
         last = state.critique_history[-1]
         lines.append(f"Critique: {last.decision.value} after {len(state.critique_history)} round(s)")
