@@ -50,7 +50,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.truth_kinds import DEFAULT_N, KINDS, Case, make  # noqa: E402
 
 RECIPE = builtin_recipe("causal_analysis")
-DESIGN_KEYS = ("instrument", "running_variable", "cutoff", "unit_column", "time_column")
+DESIGN_KEYS = ("instrument", "running_variable", "cutoff", "unit_column", "time_column", "repeated_cross_section")
 
 
 def recipe_without_notebook(folder: Path) -> Path:

@@ -213,6 +213,24 @@ def outcome_baseline(n: int, seed: int) -> Interval:
     return _ols(f, case.args["outcome"], causes, "training")
 
 
+def did_repeated_cross_section(n: int, seed: int) -> Interval:
+    """OLS on region and year dummies and the treatment, row-level HC1 errors (no region-by-year shocks)."""
+    f = _frame("did_repeated_cross_section", n, seed)
+    f = pd.get_dummies(f, columns=["region", "year"], drop_first=True, dtype=float)
+    return _ols(f, "outcome", [c for c in f if c.startswith(("region_", "year_"))])
+
+
+def fuzzy_rdd(n: int, seed: int) -> Interval:
+    """2SLS of the outcome on take-up instrumented by crossing the cutoff, with the true score terms (s, s²)."""
+    from linearmodels.iv import IV2SLS
+
+    f = _frame("fuzzy_rdd", n, seed).assign(above=lambda d: (d["score"] >= 0).astype(float))
+    f["score2"] = f["score"] ** 2
+    fit = IV2SLS.from_formula("outcome ~ 1 + score + score2 + [treated ~ above]", f).fit(cov_type="robust")
+    lo, hi = fit.conf_int(0.95).loc["treated"]
+    return float(fit.params["treated"]), float(lo), float(hi)
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -240,6 +258,8 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "imputed_confounder": imputed_confounder,
     "trial_attrition": trial_attrition,
     "outcome_baseline": outcome_baseline,
+    "did_repeated_cross_section": did_repeated_cross_section,
+    "fuzzy_rdd": fuzzy_rdd,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

@@ -54,6 +54,8 @@ SMALL_N = {
     "did_one_treated": 240,
     "trial_attrition": 600,
     "outcome_baseline": 1000,
+    "did_repeated_cross_section": 800,
+    "fuzzy_rdd": 1500,
 }
 
 

@@ -165,6 +165,29 @@ def test_one_treated_unit_in_a_panel_is_refused() -> None:
     assert review(_inputs(estimates=[many], declared=("did",))).decision is CritiqueDecision.APPROVE
 
 
+def test_a_few_groups_with_row_level_errors_are_not_refused_as_one_treated_unit() -> None:
+    why = "a repeated cross-section in 2 groups: errors clustered on 2 groups are not credible"
+    did = make_estimate(
+        "did", 1.4, 0.13, headline=True, estimand="ATT", n_treated_units=1, n_units=2, row_level_errors=why
+    )
+    rv = review(_inputs(estimates=[did], declared=("did",)))
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+    assert any("Row-level robust errors" in i for i in rv.issues)
+
+
+def test_a_fuzzy_discontinuity_needs_a_strong_jump_in_take_up() -> None:
+    weak = make_estimate(
+        "rdd", 2.0, 0.9, headline=True, estimand="LATE", design="fuzzy", first_stage_jump=0.05, first_stage_f=2.1
+    )
+    rv = review(_inputs(estimates=[weak], declared=("rdd",)))
+    assert rv.decision is CritiqueDecision.REJECT
+    assert "weak first stage of the fuzzy discontinuity" in rv.verdict and "2.1" in rv.verdict
+    strong = make_estimate(
+        "rdd", 2.0, 0.3, headline=True, estimand="LATE", design="fuzzy", first_stage_jump=0.5, first_stage_f=60.0
+    )
+    assert review(_inputs(estimates=[strong], declared=("rdd",))).decision is CritiqueDecision.APPROVE
+
+
 def test_an_uncertain_role_that_does_not_move_the_estimate_is_settled() -> None:
     moves = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.5, "se_without": 0.1, "shift_in_se": 5.0}}
     still = {"x2": {"with": 2.0, "se_with": 0.1, "without": 2.04, "se_without": 0.1, "shift_in_se": 0.4}}

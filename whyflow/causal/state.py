@@ -202,6 +202,10 @@ class StudyDesign(_Model):
     unit_column: str | None = None
     time_column: str | None = None
     metadata_path: str | None = None
+    # -- repeated cross-sections (--group/--period) --
+    repeated_cross_section: bool = False
+    """True when ``--group``/``--period`` named the difference-in-differences' columns (kept in
+    ``unit_column``/``time_column``): rows are individuals drawn within groups and periods, not units followed."""
 
 
 class AnalysisState(JobLifecycle):

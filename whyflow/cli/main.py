@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cutoff", type=float, help="cutoff of the running variable")
     p.add_argument("--unit", help="unit id column of panel data (difference-in-differences)")
     p.add_argument("--time", help="time column of panel data")
+    # -- repeated cross-sections --
+    p.add_argument(
+        "--group",
+        help="group column of a repeated cross-section difference-in-differences (individuals in rows, each seen "
+        "once; with --period)",
+    )
+    p.add_argument("--period", help="period column of a repeated cross-section (with --group)")
     p.add_argument("--job-id", help="use this job id instead of a generated one")
     p.add_argument("--llm", choices=["on", "off"], help="call the configured LLM (on) or never (off); sets WHYFLOW_LLM")
     p.add_argument("--verbose", action="store_true", help="show Prefect's own logs too")

@@ -161,7 +161,7 @@ def _did(s: PairSetup) -> Estimate:
     from whyflow.causal.estimation.designs import did_twfe
 
     d = s.design["did"]
-    return did_twfe(s.frame, d["unit_column"], d["time_column"], s.treatment, s.outcome)
+    return did_twfe(s.frame, d["unit_column"], d["time_column"], s.treatment, s.outcome, bool(d.get("cross_section")))
 
 
 def _rdd(s: PairSetup) -> Estimate:

@@ -53,6 +53,8 @@ def _design(view_design: Any, frame: pd.DataFrame, profile: Any, dk: DomainKnowl
     time = view_design.time_column or (profile.time_column if profile is not None else None)
     if unit in frame.columns and time in frame.columns and frame.duplicated(subset=[unit]).any():
         d["did"] = {"unit_column": unit, "time_column": time}
+        if view_design.repeated_cross_section:
+            d["did"]["cross_section"] = True
     return d
 
 

@@ -83,7 +83,13 @@ def design_findings(head: TreatmentEffectResult, declared: tuple[str, ...]) -> D
         )
     if head.details.family == "iv":
         _instrument(x, out)
-    if head.details.family == "did" and (x.get("single_treated_unit") or x.get("n_treated_units") == 1):
+    if head.details.family == "rdd" and x.get("design") == "fuzzy":
+        _fuzzy_jump(x, out)
+    if head.details.family == "did" and x.get("row_level_errors"):
+        # A handful of groups: the row-level interval rests on no group-by-period shocks, which is also what
+        # identifies the effect with this few groups; a single treated group is then no separate flaw.
+        out.issues.append(f"Row-level robust errors: {x['row_level_errors']}.")
+    elif head.details.family == "did" and (x.get("single_treated_unit") or x.get("n_treated_units") == 1):
         _one_treated_unit(x, out)
     return out
 
@@ -103,6 +109,22 @@ def _one_treated_unit(x: dict[str, Any], out: DesignFindings) -> None:
         "a single treated unit: standard errors clustered by unit cannot measure the uncertainty of one "
         f"treated cluster, so the interval is not credible, and permutation inference over units gives no "
         f"finite 95% interval{why}"
+    )
+
+
+def _fuzzy_jump(x: dict[str, Any], out: DesignFindings) -> None:
+    """A fuzzy discontinuity divides by the jump in take-up: a weak jump is a weak instrument."""
+    f_stat, jump = x.get("first_stage_f"), x.get("first_stage_jump")
+    if not isinstance(f_stat, (int, float)) or f_stat < 10:
+        shown = f"{f_stat:.3g}" if isinstance(f_stat, (int, float)) else "not measured"
+        out.blockers.append(
+            f"weak first stage of the fuzzy discontinuity: take-up jumps by {jump} at the cutoff with F {shown} "
+            "(below 10), so the ratio of the two jumps is unstable and its interval does not cover at its stated rate"
+        )
+        return
+    out.issues.append(
+        f"Fuzzy discontinuity: take-up jumps by {jump} at the cutoff (first-stage F {f_stat:.3g}); the effect is "
+        "the outcome's jump over take-up's, for those the cutoff moves (compliers)."
     )
 
 
