@@ -50,7 +50,15 @@ if str(ROOT) not in sys.path:
 from benchmarks.truth_kinds import DEFAULT_N, KINDS, Case, make  # noqa: E402
 
 RECIPE = builtin_recipe("causal_analysis")
-DESIGN_KEYS = ("instrument", "running_variable", "cutoff", "unit_column", "time_column", "repeated_cross_section")
+DESIGN_KEYS = (
+    "instrument",
+    "running_variable",
+    "cutoff",
+    "unit_column",
+    "time_column",
+    "repeated_cross_section",
+    "extra_instruments",
+)
 
 
 def recipe_without_notebook(folder: Path) -> Path:

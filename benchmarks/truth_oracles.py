@@ -231,6 +231,16 @@ def fuzzy_rdd(n: int, seed: int) -> Interval:
     return float(fit.params["treated"]), float(lo), float(hi)
 
 
+def two_instruments(n: int, seed: int) -> Interval:
+    """2SLS of lwage on educ instrumented by near_college and tuition, exper exogenous (robust SEs)."""
+    from linearmodels.iv import IV2SLS
+
+    f = _frame("two_instruments", n, seed)
+    fit = IV2SLS.from_formula("lwage ~ 1 + exper + [educ ~ near_college + tuition]", f).fit(cov_type="robust")
+    lo, hi = fit.conf_int(0.95).loc["educ"]
+    return float(fit.params["educ"]), float(lo), float(hi)
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -260,6 +270,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "outcome_baseline": outcome_baseline,
     "did_repeated_cross_section": did_repeated_cross_section,
     "fuzzy_rdd": fuzzy_rdd,
+    "two_instruments": two_instruments,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

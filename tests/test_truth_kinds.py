@@ -56,6 +56,7 @@ SMALL_N = {
     "outcome_baseline": 1000,
     "did_repeated_cross_section": 800,
     "fuzzy_rdd": 1500,
+    "two_instruments": 1000,
 }
 
 

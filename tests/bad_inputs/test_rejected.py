@@ -106,6 +106,12 @@ BAD_INPUTS = [
         (*T, *Y, "--group", "regoin", "--period", "year"),
         "group column 'regoin' is not in",
     ),
+    (
+        "second-instrument-typo",
+        frame_file(study(60).assign(lottery=1, distance=0.5)),
+        (*T, *Y, "--instrument", "lottery,distnce"),
+        "instrument column 'distnce' is not in",
+    ),
 ]
 
 

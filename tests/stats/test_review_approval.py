@@ -156,6 +156,16 @@ def test_a_weak_instrument_is_refused_with_its_first_stage_f() -> None:
     assert "weak instrument" in rv.verdict and "3.7" in rv.verdict
 
 
+def test_instruments_that_disagree_are_refused_with_the_overidentification_test() -> None:
+    iv = make_estimate("iv", 1.0, 0.2, headline=True, estimand="LATE", first_stage_f=85.0, overidentification_p=0.003)
+    rv = review(_inputs(estimates=[iv, make_estimate("ols", 0.4, 0.1)], declared=("iv",), instrument="z"))
+    assert rv.decision is CritiqueDecision.REJECT
+    assert "instruments disagree" in rv.verdict and "0.003" in rv.verdict
+    agree = make_estimate("iv", 1.0, 0.2, headline=True, estimand="LATE", first_stage_f=85.0, overidentification_p=0.6)
+    rv = review(_inputs(estimates=[agree, make_estimate("ols", 0.4, 0.1)], declared=("iv",), instrument="z"))
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+
+
 def test_one_treated_unit_in_a_panel_is_refused() -> None:
     did = make_estimate("did", -0.02, 0.005, headline=True, estimand="ATT", n_treated_units=1, n_units=50)
     rv = review(_inputs(estimates=[did], declared=("did",)))

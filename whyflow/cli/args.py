@@ -60,9 +60,13 @@ def design_from_args(args: Any) -> StudyDesign:
             "whyflow: error: give --unit/--time (a panel of units followed over time) or --group/--period "
             "(a repeated cross-section), not both"
         )
+    instruments = [c.strip() for c in args.instrument.split(",")] if args.instrument else []
+    if any(not c for c in instruments) or len(set(instruments)) < len(instruments):
+        raise SystemExit(f"whyflow: error: --instrument expects COLUMN or COLUMN,COLUMN,..., got '{args.instrument}'")
     return StudyDesign(
         estimand=args.estimand,
-        instrument=args.instrument,
+        instrument=instruments[0] if instruments else None,
+        extra_instruments=instruments[1:],
         running_variable=args.running_variable,
         cutoff=args.cutoff,
         unit_column=args.unit or group,

@@ -53,7 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--metadata", help="YAML/JSON file with column descriptions, orderings and forbidden edges")
     p.add_argument("--estimand", choices=["ATE", "ATT"], default="ATE")
-    p.add_argument("--instrument", help="instrument column (enables 2SLS / LATE)")
+    p.add_argument(
+        "--instrument",
+        help="instrument column (enables 2SLS / LATE); several as A,B (joint F, over-identification test)",
+    )
     p.add_argument("--running-variable", help="running variable of a regression discontinuity")
     p.add_argument("--cutoff", type=float, help="cutoff of the running variable")
     p.add_argument("--unit", help="unit id column of panel data (difference-in-differences)")

@@ -93,6 +93,8 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             view.design.unit_column: "unit id of the declared panel",
             view.design.time_column: "time index of the declared panel",
         }
+        for column in view.design.extra_instruments:
+            declared[column] = declared[view.design.instrument]
         for column, why in declared.items():
             if column is not None and column in candidates:
                 candidates.remove(column)

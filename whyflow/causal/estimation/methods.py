@@ -150,11 +150,16 @@ def _iv(s: PairSetup) -> Estimate:
     from whyflow.causal.estimation.designs import iv_2sls
     from whyflow.core.errors import AgentError
 
-    z = s.design["iv"]["instrument"]
-    col = s.prep.frame[z]
-    if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)):
-        raise AgentError(f"instrument '{z}' is not numeric ({col.dtype}); give a numeric or 0/1 instrument column")
-    return iv_2sls(s.prep.y, s.prep.t, col.astype(float).to_numpy(), s.covariates, z, s.treatment)
+    names = s.design["iv"].get("instruments") or [s.design["iv"]["instrument"]]
+    for z in names:
+        col = s.prep.frame[z]
+        if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)):
+            raise AgentError(f"instrument '{z}' is not numeric ({col.dtype}); give a numeric or 0/1 instrument column")
+    if len(names) == 1:
+        z = names[0]
+        return iv_2sls(s.prep.y, s.prep.t, s.prep.frame[z].astype(float).to_numpy(), s.covariates, z, s.treatment)
+    zs = s.prep.frame[names].astype(float).to_numpy()
+    return iv_2sls(s.prep.y, s.prep.t, zs, s.covariates, names, s.treatment)
 
 
 def _did(s: PairSetup) -> Estimate:

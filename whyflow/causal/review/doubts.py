@@ -20,6 +20,7 @@ from whyflow.causal.state import TreatmentEffectResult
 
 __all__ = [
     "ABSORBED",
+    "OVERID_P",
     "BALANCED_SMD",
     "HINGES_SE",
     "DesignFindings",
@@ -45,6 +46,8 @@ treatment moved is out of balance, so the answer hinges on timing the data canno
 Where several covariates are out of balance, confounding is the ordinary reading and the column stays."""
 BALANCED_SMD = 0.2
 """Largest |SMD| of the other covariates for the treatment to look randomised but for one column."""
+OVERID_P = 0.05
+"""Several instruments whose over-identification test rejects at this level are not approved."""
 _DESIGNS = {"iv": "instrumental variables", "rdd": "regression discontinuity", "did": "difference in differences"}
 
 
@@ -145,6 +148,13 @@ def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
         out.blockers.append(
             f"weak instrument: the first-stage F is {f_stat:.3g} (below 10), so 2SLS is biased towards OLS and "
             "its interval does not cover at its stated rate"
+        )
+    overid = x.get("overidentification_p")
+    if isinstance(overid, (int, float)) and overid < OVERID_P:
+        out.blockers.append(
+            f"the instruments disagree: the over-identification test rejects that they identify the same effect "
+            f"(Wooldridge's robust score test p = {overid:.3g}), so at least one is invalid or they move different "
+            "compliers; give each alone to see which"
         )
 
 

@@ -169,6 +169,8 @@ def _check_question(frame: Any, request: RunRequest, shown: str) -> None:
         },
         shown,
     )
+    for extra in design.extra_instruments:
+        check_columns(frame, {"instrument": extra}, shown)
     _check_treatment(frame, request.treatment, request.outcome)
 
 
