@@ -465,7 +465,7 @@ def fuzzy_rdd(n: int, seed: int) -> Case:
     return Case(frame, 2.0, _args(running_variable="score", cutoff=0.0))
 
 
-def two_instruments(n: int, seed: int) -> Case:
+def two_instruments(n: int, seed: int, direct: float = 0.0) -> Case:
     """Schooling instrumented by a randomised ``near_college`` and a local ``tuition`` (both valid, stated as
     ``--instrument near_college,tuition``); unobserved ability raises schooling and wages; slope 0.1 per year."""
     rng = np.random.default_rng([seed, 38])
@@ -476,10 +476,16 @@ def two_instruments(n: int, seed: int) -> Case:
     educ = np.clip(
         np.round(12 + 1.0 * z - 0.6 * tuition + 1.2 * u + 0.05 * exper + rng.normal(scale=1.5, size=n)), 6, 23
     )
-    wage = 1.0 + 0.1 * educ + 0.3 * u + 0.02 * exper + rng.normal(scale=0.3, size=n)
+    wage = 1.0 + 0.1 * educ + 0.3 * u + 0.02 * exper + direct * tuition + rng.normal(scale=0.3, size=n)
     frame = pd.DataFrame({"near_college": z, "tuition": tuition.round(3), "exper": exper.round(1)})
     frame = frame.assign(educ=educ.astype(int), lwage=wage)
     return Case(frame, 0.1, _args("educ", "lwage", instrument="near_college", extra_instruments=["tuition"]))
+
+
+def invalid_instrument(n: int, seed: int) -> Case:
+    """:func:`two_instruments` where ``tuition`` also moves wages directly (local prices): the exclusion fails for
+    it, 2SLS with both is pulled far from the slope 0.1, and the over-identification test must refuse it."""
+    return two_instruments(n, seed, direct=0.08)
 
 
 Generator = Callable[[int, int], Case]
@@ -514,6 +520,7 @@ KINDS: dict[str, Generator] = {
     "did_repeated_cross_section": did_repeated_cross_section,
     "fuzzy_rdd": fuzzy_rdd,
     "two_instruments": two_instruments,
+    "invalid_instrument": invalid_instrument,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -566,6 +573,7 @@ DEFAULT_N: dict[str, int] = {
     "did_repeated_cross_section": 2000,
     "fuzzy_rdd": 3000,
     "two_instruments": 2000,
+    "invalid_instrument": 2000,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

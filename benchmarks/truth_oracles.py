@@ -241,6 +241,16 @@ def two_instruments(n: int, seed: int) -> Interval:
     return float(fit.params["educ"]), float(lo), float(hi)
 
 
+def invalid_instrument(n: int, seed: int) -> Interval:
+    """2SLS instrumented by near_college alone, tuition (which moves wages directly) and exper as controls."""
+    from linearmodels.iv import IV2SLS
+
+    f = _frame("invalid_instrument", n, seed)
+    fit = IV2SLS.from_formula("lwage ~ 1 + exper + tuition + [educ ~ near_college]", f).fit(cov_type="robust")
+    lo, hi = fit.conf_int(0.95).loc["educ"]
+    return float(fit.params["educ"]), float(lo), float(hi)
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -271,6 +281,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "did_repeated_cross_section": did_repeated_cross_section,
     "fuzzy_rdd": fuzzy_rdd,
     "two_instruments": two_instruments,
+    "invalid_instrument": invalid_instrument,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

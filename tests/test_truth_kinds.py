@@ -57,6 +57,7 @@ SMALL_N = {
     "did_repeated_cross_section": 800,
     "fuzzy_rdd": 1500,
     "two_instruments": 1000,
+    "invalid_instrument": 1000,
 }
 
 
