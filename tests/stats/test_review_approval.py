@@ -164,6 +164,7 @@ def test_instruments_that_disagree_are_refused_with_the_overidentification_test(
     agree = make_estimate("iv", 1.0, 0.2, headline=True, estimand="LATE", first_stage_f=85.0, overidentification_p=0.6)
     rv = review(_inputs(estimates=[agree, make_estimate("ols", 0.4, 0.1)], declared=("iv",), instrument="z"))
     assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+    assert any("does not reject" in i for i in rv.issues)
 
 
 def test_one_treated_unit_in_a_panel_is_refused() -> None:

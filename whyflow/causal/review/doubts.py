@@ -150,6 +150,12 @@ def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
             "its interval does not cover at its stated rate"
         )
     overid = x.get("overidentification_p")
+    if isinstance(overid, (int, float)) and overid >= OVERID_P:
+        out.issues.append(
+            f"Several instruments ({x.get('instrument')}): joint first-stage F {f_stat}, and the over-identification "
+            f"test does not reject that they identify the same effect (Wooldridge's robust score test p = "
+            f"{overid:.3g}); it cannot tell whether all of them are invalid in the same way."
+        )
     if isinstance(overid, (int, float)) and overid < OVERID_P:
         out.blockers.append(
             f"the instruments disagree: the over-identification test rejects that they identify the same effect "
