@@ -129,9 +129,16 @@ def test_a_few_groups_of_individuals_get_row_level_robust_errors() -> None:
     assert covered >= 7
 
 
-def test_many_groups_of_individuals_keep_errors_clustered_by_group() -> None:
+def test_many_groups_of_individuals_and_a_panel_of_few_units_keep_errors_clustered() -> None:
     est = did_twfe(_sites(0), "siteid", "post", "arm_post", "juice", cross_section=True)
     assert est.details["se_method"] == "clustered by unit" and "row_level_errors" not in est.details
+    # Six firms over twelve years with an odd repeated row: a panel, not groups of individuals.
+    rng = np.random.default_rng(3)
+    firm, year = np.repeat(np.arange(6), 12), np.tile(np.arange(12), 6)
+    d = ((firm < 3) & (year >= 6)).astype(int)
+    panel = pd.DataFrame({"firm": firm, "year": year, "d": d, "y": firm + 0.1 * year + d + rng.normal(size=72)})
+    panel = pd.concat([panel, panel.iloc[:4]], ignore_index=True)
+    assert "row_level_errors" not in did_twfe(panel, "firm", "year", "d", "y").details
 
 
 def test_treatment_fixed_within_unit_is_refused_with_the_reason() -> None:

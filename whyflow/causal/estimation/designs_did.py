@@ -27,11 +27,13 @@ import pandas as pd
 from whyflow.causal.estimation.backdoor import Estimate
 from whyflow.core.errors import AgentError
 
-__all__ = ["FEW_GROUPS", "did_twfe", "did_panel"]
+__all__ = ["FEW_GROUPS", "MANY_ROWS", "did_twfe", "did_panel"]
 
 _Y, _D, _U, _T = "y_", "d_", "unit_", "time_"
 FEW_GROUPS = 10
 """A repeated cross-section in fewer groups than this gets row-level robust errors, not errors clustered by group."""
+MANY_ROWS = 5
+"""Median rows per unit and period from which an unstated ``--unit`` is read as groups of individuals."""
 
 
 def did_panel(frame: pd.DataFrame, unit: str, time: str, treatment: str, outcome: str) -> pd.DataFrame:
@@ -163,10 +165,11 @@ def _one_treated_unit(
 
 
 def _row_level(data: pd.DataFrame, cross_section: bool) -> bool:
-    """Whether the errors are row-level robust: a repeated cross-section (stated, or several rows in a
-    unit and period) in fewer than :data:`FEW_GROUPS` groups."""
-    rows_per_cell = int(data.groupby([_U, _T]).size().max())
-    return (cross_section or rows_per_cell > 1) and int(data[_U].nunique()) < FEW_GROUPS
+    """Whether the errors are row-level robust: a repeated cross-section (stated, or a typical unit and
+    period holding at least :data:`MANY_ROWS` rows, not a panel's odd repeated row) in fewer than
+    :data:`FEW_GROUPS` groups."""
+    typical = float(data.groupby([_U, _T]).size().median())
+    return (cross_section or typical >= MANY_ROWS) and int(data[_U].nunique()) < FEW_GROUPS
 
 
 def _rows_note(details: dict[str, Any], n_groups: int, n_rows: int, assumptions: list[str]) -> None:
