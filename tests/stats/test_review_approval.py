@@ -167,6 +167,17 @@ def test_instruments_that_disagree_are_refused_with_the_overidentification_test(
     assert any("does not reject" in i for i in rv.issues)
 
 
+def test_staggered_twfe_far_from_the_two_stage_check_is_not_approved() -> None:
+    def did(check: float) -> Any:
+        two_stage = {"estimate": check, "std_error": 0.1, "library": "pyfixest did2s"}
+        return make_estimate("did", 1.0, 0.1, headline=True, estimand="ATT", n_treated_units=12, did2s_check=two_stage)
+
+    rv = review(_inputs(estimates=[did(2.0)], declared=("did",)))
+    assert rv.decision is not CritiqueDecision.APPROVE and "staggered adoption" in rv.verdict
+    close = review(_inputs(estimates=[did(1.1)], declared=("did",)))
+    assert close.decision is CritiqueDecision.APPROVE and any("agrees" in i for i in close.issues)
+
+
 def test_one_treated_unit_in_a_panel_is_refused() -> None:
     did = make_estimate("did", -0.02, 0.005, headline=True, estimand="ATT", n_treated_units=1, n_units=50)
     rv = review(_inputs(estimates=[did], declared=("did",)))

@@ -15,12 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from whyflow.causal.diagnostics import CompleteCase, ConfounderDiscovery, PSDiagnostics, WithWithout
 from whyflow.causal.state import TreatmentEffectResult
 
 __all__ = [
     "ABSORBED",
     "OVERID_P",
+    "STAGGERED_GAP",
     "BALANCED_SMD",
     "HINGES_SE",
     "DesignFindings",
@@ -46,6 +49,10 @@ treatment moved is out of balance, so the answer hinges on timing the data canno
 Where several covariates are out of balance, confounding is the ordinary reading and the column stays."""
 BALANCED_SMD = 0.2
 """Largest |SMD| of the other covariates for the treatment to look randomised but for one column."""
+STAGGERED_GAP = 2.0
+"""A staggered-adoption TWFE answer further than this many combined standard errors (the square root of the
+sum of both variances, conservative as the two estimates are positively correlated) from the two-stage check
+is not approved."""
 OVERID_P = 0.05
 """Several instruments whose over-identification test rejects at this level are not approved."""
 _DESIGNS = {"iv": "instrumental variables", "rdd": "regression discontinuity", "did": "difference in differences"}
@@ -84,6 +91,8 @@ def design_findings(head: TreatmentEffectResult, declared: tuple[str, ...]) -> D
             f"too narrow; declare the panel (--unit {u} --time {t}) for unit and period effects with errors "
             "clustered by unit"
         )
+    if head.details.family == "did" and isinstance(x.get("did2s_check"), dict):
+        _staggered(head, x["did2s_check"], out)
     if head.details.family == "iv":
         _instrument(x, out)
     if head.details.family == "rdd" and x.get("design") == "fuzzy":
@@ -112,6 +121,26 @@ def _one_treated_unit(x: dict[str, Any], out: DesignFindings) -> None:
         "a single treated unit: standard errors clustered by unit cannot measure the uncertainty of one "
         f"treated cluster, so the interval is not credible, and permutation inference over units gives no "
         f"finite 95% interval{why}"
+    )
+
+
+def _staggered(head: TreatmentEffectResult, check: dict[str, Any], out: DesignFindings) -> None:
+    """Staggered adoption: TWFE beside Gardner's two-stage estimate, which compares with untreated rows only."""
+    est, se = check.get("estimate"), check.get("std_error")
+    if not isinstance(est, (int, float)) or not isinstance(se, (int, float)) or se <= 0:
+        return
+    gap = abs(head.estimate - est) / float(np.hypot(head.std_error, se))
+    if gap > STAGGERED_GAP:
+        out.doubts.append(
+            f"staggered adoption: two-way fixed effects gives {head.estimate:.4g} (SE {head.std_error:.2g}) and "
+            f"Gardner's two-stage estimator, which compares treated rows with untreated ones only, {est:.4g} "
+            f"(SE {se:.2g}), {gap:.1f} combined standard errors apart: TWFE's comparisons of later with earlier "
+            "adopters bias it when effects differ by cohort or grow over time"
+        )
+        return
+    out.issues.append(
+        f"Staggered adoption: Gardner's two-stage estimate {est:.4g} (SE {se:.2g}) agrees with the two-way fixed "
+        f"effects answer within {STAGGERED_GAP:g} combined standard errors."
     )
 
 
