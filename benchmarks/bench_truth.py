@@ -51,7 +51,18 @@ if str(ROOT) not in sys.path:
 from benchmarks.truth_kinds import DEFAULT_N, KINDS, Case, make  # noqa: E402
 
 RECIPE = builtin_recipe("causal_analysis")
-DESIGN_KEYS = ("instrument", "running_variable", "cutoff", "unit_column", "time_column", "controls", "cluster", "where")
+DESIGN_KEYS = (
+    "instrument",
+    "running_variable",
+    "cutoff",
+    "unit_column",
+    "time_column",
+    "repeated_cross_section",
+    "extra_instruments",
+    "controls",
+    "cluster",
+    "where",
+)
 
 
 def recipe_without_notebook(folder: Path) -> Path:

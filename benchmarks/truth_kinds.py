@@ -478,6 +478,67 @@ def subgroup_effect(n: int, seed: int) -> Case:
     return Case(frame, 2.0, _args(where="sex == 'f'"))
 
 
+def did_repeated_cross_section(n: int, seed: int) -> Case:
+    """Individuals surveyed once, in 2 regions (even seeds) or 4 (odd seeds) over two years; half the
+    regions (higher at baseline) are treated in the second year. No region-by-year shocks; effect 1.5.
+
+    Seeds 0, 1 (mod 4) state it as ``--group region --period year``; seeds 2, 3 as ``--unit region --time
+    year``, a few groups with many rows per group and year: both must get row-level robust errors (errors
+    clustered on two groups gave an interval 4 × 10⁻⁹ wide).
+    """
+    rng = np.random.default_rng([seed, 36])
+    groups = 2 if seed % 2 == 0 else 4
+    g = rng.integers(groups, size=n)
+    year = rng.integers(2, size=n)
+    treated_region = g < groups // 2
+    d = (treated_region & (year == 1)).astype(int)
+    age = rng.normal(40, 10, size=n)
+    base = rng.normal(scale=1.0, size=groups) + 1.5 * (np.arange(groups) < groups // 2)
+    y = base[g] + 0.7 * year + 1.5 * d + 0.03 * age + rng.normal(scale=1.5, size=n)
+    names = np.array(["north", "south", "east", "west"])[:groups]
+    frame = pd.DataFrame({"region": names[g], "year": 2019 + year, "age": age.round(1), "treated": d})
+    frame["outcome"] = y.round(4)
+    stated = {"repeated_cross_section": True} if (seed // 2) % 2 == 0 else {}
+    return Case(frame, 1.5, _args(unit_column="region", time_column="year", **stated))
+
+
+def fuzzy_rdd(n: int, seed: int) -> Case:
+    """Take-up jumps from about 20% to about 70% at ``score`` = 0 and never follows it exactly; unobserved
+    motivation raises both take-up and the outcome, so comparing takers with others is biased. The effect
+    is 2 for everyone, so the local effect on compliers is 2."""
+    rng = np.random.default_rng([seed, 37])
+    s = rng.uniform(-1, 1, size=n)
+    u = rng.normal(size=n)
+    t = rng.binomial(1, _sigmoid(-1.4 + 2.4 * (s >= 0) + 0.8 * u))
+    w = rng.normal(size=n)
+    y = 1.0 + 0.8 * s + 0.5 * s**2 + 2.0 * t + 0.7 * u + 0.4 * w + rng.normal(scale=0.5, size=n)
+    frame = pd.DataFrame({"score": s.round(5), "w": w.round(4), "treated": t, "outcome": y.round(4)})
+    return Case(frame, 2.0, _args(running_variable="score", cutoff=0.0))
+
+
+def two_instruments(n: int, seed: int, direct: float = 0.0) -> Case:
+    """Schooling instrumented by a randomised ``near_college`` and a local ``tuition`` (both valid, stated as
+    ``--instrument near_college,tuition``); unobserved ability raises schooling and wages; slope 0.1 per year."""
+    rng = np.random.default_rng([seed, 38])
+    z = rng.binomial(1, 0.5, size=n)
+    tuition = rng.normal(size=n)
+    u = rng.normal(size=n)
+    exper = rng.normal(10, 4, size=n)
+    educ = np.clip(
+        np.round(12 + 1.0 * z - 0.6 * tuition + 1.2 * u + 0.05 * exper + rng.normal(scale=1.5, size=n)), 6, 23
+    )
+    wage = 1.0 + 0.1 * educ + 0.3 * u + 0.02 * exper + direct * tuition + rng.normal(scale=0.3, size=n)
+    frame = pd.DataFrame({"near_college": z, "tuition": tuition.round(3), "exper": exper.round(1)})
+    frame = frame.assign(educ=educ.astype(int), lwage=wage)
+    return Case(frame, 0.1, _args("educ", "lwage", instrument="near_college", extra_instruments=["tuition"]))
+
+
+def invalid_instrument(n: int, seed: int) -> Case:
+    """:func:`two_instruments` where ``tuition`` also moves wages directly (local prices): the exclusion fails for
+    it, 2SLS with both is pulled far from the slope 0.1, and the over-identification test must refuse it."""
+    return two_instruments(n, seed, direct=0.08)
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -510,6 +571,10 @@ KINDS: dict[str, Generator] = {
     "stated_controls": stated_controls,
     "clustered_trial": clustered_trial,
     "subgroup_effect": subgroup_effect,
+    "did_repeated_cross_section": did_repeated_cross_section,
+    "fuzzy_rdd": fuzzy_rdd,
+    "two_instruments": two_instruments,
+    "invalid_instrument": invalid_instrument,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -562,6 +627,10 @@ DEFAULT_N: dict[str, int] = {
     "stated_controls": 1500,
     "clustered_trial": 2000,
     "subgroup_effect": 2000,
+    "did_repeated_cross_section": 2000,
+    "fuzzy_rdd": 3000,
+    "two_instruments": 2000,
+    "invalid_instrument": 2000,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

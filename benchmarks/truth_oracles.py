@@ -234,6 +234,44 @@ def subgroup_effect(n: int, seed: int) -> Interval:
     return _ols(frame[frame["sex"] == "f"], "outcome", ["age_z"])
 
 
+def did_repeated_cross_section(n: int, seed: int) -> Interval:
+    """OLS on region and year dummies and the treatment, row-level HC1 errors (no region-by-year shocks)."""
+    f = _frame("did_repeated_cross_section", n, seed)
+    f = pd.get_dummies(f, columns=["region", "year"], drop_first=True, dtype=float)
+    return _ols(f, "outcome", [c for c in f if c.startswith(("region_", "year_"))])
+
+
+def fuzzy_rdd(n: int, seed: int) -> Interval:
+    """2SLS of the outcome on take-up instrumented by crossing the cutoff, with the true score terms (s, s²)."""
+    from linearmodels.iv import IV2SLS
+
+    f = _frame("fuzzy_rdd", n, seed).assign(above=lambda d: (d["score"] >= 0).astype(float))
+    f["score2"] = f["score"] ** 2
+    fit = IV2SLS.from_formula("outcome ~ 1 + score + score2 + [treated ~ above]", f).fit(cov_type="robust")
+    lo, hi = fit.conf_int(0.95).loc["treated"]
+    return float(fit.params["treated"]), float(lo), float(hi)
+
+
+def two_instruments(n: int, seed: int) -> Interval:
+    """2SLS of lwage on educ instrumented by near_college and tuition, exper exogenous (robust SEs)."""
+    from linearmodels.iv import IV2SLS
+
+    f = _frame("two_instruments", n, seed)
+    fit = IV2SLS.from_formula("lwage ~ 1 + exper + [educ ~ near_college + tuition]", f).fit(cov_type="robust")
+    lo, hi = fit.conf_int(0.95).loc["educ"]
+    return float(fit.params["educ"]), float(lo), float(hi)
+
+
+def invalid_instrument(n: int, seed: int) -> Interval:
+    """2SLS instrumented by near_college alone, tuition (which moves wages directly) and exper as controls."""
+    from linearmodels.iv import IV2SLS
+
+    f = _frame("invalid_instrument", n, seed)
+    fit = IV2SLS.from_formula("lwage ~ 1 + exper + tuition + [educ ~ near_college]", f).fit(cov_type="robust")
+    lo, hi = fit.conf_int(0.95).loc["educ"]
+    return float(fit.params["educ"]), float(lo), float(hi)
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
@@ -264,6 +302,10 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "stated_controls": stated_controls,
     "clustered_trial": clustered_trial,
     "subgroup_effect": subgroup_effect,
+    "did_repeated_cross_section": did_repeated_cross_section,
+    "fuzzy_rdd": fuzzy_rdd,
+    "two_instruments": two_instruments,
+    "invalid_instrument": invalid_instrument,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

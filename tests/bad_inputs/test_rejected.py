@@ -100,6 +100,18 @@ BAD_INPUTS = [
     ("case-typo", frame_file(study(60)), ("-t", "Treated", *Y), "(did you mean 'treated'?)"),
     ("id-as-outcome", with_column("patient_id", list(range(60))), (*T, "-y", "patient_id"), "looks like an identifier"),
     ("same-column", frame_file(study(60)), ("-t", "outcome", *Y), "treatment and outcome are the same column"),
+    (
+        "group-typo",
+        frame_file(study(60).assign(region="north", year=2020)),
+        (*T, *Y, "--group", "regoin", "--period", "year"),
+        "group column 'regoin' is not in",
+    ),
+    (
+        "second-instrument-typo",
+        frame_file(study(60).assign(lottery=1, distance=0.5)),
+        (*T, *Y, "--instrument", "lottery,distnce"),
+        "instrument column 'distnce' is not in",
+    ),
 ]
 
 

@@ -98,6 +98,50 @@ def test_repeated_cross_sections_with_string_units_cover_the_effect() -> None:
     assert est.estimate == pytest.approx(float(dummies.params["arm_post"]), rel=1e-9)
 
 
+def _two_by_two(seed: int, groups: int = 2, n: int = 1200) -> pd.DataFrame:
+    """Individuals surveyed once in ``groups`` regions over two years, the first half of the regions treated in
+    the second; effect 1.5, no region-by-year shocks."""
+    rng = np.random.default_rng(seed)
+    g, year = rng.integers(groups, size=n), rng.integers(2, size=n)
+    d = ((g < groups // 2) & (year == 1)).astype(int)
+    y = rng.normal(size=groups)[g] + 0.7 * year + 1.5 * d + rng.normal(scale=1.5, size=n)
+    return pd.DataFrame({"region": [f"r{k}" for k in g], "year": 2019 + year, "treated": d, "outcome": y})
+
+
+def test_a_few_groups_of_individuals_get_row_level_robust_errors() -> None:
+    import pyfixest as pf
+    import statsmodels.formula.api as smf
+
+    frame = _two_by_two(0)
+    clustered = pf.feols("outcome ~ treated | region + year", data=frame, vcov={"CRV1": "region"})
+    assert float(clustered.se().iloc[0]) < 1e-6  # two clusters: each one's score sums to zero
+    for stated in (True, False):  # --group/--period, or --unit naming the two regions
+        est = did_twfe(frame, "region", "year", "treated", "outcome", cross_section=stated)
+        hc1 = smf.ols("outcome ~ treated + C(region) + C(year)", data=frame).fit(cov_type="HC1")
+        assert est.estimate == pytest.approx(float(hc1.params["treated"]), rel=1e-9)
+        assert est.std_error == pytest.approx(float(hc1.bse["treated"]), rel=0.01)
+        assert "row level" in est.details["se_method"] and "2 groups" in est.details["row_level_errors"]
+        assert est.details.get("repeated_cross_section_stated", False) is stated
+        assert "permutation" not in est.details  # one treated region is not one treated unit of a panel
+    covered = sum(
+        did_twfe(_two_by_two(s, 4), "region", "year", "treated", "outcome", cross_section=True).covers(1.5)
+        for s in range(8)
+    )
+    assert covered >= 7
+
+
+def test_many_groups_of_individuals_and_a_panel_of_few_units_keep_errors_clustered() -> None:
+    est = did_twfe(_sites(0), "siteid", "post", "arm_post", "juice", cross_section=True)
+    assert est.details["se_method"] == "clustered by unit" and "row_level_errors" not in est.details
+    # Six firms over twelve years with an odd repeated row: a panel, not groups of individuals.
+    rng = np.random.default_rng(3)
+    firm, year = np.repeat(np.arange(6), 12), np.tile(np.arange(12), 6)
+    d = ((firm < 3) & (year >= 6)).astype(int)
+    panel = pd.DataFrame({"firm": firm, "year": year, "d": d, "y": firm + 0.1 * year + d + rng.normal(size=72)})
+    panel = pd.concat([panel, panel.iloc[:4]], ignore_index=True)
+    assert "row_level_errors" not in did_twfe(panel, "firm", "year", "d", "y").details
+
+
 def test_treatment_fixed_within_unit_is_refused_with_the_reason() -> None:
     frame = _sites(0)
     frame["arm"] = frame["siteid"].str[-1].astype(int) % 2  # the site's arm, also 1 before treatment

@@ -138,3 +138,35 @@ def test_anderson_rubin_set_matches_a_grid_of_robust_tests() -> None:
         inside = np.ones_like(grid, dtype=bool)
     assert (accepted == inside).mean() > 0.998  # grid points at the boundary may round either way
     assert inside[np.argmin(abs(grid - 1.0))]  # the true effect is in the set
+
+
+def _two_instruments(seed: int, invalid: float = 0.0, n: int = 3000) -> pd.DataFrame:
+    """Schooling moved by a randomised subsidy and by distance; ``invalid`` lets distance move wages directly."""
+    rng = np.random.default_rng(seed)
+    ability, subsidy, distance = rng.normal(size=n), rng.binomial(1, 0.5, n), rng.normal(size=n)
+    school = 12 + 1.0 * subsidy - 0.6 * distance + 1.2 * ability + rng.normal(size=n)
+    logwage = 1.0 + 0.08 * school + 0.3 * ability + invalid * distance + rng.normal(0, 0.3, n)
+    return pd.DataFrame({"subsidy": subsidy, "distance": distance, "school": school, "logwage": logwage})
+
+
+def test_several_instruments_report_joint_f_and_the_overidentification_test() -> None:
+    from linearmodels.iv import IV2SLS
+
+    f = _two_instruments(0)
+    z = f[["subsidy", "distance"]].to_numpy(float)
+    est = iv_2sls(
+        f["logwage"].to_numpy(), f["school"].to_numpy(), z, pd.DataFrame(index=f.index), ["subsidy", "distance"]
+    )
+    direct = IV2SLS.from_formula("logwage ~ 1 + [school ~ subsidy + distance]", f).fit(cov_type="robust")
+    assert est.estimate == pytest.approx(float(direct.params["school"]), rel=1e-10)
+    d = est.details
+    assert d["first_stage_f"] == pytest.approx(float(direct.first_stage.diagnostics["f.stat"].iloc[0]) / 2, rel=1e-3)
+    assert d["instruments"] == ["subsidy", "distance"] and d["overidentification_p"] > 0.05
+    assert d["overidentification"]["sargan"]["df"] == 1
+    assert est.covers(0.08) and "joint first-stage F" in est.assumptions[0]
+    bad = _two_instruments(0, invalid=0.1)
+    zb = bad[["subsidy", "distance"]].to_numpy(float)
+    rejected = iv_2sls(
+        bad["logwage"].to_numpy(), bad["school"].to_numpy(), zb, pd.DataFrame(index=bad.index), ["subsidy", "distance"]
+    )
+    assert rejected.details["overidentification_p"] < 0.001

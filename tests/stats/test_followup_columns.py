@@ -93,5 +93,6 @@ def test_no_follow_up_is_read_where_the_missing_sets_do_not_say_one(damage: str)
 def test_no_generated_kind_but_the_attrition_trial_has_follow_up_columns(kind: str) -> None:
     case = make(kind, 0)
     f, t, y = case.frame, case.args["treatment"], case.args["outcome"]
-    design = {v for k, v in case.args.items() if k not in ("treatment", "outcome")}
+    named = [v for k, v in case.args.items() if k not in ("treatment", "outcome")]
+    design = {c for v in named for c in (v if isinstance(v, list) else [v])}  # extra_instruments is a list
     assert not followup_columns(f, y, [c for c in f.columns if c not in {t, y, *design}])

@@ -156,6 +156,28 @@ def test_a_weak_instrument_is_refused_with_its_first_stage_f() -> None:
     assert "weak instrument" in rv.verdict and "3.7" in rv.verdict
 
 
+def test_instruments_that_disagree_are_refused_with_the_overidentification_test() -> None:
+    iv = make_estimate("iv", 1.0, 0.2, headline=True, estimand="LATE", first_stage_f=85.0, overidentification_p=0.003)
+    rv = review(_inputs(estimates=[iv, make_estimate("ols", 0.4, 0.1)], declared=("iv",), instrument="z"))
+    assert rv.decision is CritiqueDecision.REJECT
+    assert "instruments disagree" in rv.verdict and "0.003" in rv.verdict
+    agree = make_estimate("iv", 1.0, 0.2, headline=True, estimand="LATE", first_stage_f=85.0, overidentification_p=0.6)
+    rv = review(_inputs(estimates=[agree, make_estimate("ols", 0.4, 0.1)], declared=("iv",), instrument="z"))
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+    assert any("does not reject" in i for i in rv.issues)
+
+
+def test_staggered_twfe_far_from_the_two_stage_check_is_not_approved() -> None:
+    def did(check: float) -> Any:
+        two_stage = {"estimate": check, "std_error": 0.1, "library": "pyfixest did2s"}
+        return make_estimate("did", 1.0, 0.1, headline=True, estimand="ATT", n_treated_units=12, did2s_check=two_stage)
+
+    rv = review(_inputs(estimates=[did(2.0)], declared=("did",)))
+    assert rv.decision is not CritiqueDecision.APPROVE and "staggered adoption" in rv.verdict
+    close = review(_inputs(estimates=[did(1.1)], declared=("did",)))
+    assert close.decision is CritiqueDecision.APPROVE and any("agrees" in i for i in close.issues)
+
+
 def test_one_treated_unit_in_a_panel_is_refused() -> None:
     did = make_estimate("did", -0.02, 0.005, headline=True, estimand="ATT", n_treated_units=1, n_units=50)
     rv = review(_inputs(estimates=[did], declared=("did",)))
@@ -163,6 +185,29 @@ def test_one_treated_unit_in_a_panel_is_refused() -> None:
     assert "single treated unit" in rv.verdict
     many = make_estimate("did", -0.02, 0.005, headline=True, estimand="ATT", n_treated_units=12, n_units=50)
     assert review(_inputs(estimates=[many], declared=("did",))).decision is CritiqueDecision.APPROVE
+
+
+def test_a_few_groups_with_row_level_errors_are_not_refused_as_one_treated_unit() -> None:
+    why = "a repeated cross-section in 2 groups: errors clustered on 2 groups are not credible"
+    did = make_estimate(
+        "did", 1.4, 0.13, headline=True, estimand="ATT", n_treated_units=1, n_units=2, row_level_errors=why
+    )
+    rv = review(_inputs(estimates=[did], declared=("did",)))
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+    assert any("Row-level robust errors" in i for i in rv.issues)
+
+
+def test_a_fuzzy_discontinuity_needs_a_strong_jump_in_take_up() -> None:
+    weak = make_estimate(
+        "rdd", 2.0, 0.9, headline=True, estimand="LATE", design="fuzzy", first_stage_jump=0.05, first_stage_f=2.1
+    )
+    rv = review(_inputs(estimates=[weak], declared=("rdd",)))
+    assert rv.decision is CritiqueDecision.REJECT
+    assert "weak first stage of the fuzzy discontinuity" in rv.verdict and "2.1" in rv.verdict
+    strong = make_estimate(
+        "rdd", 2.0, 0.3, headline=True, estimand="LATE", design="fuzzy", first_stage_jump=0.5, first_stage_f=60.0
+    )
+    assert review(_inputs(estimates=[strong], declared=("rdd",))).decision is CritiqueDecision.APPROVE
 
 
 def test_an_uncertain_role_that_does_not_move_the_estimate_is_settled() -> None:

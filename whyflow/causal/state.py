@@ -212,6 +212,18 @@ class StudyDesign(_Model):
     """Column whose values are clusters: the estimators that can give cluster-robust errors on it."""
     where: str | None = None
     """A subgroup (``whyflow.causal.dataprep.subgroup`` syntax): the analysis reads only its rows."""
+    # -- repeated cross-sections (--group/--period) --
+    repeated_cross_section: bool = False
+    """True when ``--group``/``--period`` named the difference-in-differences' columns (kept in
+    ``unit_column``/``time_column``): rows are individuals drawn within groups and periods, not units followed."""
+    # -- several instruments (--instrument A,B) --
+    extra_instruments: list[str] = []
+    """The instruments after the first (``instrument``) when ``--instrument`` names several, in their order."""
+
+    @property
+    def instruments(self) -> list[str]:
+        """Every stated instrument, the first one first (empty when none was stated)."""
+        return [self.instrument, *self.extra_instruments] if self.instrument else []
 
 
 class AnalysisState(JobLifecycle):

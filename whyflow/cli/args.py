@@ -59,13 +59,26 @@ def design_from_args(args: Any) -> StudyDesign:
         raise SystemExit("whyflow: error: --running-variable and --cutoff go together")
     if (args.unit is None) != (args.time is None):
         raise SystemExit("whyflow: error: --unit and --time go together")
+    group, period = getattr(args, "group", None), getattr(args, "period", None)
+    if (group is None) != (period is None):
+        raise SystemExit("whyflow: error: --group and --period go together")
+    if group is not None and args.unit is not None:
+        raise SystemExit(
+            "whyflow: error: give --unit/--time (a panel of units followed over time) or --group/--period "
+            "(a repeated cross-section), not both"
+        )
+    instruments = [c.strip() for c in args.instrument.split(",")] if args.instrument else []
+    if any(not c for c in instruments) or len(set(instruments)) < len(instruments):
+        raise SystemExit(f"whyflow: error: --instrument expects COLUMN or COLUMN,COLUMN,..., got '{args.instrument}'")
     return StudyDesign(
         estimand=args.estimand,
-        instrument=args.instrument,
+        instrument=instruments[0] if instruments else None,
+        extra_instruments=instruments[1:],
         running_variable=args.running_variable,
         cutoff=args.cutoff,
-        unit_column=args.unit,
-        time_column=args.time,
+        unit_column=args.unit or group,
+        time_column=args.time or period,
+        repeated_cross_section=group is not None,
         **specification_from_args(args),
     )
 

@@ -53,12 +53,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--metadata", help="YAML/JSON file with column descriptions, orderings and forbidden edges")
     p.add_argument("--estimand", choices=["ATE", "ATT"], default="ATE")
-    p.add_argument("--instrument", help="instrument column (enables 2SLS / LATE)")
+    p.add_argument(
+        "--instrument",
+        help="instrument column (enables 2SLS / LATE); several as A,B (joint F, over-identification test)",
+    )
     p.add_argument("--running-variable", help="running variable of a regression discontinuity")
     p.add_argument("--cutoff", type=float, help="cutoff of the running variable")
     p.add_argument("--unit", help="unit id column of panel data (difference-in-differences)")
     p.add_argument("--time", help="time column of panel data")
     add_specification_options(p)
+    # -- repeated cross-sections --
+    p.add_argument(
+        "--group",
+        help="group column of a repeated cross-section difference-in-differences (individuals in rows, each seen "
+        "once; with --period)",
+    )
+    p.add_argument("--period", help="period column of a repeated cross-section (with --group)")
     p.add_argument("--job-id", help="use this job id instead of a generated one")
     p.add_argument("--llm", choices=["on", "off"], help="call the configured LLM (on) or never (off); sets WHYFLOW_LLM")
     p.add_argument("--verbose", action="store_true", help="show Prefect's own logs too")

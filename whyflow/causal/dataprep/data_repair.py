@@ -130,6 +130,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
             "running variable": design.running_variable,
             "unit": design.unit_column,
             "time": design.time_column,
+            **{f"instrument {k + 2}": c for k, c in enumerate(design.extra_instruments)},
         }
         frame, dropped = self._drop_rows(frame, treatment, outcome, params, repairs, kept_whole)
         protected = {c for c in kept_whole.values() if c}

@@ -88,12 +88,14 @@ class ConfounderDiscoveryAgent(Agent[ConfounderDiscoveryParams]):
             notes.append(f"data checks on a seeded sample of {params.max_rows:,} rows")
         knowledge = Knowledge.from_domain(view.domain_knowledge, t, y)
         candidates, excluded = self._candidates(frame, profile, t, y, view.domain_knowledge)
-        declared = {
-            view.design.instrument: "declared instrument (--instrument): the IV estimator uses it; never adjusted for",
+        instrument = "declared instrument (--instrument): the IV estimator uses it; never adjusted for"
+        declared: dict[str | None, str] = {
+            view.design.instrument: instrument,
             view.design.running_variable: "running variable of the declared discontinuity: the RDD estimator uses it",
             view.design.unit_column: "unit id of the declared panel",
             view.design.time_column: "time index of the declared panel",
         }
+        declared.update(dict.fromkeys(view.design.extra_instruments, instrument))
         for column, why in declared.items():
             if column is not None and column in candidates:
                 candidates.remove(column)

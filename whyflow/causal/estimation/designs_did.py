@@ -3,7 +3,12 @@
 The panel named by ``--unit``/``--time`` may hold several rows per unit and period (repeated
 cross-sections: pupils within schools before and after, stores in two waves with a 0/1 period
 column): pyfixest absorbs unit and period effects from the rows as they are, where
-linearmodels' PanelOLS refuses a duplicated index. With staggered adoption TWFE compares
+linearmodels' PanelOLS refuses a duplicated index. ``--group``/``--period`` state such a repeated
+cross-section outright. Where its rows fall in fewer than :data:`FEW_GROUPS` groups, errors
+clustered by group are not credible (with two groups and two periods each cluster's score sums to
+zero and the "interval" is 10⁻⁹ wide): heteroskedasticity-robust errors on the rows replace them,
+which take the individuals as independent draws and the groups' period shocks as absent, the
+assumption a handful of groups identifies the effect under anyway. With staggered adoption TWFE compares
 later with earlier adopters and can be biased when effects differ by cohort or grow over time
 (Goodman-Bacon 2021); Gardner's two-stage estimator (pyfixest ``did2s``), which builds the
 counterfactual from untreated rows only, is then reported beside it as a check. With a single
@@ -23,9 +28,13 @@ import pandas as pd
 from whyflow.causal.estimation.backdoor import Estimate
 from whyflow.core.errors import AgentError
 
-__all__ = ["did_twfe", "did_panel"]
+__all__ = ["FEW_GROUPS", "MANY_ROWS", "did_twfe", "did_panel"]
 
 _Y, _D, _U, _T, _C = "y_", "d_", "unit_", "time_", "cluster_"
+FEW_GROUPS = 10
+"""A repeated cross-section in fewer groups than this gets row-level robust errors, not errors clustered by group."""
+MANY_ROWS = 5
+"""Median rows per unit and period from which an unstated ``--unit`` is read as groups of individuals."""
 
 
 def did_panel(
@@ -74,7 +83,8 @@ def _identified(data: pd.DataFrame, unit: str, time: str, treatment: str) -> Non
     if data.groupby(_U)[_T].nunique().max() < 2:
         raise AgentError(
             f"each unit of '{unit}' is seen in one period of '{time}' only: unit effects would absorb every row; "
-            "for repeated cross-sections give the group the units belong to (site, state) as the unit"
+            "for repeated cross-sections give the group the units belong to (site, state) and the period: --group "
+            "GROUP --period PERIOD"
         )
     if not (data.groupby(_U)[_D].nunique() > 1).any():
         raise AgentError(
@@ -167,6 +177,29 @@ def _one_treated_unit(
     return est, (hi - lo) / (2 * 1.959964), (lo, hi), float(perm["p_value"])
 
 
+def _row_level(data: pd.DataFrame, cross_section: bool) -> bool:
+    """Whether the errors are row-level robust: a repeated cross-section (stated, or a typical unit and
+    period holding at least :data:`MANY_ROWS` rows, not a panel's odd repeated row) in fewer than
+    :data:`FEW_GROUPS` groups."""
+    typical = float(data.groupby([_U, _T]).size().median())
+    return (cross_section or typical >= MANY_ROWS) and int(data[_U].nunique()) < FEW_GROUPS
+
+
+def _rows_note(details: dict[str, Any], n_groups: int, n_rows: int, assumptions: list[str]) -> None:
+    """Say that, and why, the errors are row-level robust rather than clustered by group."""
+    details["se_method"] = "heteroskedasticity-robust at the row level (HC1), not clustered by group"
+    details["ci_method"] = f"t distribution with the rows' residual degrees of freedom ({n_rows:,} rows)"
+    details["row_level_errors"] = (
+        f"a repeated cross-section in {n_groups} groups: errors clustered on {n_groups} groups are not credible "
+        f"(fewer than {FEW_GROUPS}), so the interval treats the individuals as independent draws within each "
+        "group and period"
+    )
+    assumptions.append(
+        "individuals are independent draws within each group and period, with no group-by-period shocks beyond "
+        "the treatment (what identifies the effect with this few groups)"
+    )
+
+
 def did_twfe(
     frame: pd.DataFrame,
     unit: str,
@@ -175,6 +208,7 @@ def did_twfe(
     outcome: str,
     cluster: str | None = None,
     covariates: pd.DataFrame | None = None,
+    cross_section: bool = False,
 ) -> Estimate:
     """Two-way fixed effects DiD: y_it = a_i + g_t + tau D_it, SEs clustered by unit (CRV1).
 
@@ -182,7 +216,9 @@ def did_twfe(
     distribution with (clusters - 1) degrees of freedom, as pyfixest reports them. A stated
     ``cluster`` column (``--cluster``) is where the errors are clustered instead of the unit.
     ``covariates`` (stated controls, encoded, aligned with ``frame``'s rows) enter the regression beside
-    the treatment; those the unit or period effects absorb are dropped by pyfixest and named.
+    the treatment; those the unit or period effects absorb are dropped by pyfixest and named. Unless a
+    cluster is stated, a repeated cross-section (``cross_section``: the unit is a group of individuals)
+    in fewer than :data:`FEW_GROUPS` groups gets heteroskedasticity-robust row-level errors (HC1) instead.
     """
     import pyfixest as pf
 
@@ -195,10 +231,12 @@ def did_twfe(
     data = did_panel(frame, unit, time, treatment, outcome, cluster if cluster not in (None, unit) else None, names)
     by = _C if _C in data.columns else _U
     _identified(data, unit, time, treatment)
+    rows = cluster is None and _row_level(data, cross_section)  # a stated cluster is the analyst's contract
     rhs = " + ".join([_D, *names])
+    vcov: Any = {"CRV1": by} if cluster is not None else ("hetero" if rows else {"CRV1": _U})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = pf.feols(f"{_Y} ~ {rhs} | {_U} + {_T}", data=data, vcov={"CRV1": by})
+        fit = pf.feols(f"{_Y} ~ {rhs} | {_U} + {_T}", data=data, vcov=vcov)
     if _D not in fit.coef().index:
         raise AgentError(f"treatment '{treatment}' is collinear with the unit and period effects: not identified")
     est, se = float(fit.coef()[_D]), float(fit.se()[_D])
@@ -241,7 +279,11 @@ def did_twfe(
         details["se_method"] = f"clustered by {cluster} ({n_clusters} clusters)"
         details["ci_method"] = f"t distribution with {n_clusters - 1} degrees of freedom (clusters - 1)"
         details["clustered_by"] = cluster
-    if n_treated == 1:
+    if cross_section:
+        details["repeated_cross_section_stated"] = True
+    if rows:
+        _rows_note(details, n_units, int(fit._N), assumptions)
+    elif n_treated == 1:
         est, se, ci, p = _one_treated_unit(data, est, se, ci, p, details, assumptions)
     if staggered:
         details["twfe_note"] = (

@@ -61,11 +61,11 @@ def collinear_columns(columns: dict[str, np.ndarray], keep_first: int, tol: floa
 
 
 def _clean(
-    y: np.ndarray, t: np.ndarray, z: np.ndarray, X: pd.DataFrame, instrument: str
+    y: np.ndarray, t: np.ndarray, z: np.ndarray, X: pd.DataFrame, names: list[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame, int, list[str]]:
-    """Rows with finite values only; constant controls removed (their names returned)."""
+    """Rows with finite values only (``z`` one column per instrument); constant controls removed (named)."""
     X = X.astype(float)
-    finite = np.isfinite(y) & np.isfinite(t) & np.isfinite(z)
+    finite = np.isfinite(y) & np.isfinite(t) & np.isfinite(z).all(axis=1)
     if X.shape[1]:
         finite &= np.isfinite(X.to_numpy()).all(axis=1)
     n_bad = int((~finite).sum())
@@ -74,10 +74,11 @@ def _clean(
         raise AgentError(f"only {len(y)} rows with finite values for the instrumental-variables fit; too few")
     if np.ptp(t) == 0:
         raise AgentError("the treatment takes a single value in the rows used: 2SLS has nothing to estimate")
-    if np.ptp(z) == 0:
-        raise AgentError(
-            f"instrument '{instrument}' takes a single value in the rows used: it cannot move the treatment"
-        )
+    for j, instrument in enumerate(names):
+        if np.ptp(z[:, j]) == 0:
+            raise AgentError(
+                f"instrument '{instrument}' takes a single value in the rows used: it cannot move the treatment"
+            )
     constant = [c for c in X.columns if np.ptp(X[c].to_numpy()) == 0]
     return y, t, z, X.drop(columns=constant), n_bad, constant
 
@@ -138,52 +139,66 @@ def _closest_controls(z: np.ndarray, X: pd.DataFrame, top: int = 3) -> list[str]
     return [c for c, v in sorted(r.items(), key=lambda kv: -kv[1]) if v >= 0.3][:top]
 
 
+def _r2_alone(t: np.ndarray, z: np.ndarray) -> float:
+    """R² of the treatment on the instruments alone (with a constant): their pull before any control."""
+    if not np.std(t) or not np.all(np.std(z, axis=0)):
+        return 0.0
+    if z.shape[1] == 1:
+        return float(np.corrcoef(t, z[:, 0])[0, 1] ** 2)
+    return 1.0 - _residual_share(t - t.mean(), np.column_stack([np.ones(len(t)), z]))
+
+
 def iv_2sls(
     y: np.ndarray,
     t: np.ndarray,
     z: np.ndarray,
     X: pd.DataFrame,
-    instrument: str,
+    instrument: str | list[str],
     treatment: str = "treatment",
     clusters: tuple[str, np.ndarray] | None = None,
 ) -> Estimate:
     """Two-stage least squares of y on t instrumented by z, controlling for X (robust SEs).
 
+    ``z`` is one instrument (a vector, ``instrument`` its name) or several (one column each,
+    ``instrument`` their names): with several, the first-stage F is their joint robust Wald
+    statistic over their number, and the over-identification tests (Sargan's, and Wooldridge's
+    heteroskedasticity-robust score test, which the review reads) ask whether they agree.
     Collinear and constant controls are dropped (named in ``details["dropped_collinear"]`` and
     ``details["dropped_constant"]``); rows with non-finite values are left out and counted.
     ``clusters`` (a stated ``--cluster``: its name and a code per row) clusters the errors on it.
     """
     from linearmodels.iv import IV2SLS
 
+    names = [instrument] if isinstance(instrument, str) else list(instrument)
+    zm = np.asarray(z, float).reshape(len(z), -1)
     groups = None
     if clusters is not None:  # the rows _clean keeps, before it keeps them
-        finite = (
-            np.isfinite(np.asarray(y, float)) & np.isfinite(np.asarray(t, float)) & np.isfinite(np.asarray(z, float))
-        )
+        finite = np.isfinite(np.asarray(y, float)) & np.isfinite(np.asarray(t, float)) & np.isfinite(zm).all(axis=1)
         if X.shape[1]:
             finite &= np.isfinite(X.to_numpy(float)).all(axis=1)
         groups = pd.Series(np.asarray(clusters[1])[finite], name="cluster")
-
-    y, t, z, X, n_bad, constant = _clean(
-        np.asarray(y, float), np.asarray(t, float), np.asarray(z, float), X, instrument
-    )
+    y, t, zm, X, n_bad, constant = _clean(np.asarray(y, float), np.asarray(t, float), zm, X, names)
     dropped, involve_t = _collinear_controls(t, X)
     X = X.drop(columns=dropped)
-    _instrument_check(z, X, instrument)
+    for j, name in enumerate(names):
+        _instrument_check(zm[:, j], X, name)
     exog = X.copy()
     exog.insert(0, "const", 1.0)
+    instruments = pd.DataFrame(zm, columns=names)
     try:
-        model = IV2SLS(pd.Series(y, name="y"), exog, pd.Series(t, name="treatment"), pd.Series(z, name=instrument))
+        model = IV2SLS(pd.Series(y, name="y"), exog, pd.Series(t, name="treatment"), instruments)
         res = model.fit(cov_type="robust") if groups is None else model.fit(cov_type="clustered", clusters=groups)
     except ValueError as exc:  # a near-collinearity the check above let through
         raise AgentError(f"2SLS could not be fitted after dropping collinear controls: {exc}") from exc
     est, se = float(res.params["treatment"]), float(res.std_errors["treatment"])
     diag = res.first_stage.diagnostics  # type: ignore[attr-defined]  # IV results (linearmodels)
-    f_stat = float(diag["f.stat"].iloc[0])
+    f_stat = float(diag["f.stat"].iloc[0]) / len(names)  # a robust Wald chi2(q): F is it over q
     ci, p = normal_ci(est, se)
     weak = f_stat < 10
+    which = f"instrument '{names[0]}' is" if len(names) == 1 else f"instruments {', '.join(names)} are"
+    joint = "" if len(names) == 1 else " joint"
     assumptions = [
-        f"instrument '{instrument}' is relevant (first-stage F = {f_stat:.1f}{', WEAK' if weak else ''})",
+        f"{which} relevant ({joint.strip() + ' ' if joint else ''}first-stage F = {f_stat:.1f}{', WEAK' if weak else ''})",
         "exclusion: the instrument affects the outcome only through the treatment",
         "independence: the instrument is as good as random given the controls",
         "monotonicity (no defiers) for the LATE interpretation",
@@ -202,13 +217,15 @@ def iv_2sls(
     details: dict[str, Any] = {
         "library": "linearmodels IV2SLS",
         "se_method": "heteroskedasticity-robust",
-        "instrument": instrument,
+        "instrument": ", ".join(names),
         "first_stage_f": round(f_stat, 2),
         "first_stage_partial_r2": round(float(diag["partial.rsquared"].iloc[0]), 4),
         # the instrument's pull on the treatment with no controls: what the controls leave of it is the ratio
-        "first_stage_r2_alone": round(float(np.corrcoef(t, z)[0, 1] ** 2) if np.std(t) and np.std(z) else 0.0, 4),
+        "first_stage_r2_alone": round(_r2_alone(t, zm), 4),
         "weak_instrument": weak,
-        "instrument_explained_by": _closest_controls(z, X),
+        "instrument_explained_by": list(
+            dict.fromkeys(c for j in range(len(names)) for c in _closest_controls(zm[:, j], X))
+        ),
         "controls_used": list(X.columns),
         "dropped_collinear": dropped,
         "dropped_collinear_with_treatment": involve_t,
@@ -220,11 +237,30 @@ def iv_2sls(
         details["dropped_constant"] = constant
     if n_bad:
         details["rows_dropped_nonfinite"] = n_bad
-    if weak:
-        ar = anderson_rubin_ci(y, t, z, X)
+    if len(names) > 1:
+        _overidentification(res, names, details, assumptions)
+    if weak and len(names) == 1:
+        ar = anderson_rubin_ci(y, t, zm[:, 0], X)
         details["anderson_rubin_ci"] = ar
         assumptions[0] += f"; the Anderson-Rubin 95% set, valid with a weak instrument, is {ar['text']}"
     return Estimate("Instrumental variables (2SLS)", "LATE", est, se, ci, p, assumptions, details)
+
+
+def _overidentification(res: Any, names: list[str], details: dict[str, Any], assumptions: list[str]) -> None:
+    """Several instruments: whether they agree (Sargan's test, and Wooldridge's robust score test the review reads)."""
+    details["instruments"] = names
+    details["n_instruments"] = len(names)
+    tests = {"sargan": res.sargan, "wooldridge_overid": res.wooldridge_overid}
+    details["overidentification"] = {
+        k: {"statistic": round(float(v.stat), 4), "p_value": round(float(v.pval), 4), "df": int(v.df)}
+        for k, v in tests.items()
+    }
+    details["overidentification_p"] = round(float(res.wooldridge_overid.pval), 4)
+    assumptions.append(
+        f"the {len(names)} instruments identify the same effect (over-identification, Wooldridge's robust score "
+        f"test p = {float(res.wooldridge_overid.pval):.3g}; a rejection means one is invalid or they move "
+        "different compliers)"
+    )
 
 
 def anderson_rubin_ci(y: np.ndarray, t: np.ndarray, z: np.ndarray, X: pd.DataFrame) -> dict[str, Any]:

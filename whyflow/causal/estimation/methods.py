@@ -155,22 +155,28 @@ def _iv(s: PairSetup) -> Estimate:
     from whyflow.causal.estimation.designs import iv_2sls
     from whyflow.core.errors import AgentError
 
-    z = s.design["iv"]["instrument"]
-    col = s.prep.frame[z]
-    if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)):
-        raise AgentError(f"instrument '{z}' is not numeric ({col.dtype}); give a numeric or 0/1 instrument column")
-    return iv_2sls(s.prep.y, s.prep.t, col.astype(float).to_numpy(), s.covariates, z, s.treatment, s.clusters())
+    names = s.design["iv"].get("instruments") or [s.design["iv"]["instrument"]]
+    for z in names:
+        col = s.prep.frame[z]
+        if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)):
+            raise AgentError(f"instrument '{z}' is not numeric ({col.dtype}); give a numeric or 0/1 instrument column")
+    if len(names) == 1:
+        z = names[0]
+        zs = s.prep.frame[z].astype(float).to_numpy()
+        return iv_2sls(s.prep.y, s.prep.t, zs, s.covariates, z, s.treatment, s.clusters())
+    zs = s.prep.frame[names].astype(float).to_numpy()
+    return iv_2sls(s.prep.y, s.prep.t, zs, s.covariates, names, s.treatment, s.clusters())
 
 
 def _did(s: PairSetup) -> Estimate:
     from whyflow.causal.estimation.designs import did_twfe
 
     d = s.design["did"]
-    unit, time = d["unit_column"], d["time_column"]
+    unit, time, rcs = d["unit_column"], d["time_column"], bool(d.get("cross_section"))
     if s.adjustment.recipe_choice is None or s.no_covariates:  # the recipe's DiD: unit and period effects only
-        return did_twfe(s.frame, unit, time, s.treatment, s.outcome, s.cluster_column)
+        return did_twfe(s.frame, unit, time, s.treatment, s.outcome, s.cluster_column, cross_section=rcs)
     rows = s.frame.loc[s.prep.rows].reset_index(drop=True)  # stated controls: their complete rows, encoded
-    return did_twfe(rows, unit, time, s.treatment, s.outcome, s.cluster_column, s.covariates)
+    return did_twfe(rows, unit, time, s.treatment, s.outcome, s.cluster_column, s.covariates, cross_section=rcs)
 
 
 def _rdd(s: PairSetup) -> Estimate:

@@ -43,6 +43,8 @@ def _design(view_design: Any, frame: pd.DataFrame, profile: Any, dk: DomainKnowl
     d: dict[str, Any] = {}
     if view_design.instrument and view_design.instrument in frame.columns:
         d["iv"] = {"instrument": view_design.instrument}
+        if view_design.extra_instruments:
+            d["iv"]["instruments"] = [c for c in view_design.instruments if c in frame.columns]
     if (
         view_design.running_variable
         and view_design.cutoff is not None
@@ -53,6 +55,8 @@ def _design(view_design: Any, frame: pd.DataFrame, profile: Any, dk: DomainKnowl
     time = view_design.time_column or (profile.time_column if profile is not None else None)
     if unit in frame.columns and time in frame.columns and frame.duplicated(subset=[unit]).any():
         d["did"] = {"unit_column": unit, "time_column": time}
+        if view_design.repeated_cross_section:
+            d["did"]["cross_section"] = True
     return d
 
 
@@ -79,7 +83,12 @@ def setup_pair(
     otherwise, e.g. when diagnostics were skipped for a declared design or a continuous treatment).
     """
     design = _design(view_design, frame, profile, domain_knowledge)
-    reserved = (view_design.instrument, view_design.running_variable, view_design.unit_column, view_design.time_column)
+    reserved = (
+        *view_design.instruments,
+        view_design.running_variable,
+        view_design.unit_column,
+        view_design.time_column,
+    )
     adj = shared_adjustment(ps_diagnostics, treatment, outcome, "widen_adjustment_set" in codes) or choose_adjustment(
         frame,
         treatment,
@@ -102,7 +111,10 @@ def setup_pair(
         )
     if levels < 2:
         raise AgentError(f"treatment '{treatment}' takes a single value: there is no comparison group")
-    extra = [c for c in (design.get("iv", {}).get("instrument"), design.get("rdd", {}).get("running_variable")) if c]
+    iv = design.get("iv", {})
+    extra = [
+        c for c in (*iv.get("instruments", [iv.get("instrument")]), design.get("rdd", {}).get("running_variable")) if c
+    ]
     prep = prepare(
         frame, treatment, outcome, adj.covariates + [c for c in extra if c not in adj.covariates], binary=binary
     )

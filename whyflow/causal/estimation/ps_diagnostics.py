@@ -84,7 +84,7 @@ class PSDiagnosticsAgent(Agent[PSDiagnosticsParams]):
             view.confounder_discovery,
             view.domain_knowledge,
             widen="widen_adjustment_set" in codes,
-            design_columns=(design.instrument, design.running_variable, design.unit_column, design.time_column),
+            design_columns=(*design.instruments, design.running_variable, design.unit_column, design.time_column),
             stated=design.controls,
         )
         why.append(f"Covariates from the {adj.source}: {', '.join(adj.covariates) or 'none'}.")

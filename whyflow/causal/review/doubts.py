@@ -15,11 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from whyflow.causal.diagnostics import CompleteCase, ConfounderDiscovery, PSDiagnostics, WithWithout
 from whyflow.causal.state import TreatmentEffectResult
 
 __all__ = [
     "ABSORBED",
+    "OVERID_P",
+    "STAGGERED_GAP",
     "BALANCED_SMD",
     "HINGES_SE",
     "left_out_findings",
@@ -49,6 +53,12 @@ treatment moved is out of balance, so the answer hinges on timing the data canno
 Where several covariates are out of balance, confounding is the ordinary reading and the column stays."""
 BALANCED_SMD = 0.2
 """Largest |SMD| of the other covariates for the treatment to look randomised but for one column."""
+STAGGERED_GAP = 2.0
+"""A staggered-adoption TWFE answer further than this many combined standard errors (the square root of the
+sum of both variances, conservative as the two estimates are positively correlated) from the two-stage check
+is not approved."""
+OVERID_P = 0.05
+"""Several instruments whose over-identification test rejects at this level are not approved."""
 _DESIGNS = {"iv": "instrumental variables", "rdd": "regression discontinuity", "did": "difference in differences"}
 
 
@@ -85,9 +95,17 @@ def design_findings(head: TreatmentEffectResult, declared: tuple[str, ...]) -> D
             f"too narrow; declare the panel (--unit {u} --time {t}) for unit and period effects with errors "
             "clustered by unit"
         )
+    if head.details.family == "did" and isinstance(x.get("did2s_check"), dict):
+        _staggered(head, x["did2s_check"], out)
     if head.details.family == "iv":
         _instrument(x, out)
-    if head.details.family == "did" and (x.get("single_treated_unit") or x.get("n_treated_units") == 1):
+    if head.details.family == "rdd" and x.get("design") == "fuzzy":
+        _fuzzy_jump(x, out)
+    if head.details.family == "did" and x.get("row_level_errors"):
+        # A handful of groups: the row-level interval rests on no group-by-period shocks, which is also what
+        # identifies the effect with this few groups; a single treated group is then no separate flaw.
+        out.issues.append(f"Row-level robust errors: {x['row_level_errors']}.")
+    elif head.details.family == "did" and (x.get("single_treated_unit") or x.get("n_treated_units") == 1):
         _one_treated_unit(x, out)
     return out
 
@@ -110,6 +128,42 @@ def _one_treated_unit(x: dict[str, Any], out: DesignFindings) -> None:
     )
 
 
+def _staggered(head: TreatmentEffectResult, check: dict[str, Any], out: DesignFindings) -> None:
+    """Staggered adoption: TWFE beside Gardner's two-stage estimate, which compares with untreated rows only."""
+    est, se = check.get("estimate"), check.get("std_error")
+    if not isinstance(est, (int, float)) or not isinstance(se, (int, float)) or se <= 0:
+        return
+    gap = abs(head.estimate - est) / float(np.hypot(head.std_error, se))
+    if gap > STAGGERED_GAP:
+        out.doubts.append(
+            f"staggered adoption: two-way fixed effects gives {head.estimate:.4g} (SE {head.std_error:.2g}) and "
+            f"Gardner's two-stage estimator, which compares treated rows with untreated ones only, {est:.4g} "
+            f"(SE {se:.2g}), {gap:.1f} combined standard errors apart: TWFE's comparisons of later with earlier "
+            "adopters bias it when effects differ by cohort or grow over time"
+        )
+        return
+    out.issues.append(
+        f"Staggered adoption: Gardner's two-stage estimate {est:.4g} (SE {se:.2g}) agrees with the two-way fixed "
+        f"effects answer within {STAGGERED_GAP:g} combined standard errors."
+    )
+
+
+def _fuzzy_jump(x: dict[str, Any], out: DesignFindings) -> None:
+    """A fuzzy discontinuity divides by the jump in take-up: a weak jump is a weak instrument."""
+    f_stat, jump = x.get("first_stage_f"), x.get("first_stage_jump")
+    if not isinstance(f_stat, (int, float)) or f_stat < 10:
+        shown = f"{f_stat:.3g}" if isinstance(f_stat, (int, float)) else "not measured"
+        out.blockers.append(
+            f"weak first stage of the fuzzy discontinuity: take-up jumps by {jump} at the cutoff with F {shown} "
+            "(below 10), so the ratio of the two jumps is unstable and its interval does not cover at its stated rate"
+        )
+        return
+    out.issues.append(
+        f"Fuzzy discontinuity: take-up jumps by {jump} at the cutoff (first-stage F {f_stat:.3g}); the effect is "
+        "the outcome's jump over take-up's, for those the cutoff moves (compliers)."
+    )
+
+
 def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
     """Controls that absorb the instrument's first stage, and a weak instrument."""
     kept, alone = x.get("first_stage_partial_r2"), x.get("first_stage_r2_alone")
@@ -127,6 +181,19 @@ def _instrument(x: dict[str, Any], out: DesignFindings) -> None:
         out.blockers.append(
             f"weak instrument: the first-stage F is {f_stat:.3g} (below 10), so 2SLS is biased towards OLS and "
             "its interval does not cover at its stated rate"
+        )
+    overid = x.get("overidentification_p")
+    if isinstance(overid, (int, float)) and overid >= OVERID_P:
+        out.issues.append(
+            f"Several instruments ({x.get('instrument')}): joint first-stage F {f_stat}, and the over-identification "
+            f"test does not reject that they identify the same effect (Wooldridge's robust score test p = "
+            f"{overid:.3g}); it cannot tell whether all of them are invalid in the same way."
+        )
+    if isinstance(overid, (int, float)) and overid < OVERID_P:
+        out.blockers.append(
+            f"the instruments disagree: the over-identification test rejects that they identify the same effect "
+            f"(Wooldridge's robust score test p = {overid:.3g}), so at least one is invalid or they move different "
+            "compliers; give each alone to see which"
         )
 
 

@@ -165,12 +165,14 @@ def _check_question(frame: Any, request: RunRequest, shown: str) -> None:
             "outcome": request.outcome,
             "instrument": design.instrument,
             "running variable": design.running_variable,
-            "unit": design.unit_column,
-            "time": design.time_column,
+            "group" if design.repeated_cross_section else "unit": design.unit_column,
+            "period" if design.repeated_cross_section else "time": design.time_column,
         },
         shown,
     )
     check_specification(frame, design, request.treatment, request.outcome, shown)
+    for extra in design.extra_instruments:
+        check_columns(frame, {"instrument": extra}, shown)
     _check_treatment(frame, request.treatment, request.outcome)
 
 
