@@ -8,6 +8,7 @@ plan. A retry tries the next example that fits, since the same template would fa
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from whyflow.ask._shared import causal_pair, resolve_follow_up
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from whyflow.ask.tools.plain_spec import PlainSpec
     from whyflow.ask.tools.retrieval import FilledPlan
 
-__all__ = ["deterministic_plan", "plan_question", "attempt_code", "request_plan"]
+__all__ = ["deterministic_plan", "plan_question", "attempt_code", "listed_answers", "request_plan"]
 
 
 def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
@@ -115,6 +116,13 @@ def plan_question(
         return requested, []
     columns = [str(c) for c in frame.columns]
     pair = causal_pair(question, columns)
+    words = listed_answers(question)
+    if pair is not None and words:  # "should we control for 'opened'? answer 'yes' or 'no'": not an estimate
+        line = (
+            f"the question asks for one of {' or '.join(repr(w) for w in words)}, a judgement about the design "
+            f"that the causal recipe's estimate of '{pair[0]}' on '{pair[1]}' does not give"
+        )
+        return unread_plan(question, line, []), []
     if pair is not None:
         plan = AskPlan(
             needs_code=False,
@@ -147,6 +155,20 @@ def plan_question(
         line = understood_line(expand_contractions(question), plain.placed, plain.missing)
         return unread_plan(question, line, closest), nearest
     return deterministic_plan(question, filled, closest), nearest
+
+
+_LISTED = re.compile(
+    r"\banswer (?:with|by|using)\s+(?:either\s+)?['\"]([^'\"]{1,40})['\"]\s+or\s+['\"]([^'\"]{1,40})['\"]", re.I
+)
+
+
+def listed_answers(question: str) -> list[str]:
+    """The words a question says to answer with ("Please answer with 'yes' or 'no'"), or its choices."""
+    match = _LISTED.search(question)
+    if match:
+        return [match.group(1), match.group(2)]
+    choices = re.search(r"^\s*Choices:\s*(.+)$", question, re.M)
+    return [c.strip() for c in re.split(r"[;,]|\s+or\s+", choices.group(1)) if c.strip()] if choices else []
 
 
 def unread_plan(question: str, line: str, closest: list[str]) -> AskPlan:
