@@ -142,7 +142,7 @@ def plan_question(
     filled = fill(question, frame)
     if filled is not None and filled.score < min_score:
         filled = None
-    refusal = example_refusal(question, filled) if filled is not None else None
+    refusal = example_refusal(question, filled, columns) if filled is not None else None
     if refusal is not None:
         return unread_plan(question, refusal, closest), nearest
     if filled is not None:
