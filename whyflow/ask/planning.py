@@ -107,6 +107,7 @@ def plan_question(
     """The deterministic plan and the retrieved nearest examples (for a model's grounding)."""
     from whyflow.ask.tools.example_words import example_refusal, example_unread
     from whyflow.ask.tools.plain_questions import parse_plain
+    from whyflow.ask.tools.request_clauses import restriction_sentences
     from whyflow.ask.tools.retrieval import fill, retrieve
     from whyflow.ask.tools.wording import expand_contractions, understood_line
 
@@ -122,6 +123,10 @@ def plan_question(
             f"the question asks for one of {' or '.join(repr(w) for w in words)}, a judgement about the design "
             f"that the causal recipe's estimate of '{pair[0]}' on '{pair[1]}' does not give"
         )
+        return unread_plan(question, line, []), []
+    restricted = restriction_sentences(question) if pair is not None else []
+    if restricted:  # the causal recipe runs on every row: a restriction to some would be dropped
+        line = f"'{restricted[0][:120]}' restricts the rows, which the causal recipe does not do"
         return unread_plan(question, line, []), []
     if pair is not None:
         plan = AskPlan(

@@ -27,7 +27,14 @@ from whyflow.ask.tools.request_spec import Request
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PAIRED_OPS", "unplaced_clause", "unplaced_restriction", "unread_values", "withhold_unplaced"]
+__all__ = [
+    "PAIRED_OPS",
+    "restriction_sentences",
+    "unplaced_clause",
+    "unplaced_restriction",
+    "unread_values",
+    "withhold_unplaced",
+]
 
 PAIRED_OPS = frozenset({"corr", "corr_p", "slope", "intercept", "r2"})
 """Operations computed on a pair of columns."""
@@ -61,6 +68,16 @@ def _held(step_or_condition: dict[str, Any]) -> list[str]:
     return out
 
 
+def restriction_sentences(text: str) -> list[str]:
+    """The sentences that restrict the rows ("Please only consider people no older than 22"),
+    other than to rows with values present."""
+    return [
+        sentence.strip()
+        for sentence in _SENTENCE.split(text)
+        if _ONLY.search(sentence) and not _ABOUT_MISSING.search(sentence)
+    ]
+
+
 def unplaced_restriction(text: str, steps: list[dict[str, Any]], options: list[dict[str, Any]]) -> str | None:
     """The "only consider ..." sentence whose rows no filter, group or test level of the parse names."""
     held: list[str] = []
@@ -71,10 +88,7 @@ def unplaced_restriction(text: str, steps: list[dict[str, Any]], options: list[d
         where = opts.get("where")
         for cond in [where] if isinstance(where, dict) else where or []:
             held += _held(cond)
-    for sentence in _SENTENCE.split(text):
-        only = _ONLY.search(sentence)
-        if only is None or _ABOUT_MISSING.search(sentence):
-            continue
+    for sentence in restriction_sentences(text):
         low = sentence.lower()
         tested = any(group and all(v in low for v in group) for group in levels)  # a test of the named groups
         if not tested and not any(v and v in low for v in held):
