@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from tests.tools.request_answers import answers
+from whyflow.ask.tools.request_clauses import restriction_sentences
 from whyflow.ask.tools.requests import parse_requests
 from whyflow.ask.tools.slots import ColumnInfo, find_columns
 
@@ -162,3 +163,18 @@ def test_the_label_with_the_highest_statistic_is_not_the_label_with_the_highest_
 def test_an_abbreviated_column_name_is_found_by_its_spelled_out_words(question: str, column: str) -> None:
     columns = [ColumnInfo(name=n, dtype="float64") for n in ("No. of cases", "MedianSoldPricePerSqft", "No")]
     assert [m.column for m in find_columns(question, columns)] == [column]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "restricts"),
+    [
+        ("Only consider countries using Pfizer/BioNTech and Moderna.", True),
+        ("Consider only passengers in first class.", True),
+        ("Only consider rows without missing values.", False),
+        ("Consider only the players who have a recorded batting average.", False),
+        ("Only consider the Close column.", False),
+        ("Only use the statistics module.", False),
+    ],
+)
+def test_a_restriction_is_one_to_rows(sentence: str, restricts: bool) -> None:
+    assert bool(restriction_sentences(sentence)) is restricts

@@ -42,10 +42,14 @@ _ONE_COLUMN_VERDICTS = frozenset({"normality", "skew_sign", "skew_normal", "skew
 
 _SAME_AS = re.compile(r"\b(?:the )?same ([a-z][\w ]{0,30}?) as (?:this|that|the|its|his|her|their)\b[^.,;\n]*", re.I)
 _ONLY = re.compile(
-    r"\bonly (?:consider|include|use|keep|analy[sz]e|look at|select|count)\b|\brestrict\w* (?:the )?(?:analysis|data)\b",
+    r"\bonly (?:consider|include|keep|analy[sz]e|look at|select)\b|\b(?:consider|include|keep) only\b|"
+    r"\brestrict\w* (?:the )?(?:analysis|data)\b",
     re.I,
 )
-_ABOUT_MISSING = re.compile(r"\b(?:missing|null|non-null|nan|complete|valid|empty|available)\b", re.I)
+_ABOUT_COLUMNS = re.compile(r"\b(?:columns?|variables?|features?|fields?|attributes?)\b", re.I)
+_ABOUT_MISSING = re.compile(
+    r"\b(?:missing|null|non-null|nan|complete|valid|empty|available|recorded|present|known|reported)\b", re.I
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 
 
@@ -70,11 +74,11 @@ def _held(step_or_condition: dict[str, Any]) -> list[str]:
 
 def restriction_sentences(text: str) -> list[str]:
     """The sentences that restrict the rows ("Please only consider people no older than 22"),
-    other than to rows with values present."""
+    other than to rows with values present or to some columns ("only consider the 'Close' column")."""
     return [
         sentence.strip()
         for sentence in _SENTENCE.split(text)
-        if _ONLY.search(sentence) and not _ABOUT_MISSING.search(sentence)
+        if _ONLY.search(sentence) and not _ABOUT_MISSING.search(sentence) and not _ABOUT_COLUMNS.search(sentence)
     ]
 
 
