@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from whyflow.ask.tools.retrieval import FilledPlan
     from whyflow.ask.tools.textbook_spec import TextbookSpec
 
-__all__ = ["deterministic_plan", "plan_question", "attempt_code", "request_plan"]
+__all__ = ["deterministic_plan", "plan_question", "attempt_code", "listed_answers", "request_plan"]
 
 
 def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
@@ -109,6 +109,7 @@ def plan_question(
     from whyflow.ask.tools.example_words import example_refusal, example_unread
     from whyflow.ask.tools.plain_questions import parse_plain
     from whyflow.ask.tools.plain_spec import PlainSpec
+    from whyflow.ask.tools.request_clauses import restriction_sentences
     from whyflow.ask.tools.retrieval import fill, retrieve
     from whyflow.ask.tools.textbook_prompt import split_prompt
     from whyflow.ask.tools.textbook_questions import parse_textbook
@@ -120,6 +121,17 @@ def plan_question(
         return requested, []
     columns = [str(c) for c in frame.columns]
     pair = causal_pair(question, columns)
+    words = listed_answers(question)
+    if pair is not None and words:  # "should we control for 'opened'? answer 'yes' or 'no'": not an estimate
+        line = (
+            f"the question asks for one of {' or '.join(repr(w) for w in words)}, a judgement about the design "
+            f"that the causal recipe's estimate of '{pair[0]}' on '{pair[1]}' does not give"
+        )
+        return unread_plan(question, line, []), []
+    restricted = restriction_sentences(question) if pair is not None else []
+    if restricted:  # the causal recipe runs on every row: a restriction to some would be dropped
+        line = f"'{restricted[0][:120]}' restricts the rows, which the causal recipe does not do"
+        return unread_plan(question, line, []), []
     if pair is not None:
         plan = AskPlan(
             needs_code=False,
@@ -151,7 +163,7 @@ def plan_question(
     filled = fill(question, frame)
     if filled is not None and filled.score < min_score:
         filled = None
-    refusal = example_refusal(question, filled) if filled is not None else None
+    refusal = example_refusal(question, filled, columns) if filled is not None else None
     if refusal is not None:
         return unread_plan(question, refusal, closest), nearest
     if filled is not None:
@@ -164,6 +176,20 @@ def plan_question(
         line = understood_line(expand_contractions(question), plain.placed, plain.missing)
         return unread_plan(question, line, closest), nearest
     return deterministic_plan(question, filled, closest), nearest
+
+
+_LISTED = re.compile(
+    r"\banswer (?:with|by|using)\s+(?:either\s+)?['\"]([^'\"]{1,40})['\"]\s+or\s+['\"]([^'\"]{1,40})['\"]", re.I
+)
+
+
+def listed_answers(question: str) -> list[str]:
+    """The words a question says to answer with ("Please answer with 'yes' or 'no'"), or its choices."""
+    match = _LISTED.search(question)
+    if match:
+        return [match.group(1), match.group(2)]
+    choices = re.search(r"^\s*Choices:\s*(.+)$", question, re.M)
+    return [c.strip() for c in re.split(r"[;,]|\s+or\s+", choices.group(1)) if c.strip()] if choices else []
 
 
 def unread_plan(question: str, line: str, closest: list[str]) -> AskPlan:

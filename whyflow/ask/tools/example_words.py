@@ -41,15 +41,46 @@ _CHOICE = re.compile(
 _FLAG_VALUES = frozenset({"0", "1", "0.0", "1.0", "yes", "no", "true", "false", "y", "n"})
 
 
-def example_refusal(question: str, filled: FilledPlan) -> str | None:
+_ALL_VARIABLES = re.compile(
+    r"\b(?:take|use|include|consider|control for|adjust for)\b[^.?!]{0,30}\ball (?:the )?"
+    r"(?:provided |other |available |given )?(?:variables|covariates|columns|features|predictors)\b",
+    re.I,
+)
+_ONLY_VARIABLES = re.compile(
+    r"\b(?:do not|don't|not) (?:consider|use|include) (?:any )?(?:variables|columns|covariates) other than\b([^.?!]*)",
+    re.I,
+)
+
+
+def _variables_refusal(question: str, filled: FilledPlan, columns: list[str]) -> str | None:
+    """Why the example's columns are not the variable set the question states ('take all provided
+    variables into consideration', 'no variables other than A, B and C'), or None."""
+    example = get_example(filled.example_id)
+    used = {str(v) for n, v in filled.params.items() if n in example.slots and example.slots[n].kind in COLUMN_SLOTS}
+    if not used:
+        return None
+    only = _ONLY_VARIABLES.search(question)
+    named = set(re.findall(r"[\"'`]([^\"'`]{1,60})[\"'`]", only.group(1))) if only else set()
+    if only and named and named != used:
+        return f"the question names the variables {sorted(named)}; this worked example uses {sorted(used)}"
+    if _ALL_VARIABLES.search(question) and columns and len(used) < len(columns):
+        return f"the question asks for all {len(columns)} provided variables; this worked example uses {sorted(used)}"
+    return None
+
+
+def example_refusal(question: str, filled: FilledPlan, columns: list[str] | None = None) -> str | None:
     """Why a filled example does not answer the question at all, or None: the question asks to
-    choose between stated answers (a worked example's number or table chooses none), or the
-    example keeps rows by a filter read from the description around the question, not from the
-    question itself ('of the 34 patients in the control group' is context, not the population)."""
+    choose between stated answers (a worked example's number or table chooses none), states a
+    variable set the example does not use (``columns``: the data's), or the example keeps rows by
+    a filter read from the description around the question, not from the question itself ('of the
+    34 patients in the control group' is context, not the population)."""
     choice = _CHOICE.search(question)
     if choice:
         options = f"'{choice.group(1)}' and '{choice.group(2)}'" if choice.group(1) else "one of the stated choices"
         return f"I understood the data but not how to decide between {options}"
+    variables = _variables_refusal(question, filled, columns or [])
+    if variables:
+        return f"I understood the question but not its model: {variables}"
     asked = asked_part(question).lower()
     for described in filled.filters:
         parts = described.split(" ", 2)

@@ -183,6 +183,8 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         mask = outlier_mask(x, opts.get("method", "iqr"), float(opts.get("threshold", 1.5))).fillna(False)
         items = df.loc[mask, opts["label"]] if opts.get("label") else x[mask]
         listed = sorted(items.tolist()) if opts.get("sort") else items.tolist()
+        if request.get("decimals") is not None and not opts.get("label"):  # "each rounded to two decimals"
+            listed = [round(float(v), int(request["decimals"])) for v in listed]
         return str(opts.get("separator", ", ")).join(_plain(v) for v in listed)
     if op == "group_test_p":
         return group_test_p(df, cols, opts)
@@ -223,7 +225,7 @@ def apply_step(df: pd.DataFrame, step: dict[str, Any]) -> pd.DataFrame:
         a, b = parts[0], (parts[1] + float(step.get("epsilon", 0.0)) if len(parts) > 1 else None)
         fn = step["fn"]
         values = {
-            "sum": lambda: sum(parts[1:], parts[0]),
+            "sum": lambda: sum(parts[1:], parts[0]) + float(step.get("constant", 0.0)),
             "difference": lambda: a - b,
             "ratio": lambda: a / b,
             "product": lambda: math.prod(parts[1:], start=parts[0]),

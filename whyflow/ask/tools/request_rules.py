@@ -76,6 +76,14 @@ def _values_named(frame: pd.DataFrame, column: str, low: str) -> int:
     return sum(str(v).lower() in words for v in frame[column].dropna().unique()[:20] if not str(v).isdigit())
 
 
+_STATISTIC = re.compile(
+    r"\b(?:skew\w*|kurtosis|median|standard deviation|std|variance|range|correlation|growth|change|"
+    r"increase|decrease|ratio|proportion|percentage|rate)\b",
+    re.I,
+)
+"""Statistics a "which label has the highest ..." question may name that are not the value itself."""
+
+
 def _extreme(slot_text: str, text: str, infos: list[ColumnInfo], asked: list[str]) -> dict[str, Any] | None:
     """ "Which country has the highest score": the label (a text column the slot names) of the row,
     or of the group when the question averages per label, with the largest or smallest value."""
@@ -108,6 +116,10 @@ def _extreme(slot_text: str, text: str, infos: list[ColumnInfo], asked: list[str
     ]
     values = [c for c in near + asked if c not in {x.name for x in labels}]
     if len(labels) != 1 or not values:
+        return None
+    cued = " ".join(s for s in re.split(r"(?<=[.!?])\s+|\n", text) if cue.search(s)) + " " + slot_text
+    named_stats = {m.group(0).lower() for m in _STATISTIC.finditer(cued)} - set(words_of(values[0]))
+    if named_stats:  # "the highest skewness": a statistic per label this rule does not compute
         return None
     per_group = bool(re.search(r"\b(?:average|mean)\b", low)) and bool(re.search(r"\b(?:each|per|every)\b", low))
     return {"columns": [labels[0].name, values[0]], "largest": largest, "per_group": per_group}
@@ -298,6 +310,14 @@ def words_of(text: str) -> list[str]:
     return re.findall(r"[a-z]+|\d+", re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower())
 
 
+def quoted_extension(column: str, text: str, infos: list[ColumnInfo]) -> str:
+    """The column name the text quotes that extends a column read from its words ('number of deaths'
+    read as 'No. of deaths' where the question quotes "No. of deaths_max"), else the column."""
+    names = {c.name for c in infos}
+    quoted = [q for q in re.findall(r"[\"'`]([^\"'`]{1,60})[\"'`]", text) if q in names]
+    return next((q for q in quoted if q != column and _norm(q).startswith(_norm(column))), column)
+
+
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", text.lower())
 
@@ -378,8 +398,43 @@ def _strongest(slot_text: str, context: str, asked: list[str]) -> list[str] | No
     return asked[:1]
 
 
+_EVERY_OTHER = re.compile(r"\b(?:all|every|each|any)\b[^,;]*\b(?:variables?|columns?|features?|factors?)\b", re.I)
+_BACK_REFERENCE = re.compile(r"\b(?:these|those|the) (?:two|2|both) (?:columns|variables|features)\b|\bthem\b", re.I)
+
+
+def between_sides(text: str, infos: list[ColumnInfo]) -> tuple[list[str], list[str], str] | None:
+    """The numeric columns of each side of a "correlation between A and B" clause, and the words of
+    a side that names no column ('' when both do). The first clause whose two sides both name
+    columns wins ("all other variables" names every column; "these two columns" the pair an earlier
+    sentence names); else the first with a side that names none; None when no clause has two sides."""
+    unread: tuple[list[str], list[str], str] | None = None
+    earlier: list[str] = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+        between = re.search(r"\bbetween\b(.*)", sentence, re.I)
+        if between and re.search(r"correlat|relat|associat", sentence, re.I):
+            clause = re.split(r"[?;:]|\.(?=\s|$)", between.group(1))[0]
+            sides = re.split(r"\band\b", clause)
+            if _BACK_REFERENCE.search(clause) and len(earlier) >= 2:
+                return [earlier[0]], [earlier[1]], ""
+            if len(sides) == 2:
+                found = [[m.column for m in find_columns(side, infos) if _numeric(m.column, infos)] for side in sides]
+                missing = [
+                    side.strip(" ,")
+                    for side, cols in zip(sides, found, strict=True)
+                    if not cols and not _EVERY_OTHER.search(side)
+                ]
+                if not missing:
+                    return found[0], found[1], ""
+                unread = unread or (found[0], found[1], missing[0])
+        earlier += [m.column for m in find_columns(sentence, infos) if _numeric(m.column, infos)]
+    return unread
+
+
 def _correlated(text: str, infos: list[ColumnInfo]) -> list[str]:
     """The two columns of the first sentence that correlates two named columns."""
+    sides = between_sides(text, infos)
+    if sides is not None and sides[0] and sides[1]:  # one column of each side, not two of the first
+        return [sides[0][0], next((c for c in sides[1] if c != sides[0][0]), sides[1][0])]
     for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
         if re.search(r"correlat|relat|associat", sentence, re.I):
             between = re.search(r"\bbetween\b(.*)", sentence, re.I)  # "adding A and B, then correlate C and D"

@@ -10,13 +10,22 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from whyflow.ask.tools.request_rules import _numeric, _outlier_rule
+from whyflow.ask.tools.request_rules import _norm, _numeric, _outlier_rule, quoted_extension
 from whyflow.ask.tools.slots import ColumnInfo, find_columns
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["derive_steps", "drop_step", "fill_steps", "with_durations"]
+__all__ = [
+    "FormulaError",
+    "cleaning_steps",
+    "declared_names",
+    "derive_steps",
+    "drop_step",
+    "fill_steps",
+    "formula_steps",
+    "with_durations",
+]
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`])|\n")  # not inside "Inc. (AAPL)" or "No. of cases"
 _NEW = re.compile(
@@ -67,6 +76,45 @@ def _guards(text: str, fn: str) -> dict[str, Any]:
     ):
         out["zero_for_infinite"] = True
     return out
+
+
+def declared_names(text: str, infos: list[ColumnInfo]) -> list[str]:
+    """Quoted names of new columns the question makes ("create a new feature 'FamilySize'")."""
+    names = {c.name for c in infos}
+    return [q for s in _SENTENCES.split(text) if _NEW.search(s) for q in _QUOTED.findall(s) if q not in names]
+
+
+class FormulaError(ValueError):
+    """A stated formula for a new column holds a term that is neither a column nor a number."""
+
+
+_TERM_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def formula_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
+    """New columns stated as a sum: "FamilySize = IsAlone + 1 (for a sibling) + 1", each term a
+    column (by its exact name) or a number; remarks in parentheses are no terms. Only names the
+    question declares as new. Raises FormulaError when a term is neither (or the formula is not a sum)."""
+    by_norm = {_norm(c.name): c.name for c in infos if c.numeric}
+    steps: list[dict[str, Any]] = []
+    for name in declared_names(text, infos):
+        match = re.search(rf"(?<![\w'\"`]){re.escape(name)}['\"`]?\s*=\s*([^\n;]+?)(?:\.(?:\s|$)|$|\n)", text)
+        if match is None:
+            continue
+        expression = re.sub(r"\([^)]*\)", " ", match.group(1))
+        if re.search(r"[-*/^×÷]", expression):
+            raise FormulaError(f"'{name} = {expression.strip()}' is not a sum this parser reads")
+        columns, constant = [], 0.0
+        for term in (t.strip() for t in expression.split("+")):
+            if _TERM_NUMBER.fullmatch(term):
+                constant += float(term)
+            elif _norm(term) in by_norm:
+                columns.append(by_norm[_norm(term)])
+            else:
+                raise FormulaError(f"'{term}' in '{name} = {expression.strip()}' is neither a column nor a number")
+        if columns:
+            steps.append({"kind": "derive", "name": name, "fn": "sum", "columns": columns, "constant": constant})
+    return steps
 
 
 def derive_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
@@ -149,6 +197,49 @@ def fill_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
     return steps
 
 
+_DROP_WORD = re.compile(r"\b(?:remov|delet|drop|exclud|discard|eliminat)\w*\b", re.I)
+_FILL_WORD = re.compile(r"\b(?:fill|replac|imput)\w*\b", re.I)
+_MISSING = re.compile(r"\b(?:missing|null|nan|na|empty)\b", re.I)
+
+
+def _first_about_missing(text: str, word: re.Pattern[str]) -> int | None:
+    """Where the text first names an action (``word``) in a sentence about missing values."""
+    at = 0
+    for sentence in _SENTENCES.split(text):
+        start = text.find(sentence, at)
+        at = max(at, start)
+        hit = word.search(sentence)
+        if hit and _MISSING.search(sentence):
+            return start + hit.start()
+    return None
+
+
+def dropna_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
+    """Rows removed for a missing value in named columns: "remove any row that has a missing value
+    in the cabin column", "drop the rows where Age is null" (a sentence that also fills is not one)."""
+    steps: list[dict[str, Any]] = []
+    for sentence in _SENTENCES.split(text):
+        drop = _DROP_WORD.search(sentence)
+        if not drop or _FILL_WORD.search(sentence) or not _MISSING.search(sentence):
+            continue
+        if not re.search(r"\b(?:rows?|records?|entries|observations)\b", sentence[drop.start() :], re.I):
+            continue
+        cols = [m.column for m in find_columns(sentence[drop.start() :], infos)]
+        if cols:
+            steps.append({"kind": "dropna", "columns": cols[:1]})
+    return steps
+
+
+def cleaning_steps(text: str, infos: list[ColumnInfo]) -> list[dict[str, Any]]:
+    """Missing values filled and rows with missing values dropped, in the order the question first
+    names the two: "use the deletion strategy for cabin and imputation for age" drops, then fills."""
+    fills, drops = fill_steps(text, infos), dropna_steps(text, infos)
+    fill_at, drop_at = _first_about_missing(text, _FILL_WORD), _first_about_missing(text, _DROP_WORD)
+    if drops and fills and drop_at is not None and fill_at is not None and drop_at < fill_at:
+        return drops + fills
+    return fills + drops
+
+
 def with_durations(infos: list[ColumnInfo], frame: pd.DataFrame) -> list[ColumnInfo]:
     """Columns of "HH:MM:SS" durations, or of estimates with their interval ("630308[495000-801000]"),
     count as numbers here (``request_ops.numeric`` reads seconds, or the estimate)."""
@@ -185,4 +276,4 @@ def drop_step(text: str, infos: list[ColumnInfo]) -> dict[str, Any] | None:
         cols = [m.column for m in find_columns(text, infos) if _numeric(m.column, infos)]
     if not cols:
         return None
-    return {"kind": "drop_outliers", "column": cols[0], **_outlier_rule(low)}
+    return {"kind": "drop_outliers", "column": quoted_extension(cols[0], text, infos), **_outlier_rule(low)}

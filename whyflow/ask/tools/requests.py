@@ -18,6 +18,13 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from whyflow.ask.tools.answers import _DECIMALS, _INTEGER, _WORDS
+from whyflow.ask.tools.request_clauses import (
+    PAIRED_OPS,
+    unplaced_clause,
+    unplaced_restriction,
+    unread_values,
+    withhold_unplaced,
+)
 from whyflow.ask.tools.request_columns import leftover_words, name_words, own_columns, qualified_columns, slot_words
 from whyflow.ask.tools.request_groups import group_conditions, stated_filters
 from whyflow.ask.tools.request_ml import model_request, regression_request
@@ -36,9 +43,19 @@ from whyflow.ask.tools.request_rules import (
     _special_op,
     _strongest,
     _verdict,
+    between_sides,
+    quoted_extension,
 )
 from whyflow.ask.tools.request_spec import Request, RequestSpec
-from whyflow.ask.tools.request_steps import derive_steps, drop_step, fill_steps, with_durations
+from whyflow.ask.tools.request_steps import (
+    FormulaError,
+    cleaning_steps,
+    declared_names,
+    derive_steps,
+    drop_step,
+    formula_steps,
+    with_durations,
+)
 from whyflow.ask.tools.slots import ColumnInfo, as_column_infos, find_columns
 
 if TYPE_CHECKING:
@@ -218,7 +235,15 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
     context_raw = f"{body}\n{constraints}"
     context = context_raw.lower()
     infos = with_durations(as_column_infos(frame), frame)
-    steps: list[dict[str, Any]] = fill_steps(context_raw, infos) + derive_steps(context_raw, infos)
+    unplaced = unplaced_clause(context_raw)
+    try:
+        formulas = formula_steps(context_raw, infos)
+    except FormulaError as exc:
+        formulas, unplaced = [], unplaced or str(exc)
+    derived = [s for s in derive_steps(context_raw, infos) if all(f["name"] != s.get("name") for f in formulas)]
+    steps: list[dict[str, Any]] = cleaning_steps(context_raw, infos) + formulas + derived
+    built = {_norm(s["name"]) for s in steps if s["kind"] == "derive"}
+    unbuilt = [n for n in declared_names(context_raw, infos) if _norm(n) not in built and len(_norm(n)) > 3]
     infos = infos + [ColumnInfo(name=s["name"], dtype="float64", n_unique=1000) for s in steps if s["kind"] == "derive"]
     drop = drop_step(context_raw, infos)
     if drop:
@@ -239,7 +264,10 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         for q in re.findall(r"['\"`]([^'\"`]{1,60})['\"`]", context_raw[m.end() : m.end() + 60])
         if _numeric(q, infos)
     ] + summarised  # "the mean of the column 'No. of cases'"
+    asked = [quoted_extension(c, context_raw, infos) for c in asked]
+    summarised = [quoted_extension(c, context_raw, infos) for c in summarised]
     paired = _correlated(context_raw, infos)
+    sides = between_sides(context_raw, infos)
     mentioned = [m.column for m in find_columns(context_raw, infos) if m.column in frame.columns]
     default_decimals = _decimals(fmt) if _decimals(fmt) is not None else _decimals(f"{constraints}\n{body}")
     requests = []
@@ -308,7 +336,11 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         if listed is not None:
             drop = next((st["column"] for st in steps if st["kind"] == "drop_outliers"), None)
             columns = listed.pop("columns") if drop is None else [drop]
-            requests.append(Request(slot=name, op="outlier_list", columns=columns, options=listed, stage="before"))
+            requests.append(
+                Request(
+                    slot=name, op="outlier_list", columns=columns, options=listed, decimals=decimals, stage="before"
+                )
+            )
             continue
         strongest = _strongest(slot_text, context, asked) if op is None else None
         if strongest is not None:
@@ -365,6 +397,9 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
             ]
             own = [m.column for m in find_columns(slot_words(name), infos)] or near[:1] or own
         pool = list(dict.fromkeys(summarised + asked)) if op in _SUMMARIES and summarised else asked
+        if op in PAIRED_OPS and sides and sides[0] and sides[1] and len(own) == 1:  # "between (a, b, c) and d"
+            other = sides[1] if own[0] in sides[0] else sides[0] if own[0] in sides[1] else []
+            own = own + [c for c in other if c != own[0]][:1]
         cols = _columns_for(
             op, own, (paired or asked) if op in ("corr", "corr_p") and len(own) < 2 else pool, steps, mentioned
         )
@@ -403,54 +438,18 @@ def parse_requests(question: str, frame: pd.DataFrame) -> RequestSpec | None:
         filters = stated_filters(context_raw, frame, {c for c in used if c})
         cut = next((i for i, s in enumerate(steps) if s["kind"] == "drop_outliers"), len(steps))
         steps = steps[:cut] + filters + steps[cut:]
-    unread = _unread_values(context_raw, frame, steps)
+    requests = withhold_unplaced(
+        requests,
+        clause=unplaced,
+        unbuilt=unbuilt,
+        side=sides[2] if sides else "",
+        restriction=unplaced_restriction(context_raw, steps, [r.options for r in requests]),
+    )
+    unread = unread_values(context_raw, frame, steps)
     if unread:  # the rows the question is about are named by a value the data does not hold
         reason = f"'{unread[0]}' names rows by a value no column holds; not computed"
         requests = [Request(slot=r.slot, op="unknown", decimals=r.decimals, reason=reason) for r in requests]
     return RequestSpec(requests=_distinct(requests), steps=steps)
-
-
-_VALUE_CUE = re.compile(
-    r"\b(?:in|from|for|of|with|within|among|where|whose|by)\s+(?:the\s+)?[\"'`]([^\"'`]{1,40})[\"'`]"
-    r"|[\"'`]([^\"'`]{1,40})[\"'`]\s+(?:category|categories|region|group|type|class|section|genre|team|country)\b",
-    re.I,
-)
-
-
-_MAKES = re.compile(
-    r"\b(?:creat\w*|new|deriv\w*|feature|categori[sz]\w*|bin\w*|assign\w*|label\w*|map\w*|extract\w*|"
-    r"replac\w*|renam\w*|encod\w*)\b",
-    re.I,
-)
-
-
-def _unread_values(text: str, frame: pd.DataFrame, steps: list[dict[str, Any]]) -> list[str]:
-    """Quoted words the question names rows by ('offenders in 'Assault' category', 'articles
-    from 'ABC News'') that are no column, no value of one and no column a step makes: a
-    population the parse cannot place, so no number is computed for all the rows instead."""
-    if _MAKES.search(text):
-        return []  # a question that makes new columns or labels may name them before they exist
-    names = {_norm(str(c)) for c in frame.columns} | {_norm(str(s.get("name", ""))) for s in steps}
-    out = []
-    for match in _VALUE_CUE.finditer(text):
-        quoted = (match.group(1) or match.group(2) or "").strip()
-        if not quoted or _norm(quoted) in names or not re.match(r"[A-Z][A-Za-z ]*$", quoted):
-            continue  # a code word ('scipy.stats', 'pearson'), an identifier or a column: not a label
-        low = quoted.lower()
-        held = any(
-            low in {str(v).strip().lower() for v in frame[c].dropna().unique()[:5000]}
-            for c in frame.columns
-            if not _numeric_series(frame[c])
-        )
-        if not held:
-            out.append(quoted)
-    return out
-
-
-def _numeric_series(series: Any) -> bool:
-    import pandas as pd
-
-    return bool(pd.api.types.is_numeric_dtype(series))
 
 
 def _conditions(where: Any) -> list[dict[str, Any]]:

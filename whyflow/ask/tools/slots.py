@@ -202,10 +202,34 @@ def as_column_infos(columns: Mapping[str, str] | Sequence[ColumnInfo] | pd.DataF
     return [c if isinstance(c, ColumnInfo) else ColumnInfo.model_validate(c) for c in columns]
 
 
+ABBREVIATIONS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "sqft": (("square", "foot"), ("square", "feet")),
+    "no": (("number",),),
+    "num": (("number",),),
+    "pct": (("percent",), ("percentage",)),
+    "avg": (("average",),),
+}
+"""Words of column names that abbreviate what a question spells out ('No. of cases': the number of
+cases; 'PricePerSqft': price per square foot). Only in names of two or more words, so a column
+called 'No' is not 'number'."""
+
+
+def _spelled_out(words: list[str]) -> list[list[str]]:
+    """The name's words with each abbreviation spelled out (every combination; none when there is none)."""
+    if len(words) < 2 or not any(w in ABBREVIATIONS for w in words):
+        return []
+    out: list[list[str]] = [[]]
+    for word in words:
+        choices = [[word]] + [list(full) for full in ABBREVIATIONS.get(word, ())]
+        out = [head + choice for head in out for choice in choices]
+    return [seq for seq in out if seq != words]
+
+
 def _variants(column: ColumnInfo) -> list[tuple[list[str], str]]:
     """Word sequences that name the column, each tagged 'name' or 'synonym'."""
     words = [_singular(w) for w in split_name(column.name)]
     out: list[tuple[list[str], str]] = [(words, "name")]
+    out += [(seq, "name") for seq in _spelled_out(words)]
     joined = "".join(words)
     if len(words) > 1:
         out.append(([joined], "name"))
