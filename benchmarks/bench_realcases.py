@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_truth import recipe_without_notebook  # noqa: E402
+from benchmarks.bench_truth import broken_estimates, recipe_without_notebook  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 CASES = SHARED / "datasets" / "realcases" / "cases.json"
@@ -136,6 +136,7 @@ def read_state(state: dict[str, Any]) -> dict[str, Any]:
     """Headline, interval, decision and the decision's reason from a job's ``state.json``."""
     out: dict[str, Any] = {"status": state.get("status")}
     effects = state.get("treatment_effects") or []
+    out["broken"] = broken_estimates(effects)
     head = next((e for e in effects if (e.get("details") or {}).get("headline")), None)
     if head is not None:
         out.update(estimate=head["estimate"], lo=head["ci_lower"], hi=head["ci_upper"], method=head["method"])
@@ -259,6 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows, cases))
     print()
     print(summary(rows, cases))
+    broken = [f"{r['id']}: {b}" for r in rows for b in r.get("broken") or []]
+    print(f"\nbroken estimates (non-finite or zero-width, any estimate of any case): {len(broken)}")
+    for line in broken:
+        print(f"- {line}")
     for r in rows:
         if r.get("error") or not approved(r):
             print(f"- {r['id']}: {r.get('error') or r.get('reason')}")
