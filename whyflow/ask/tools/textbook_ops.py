@@ -158,6 +158,23 @@ def _higher(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": float(top), "answer": f"{lead}: the {what}."}
 
 
+def _paired(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    a, b = spec["columns"]
+    both = df[[a, b]].apply(pd.to_numeric, errors="coerce").dropna()
+    test = stats.ttest_rel(both[a], both[b])
+    t, p, dof = float(test.statistic), float(test.pvalue), int(test.df)
+    gap = both[a] - both[b]
+    want, decimals = spec["want"], spec.get("decimals")
+    lead = {"p_value": _fixed(p, decimals), "statistic": _fixed(t, decimals), "df": str(dof)}[want]
+    sentence = (
+        f"{lead}: the paired t-test (two-sided, null hypothesis of no mean difference) of {a} - {b} over the "
+        f"{len(both)} rows with both (mean difference {float(gap.mean()):.4g}, standard deviation "
+        f"{float(gap.std(ddof=1)):.4g}) gives t = {t:.3f} with {dof} degrees of freedom, p = {p:.4g}."
+    )
+    value = {"p_value": p, "statistic": t, "df": float(dof)}[want]
+    return {"value": value, "n": len(both), "answer": sentence}
+
+
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """The value the spec asks for and the sentence that says how it was computed (and which of
     the question's phrases were read as the data's description)."""
@@ -207,6 +224,8 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _difference(df, spec)
     if kind == "higher_group":
         return _higher(df, spec)
+    if kind == "paired_t":
+        return _paired(df, spec)
     if kind == "goodness_of_fit":
         column = spec["columns"][0]
         k = int(df[column].dropna().nunique())

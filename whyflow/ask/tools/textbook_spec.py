@@ -39,6 +39,8 @@ class TextbookSpec(BaseModel):
       values of ``columns[1]``;
     - ``higher_group``: the value of ``columns[0]`` with the higher (``want='statistic'``) or lower
       share of ``values[0]``;
+    - ``paired_t``: the two-sided paired t-test of the mean of ``columns[0] - columns[1]`` over the
+      rows with both (``want``: the p-value, the t statistic or its degrees of freedom);
     - ``study_design``: an experiment, the description saying the units were assigned at random
       (``evidence``).
     """
@@ -57,6 +59,7 @@ class TextbookSpec(BaseModel):
         "proportion_difference",
         "higher_group",
         "study_design",
+        "paired_t",
     ]
     want: Literal["p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer"] = "answer"
     columns: list[str] = Field(default_factory=list)
