@@ -263,3 +263,31 @@ def test_a_paired_difference_whose_pair_the_question_leaves_open_gets_no_number(
     ):
         parsed = parse_textbook(split_prompt(text), stations)
         assert parsed is None or parsed.spec is None
+
+
+def test_a_quartile_is_of_the_one_numeric_column_whose_name_holds_the_words() -> None:
+    rng = np.random.default_rng(11)
+    df = pd.DataFrame(
+        {
+            "daily_aqi_value": rng.integers(5, 90, 41),
+            "max_aqi_value": rng.integers(5, 90, 41),
+            "pm_mean": rng.normal(10, 2, 41),
+        }
+    )
+    values = np.sort(df["daily_aqi_value"].to_numpy())
+    q1, median, q3 = np.percentile(values, [25, 50, 75], method="linear")
+    for text, gold in (
+        ("Estimate the median daily AQI value of this sample.", median),
+        ("Estimate the first quartile (Q1) of the daily aqi value.", q1),
+        ("Find the interquartile range (IQR) of the daily aqi value.", q3 - q1),
+    ):
+        got = _answer(text, df)
+        assert got is not None and got["value"] == pytest.approx(gold), text
+        assert "interpolated linearly" in got["answer"]
+    # 'AQI value' is in two names, 'infant' in none: no number, the phrase's words said unread
+    for text, word in (
+        ("Estimate the median AQI value of this sample.", "aqi"),
+        ("What is the median of infant pm?", "infant"),
+    ):
+        parsed = parse_textbook(split_prompt(text), df)
+        assert parsed is not None and parsed.spec is None and word in parsed.missing

@@ -175,6 +175,20 @@ def _paired(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": value, "n": len(both), "answer": sentence}
 
 
+def _quartile(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    column, want = spec["columns"][0], spec["want"]
+    kept = pd.to_numeric(df[column], errors="coerce").dropna()
+    q1, median, q3 = (float(x) for x in kept.quantile([0.25, 0.5, 0.75]))
+    value = {"median": median, "q1": q1, "q3": q3, "iqr": q3 - q1}[want]
+    what = {"median": "median", "q1": "first quartile", "q3": "third quartile", "iqr": "interquartile range Q3 - Q1"}
+    sentence = (
+        f"{_fixed(value, spec.get('decimals'))}: the {what[want]} of {column} over its {len(kept)} known values "
+        f"(Q1 = {q1:.4g}, median = {median:.4g}, Q3 = {q3:.4g}; quartiles interpolated linearly between order "
+        "statistics, numpy's default)."
+    )
+    return {"value": value, "n": len(kept), "answer": sentence}
+
+
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """The value the spec asks for and the sentence that says how it was computed (and which of
     the question's phrases were read as the data's description)."""
@@ -224,6 +238,8 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _difference(df, spec)
     if kind == "higher_group":
         return _higher(df, spec)
+    if kind == "quartile":
+        return _quartile(df, spec)
     if kind == "paired_t":
         return _paired(df, spec)
     if kind == "goodness_of_fit":

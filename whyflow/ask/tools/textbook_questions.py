@@ -17,6 +17,8 @@ dataset's column names:
 - the difference of two means on the same rows (:mod:`whyflow.ask.tools.textbook_means`): "the
   null hypothesis that there is no difference in the average <measure> in <A> and <B>", a paired
   t-test;
+- a numeric column's median, quartiles or interquartile range
+  (:mod:`whyflow.ask.tools.textbook_quartiles`);
 - a study's design: "is this study an experiment or an observational study?", from the
   description's words on random assignment;
 - one proportion or two (:mod:`whyflow.ask.tools.textbook_proportions`): the sample size, a
@@ -36,6 +38,7 @@ from whyflow.ask.tools.slots import ColumnInfo, describe_columns
 from whyflow.ask.tools.textbook_means import paired_difference
 from whyflow.ask.tools.textbook_prompt import Prompt
 from whyflow.ask.tools.textbook_proportions import higher_group, proportion, proportion_difference, sample_size
+from whyflow.ask.tools.textbook_quartiles import quartile
 from whyflow.ask.tools.textbook_reader import (
     OUTCOME_NOUNS,
     TEST_WORDS,
@@ -254,6 +257,7 @@ _CLASSES = (
     _disjoint,
     _independence,
     paired_difference,
+    quartile,
     sample_size,
     proportion,
     proportion_difference,

@@ -41,6 +41,8 @@ class TextbookSpec(BaseModel):
       share of ``values[0]``;
     - ``paired_t``: the two-sided paired t-test of the mean of ``columns[0] - columns[1]`` over the
       rows with both (``want``: the p-value, the t statistic or its degrees of freedom);
+    - ``quartile``: the median, first or third quartile, or interquartile range (``want``) of
+      ``columns[0]``, interpolated linearly between order statistics;
     - ``study_design``: an experiment, the description saying the units were assigned at random
       (``evidence``).
     """
@@ -60,8 +62,11 @@ class TextbookSpec(BaseModel):
         "higher_group",
         "study_design",
         "paired_t",
+        "quartile",
     ]
-    want: Literal["p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer"] = "answer"
+    want: Literal[
+        "p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer", "median", "q1", "q3", "iqr"
+    ] = "answer"
     columns: list[str] = Field(default_factory=list)
     values: list[ValueRef] = Field(default_factory=list)
     statistic: float | None = None
