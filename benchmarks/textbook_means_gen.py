@@ -4,7 +4,10 @@ on the same rows, the gold computed here by statsmodels (the one-sample t-test o
 differences, never the reader's scipy call). A question that names the labels but not which of
 the two measures ('the average value'), or a measure the frame lacks, must get no number.
 
-    from benchmarks.textbook_means_gen import generate_paired
+The same wording over two groups of one column ("between drug and placebo") is Welch's
+two-sample t-test, its gold by statsmodels' ``ttest_ind(usevar='unequal')``.
+
+    from benchmarks.textbook_means_gen import generate_paired, generate_two_sample
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import random
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.weightstats import DescrStatsW
+from statsmodels.stats.weightstats import DescrStatsW, ttest_ind
 
 from benchmarks.plain_question_gen import Question
 
@@ -63,4 +66,38 @@ def generate_paired(n: int, seed: int = 0) -> list[tuple[Question, pd.DataFrame,
             t, p, dof = DescrStatsW(gap.to_numpy()).ttest_mean(0.0)
             gold = float({"p": p, "t": t, "df": dof}["p" if kind == "ambiguous" else kind])
         out.append((Question(dataset="generated", text=text, gold=gold, kind=f"paired_{kind}"), df, text))
+    return out
+
+
+_GROUPS = (("drug", "placebo"), ("urban", "rural"), ("north", "south"))
+
+
+def generate_two_sample(n: int, seed: int = 0) -> list[tuple[Question, pd.DataFrame, str]]:
+    """``n`` seeded two-group questions; a measure the frame lacks, or a group no row holds, gets
+    gold None (no number)."""
+    rng = random.Random(seed)
+    out: list[tuple[Question, pd.DataFrame, str]] = []
+    while len(out) < n:
+        noise = np.random.default_rng(rng.randrange(10**6))
+        groups = rng.choice(_GROUPS)
+        size = rng.randint(20, 90)
+        measures = rng.sample(_MEASURES, 2)
+        third = rng.random() < 0.3
+        labels = list(groups) + (["other"] if third else [])
+        df = pd.DataFrame({"arm": [rng.choice(labels) for _ in range(size)]})
+        for m in measures:
+            df[m] = (noise.normal(50, 10, size) + np.where(df["arm"] == groups[0], rng.choice([0, 3]), 0)).round(2)
+        kind = rng.choice(["p", "t", "df", "absent"])
+        said = rng.choice(measures) if kind != "absent" else next(m for m in _MEASURES if m not in measures)
+        asked = _ASKED["p" if kind == "absent" else kind]
+        text = (
+            f"Given the null hypothesis that there is no difference in the average {said} between {groups[0]} and "
+            f"{groups[1]}, conduct a hypothesis test. {asked}"
+        )
+        gold: float | None = None
+        x, y = (df.loc[df["arm"] == g, said].to_numpy() for g in groups) if said in df else ((), ())
+        if kind != "absent" and len(x) > 1 and len(y) > 1:
+            t, p, dof = ttest_ind(x, y, usevar="unequal")
+            gold = float({"p": p, "t": t, "df": dof}[kind])
+        out.append((Question(dataset="generated", text=text, gold=gold, kind=f"two_sample_{kind}"), df, text))
     return out

@@ -291,3 +291,21 @@ def test_a_quartile_is_of_the_one_numeric_column_whose_name_holds_the_words() ->
     ):
         parsed = parse_textbook(split_prompt(text), df)
         assert parsed is not None and parsed.spec is None and word in parsed.missing
+
+
+def test_a_difference_between_two_values_of_one_column_is_welchs_two_sample_t_test(trial: pd.DataFrame) -> None:
+    from statsmodels.stats.weightstats import ttest_ind
+
+    drug, placebo = (trial.loc[trial["arm"] == g, "weight"].to_numpy() for g in ("drug", "placebo"))
+    t, p, dof = ttest_ind(drug, placebo, usevar="unequal")
+    null = "Given the null hypothesis that there is no difference in the average weight between drug and placebo"
+    got = _answer(f"{null}, conduct a hypothesis test. Identify the p-value.", trial)
+    assert got is not None and got["value"] == pytest.approx(p)
+    assert "Welch's two-sample t-test" in got["answer"] and got["n"] == len(drug) + len(placebo)
+    got = _answer(f"{null}, conduct a hypothesis test. How many degrees of freedom does the test have?", trial)
+    assert got is not None and got["value"] == pytest.approx(dof)
+    # a measure no column holds: no number
+    parsed = parse_textbook(
+        split_prompt(f"{null.replace('weight', 'height')}, conduct a hypothesis test. Identify the p-value."), trial
+    )
+    assert parsed is not None and parsed.spec is None and "height" in parsed.missing

@@ -10,6 +10,10 @@ Where several pairs of columns differ by those labels ('bookstore_new' / 'amazon
 more than one pair, nothing is computed. The words of the measure are placed where the data's
 description defines the chosen columns with them ('dx90_1948: Number of days above 90 degrees in
 1948'), or where they repeat the description.
+
+Where A and B are no column's labels but two values of one column ("the average weight between
+drug and placebo"), the question is Welch's two-sample t-test of the numeric column it names
+between those two groups of rows.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import re
 
 from whyflow.ask.tools.textbook_reader import TEST_WORDS, Reader, TextbookParse
-from whyflow.ask.tools.textbook_spec import TextbookSpec
+from whyflow.ask.tools.textbook_spec import TextbookSpec, ValueRef
 from whyflow.ask.tools.wording import same_root
 
 __all__ = ["paired_difference"]
@@ -56,6 +60,43 @@ def _definition(context: str, column: str) -> str:
     return found.group(1) if found else ""
 
 
+def _want(r: Reader) -> str | None:
+    """The p-value, the t statistic or its degrees of freedom: what the question asks of the test."""
+    if re.search(r"\bdegrees of freedom\b", r.low):
+        return "df"
+    if r.take_phrase(r"\bt-statistic\b|\bt statistic\b|\btest statistic\b"):
+        return "statistic"
+    return "p_value" if "p-value" in r.low else None
+
+
+def _two_sample(r: Reader, after: int, compared: re.Match[str]) -> TextbookParse:
+    """'No difference in the average <numeric column> between <A> and <B>', A and B two values of
+    one column: Welch's two-sample t-test of the column between the rows of A and those of B."""
+    values = [v for v in r.values() if compared.start() <= v.start and v.end <= compared.end()]
+    measures = {c for c, s, e in r.columns() if after <= s and e <= compared.start() and r.by_name[c].numeric}
+    if len(values) != 2 or len({v.column for v in values}) != 1 or len(measures) != 1:
+        return r.result(None, "two_sample_t")
+    measure = measures.pop()
+    for c, s, e in r.columns():
+        if c == measure:
+            r.take(s, e)
+    for v in values:
+        r.take(v.start, v.end)
+    r.take_words(TEST_WORDS)
+    want = _want(r)
+    if want is None or values[0].value == values[1].value:
+        return r.result(None, "two_sample_t")
+    refs = [ValueRef(column=v.column, value=v.value, words=r.text[v.start : v.end]) for v in values]
+    spec = TextbookSpec(
+        kind="two_sample_t",
+        want=want,  # type: ignore[arg-type]
+        columns=[measure, values[0].column],
+        values=refs,
+        decimals=r.prompt.decimals,
+    )
+    return r.result(spec, "two_sample_t")
+
+
 def paired_difference(r: Reader) -> TextbookParse | None:
     """'Is there a difference in the average <measure> in A and B?' as a paired t-test."""
     cue = _CUE.search(r.low)
@@ -69,6 +110,8 @@ def paired_difference(r: Reader) -> TextbookParse | None:
     r.take(compared.start(), compared.start("mod") if compared.group("mod") else compared.start("a"))
     r.take(compared.start("a"), compared.end())
     pairs = _pairs(r, a, b)
+    if not pairs:
+        return _two_sample(r, cue.end(), compared)
     words = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"[a-z]+|\d+", r.low)]
     if len(pairs) > 1:  # the pair whose own name parts the question names
         rests = [set(_parts(x)) - {a} for x, _ in pairs]
@@ -96,12 +139,8 @@ def paired_difference(r: Reader) -> TextbookParse | None:
         if not info.numeric and (info.n_unique or 0) > 30 and s >= compared.end():
             r.take(s, e)
     r.take_words(TEST_WORDS)
-    want = "p_value"
-    if re.search(r"\bdegrees of freedom\b", r.low):
-        want = "df"
-    elif r.take_phrase(r"\bt-statistic\b|\bt statistic\b|\btest statistic\b"):
-        want = "statistic"
-    elif "p-value" not in r.low:
+    want = _want(r)
+    if want is None:
         return r.result(None, "paired_t")
     spec = TextbookSpec(kind="paired_t", want=want, columns=[x, y], decimals=r.prompt.decimals)  # type: ignore[arg-type]
     return r.result(spec, "paired_t")

@@ -175,6 +175,25 @@ def _paired(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": value, "n": len(both), "answer": sentence}
 
 
+def _two_sample(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    measure = spec["columns"][0]
+    samples = []
+    for ref in spec["values"]:
+        _, hit = _hits(df, ref)
+        samples.append(pd.to_numeric(df.loc[hit, measure], errors="coerce").dropna())
+    test = stats.ttest_ind(samples[0], samples[1], equal_var=False)
+    t, p, dof = float(test.statistic), float(test.pvalue), float(test.df)
+    want, decimals = spec["want"], spec.get("decimals")
+    lead = {"p_value": _fixed(p, decimals), "statistic": _fixed(t, decimals), "df": _fixed(dof, decimals)}[want]
+    (a, b), (na, nb) = ([f"{r['column']} = {r['value']}" for r in spec["values"]], [len(x) for x in samples])
+    sentence = (
+        f"{lead}: Welch's two-sample t-test (two-sided, unequal variances, Welch-Satterthwaite degrees of freedom) "
+        f"of {measure} with {a} (n = {na}, mean {float(samples[0].mean()):.4g}) against {b} (n = {nb}, mean "
+        f"{float(samples[1].mean()):.4g}) gives t = {t:.3f} with {dof:.2f} degrees of freedom, p = {p:.4g}."
+    )
+    return {"value": {"p_value": p, "statistic": t, "df": dof}[want], "n": na + nb, "answer": sentence}
+
+
 def _quartile(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     column, want = spec["columns"][0], spec["want"]
     kept = pd.to_numeric(df[column], errors="coerce").dropna()
@@ -238,6 +257,8 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _difference(df, spec)
     if kind == "higher_group":
         return _higher(df, spec)
+    if kind == "two_sample_t":
+        return _two_sample(df, spec)
     if kind == "quartile":
         return _quartile(df, spec)
     if kind == "paired_t":
