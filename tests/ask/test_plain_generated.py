@@ -81,3 +81,53 @@ def test_generated_textbook_questions_get_no_wrong_number() -> None:
     print(f"generated textbook: {dict(outcomes)}")
     assert not wrong, wrong[:5]
     assert outcomes["right"] >= len(questions) // 2
+
+
+def test_generated_paired_difference_questions_get_no_wrong_number() -> None:
+    """'No difference in the average <measure> in <A> and <B>' on frames holding one or two
+    measures taken twice on the same rows, golds by statsmodels; a measure the question does not
+    name among two, or one the frame lacks, must get no number; the same over two groups of one
+    column is Welch's two-sample t-test."""
+    from benchmarks.textbook_means_gen import generate_paired, generate_two_sample
+    from whyflow.ask.tools.textbook_ops import answer_textbook
+    from whyflow.ask.tools.textbook_prompt import split_prompt
+    from whyflow.ask.tools.textbook_questions import parse_textbook
+
+    outcomes: Counter[str] = Counter()
+    wrong = []
+    for q, df, prompt in generate_paired(40, seed=2) + generate_two_sample(30, seed=2):
+        parsed = parse_textbook(split_prompt(prompt), df)
+        value = None
+        if parsed is not None and parsed.spec is not None:
+            value = float(answer_textbook(df, parsed.spec.model_dump(mode="json"))["value"])
+        outcome = judge(q, value)
+        outcomes[outcome] += 1
+        if outcome == "wrong":
+            wrong.append((prompt, list(df.columns), q.gold, value))
+    print(f"generated paired: {dict(outcomes)}")
+    assert not wrong, wrong[:5]
+    assert outcomes["right"] >= 40 and outcomes["declined"] >= 8
+
+
+def test_generated_quartile_questions_get_no_wrong_number() -> None:
+    """A numeric column's median, quartiles and IQR, the column named by words its name holds;
+    golds by statistics.quantiles; words two names hold, or none, must get no number."""
+    from benchmarks.textbook_quartiles_gen import generate_quartiles
+    from whyflow.ask.tools.textbook_ops import answer_textbook
+    from whyflow.ask.tools.textbook_prompt import split_prompt
+    from whyflow.ask.tools.textbook_questions import parse_textbook
+
+    outcomes: Counter[str] = Counter()
+    wrong = []
+    for q, df, prompt in generate_quartiles(60, seed=4):
+        parsed = parse_textbook(split_prompt(prompt), df)
+        value = None
+        if parsed is not None and parsed.spec is not None:
+            value = float(answer_textbook(df, parsed.spec.model_dump(mode="json"))["value"])
+        outcome = judge(q, value)
+        outcomes[outcome] += 1
+        if outcome == "wrong":
+            wrong.append((prompt, list(df.columns), q.gold, value))
+    print(f"generated quartiles: {dict(outcomes)}")
+    assert not wrong, wrong[:5]
+    assert outcomes["right"] >= 30 and outcomes["declined"] >= 5

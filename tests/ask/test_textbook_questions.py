@@ -207,3 +207,105 @@ def test_a_stance_verb_names_its_survey_label() -> None:
     got = _answer("Construct a 90% confidence interval for the proportion of adults who supported a quarantine.", df)
     assert got["value"] == pytest.approx(0.7 - stats.norm.ppf(0.95) * np.sqrt(0.7 * 0.3 / 100))
     assert "quarantine = favor" in got["answer"]
+
+
+@pytest.fixture(scope="module")
+def stations() -> pd.DataFrame:
+    rng = np.random.default_rng(8)
+    n = 60
+    hot = rng.poisson(10, n)
+    warm = rng.poisson(80, n)
+    return pd.DataFrame(
+        {
+            "station": [f"ST{i:04d}" for i in range(n)],
+            "hx30_1990": hot,
+            "hx30_2020": hot + rng.integers(-2, 5, n),
+            "hx20_1990": warm,
+            "hx20_2020": warm + rng.integers(-6, 6, n),
+        }
+    )
+
+
+_STATIONS = (
+    "The file holds weather stations.\nhx30_1990: Number of days above 30 degrees in 1990.\n"
+    "hx30_2020: Number of days above 30 degrees in 2020.\n\n"
+)
+
+
+def test_a_paired_difference_is_the_paired_t_test_of_the_pair_the_question_names(stations: pd.DataFrame) -> None:
+    from statsmodels.stats.weightstats import DescrStatsW
+
+    gap = (stations["hx30_1990"] - stations["hx30_2020"]).to_numpy()
+    t, p, dof = DescrStatsW(gap).ttest_mean(0.0)
+    asked = 'the hypothesis "There is no difference in average number of days exceeding 30°C in 1990 and 2020 for stations".'
+    got = _answer(_STATIONS + f"Please calculate the p-value of {asked}", stations)
+    assert got is not None and got["value"] == pytest.approx(p)
+    assert "paired t-test" in got["answer"] and "hx30_1990 - hx30_2020" in got["answer"]
+    got = _answer(_STATIONS + f"Identify the T-statistic of {asked}", stations)
+    assert got is not None and got["value"] == pytest.approx(t)
+    got = _answer(
+        "Given the null hypothesis that there is no difference in the average hx20 in 1990 and 2020, conduct a "
+        "hypothesis test. How many degrees of freedom does the test have?",
+        stations,
+    )
+    assert got is not None and got["value"] == dof
+
+
+def test_a_paired_difference_whose_pair_the_question_leaves_open_gets_no_number(stations: pd.DataFrame) -> None:
+    # two pairs differ by 1990 / 2020 and the question names neither measure: no number
+    text = "Given the null hypothesis that there is no difference in the average days in 1990 and 2020, conduct a hypothesis test. Identify the p-value."
+    parsed = parse_textbook(split_prompt(text), stations)
+    assert parsed is not None and parsed.spec is None and "days" in parsed.missing
+    # a label no column holds, or a measure word neither the names nor a description give
+    for text in (
+        "Given the null hypothesis that there is no difference in the average hx30 in 1990 and 2010, conduct a hypothesis test. Identify the p-value.",
+        "Given the null hypothesis that there is no difference in the average rainy hx30 in 1990 and 2020, conduct a hypothesis test. Identify the p-value.",
+    ):
+        parsed = parse_textbook(split_prompt(text), stations)
+        assert parsed is None or parsed.spec is None
+
+
+def test_a_quartile_is_of_the_one_numeric_column_whose_name_holds_the_words() -> None:
+    rng = np.random.default_rng(11)
+    df = pd.DataFrame(
+        {
+            "daily_aqi_value": rng.integers(5, 90, 41),
+            "max_aqi_value": rng.integers(5, 90, 41),
+            "pm_mean": rng.normal(10, 2, 41),
+        }
+    )
+    values = np.sort(df["daily_aqi_value"].to_numpy())
+    q1, median, q3 = np.percentile(values, [25, 50, 75], method="linear")
+    for text, gold in (
+        ("Estimate the median daily AQI value of this sample.", median),
+        ("Estimate the first quartile (Q1) of the daily aqi value.", q1),
+        ("Find the interquartile range (IQR) of the daily aqi value.", q3 - q1),
+    ):
+        got = _answer(text, df)
+        assert got is not None and got["value"] == pytest.approx(gold), text
+        assert "interpolated linearly" in got["answer"]
+    # 'AQI value' is in two names, 'infant' in none: no number, the phrase's words said unread
+    for text, word in (
+        ("Estimate the median AQI value of this sample.", "aqi"),
+        ("What is the median of infant pm?", "infant"),
+    ):
+        parsed = parse_textbook(split_prompt(text), df)
+        assert parsed is not None and parsed.spec is None and word in parsed.missing
+
+
+def test_a_difference_between_two_values_of_one_column_is_welchs_two_sample_t_test(trial: pd.DataFrame) -> None:
+    from statsmodels.stats.weightstats import ttest_ind
+
+    drug, placebo = (trial.loc[trial["arm"] == g, "weight"].to_numpy() for g in ("drug", "placebo"))
+    t, p, dof = ttest_ind(drug, placebo, usevar="unequal")
+    null = "Given the null hypothesis that there is no difference in the average weight between drug and placebo"
+    got = _answer(f"{null}, conduct a hypothesis test. Identify the p-value.", trial)
+    assert got is not None and got["value"] == pytest.approx(p)
+    assert "Welch's two-sample t-test" in got["answer"] and got["n"] == len(drug) + len(placebo)
+    got = _answer(f"{null}, conduct a hypothesis test. How many degrees of freedom does the test have?", trial)
+    assert got is not None and got["value"] == pytest.approx(dof)
+    # a measure no column holds: no number
+    parsed = parse_textbook(
+        split_prompt(f"{null.replace('weight', 'height')}, conduct a hypothesis test. Identify the p-value."), trial
+    )
+    assert parsed is not None and parsed.spec is None and "height" in parsed.missing

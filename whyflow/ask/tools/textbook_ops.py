@@ -158,6 +158,56 @@ def _higher(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": float(top), "answer": f"{lead}: the {what}."}
 
 
+def _paired(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    a, b = spec["columns"]
+    both = df[[a, b]].apply(pd.to_numeric, errors="coerce").dropna()
+    test = stats.ttest_rel(both[a], both[b])
+    t, p, dof = float(test.statistic), float(test.pvalue), int(test.df)
+    gap = both[a] - both[b]
+    want, decimals = spec["want"], spec.get("decimals")
+    lead = {"p_value": _fixed(p, decimals), "statistic": _fixed(t, decimals), "df": str(dof)}[want]
+    sentence = (
+        f"{lead}: the paired t-test (two-sided, null hypothesis of no mean difference) of {a} - {b} over the "
+        f"{len(both)} rows with both (mean difference {float(gap.mean()):.4g}, standard deviation "
+        f"{float(gap.std(ddof=1)):.4g}) gives t = {t:.3f} with {dof} degrees of freedom, p = {p:.4g}."
+    )
+    value = {"p_value": p, "statistic": t, "df": float(dof)}[want]
+    return {"value": value, "n": len(both), "answer": sentence}
+
+
+def _two_sample(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    measure = spec["columns"][0]
+    samples = []
+    for ref in spec["values"]:
+        _, hit = _hits(df, ref)
+        samples.append(pd.to_numeric(df.loc[hit, measure], errors="coerce").dropna())
+    test = stats.ttest_ind(samples[0], samples[1], equal_var=False)
+    t, p, dof = float(test.statistic), float(test.pvalue), float(test.df)
+    want, decimals = spec["want"], spec.get("decimals")
+    lead = {"p_value": _fixed(p, decimals), "statistic": _fixed(t, decimals), "df": _fixed(dof, decimals)}[want]
+    (a, b), (na, nb) = ([f"{r['column']} = {r['value']}" for r in spec["values"]], [len(x) for x in samples])
+    sentence = (
+        f"{lead}: Welch's two-sample t-test (two-sided, unequal variances, Welch-Satterthwaite degrees of freedom) "
+        f"of {measure} with {a} (n = {na}, mean {float(samples[0].mean()):.4g}) against {b} (n = {nb}, mean "
+        f"{float(samples[1].mean()):.4g}) gives t = {t:.3f} with {dof:.2f} degrees of freedom, p = {p:.4g}."
+    )
+    return {"value": {"p_value": p, "statistic": t, "df": dof}[want], "n": na + nb, "answer": sentence}
+
+
+def _quartile(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    column, want = spec["columns"][0], spec["want"]
+    kept = pd.to_numeric(df[column], errors="coerce").dropna()
+    q1, median, q3 = (float(x) for x in kept.quantile([0.25, 0.5, 0.75]))
+    value = {"median": median, "q1": q1, "q3": q3, "iqr": q3 - q1}[want]
+    what = {"median": "median", "q1": "first quartile", "q3": "third quartile", "iqr": "interquartile range Q3 - Q1"}
+    sentence = (
+        f"{_fixed(value, spec.get('decimals'))}: the {what[want]} of {column} over its {len(kept)} known values "
+        f"(Q1 = {q1:.4g}, median = {median:.4g}, Q3 = {q3:.4g}; quartiles interpolated linearly between order "
+        "statistics, numpy's default)."
+    )
+    return {"value": value, "n": len(kept), "answer": sentence}
+
+
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """The value the spec asks for and the sentence that says how it was computed (and which of
     the question's phrases were read as the data's description)."""
@@ -207,6 +257,12 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _difference(df, spec)
     if kind == "higher_group":
         return _higher(df, spec)
+    if kind == "two_sample_t":
+        return _two_sample(df, spec)
+    if kind == "quartile":
+        return _quartile(df, spec)
+    if kind == "paired_t":
+        return _paired(df, spec)
     if kind == "goodness_of_fit":
         column = spec["columns"][0]
         k = int(df[column].dropna().nunique())

@@ -14,6 +14,11 @@ dataset's column names:
   exclusive?" (values named by their words, across columns or within one);
 - a conditional probability: "the probability that a randomly chosen <A> <B>", "... <B> given that
   he is <A>": the share P(B | A) of :mod:`whyflow.ask.tools.plain_ops`;
+- the difference of two means on the same rows (:mod:`whyflow.ask.tools.textbook_means`): "the
+  null hypothesis that there is no difference in the average <measure> in <A> and <B>", a paired
+  t-test;
+- a numeric column's median, quartiles or interquartile range
+  (:mod:`whyflow.ask.tools.textbook_quartiles`);
 - a study's design: "is this study an experiment or an observational study?", from the
   description's words on random assignment;
 - one proportion or two (:mod:`whyflow.ask.tools.textbook_proportions`): the sample size, a
@@ -30,8 +35,10 @@ from typing import TYPE_CHECKING
 
 from whyflow.ask.tools.plain_spec import Condition, PlainSpec
 from whyflow.ask.tools.slots import ColumnInfo, describe_columns
+from whyflow.ask.tools.textbook_means import paired_difference
 from whyflow.ask.tools.textbook_prompt import Prompt
 from whyflow.ask.tools.textbook_proportions import higher_group, proportion, proportion_difference, sample_size
+from whyflow.ask.tools.textbook_quartiles import quartile
 from whyflow.ask.tools.textbook_reader import (
     OUTCOME_NOUNS,
     TEST_WORDS,
@@ -249,6 +256,8 @@ _CLASSES = (
     _chi2_stated,
     _disjoint,
     _independence,
+    paired_difference,
+    quartile,
     sample_size,
     proportion,
     proportion_difference,

@@ -39,6 +39,12 @@ class TextbookSpec(BaseModel):
       values of ``columns[1]``;
     - ``higher_group``: the value of ``columns[0]`` with the higher (``want='statistic'``) or lower
       share of ``values[0]``;
+    - ``paired_t``: the two-sided paired t-test of the mean of ``columns[0] - columns[1]`` over the
+      rows with both (``want``: the p-value, the t statistic or its degrees of freedom);
+    - ``two_sample_t``: Welch's two-sided t-test of ``columns[0]`` between the rows holding
+      ``values[0]`` and those holding ``values[1]`` (of ``columns[1]``);
+    - ``quartile``: the median, first or third quartile, or interquartile range (``want``) of
+      ``columns[0]``, interpolated linearly between order statistics;
     - ``study_design``: an experiment, the description saying the units were assigned at random
       (``evidence``).
     """
@@ -57,8 +63,13 @@ class TextbookSpec(BaseModel):
         "proportion_difference",
         "higher_group",
         "study_design",
+        "paired_t",
+        "quartile",
+        "two_sample_t",
     ]
-    want: Literal["p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer"] = "answer"
+    want: Literal[
+        "p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer", "median", "q1", "q3", "iqr"
+    ] = "answer"
     columns: list[str] = Field(default_factory=list)
     values: list[ValueRef] = Field(default_factory=list)
     statistic: float | None = None
