@@ -207,41 +207,30 @@ def unread_plan(question: str, line: str, closest: list[str]) -> AskPlan:
 
 def plain_plan(question: str, spec: PlainSpec) -> AskPlan:
     """The plan of a plain question every word of which was placed: one computation, its sentence."""
-    from whyflow.ask.tools.answers import OutputFormat
     from whyflow.ask.tools.plain_spec import plain_code
-    from whyflow.ask.tools.retrieval import FilledPlan
 
-    filled = FilledPlan(
-        example_id="plain",
-        title=f"a {spec.kind} read from the question's words",
-        kind="plain",
-        score=1.0,
-        code=plain_code(spec),
-        params={"plain": spec.model_dump(mode="json")},
-        needs_code=True,
-        needs_evaluation=False,
-        output="dict",
-        output_format=OutputFormat(tokens=()),
-        answer_template="{result[answer]}",
-    )
-    plan = deterministic_plan(question, filled, [])
-    reasoning = f"every word read: a {spec.kind} ({spec.model_dump_json(exclude_defaults=True)})"
-    return plan.model_copy(update={"reasoning": reasoning})
+    return _read_plan(question, "plain", f"a {spec.kind}", plain_code(spec), spec)
 
 
 def textbook_plan(question: str, spec: TextbookSpec) -> AskPlan:
     """The plan of a textbook statistics question every word of which was placed."""
-    from whyflow.ask.tools.answers import OutputFormat
-    from whyflow.ask.tools.retrieval import FilledPlan
     from whyflow.ask.tools.textbook_spec import textbook_code
 
+    return _read_plan(question, "textbook", f"a textbook {spec.kind}", textbook_code(spec), spec)
+
+
+def _read_plan(question: str, reader: str, what: str, code: str, spec: PlainSpec | TextbookSpec) -> AskPlan:
+    """A question a reader placed every word of: its one program, whose answer is the sentence it prints."""
+    from whyflow.ask.tools.answers import OutputFormat
+    from whyflow.ask.tools.retrieval import FilledPlan
+
     filled = FilledPlan(
-        example_id="textbook",
-        title=f"a textbook {spec.kind} read from the question's words",
+        example_id=reader,
+        title=f"{what} read from the question's words",
         kind="plain",
         score=1.0,
-        code=textbook_code(spec),
-        params={"textbook": spec.model_dump(mode="json")},
+        code=code,
+        params={reader: spec.model_dump(mode="json")},
         needs_code=True,
         needs_evaluation=False,
         output="dict",
@@ -249,7 +238,7 @@ def textbook_plan(question: str, spec: TextbookSpec) -> AskPlan:
         answer_template="{result[answer]}",
     )
     plan = deterministic_plan(question, filled, [])
-    reasoning = f"every word read: a textbook {spec.kind} ({spec.model_dump_json(exclude_defaults=True)})"
+    reasoning = f"every word read: {what} ({spec.model_dump_json(exclude_defaults=True)})"
     return plan.model_copy(update={"reasoning": reasoning})
 
 
