@@ -184,3 +184,24 @@ def test_read_only_output_folder(good_csv: Path, tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert f"cannot write the job folder {folder / 'job'}: read-only file system" in err
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--running-variable", "x1"], "--running-variable and --cutoff go together"),
+        (["--unit", "x1"], "--unit and --time go together"),
+        (["--group", "x1"], "--group and --period go together"),
+        (["--unit", "x1", "--time", "x2", "--group", "x3", "--period", "x2"], "not both"),
+        (["--instrument", "x1,,x2"], "--instrument expects COLUMN or COLUMN,COLUMN"),
+        (["--set", "novalue"], "--set expects KEY=VALUE, got 'novalue'"),
+    ],
+    ids=["rdd-half", "panel-half", "rcs-half", "panel-and-rcs", "empty-instrument", "set-without-value"],
+)
+def test_options_that_do_not_fit_together_exit_2_with_one_line(
+    options: list[str], message: str, good_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", QUICK, "--data", str(good_csv), *T, *Y, *options, "-o", str(tmp_path / "job")])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "job").exists()

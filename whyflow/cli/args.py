@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from whyflow.causal.state import StudyDesign
+from whyflow.core.errors import WhyflowError
 
 __all__ = [
+    "BadOptions",
     "add_specification_options",
     "specification_from_args",
     "design_from_args",
@@ -42,13 +44,17 @@ def prepare_environment(verbose: bool = False) -> None:
             logging.getLogger(name).setLevel(logging.ERROR)
 
 
+class BadOptions(WhyflowError):
+    """Command-line options that are malformed or contradict each other: one line, exit 2, before any job exists."""
+
+
 def overrides_from_args(items: Sequence[str] | None) -> dict[str, str]:
     """The ``--set KEY=VALUE`` options as a dict (a malformed one ends the command)."""
     out: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SystemExit(f"whyflow: error: --set expects KEY=VALUE, got '{item}'")
+            raise BadOptions(f"--set expects KEY=VALUE, got '{item}'")
         out[key.strip()] = value.strip()
     return out
 
@@ -56,20 +62,20 @@ def overrides_from_args(items: Sequence[str] | None) -> dict[str, str]:
 def design_from_args(args: Any) -> StudyDesign:
     """The study-design facts given on the command line."""
     if (args.running_variable is None) != (args.cutoff is None):
-        raise SystemExit("whyflow: error: --running-variable and --cutoff go together")
+        raise BadOptions("--running-variable and --cutoff go together")
     if (args.unit is None) != (args.time is None):
-        raise SystemExit("whyflow: error: --unit and --time go together")
+        raise BadOptions("--unit and --time go together")
     group, period = getattr(args, "group", None), getattr(args, "period", None)
     if (group is None) != (period is None):
-        raise SystemExit("whyflow: error: --group and --period go together")
+        raise BadOptions("--group and --period go together")
     if group is not None and args.unit is not None:
-        raise SystemExit(
-            "whyflow: error: give --unit/--time (a panel of units followed over time) or --group/--period "
+        raise BadOptions(
+            "give --unit/--time (a panel of units followed over time) or --group/--period "
             "(a repeated cross-section), not both"
         )
     instruments = [c.strip() for c in args.instrument.split(",")] if args.instrument else []
     if any(not c for c in instruments) or len(set(instruments)) < len(instruments):
-        raise SystemExit(f"whyflow: error: --instrument expects COLUMN or COLUMN,COLUMN,..., got '{args.instrument}'")
+        raise BadOptions(f"--instrument expects COLUMN or COLUMN,COLUMN,..., got '{args.instrument}'")
     return StudyDesign(
         estimand=args.estimand,
         instrument=instruments[0] if instruments else None,
