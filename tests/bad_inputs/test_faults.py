@@ -377,3 +377,31 @@ def test_a_cell_that_runs_past_the_time_limit_is_stopped_mid_cell(tmp_path: Path
     assert expired.is_set() and time.perf_counter() - started < 40
     assert not report.completed and "DeadKernelError" in report.message
     assert kernel_processes() == []
+
+
+def test_a_ctrl_c_that_lands_where_python_cannot_raise_it_prints_no_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The signal handler's KeyboardInterrupt raised inside a __del__ (or an import lock's weakref callback,
+    as one run showed) is 'unraisable': Python would print it with a traceback. The stop is noted already."""
+    import sys
+
+    from whyflow.flows.running.interrupts import interrupt_guard
+
+    shown: list[BaseException | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: shown.append(info.exc_value))  # prints "Exception ignored"
+
+    class Interrupted:
+        def __del__(self) -> None:
+            raise KeyboardInterrupt
+
+    class Broken:
+        def __del__(self) -> None:
+            raise ValueError("a real fault")
+
+    with interrupt_guard(lambda: None):
+        Interrupted()  # collected at once: its __del__ raises where nothing can catch it
+        Broken()
+    assert [type(e) for e in shown] == [ValueError]
+    Interrupted()  # outside the guard, as Python has it
+    assert [type(e) for e in shown] == [ValueError, KeyboardInterrupt]

@@ -26,7 +26,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from whyflow.flows.jobstore.store import JobFolder
@@ -162,15 +162,27 @@ def interrupt_guard(on_give_up: Callable[[], None], grace: float = GRACE_SECONDS
         timers.append(timer)
         raise KeyboardInterrupt
 
+    unraisable = sys.unraisablehook
+
+    def drop_interrupt(info: Any) -> None:
+        # The handler's KeyboardInterrupt can land where Python cannot raise it (a weakref
+        # callback of the import system, a __del__): Python would print "Exception ignored in
+        # ..." with a traceback. The signal is already noted and the watchdog armed, so the stop
+        # goes on without it; any other such exception is shown as before.
+        if not isinstance(info.exc_value, KeyboardInterrupt):
+            unraisable(info)
+
     timers: list[threading.Thread] = []
     previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     _guard_handler.append(handler)
+    sys.unraisablehook = drop_interrupt
     try:
         yield
     finally:
         # An armed watchdog stays armed: what follows (Prefect's shutdown, thread joins at
         # exit) is where an interrupted run used to hang.
         _guard_handler.remove(handler)
+        sys.unraisablehook = unraisable
         for sig, old in previous.items():
             signal.signal(sig, old)
 
