@@ -46,11 +46,16 @@ class PlainSpec(BaseModel):
 
 def plain_code(spec: PlainSpec) -> str:
     """Complete sandbox code: the operations' source, then the one call that answers the spec."""
-    source = (Path(__file__).parent / "plain_ops.py").read_text(encoding="utf-8")
-    source = source.replace("from __future__ import annotations\n", "")
+    return sandbox_program(Path(__file__).parent / "plain_ops.py", "answer_plain", spec)
+
+
+def sandbox_program(ops: Path, function: str, spec: BaseModel) -> str:
+    """The self-contained program a reader's spec runs as in the sandbox: the operations module's own
+    source (it imports nothing of whyflow), then ``result = function(df, spec)``."""
+    source = ops.read_text(encoding="utf-8").replace("from __future__ import annotations\n", "")
     payload = json.dumps(spec.model_dump(mode="json"))
     return (
         f"{source}\n\nimport json\n\n"
         "try:\n    df\nexcept NameError:\n    df = next(iter(datasets.values()))\n"
-        f"result = answer_plain(df, json.loads({payload!r}))\n"
+        f"result = {function}(df, json.loads({payload!r}))\n"
     )

@@ -5,7 +5,6 @@ test is wanted, the convention used), and the sandbox code that computes it with
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
@@ -86,11 +85,6 @@ class TextbookSpec(BaseModel):
 
 def textbook_code(spec: TextbookSpec) -> str:
     """Complete sandbox code: the operations' source, then the one call that answers the spec."""
-    source = (Path(__file__).parent / "textbook_ops.py").read_text(encoding="utf-8")
-    source = source.replace("from __future__ import annotations\n", "")
-    payload = json.dumps(spec.model_dump(mode="json"))
-    return (
-        f"{source}\n\nimport json\n\n"
-        "try:\n    df\nexcept NameError:\n    df = next(iter(datasets.values()))\n"
-        f"result = answer_textbook(df, json.loads({payload!r}))\n"
-    )
+    from whyflow.ask.tools.plain_spec import sandbox_program
+
+    return sandbox_program(Path(__file__).parent / "textbook_ops.py", "answer_textbook", spec)
