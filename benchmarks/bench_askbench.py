@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -225,6 +226,17 @@ def se_distance(row: dict[str, Any]) -> float | None:
     return abs(got - float(gold)) / float(se.group(1))
 
 
+def window_chance(row: dict[str, Any]) -> float | None:
+    """The chance that an unbiased estimate with the reply's standard error lands inside the ±3 %
+    window around the gold: erf(0.03·|gold| / (SE·√2)). Summed over replicates, it says how many
+    of them sampling error alone lets an honest estimator get right."""
+    se = re.search(r"standard error\s+(-?\d+\.?\d*(?:e-?\d+)?)", row["reply"])
+    gold = row["item"].get("expected_number")
+    if not se or gold is None or float(se.group(1)) <= 0:
+        return None
+    return math.erf(0.03 * abs(float(gold)) / (float(se.group(1)) * math.sqrt(2)))
+
+
 def _pct(ok: int, n: int) -> str:
     return f"{ok}/{n} = {100 * ok / n:.1f}%" if n else "0/0"
 
@@ -263,6 +275,9 @@ def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 if dist
                 else "no standard error reported"
             )
+            chances = [c for c in (window_chance(r) for r in these) if c is not None]
+            if chances:
+                med += f"; an unbiased estimate with these SEs is inside ±3 % on {sum(chances):.1f} of them on average"
             print(f"  {fam:6s} {_pct(sum(r['correct'] for r in these), len(these))}; {med}")
         rest = [r for r in rows if r["item"]["source"] == "QRData" and r not in replicates]
         print(f"  other QRData: {_pct(sum(r['correct'] for r in rest), len(rest))}")
