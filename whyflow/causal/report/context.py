@@ -332,6 +332,7 @@ def _recompute(
         "adjustment_set": list(d.adjustment_set),
         "cov_type": cov_type if kind == "ols" else None,
         "trim": [d.trimmed.lower, d.trimmed.upper] if d.trimmed is not None else None,
+        "sample_rows": Path(d.sample_rows).name if d.sample_rows else None,
         "ps_model": ps_model,
         "clip": _two_floats(d.extras.get("clip")) or [1e-6, 1 - 1e-6],
         "estimand": target.estimand,
