@@ -1,0 +1,387 @@
+"""A causal question that names its design (difference in differences, instrumental variables, a
+regression discontinuity, synthetic control, nearest-neighbour matching, propensity-score
+stratification) as one request: exactly that design, each role a column the question or its
+data description names.
+
+A column is named by its own name (quoted, in parentheses, or as a word when it is distinctive:
+four characters or more, or with a digit, dot or underscore) or by a phrase the description gives
+it ("margin: margin of victory (vote share)", "all causes (all)"). A role is read from the words
+that state it ("X as the instrument", "running variable X", "unit column X", "the effect of X on
+Y"); when a role the design needs is not stated, or its words name no column or several, the
+question is declined with one line naming it: a column is never guessed. A row restriction
+("only consider people no older than 22") is declined too; a level of one text column named as
+the group ("for Tory candidates") becomes a row filter. Computed in the sandbox by
+:func:`whyflow.ask.tools.request_designs.design_effect`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from whyflow.ask.tools.request_rules import _norm
+from whyflow.ask.tools.request_spec import Request, RequestSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["DesignRequestError", "named_design", "parse_design"]
+
+_DESIGNS = (
+    (r"difference[- ]in[- ]differences?|(?-i:\bDiD\b)|two[- ]way fixed effects|(?-i:\bTWFE\b)", "did"),
+    (r"synthetic control", "synth"),
+    (r"discontinuit|(?-i:\bRDD?\b)", "rdd"),
+    (r"instrumental variables?|two[- ]stage least squares|(?-i:\b2SLS\b|\bIV\b|\bLATE\b)|\binstrument", "iv"),
+    (r"stratif|subclassif|\bstrata\b", "stratification"),
+    (r"\bmatching\b|\bmatched\b", "matching"),
+)
+_WORDS = {
+    "did": "difference in differences (pyfixest two-way fixed effects)",
+    "synth": "synthetic control (pysyncon)",
+    "rdd": "regression discontinuity (rdrobust local linear)",
+    "iv": "instrumental variables (linearmodels 2SLS)",
+    "stratification": "propensity-score stratification (logistic score)",
+    "matching": "nearest-neighbour matching with replacement on the scaled covariates (Abadie-Imbens)",
+}
+_STOP = (
+    r"(?=[,;?!]|\.(?:\s|$)|$|\s(?:for|among|within|using|by|with|when|controlling|holding|at|if|where|given|"
+    r"via|through|and|while|based|in the|in a|to the|from)\b)"
+)
+_SPAN = r"(?P<x>[^,;?!]{1,80}?)"
+_NUMBER = r"(?P<c>zero|-?\d+(?:\.\d+)?)"
+_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+
+
+class DesignRequestError(ValueError):
+    """The question names a design whose roles it does not state unambiguously."""
+
+
+@dataclass
+class _Lexicon:
+    """How the question and its description name each column."""
+
+    columns: dict[str, str]
+    aliases: list[tuple[str, str]] = field(default_factory=list)
+    absent: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _lexicon(frame: pd.DataFrame, text: str) -> _Lexicon:
+    """The columns by name, the description's phrases for them, and its phrases for names not in the data."""
+    lex = _Lexicon({_norm(str(c)): str(c) for c in frame.columns})
+    for name, phrase in re.findall(r"^\s*([A-Za-z_][\w.]{0,40})\s*[:=–-]\s*(.{3,200})$", text, re.M):
+        words = re.split(r"\s*[(,;]", phrase.strip().lower())[0].strip()
+        col = lex.columns.get(_norm(name))
+        if len(words) >= 3:
+            (lex.aliases if col else lex.absent).append((words, col or name))
+    for before, inner in re.findall(r"((?:[A-Za-z-]+\s+){1,3})\(\s*[`'\"]?([A-Za-z_][\w.]{0,40})[`'\"]?\s*\)", text):
+        col = lex.columns.get(_norm(inner))
+        tail = " ".join(before.lower().split()[-2:])
+        if col and len(tail) >= 5:
+            lex.aliases.append((tail, col))
+    return lex
+
+
+def _distinctive(name: str) -> bool:
+    return len(name) >= 4 or bool(re.search(r"[\d._]", name))
+
+
+def _mentions(window: str, lex: _Lexicon) -> list[str]:
+    """The columns a stretch of the question names, in order of first mention."""
+    found: list[tuple[int, str]] = []
+    for m in re.finditer(r"[`'\"(]\s*([A-Za-z_][\w.]{0,40})\s*[`'\")]", window):
+        col = lex.columns.get(_norm(m.group(1)))
+        if col:
+            found.append((m.start(), col))
+    for col in lex.columns.values():
+        if _distinctive(col):
+            for m in re.finditer(rf"(?<![\w.]){re.escape(col)}(?![\w]|\.\w)", window, re.I):
+                found.append((m.start(), col))
+    low = window.lower()
+    for phrase, col in lex.aliases:
+        at = low.find(phrase)
+        if at >= 0:
+            found.append((at, col))
+    plain = re.sub(r"^(?:the|a|an)\s+", "", low.strip())
+    if plain in lex.columns:
+        found.append((0, lex.columns[plain]))
+    return list(dict.fromkeys(col for _, col in sorted(found)))
+
+
+def _absent(window: str, lex: _Lexicon) -> str | None:
+    """The description's name, not a column of the data, for the phrase of a role."""
+    low = re.sub(r"^(?:the|a|an)\s+", "", window.lower().strip())
+    return next((name for phrase, name in lex.absent if phrase in low or (len(low) >= 5 and low in phrase)), None)
+
+
+_BEFORE = "(?#before)"
+_CLAUSE = re.compile(r"[,;]|\b(?:with|using|by|take|taking|treat|treating|as\s+(?:an?|the|our)\s+\w+)\b", re.I)
+
+
+def _role(question: str, lex: _Lexicon, patterns: list[str], role: str) -> str | None:
+    """The one column the first stating pattern names (None: the question states no such role)."""
+    for pattern in patterns:
+        for m in re.finditer(pattern, question, re.I):
+            window = m.group("x")
+            if pattern.startswith(_BEFORE):  # "X as the unit": only the words after the clause before it
+                window = _CLAUSE.split(window)[-1]
+            cols = _mentions(window, lex)
+            if len(cols) == 1:
+                return cols[0]
+            if len(cols) > 1:
+                raise DesignRequestError(
+                    f"the {role} ('{window.strip()}') names several columns ({', '.join(cols)}); name one"
+                )
+            missing = _absent(window, lex)
+            if missing:
+                raise DesignRequestError(
+                    f"the {role} '{window.strip()}' is '{missing}' in the data description, which is not a column "
+                    "of the data"
+                )
+    return None
+
+
+def _cue(words: str) -> list[str]:
+    """'X as the <words>' and '<words> (column) is X'."""
+    return [
+        rf"{_BEFORE}{_SPAN}\s+as\s+(?:an?|the|our)?\s*(?:{words})\b",
+        rf"\b(?:{words})(?:\s+(?:column|variable|indicator|identifier|id|index))?\s*(?:is|=|:|by|with)?\s+"
+        rf"(?!for\b|of\b|on\b){_SPAN}{_STOP}",
+    ]
+
+
+_ESTIMAND_WORDS = re.compile(
+    r"(?:average\s+)?(?:treatment\s+|causal\s+)?effect\s+on\s+the\s+(?P<who>treated|control|controls|untreated)"
+    r"(?:\s+group)?(?:\s*\((?:ATT|ATC)\))?",
+    re.I,
+)
+_EFFECT = r"\b(?:effects?|impacts?|(?-i:ATE|ATT|ATC|LATE))"
+
+
+def _effect_roles(question: str, lex: _Lexicon) -> tuple[str | None, str | None]:
+    """The treatment and the outcome of "the effect of X on Y" (or of a stated treatment/outcome column);
+    "the effect on the treated" names the estimand, not an outcome."""
+    question = _ESTIMAND_WORDS.sub(lambda m: "ATT" if m.group("who").lower() == "treated" else "ATC", question)
+    treatment = _role(question, lex, [rf"{_EFFECT}\s+of\s+{_SPAN}\s+on\s"], "treatment")
+    treatment = treatment or _role(question, lex, _cue(r"treatment|treatment indicator"), "treatment")
+    outcome = _role(question, lex, [rf"{_EFFECT}\s+(?:of\s+.{{1,80}}?\s+)?on\s+{_SPAN}{_STOP}"], "outcome")
+    outcome = outcome or _role(question, lex, _cue(r"outcome|response|dependent variable"), "outcome")
+    return treatment, outcome
+
+
+def named_design(question: str) -> str | None:
+    """The design the question names (None: none); two named at once is an error."""
+    named = list(dict.fromkeys(key for pattern, key in _DESIGNS if re.search(pattern, question, re.I)))
+    if len(named) > 1 and named[:2] != ["rdd", "iv"]:  # a fuzzy discontinuity may say "instrument"
+        raise DesignRequestError(f"the question names several designs ({', '.join(named)}); ask for one")
+    return named[0] if named else None
+
+
+def _need(roles: dict[str, str | None], design: str) -> None:
+    missing = [name for name, col in roles.items() if col is None]
+    if missing:
+        raise DesignRequestError(
+            f"{_WORDS[design].split(' (')[0]} needs the {', the '.join(missing)} column"
+            f"{'s' if len(missing) > 1 else ''} named in the question; none is stated unambiguously"
+        )
+
+
+def _covariates(question: str, lex: _Lexicon, frame: pd.DataFrame, taken: set[str], default_all: bool) -> list[str]:
+    stated = re.search(
+        rf"\b(?:controlling for|adjusting for|conditional on|on the covariates|covariates)\s+{_SPAN}(?=[;?!]|\.(?:\s|$)|$)",
+        question,
+        re.I,
+    )
+    if stated:
+        return [c for c in _mentions(stated.group("x"), lex) if c not in taken]
+    if not default_all:
+        return []
+    return [str(c) for c in frame.columns if str(c) not in taken and frame[c].dtype.kind in "biuf"]
+
+
+def _count(question: str, pattern: str, default: int) -> int:
+    m = re.search(pattern, question, re.I)
+    if not m:
+        return default
+    word = m.group("k").lower()
+    return int(word) if word.isdigit() else _COUNTS.get(word, default)
+
+
+def _level_filters(question: str, frame: pd.DataFrame, taken: set[str]) -> list[dict[str, Any]]:
+    """Row filters for a level of one text column the question names as its group ("for Tory candidates")."""
+    steps: list[dict[str, Any]] = []
+    for word in re.findall(r"\b(?:for|among|amongst|within)\s+(?:the\s+|all\s+)?([A-Za-z][\w-]+)", question, re.I):
+        hits = []
+        for col in frame.columns:
+            if str(col) in taken or frame[col].dtype.kind not in "OSUb" and str(frame[col].dtype) != "category":
+                continue
+            levels = {str(v).lower(): v for v in frame[col].dropna().unique()[:200]}
+            level = levels.get(word.lower())
+            if level is not None:
+                hits.append((str(col), level))
+        if len(hits) > 1:
+            raise DesignRequestError(f"'{word}' is a value of several columns ({', '.join(c for c, _ in hits)})")
+        if hits:
+            steps.append({"kind": "filter", "column": hits[0][0], "op": "==", "value": hits[0][1]})
+    return steps
+
+
+def _rdd_roles(question: str, lex: _Lexicon) -> dict[str, Any]:
+    running = _role(
+        question, lex, _cue(r"running variable|forcing variable|assignment variable|score variable"), "running variable"
+    )
+    at_value = re.search(rf"(?:\bat\s+(?:an?\s+|the\s+)?|\ban?\s+){_NUMBER}\s+{_SPAN}{_STOP}", question, re.I)
+    cutoff = re.search(
+        rf"\b(?:cut-?off|threshold|discontinuity)\s+(?:\w+\s+){{0,3}}?(?:of|at|is|=|:)\s*{_NUMBER}\b", question, re.I
+    )
+    if running is None and at_value is not None:
+        cols = _mentions(at_value.group("x"), lex)
+        running = cols[0] if len(cols) == 1 else None
+    value = cutoff.group("c") if cutoff else at_value.group("c") if at_value and running else None
+    return {"running": running, "cutoff": None if value is None else (0.0 if value.lower() == "zero" else float(value))}
+
+
+def parse_design(
+    question: str, context: str, frame: pd.DataFrame, estimand: str | None
+) -> tuple[RequestSpec, str] | None:
+    """The request of a question that names a design (None: it names none)."""
+    from whyflow.ask.tools.request_clauses import restriction_sentences
+
+    design = named_design(question)
+    if design is None:
+        return None
+    if design == "matching" and re.search(r"propensity", question, re.I):
+        raise DesignRequestError(
+            "propensity-score matching is not run without a model; nearest-neighbour matching on the covariates is"
+        )
+    restricted = restriction_sentences(question)
+    if restricted:
+        raise DesignRequestError(
+            f"'{restricted[0][:120]}' restricts the rows, which is not applied to a named design without a model"
+        )
+    lex = _lexicon(frame, f"{context}\n{question}")
+    treatment, outcome = _effect_roles(question, lex)
+    opts: dict[str, Any] = {"design": design, "outcome": outcome}
+    roles: dict[str, str | None] = {"outcome": outcome}
+    if design in ("did", "synth"):
+        unit = _role(question, lex, _cue(r"units?|entity|entities|panel units?"), "unit")
+        time = _role(question, lex, _cue(r"time|periods?|years?|dates?|waves?"), "time")
+        group = (
+            _role(question, lex, _cue(r"treated group|treatment group|group"), "treated group")
+            if design == "did"
+            else None
+        )
+        period = (
+            _role(question, lex, _cue(r"post(?:-treatment)? period|post|after"), "post period")
+            if design == "did"
+            else None
+        )
+        if design == "did" and group and period and not (unit and time):
+            roles.update(group=group, period=period)
+        else:
+            roles.update(unit=unit, time=time, treatment=treatment)
+    elif design == "iv":
+        instrument = _role(
+            question,
+            lex,
+            [
+                rf"{_BEFORE}{_SPAN}\s+as\s+(?:an?|the|our)?\s*instruments?\b",
+                rf"\binstrument(?:al variable)?s?\s*(?:is|=|:)\s*{_SPAN}{_STOP}",
+                rf"\binstrument(?:ed|ing)?\s+(?:\w+\s+)?(?:by|with)\s+{_SPAN}{_STOP}",
+            ],
+            "instrument",
+        )
+        roles.update(treatment=treatment, instrument=instrument)
+    elif design == "rdd":
+        found = _rdd_roles(question, lex)
+        roles["running variable"] = found["running"]
+        opts.update(running=found["running"], cutoff=found["cutoff"], treatment=treatment)
+        opts["global"] = bool(
+            re.search(
+                r"\btwo (?:separate )?(?:linear )?regressions\b|\b(?:regression|fit)s? on (?:each|both) sides?\b",
+                question,
+                re.I,
+            )
+        )
+        if found["running"] and found["cutoff"] is None:
+            raise DesignRequestError(
+                f"regression discontinuity needs the cutoff of '{found['running']}' stated as a number"
+            )
+    else:
+        roles["treatment"] = treatment
+    _need(roles, design)
+    opts.update({k: v for k, v in roles.items() if k not in ("running variable",)})
+    taken = {str(v) for v in roles.values() if v} | ({str(treatment)} if treatment else set())
+    if design in ("matching", "stratification"):
+        if estimand == "atc":
+            raise DesignRequestError(f"{_WORDS[design].split(' (')[0]} is run here for the ATE or the ATT, not the ATC")
+        opts.update(
+            estimand=estimand or "ate", covariates=_covariates(question, lex, frame, taken, True), seed=0, bootstrap=200
+        )
+        if design == "matching":
+            opts.update(
+                k=_count(question, r"\b(?P<k>\d+|one|two|three|four|five)\s+nearest", 1),
+                bias_adjust=bool(re.search(r"bias[- ](?:adjust|correct)", question, re.I)),
+            )
+        else:
+            opts["strata"] = (
+                5
+                if re.search(r"quintile", question, re.I)
+                else 10
+                if re.search(r"decile", question, re.I)
+                else 4
+                if re.search(r"quartile", question, re.I)
+                else _count(
+                    question,
+                    r"\b(?P<k>\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:strata|subclasses|blocks)",
+                    5,
+                )
+            )
+    if design == "iv":
+        opts["covariates"] = _covariates(question, lex, frame, taken, False)
+    steps = _level_filters(question, frame, taken)
+    return _spec(design, opts, steps), _sentence(design, opts, steps)
+
+
+def _spec(design: str, opts: dict[str, Any], steps: list[dict[str, Any]]) -> RequestSpec:
+    cols = [str(v) for k, v in opts.items() if k in ("treatment", "outcome") and v]
+    return RequestSpec(requests=[Request(slot="effect", op="design", columns=cols, options=opts)], steps=steps)
+
+
+def _sentence(design: str, opts: dict[str, Any], steps: list[dict[str, Any]]) -> str:
+    names = {
+        "unit": "unit",
+        "time": "time",
+        "group": "treated group",
+        "period": "post period",
+        "instrument": "instrument",
+        "running": "running variable",
+    }
+    roles = ", ".join(f"{label} '{opts[k]}'" for k, label in names.items() if opts.get(k))
+    if design == "rdd":
+        roles += f" at the cutoff {opts['cutoff']:g}"
+        what = f"the jump in '{opts['outcome']}'" + (
+            f" (take-up '{opts['treatment']}')" if opts.get("treatment") else ""
+        )
+    elif design in ("matching", "stratification"):
+        label = (
+            "average treatment effect on the treated (ATT)"
+            if opts["estimand"] == "att"
+            else "average treatment effect (ATE)"
+        )
+        what = f"the {label} of '{opts['treatment']}' on '{opts['outcome']}'"
+        count = len(opts["covariates"])
+        roles = f"{count} covariate{'' if count == 1 else 's'}"
+        if design == "matching":
+            roles += f", {opts['k']} match{'' if opts['k'] == 1 else 'es'} per unit"
+        if design == "matching":
+            roles += ", with the regression bias adjustment" if opts["bias_adjust"] else ", without bias adjustment"
+    elif opts.get("treatment"):
+        what = f"the effect of '{opts['treatment']}' on '{opts['outcome']}'"
+    else:
+        what = f"the effect on '{opts['outcome']}'"
+    subset = "".join(f", rows with {s['column']} = {s['value']}" for s in steps)
+    words = (
+        "regression discontinuity (one linear fit on each side, statsmodels)" if opts.get("global") else _WORDS[design]
+    )
+    return f"{{shown}} is {what}, estimated by {words}: {roles}{subset}; n = {{n}}; {{inference}}."
