@@ -245,14 +245,49 @@ def test_a_role_naming_several_columns_or_a_missing_one_is_declined() -> None:
         parse_causal(described, frame)
 
 
-def test_the_planner_declines_a_row_restriction_and_keeps_other_questions() -> None:
+def test_a_stated_restriction_is_the_subgroup_and_an_unplaced_one_declines() -> None:
     frame = _rdd(2)
-    plan = request_plan(
+    question = (
         "What is the effect of office on wealth by RDD at a zero margin? Please only consider candidates "
-        "with a margin no larger than 0.5.",
+        "with a margin no larger than 0.5 and no smaller than -0.5."
+    )
+    got = _run(question, frame)
+    inside = frame[frame.margin.abs() <= 0.5]
+    assert got["effect"]["n"] == len(inside)
+    assert "rows with margin <= 0.5, rows with margin >= -0.5" in got["answer"]
+    plan = request_plan(
+        "What is the effect of office on wealth by RDD at a zero margin? Please only consider people no older than 22.",
         frame,
     )
-    assert plan is not None and plan.route == "unanswerable" and "restricts the rows" in plan.reasoning
+    assert plan is not None and plan.route == "unanswerable" and "restricts the rows by no column" in plan.reasoning
     assert parse_causal("What is the mean of wealth?", frame) is None
     # a design word in a question that asks for no effect is not a design
     assert parse_causal("Use a stratified split of the rows by party.", frame) is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_two_group_two_period_design_from_its_indicators(seed: int) -> None:
+    """A repeated cross-section: D = treated group x post period, the groups differing in level."""
+    rng = np.random.default_rng(seed)
+    n = 4000
+    group, post = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    y = 2.0 * group + 1.0 * post + 0.8 * group * post + rng.normal(size=n)
+    frame = pd.DataFrame({"treated_state": group, "after_law": post, "hours": y})
+    got = _run(
+        "What is the effect of the law on hours by difference in differences, with treated group treated_state "
+        "and post period after_law?",
+        frame,
+    )
+    cells = frame.groupby(["treated_state", "after_law"]).hours.mean()
+    direct = (cells[1, 1] - cells[1, 0]) - (cells[0, 1] - cells[0, 0])
+    assert got["effect"]["estimate"] == pytest.approx(direct, rel=1e-9)
+    assert _covers(got["effect"], 0.8, widen=1.3)
+    assert "treated group 'treated_state', post period 'after_law'" in got["answer"]
+
+
+def test_stated_matching_covariates_are_the_ones_used() -> None:
+    frame = _observational(6).assign(noise=lambda d: np.random.default_rng(0).normal(size=len(d)))
+    parsed = parse_causal("Estimate the ATT of (treated) on (earnings) by matching on x1 and x2.", frame)
+    assert parsed is not None and parsed[0].requests[0].options["covariates"] == ["x1", "x2"]
+    with pytest.raises(DesignRequestError, match="name no column"):
+        parse_causal("Estimate the ATT of (treated) on (earnings) by matching on age and income.", frame)

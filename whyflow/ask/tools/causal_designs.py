@@ -9,8 +9,9 @@ it ("margin: margin of victory (vote share)", "all causes (all)"). A role is rea
 that state it ("X as the instrument", "running variable X", "unit column X", "the effect of X on
 Y"); when a role the design needs is not stated, or its words name no column or several, the
 question is declined with one line naming it: a column is never guessed. A row restriction
-("only consider people no older than 22") is declined too; a level of one text column named as
-the group ("for Tory candidates") becomes a row filter. Computed in the sandbox by
+naming one column and its bounds ("only consider rows with a margin no larger than 0.5") becomes
+row filters, one naming no column ("only consider people no older than 22") is declined; a level
+of one text column named as the group ("for Tory candidates") becomes a row filter. Computed in the sandbox by
 :func:`whyflow.ask.tools.request_designs.design_effect`.
 """
 
@@ -20,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from whyflow.ask.tools.filters import _OPS
 from whyflow.ask.tools.request_rules import _norm
 from whyflow.ask.tools.request_spec import Request, RequestSpec
 
@@ -187,13 +189,19 @@ def _need(roles: dict[str, str | None], design: str) -> None:
 
 
 def _covariates(question: str, lex: _Lexicon, frame: pd.DataFrame, taken: set[str], default_all: bool) -> list[str]:
+    """The covariates the question states ("controlling for A and B", "matching on A and B"); unstated,
+    every other numeric column where the design adjusts for covariates (``default_all``), else none."""
     stated = re.search(
-        rf"\b(?:controlling for|adjusting for|conditional on|on the covariates|covariates)\s+{_SPAN}(?=[;?!]|\.(?:\s|$)|$)",
+        rf"\b(?:controlling for|adjusting for|conditional on|covariates|match(?:ing|ed)? on(?: the)?)\s+{_SPAN}"
+        r"(?=[;?!]|\.(?:\s|$)|$)",
         question,
         re.I,
     )
     if stated:
-        return [c for c in _mentions(stated.group("x"), lex) if c not in taken]
+        named = [c for c in _mentions(stated.group("x"), lex) if c not in taken]
+        if not named:
+            raise DesignRequestError(f"the covariates '{stated.group('x').strip()}' name no column of the data")
+        return named
     if not default_all:
         return []
     return [str(c) for c in frame.columns if str(c) not in taken and frame[c].dtype.kind in "biuf"]
@@ -226,6 +234,33 @@ def _level_filters(question: str, frame: pd.DataFrame, taken: set[str]) -> list[
     return steps
 
 
+_NEGATED = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
+_COMPARISON = re.compile(
+    r"\b(?P<neg>no\s+|not\s+)?(?P<op>"
+    + "|".join(re.escape(phrase) for phrase, _ in _OPS if not phrase.startswith("no ") and phrase[0].isalpha())
+    + r")\s+(?P<v>-?\d+(?:\.\d+)?)",
+    re.I,
+)
+
+
+def _restriction(sentence: str, lex: _Lexicon) -> list[dict[str, Any]]:
+    """The row filters of an "only consider ..." sentence naming one column and its bounds ("a margin no
+    larger than 0.5", "ages between 20 and 22"); a sentence naming no column or several is declined."""
+    cols = _mentions(sentence, lex)
+    between = re.search(r"\bbetween\s+(-?\d+(?:\.\d+)?)\s+and\s+(-?\d+(?:\.\d+)?)", sentence, re.I)
+    bounds = [(">=", float(between.group(1))), ("<=", float(between.group(2)))] if between else []
+    by_phrase = dict(_OPS)
+    for m in _COMPARISON.finditer(sentence):
+        op = by_phrase[m.group("op").lower()]
+        bounds.append((_NEGATED.get(op, op) if m.group("neg") else op, float(m.group("v"))))
+    if len(cols) != 1 or not bounds:
+        raise DesignRequestError(
+            f"'{sentence[:120]}' restricts the rows {'by no column of the data' if not cols else 'unclearly'}; "
+            "state the column and its bounds (e.g. 'only consider rows with age between 20 and 22')"
+        )
+    return [{"kind": "filter", "column": cols[0], "op": op, "value": value} for op, value in bounds]
+
+
 def _rdd_roles(question: str, lex: _Lexicon) -> dict[str, Any]:
     running = _role(
         question, lex, _cue(r"running variable|forcing variable|assignment variable|score variable"), "running variable"
@@ -253,11 +288,6 @@ def parse_design(
     if design == "matching" and re.search(r"propensity", question, re.I):
         raise DesignRequestError(
             "propensity-score matching is not run without a model; nearest-neighbour matching on the covariates is"
-        )
-    restricted = restriction_sentences(question)
-    if restricted:
-        raise DesignRequestError(
-            f"'{restricted[0][:120]}' restricts the rows, which is not applied to a named design without a model"
         )
     lex = _lexicon(frame, f"{context}\n{question}")
     treatment, outcome = _effect_roles(question, lex)
@@ -339,7 +369,8 @@ def parse_design(
             )
     if design == "iv":
         opts["covariates"] = _covariates(question, lex, frame, taken, False)
-    steps = _level_filters(question, frame, taken)
+    steps = [step for sentence in restriction_sentences(question) for step in _restriction(sentence, lex)]
+    steps += _level_filters(question, frame, taken)
     return _spec(design, opts, steps), _sentence(design, opts, steps)
 
 
@@ -380,7 +411,12 @@ def _sentence(design: str, opts: dict[str, Any], steps: list[dict[str, Any]]) ->
         what = f"the effect of '{opts['treatment']}' on '{opts['outcome']}'"
     else:
         what = f"the effect on '{opts['outcome']}'"
-    subset = "".join(f", rows with {s['column']} = {s['value']}" for s in steps)
+    subset = "".join(
+        f", rows with {s['column']} {'=' if s['op'] == '==' else s['op']} {s['value']:g}"
+        if isinstance(s["value"], float)
+        else f", rows with {s['column']} = {s['value']}"
+        for s in steps
+    )
     words = (
         "regression discontinuity (one linear fit on each side, statsmodels)" if opts.get("global") else _WORDS[design]
     )
