@@ -3,6 +3,9 @@ generated data with a known effect; a role it does not state unambiguously is de
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -291,3 +294,44 @@ def test_stated_matching_covariates_are_the_ones_used() -> None:
     assert parsed is not None and parsed[0].requests[0].options["covariates"] == ["x1", "x2"]
     with pytest.raises(DesignRequestError, match="name no column"):
         parse_causal("Estimate the ATT of (treated) on (earnings) by matching on age and income.", frame)
+
+
+def _ask(tmp_path: Path, frame: pd.DataFrame, question: str) -> str:
+    """The answer of the ask recipe itself: the real runner and sandbox, no model."""
+    from whyflow.ask.state import AskState
+    from whyflow.flows.ask_jobs.job import AskRequest, prepare_ask_job
+    from whyflow.flows.recipes.builtin import builtin_recipe
+    from whyflow.flows.recipes.plan import load_plan
+    from whyflow.flows.running.progress import Reporter
+    from whyflow.flows.running.runner import LocalExecutor, Runner
+
+    recipe = builtin_recipe("ask")
+    data = tmp_path / "data.csv"
+    frame.to_csv(data, index=False)
+    plan = load_plan(recipe)
+    folder = prepare_ask_job(AskRequest(question, [str(data)], recipe=str(recipe), output=str(tmp_path / "job")), plan)
+    state = folder.load_any()
+    assert isinstance(state, AskState)
+    Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
+    assert state.final_output is not None
+    return state.final_output.answer
+
+
+@pytest.mark.parametrize("design", ["did", "rdd"])
+def test_the_sandbox_runs_the_named_design(tmp_path: Path, design: str) -> None:
+    if design == "did":
+        frame = _panel(9)
+        question = (
+            "What is the effect of policy on sales by DiD, unit column state, time column year? Round to 2 decimals."
+        )
+        truth = 1.5
+    else:
+        frame = _rdd(9)
+        question = (
+            "By regression discontinuity, what is the effect of office on wealth at a zero margin? Round to 2 decimals."
+        )
+        truth = 3.0
+    answer = _ask(tmp_path, frame, question)
+    first = answer.split()[0]
+    assert re.fullmatch(r"-?\d+\.\d{2}", first), answer
+    assert abs(float(first) - truth) < 0.5, answer
