@@ -335,3 +335,8 @@ def test_the_sandbox_runs_the_named_design(tmp_path: Path, design: str) -> None:
     first = answer.split()[0]
     assert re.fullmatch(r"-?\d+\.\d{2}", first), answer
     assert abs(float(first) - truth) < 0.5, answer
+
+
+def test_one_column_in_two_roles_is_declined() -> None:
+    with pytest.raises(DesignRequestError, match="two roles"):
+        parse_causal("Using educ as an instrument, what is the effect of educ on wage by 2SLS?", _iv(1))

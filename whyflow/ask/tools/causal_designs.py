@@ -180,6 +180,11 @@ def named_design(question: str) -> str | None:
 
 
 def _need(roles: dict[str, str | None], design: str) -> None:
+    """Every role the design needs is a column, and no column plays two roles."""
+    named = [col for col in roles.values() if col is not None]
+    twice = sorted({col for col in named if named.count(col) > 1})
+    if twice:
+        raise DesignRequestError(f"'{twice[0]}' is named for two roles of {_WORDS[design].split(' (')[0]}")
     missing = [name for name, col in roles.items() if col is None]
     if missing:
         raise DesignRequestError(
@@ -234,6 +239,45 @@ def _level_filters(question: str, frame: pd.DataFrame, taken: set[str]) -> list[
     return steps
 
 
+_INSTRUMENT = [
+    rf"{_BEFORE}{_SPAN}\s+as\s+(?:an?|the|our)?\s*instruments?\b",
+    rf"\binstrument(?:al variable)?s?\s*(?:is|=|:)\s*{_SPAN}{_STOP}",
+    rf"\binstrument(?:ed|ing)?\s+(?:\w+\s+)?(?:by|with)\s+{_SPAN}{_STOP}",
+]
+_GLOBAL_FITS = re.compile(
+    r"\btwo (?:separate )?(?:linear )?regressions\b|\b(?:regression|fit)s? on (?:each|both) sides?\b", re.I
+)
+"""A discontinuity stated as one linear fit on each side over all the rows ("the two regressions")."""
+_STRATA_WORDS = (("quintile", 5), ("decile", 10), ("quartile", 4))
+
+
+def _strata(question: str) -> int:
+    """The number of propensity-score strata the question states (five unless it says otherwise)."""
+    named = next((k for word, k in _STRATA_WORDS if word in question.lower()), None)
+    pattern = r"\b(?P<k>\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:strata|subclasses|blocks)"
+    return named or _count(question, pattern, 5)
+
+
+def _balancing(
+    design: str, question: str, lex: _Lexicon, frame: pd.DataFrame, taken: set[str], estimand: str | None
+) -> dict[str, Any]:
+    """The options of matching or stratification: estimand, covariates, matches or strata."""
+    if estimand == "atc":
+        raise DesignRequestError(f"{_WORDS[design].split(' (')[0]} is run here for the ATE or the ATT, not the ATC")
+    opts: dict[str, Any] = {
+        "estimand": estimand or "ate",
+        "covariates": _covariates(question, lex, frame, taken, True),
+        "seed": 0,
+        "bootstrap": 200,
+    }
+    if design == "matching":
+        opts["k"] = _count(question, r"\b(?P<k>\d+|one|two|three|four|five)\s+nearest", 1)
+        opts["bias_adjust"] = bool(re.search(r"bias[- ](?:adjust|correct)", question, re.I))
+    else:
+        opts["strata"] = _strata(question)
+    return opts
+
+
 _NEGATED = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
 _COMPARISON = re.compile(
     r"\b(?P<neg>no\s+|not\s+)?(?P<op>"
@@ -276,6 +320,19 @@ def _rdd_roles(question: str, lex: _Lexicon) -> dict[str, Any]:
     return {"running": running, "cutoff": None if value is None else (0.0 if value.lower() == "zero" else float(value))}
 
 
+def _panel_roles(design: str, question: str, lex: _Lexicon, treatment: str | None) -> dict[str, str | None]:
+    """The unit, time and treatment of a panel; or, for a difference in differences stated by its
+    treated-group and post-period indicators (a repeated cross-section), those two."""
+    unit = _role(question, lex, _cue(r"units?|entity|entities|panel units?"), "unit")
+    time = _role(question, lex, _cue(r"time|periods?|years?|dates?|waves?"), "time")
+    if design == "did" and not (unit and time):
+        group = _role(question, lex, _cue(r"treated group|treatment group|group"), "treated group")
+        period = _role(question, lex, _cue(r"post(?:-treatment)? period|post|after"), "post period")
+        if group and period:
+            return {"group": group, "period": period}
+    return {"unit": unit, "time": time, "treatment": treatment}
+
+
 def parse_design(
     question: str, context: str, frame: pd.DataFrame, estimand: str | None
 ) -> tuple[RequestSpec, str] | None:
@@ -294,45 +351,15 @@ def parse_design(
     opts: dict[str, Any] = {"design": design, "outcome": outcome}
     roles: dict[str, str | None] = {"outcome": outcome}
     if design in ("did", "synth"):
-        unit = _role(question, lex, _cue(r"units?|entity|entities|panel units?"), "unit")
-        time = _role(question, lex, _cue(r"time|periods?|years?|dates?|waves?"), "time")
-        group = (
-            _role(question, lex, _cue(r"treated group|treatment group|group"), "treated group")
-            if design == "did"
-            else None
-        )
-        period = (
-            _role(question, lex, _cue(r"post(?:-treatment)? period|post|after"), "post period")
-            if design == "did"
-            else None
-        )
-        if design == "did" and group and period and not (unit and time):
-            roles.update(group=group, period=period)
-        else:
-            roles.update(unit=unit, time=time, treatment=treatment)
+        roles.update(_panel_roles(design, question, lex, treatment))
     elif design == "iv":
-        instrument = _role(
-            question,
-            lex,
-            [
-                rf"{_BEFORE}{_SPAN}\s+as\s+(?:an?|the|our)?\s*instruments?\b",
-                rf"\binstrument(?:al variable)?s?\s*(?:is|=|:)\s*{_SPAN}{_STOP}",
-                rf"\binstrument(?:ed|ing)?\s+(?:\w+\s+)?(?:by|with)\s+{_SPAN}{_STOP}",
-            ],
-            "instrument",
-        )
+        instrument = _role(question, lex, _INSTRUMENT, "instrument")
         roles.update(treatment=treatment, instrument=instrument)
     elif design == "rdd":
         found = _rdd_roles(question, lex)
         roles["running variable"] = found["running"]
         opts.update(running=found["running"], cutoff=found["cutoff"], treatment=treatment)
-        opts["global"] = bool(
-            re.search(
-                r"\btwo (?:separate )?(?:linear )?regressions\b|\b(?:regression|fit)s? on (?:each|both) sides?\b",
-                question,
-                re.I,
-            )
-        )
+        opts["global"] = bool(_GLOBAL_FITS.search(question))
         if found["running"] and found["cutoff"] is None:
             raise DesignRequestError(
                 f"regression discontinuity needs the cutoff of '{found['running']}' stated as a number"
@@ -343,30 +370,7 @@ def parse_design(
     opts.update({k: v for k, v in roles.items() if k not in ("running variable",)})
     taken = {str(v) for v in roles.values() if v} | ({str(treatment)} if treatment else set())
     if design in ("matching", "stratification"):
-        if estimand == "atc":
-            raise DesignRequestError(f"{_WORDS[design].split(' (')[0]} is run here for the ATE or the ATT, not the ATC")
-        opts.update(
-            estimand=estimand or "ate", covariates=_covariates(question, lex, frame, taken, True), seed=0, bootstrap=200
-        )
-        if design == "matching":
-            opts.update(
-                k=_count(question, r"\b(?P<k>\d+|one|two|three|four|five)\s+nearest", 1),
-                bias_adjust=bool(re.search(r"bias[- ](?:adjust|correct)", question, re.I)),
-            )
-        else:
-            opts["strata"] = (
-                5
-                if re.search(r"quintile", question, re.I)
-                else 10
-                if re.search(r"decile", question, re.I)
-                else 4
-                if re.search(r"quartile", question, re.I)
-                else _count(
-                    question,
-                    r"\b(?P<k>\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:strata|subclasses|blocks)",
-                    5,
-                )
-            )
+        opts.update(_balancing(design, question, lex, frame, taken, estimand))
     if design == "iv":
         opts["covariates"] = _covariates(question, lex, frame, taken, False)
     steps = [step for sentence in restriction_sentences(question) for step in _restriction(sentence, lex)]
