@@ -4,6 +4,7 @@ generated data with a known effect; a role it does not state unambiguously is de
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -340,3 +341,30 @@ def test_the_sandbox_runs_the_named_design(tmp_path: Path, design: str) -> None:
 def test_one_column_in_two_roles_is_declined() -> None:
     with pytest.raises(DesignRequestError, match="two roles"):
         parse_causal("Using educ as an instrument, what is the effect of educ on wage by 2SLS?", _iv(1))
+
+
+@pytest.mark.parametrize(
+    "make, question, truth",
+    [
+        (
+            lambda s: _panel(s).rename(columns={"state": "county", "year": "quarter"}),
+            "What's the impact of policy on sales using a difference-in-differences design where the unit is county "
+            "and the period is quarter?",
+            1.5,
+        ),
+        (_iv, "Estimate the causal effect of educ on wage instrumenting educ with dist.", 2.0),
+        (_iv, "What is the effect of educ on wage? Use instrumental variables with dist as the instrument.", 2.0),
+        (
+            _rdd,
+            "Using a regression discontinuity design with a threshold of 0 on margin, what is the effect of winning "
+            "on wealth?",
+            3.0,
+        ),
+    ],
+)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_other_phrasings_name_the_same_roles(
+    make: Callable[[int], pd.DataFrame], question: str, truth: float, seed: int
+) -> None:
+    got = _run(question, make(seed))
+    assert _covers(got["effect"], truth, widen=1.5), got["answer"]

@@ -48,7 +48,7 @@ _WORDS = {
 }
 _STOP = (
     r"(?=[,;?!]|\.(?:\s|$)|$|\s(?:for|among|within|using|by|with|when|controlling|holding|at|if|where|given|"
-    r"via|through|and|while|based|in the|in a|to the|from)\b)"
+    r"via|through|and|while|based|in the|in a|to the|from|use|instrument\w*|match\w*|stratif\w*)\b)"
 )
 _SPAN = r"(?P<x>[^,;?!]{1,80}?)"
 _NUMBER = r"(?P<c>zero|-?\d+(?:\.\d+)?)"
@@ -306,9 +306,11 @@ def _restriction(sentence: str, lex: _Lexicon) -> list[dict[str, Any]]:
 
 
 def _rdd_roles(question: str, lex: _Lexicon) -> dict[str, Any]:
-    running = _role(
-        question, lex, _cue(r"running variable|forcing variable|assignment variable|score variable"), "running variable"
-    )
+    stated = [
+        *_cue(r"running variable|forcing variable|assignment variable|score variable"),
+        rf"\b(?:cut-?off|threshold|discontinuity)\b[^,;?!]{{0,30}}?\b(?:on|in)\s+(?:the\s+)?{_SPAN}{_STOP}",
+    ]
+    running = _role(question, lex, stated, "running variable")
     at_value = re.search(rf"(?:\bat\s+(?:an?\s+|the\s+)?|\ban?\s+){_NUMBER}\s+{_SPAN}{_STOP}", question, re.I)
     cutoff = re.search(
         rf"\b(?:cut-?off|threshold|discontinuity)\s+(?:\w+\s+){{0,3}}?(?:of|at|is|=|:)\s*{_NUMBER}\b", question, re.I
