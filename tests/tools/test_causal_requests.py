@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from whyflow.ask.tools.causal_designs import DesignRequestError
 from whyflow.ask.tools.causal_requests import CausalRequestError, parse_causal
 from whyflow.ask.tools.request_spec import request_code
 
@@ -54,7 +55,7 @@ def test_a_named_method_is_the_one_run(frame: pd.DataFrame) -> None:
 
 def test_open_questions_and_unsupported_methods(frame: pd.DataFrame) -> None:
     assert parse_causal("What is the effect of t on y?", frame) is None  # left to the causal recipe
-    with pytest.raises(CausalRequestError, match="difference in differences"):
+    with pytest.raises(DesignRequestError, match="difference in differences needs the unit, the time"):
         parse_causal("Estimate the ATE of (t) on (y) by difference in differences.", frame)
     with pytest.raises(CausalRequestError, match="names no treatment"):
         parse_causal("What is the ATE?", frame.rename(columns={"t": "group"}).assign(group=lambda d: d.group + 5))

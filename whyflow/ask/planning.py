@@ -28,6 +28,7 @@ def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
     """The plan of a question that lists its answer slots: one computed request per slot
     (None when it lists none, or when no slot can be computed without a model)."""
     from whyflow.ask.tools.answers import OutputFormat, Token
+    from whyflow.ask.tools.causal_designs import DesignRequestError
     from whyflow.ask.tools.causal_requests import CausalRequestError, parse_causal
     from whyflow.ask.tools.request_spec import request_code
     from whyflow.ask.tools.requests import parse_requests
@@ -38,7 +39,7 @@ def request_plan(question: str, frame: pd.DataFrame) -> AskPlan | None:
     if spec is None:
         try:
             directed = parse_causal(question, frame)
-        except CausalRequestError as exc:
+        except (CausalRequestError, DesignRequestError) as exc:
             return AskPlan(
                 needs_code=False,
                 needs_evaluation=False,

@@ -4,9 +4,10 @@ and the covariates it names, run exactly as asked.
 "What is the average treatment effect on the treated?" with a binary treatment column names its
 estimand (ATT); "use inverse probability weighting" names the method. The request is computed in
 the sandbox by :func:`whyflow.ask.tools.request_ops.causal_effect` and the answer starts with the
-number, rounded as asked, then says what was run. An open question ("what is the effect of X on
-Y?", no estimand and no method) is left to the full causal recipe; a method with no routine here
-(DiD, RDD, IV, synthetic control) is refused with one line rather than answered by another one.
+number, rounded as asked, then says what was run. A question naming a design (DiD, RDD, IV,
+synthetic control, matching, stratification) is read by :mod:`whyflow.ask.tools.causal_designs`.
+An open question ("what is the effect of X on Y?", no estimand and no method) is left to the full
+causal recipe.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from whyflow.ask.tools.causal_designs import parse_design
 from whyflow.ask.tools.request_rules import _norm
 from whyflow.ask.tools.request_spec import Request, RequestSpec
 from whyflow.ask.tools.requests import _decimals
+from whyflow.ask.tools.textbook_prompt import split_prompt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,12 +44,8 @@ _METHODS = (
         "regression adjustment (a linear outcome model for each arm, averaged over the estimand's units)",
     ),
 )
-_NOT_HERE = (
-    (r"difference[- ]in[- ]differences?|(?-i:\bDiD\b)", "difference in differences"),
-    (r"discontinuit|(?-i:\bRDD?\b)", "regression discontinuity"),
-    (r"synthetic control", "synthetic control"),
-    (r"instrumental variable|(?-i:\bIV\b|\bLATE\b)|two[- ]stage least squares|2SLS", "instrumental variables"),
-)
+_CAUSAL = re.compile(r"\b(?:effects?|impacts?|causal|(?-i:ATE|ATT|LATE))\b", re.I)
+"""A question asking for an effect: only then does a design word ("matching", "strata") name a design."""
 _ROUND = (
     ("nearest hundredth", 2),
     ("nearest thousandth", 3),
@@ -94,15 +93,16 @@ def parse_causal(question: str, frame: pd.DataFrame) -> tuple[RequestSpec, str] 
     if re.search(r"^\s*Choices:", question, re.M):
         return None  # a multiple-choice question about the design, not a request for a number
     estimand = next((e for pattern, e in _ESTIMANDS if re.search(pattern, question, re.I)), None)
+    prompt = split_prompt(question)
+    if _CAUSAL.search(prompt.question):
+        designed = parse_design(prompt.question, prompt.context, frame, estimand)
+        if designed is not None:
+            spec, sentence = designed
+            spec.requests[0].decimals = _decimals_of(question)
+            return spec.model_copy(update={"sentence": sentence}), sentence
     method = next(((m, words) for pattern, m, words in _METHODS if re.search(pattern, question, re.I)), None)
     if estimand is None and method is None:
         return None
-    for pattern, name in _NOT_HERE:
-        if re.search(pattern, question, re.I):
-            raise CausalRequestError(
-                f"{name} is not run by `whyflow ask` without a model yet; "
-                "ask for an ATE/ATT/ATC by regression adjustment, IPW or a difference in means"
-            )
     treatment = _named(question, frame, _TREATMENT_NAMES, binary=True)
     outcome = _named(question, frame, _OUTCOME_NAMES, binary=False)
     if treatment is None or outcome is None:

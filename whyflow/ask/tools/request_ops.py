@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from whyflow.ask.tools.request_designs import design_effect
 from whyflow.ask.tools.request_fits import causal_effect, fit_model
 from whyflow.ask.tools.request_ops_base import NUMBER_OPS, col_numbers, numeric, outlier_mask, pair_numbers, statistic
 
@@ -199,6 +200,8 @@ def compute(df: pd.DataFrame, request: dict[str, Any]) -> Any:
         return _verdict(df, cols, opts)
     if op == "effect":
         return causal_effect(df, opts)
+    if op == "design":
+        return design_effect(df, opts)
     if op == "model":
         return fit_model(df, opts)
     if op == "count_within_sd":

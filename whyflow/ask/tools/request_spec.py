@@ -50,7 +50,7 @@ class RequestSpec(BaseModel):
         return sum(r.op != "unknown" for r in self.requests)
 
 
-SANDBOX_MODULES = ("request_ops_base.py", "request_fits.py", "request_ops.py")
+SANDBOX_MODULES = ("request_ops_base.py", "request_fits.py", "request_designs.py", "request_ops.py")
 """The operations' modules, in the order their sources make one sandbox program."""
 _OWN_IMPORT = re.compile(r"^from whyflow\.ask\.tools\.request_\w+ import (?:\([^)]*\)|[^\n]+)\n", re.M)
 
