@@ -165,7 +165,8 @@ def _two_stage(head: TreatmentEffectResult, x: dict[str, Any], out: DesignFindin
     )
     if x.get("staggered_left_out"):
         out.issues.append(f"Left out of the two-stage ATT: {x['staggered_left_out']}.")
-    study = x.get("event_study") if isinstance(x.get("event_study"), dict) else {}
+    found = x.get("event_study")
+    study: dict[str, Any] = found if isinstance(found, dict) else {}
     p = study.get("pretrend_p")
     if isinstance(p, (int, float)) and p < PRETREND_P:
         out.doubts.append(
