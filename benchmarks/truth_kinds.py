@@ -539,6 +539,21 @@ def invalid_instrument(n: int, seed: int) -> Case:
     return two_instruments(n, seed, direct=0.08)
 
 
+def staggered_did(n: int, seed: int) -> Case:
+    """Firms over 10 years adopting in 2003 (an effect growing by 0.6 a year since adoption), in 2006 (a flat
+    0.5) or never; firm and year effects, parallel trends. The truth is the ATT over treated firm-years; TWFE,
+    which compares late with early adopters, is biased below it."""
+    rng = np.random.default_rng([seed, 37])
+    units, years = max(n // 10, 30), np.arange(2001, 2011)
+    start = np.array([2003, 2006, 10_000])[rng.choice(3, size=units, p=[0.35, 0.35, 0.3])]
+    u, yr = np.repeat(np.arange(units), years.size), np.tile(years, units)
+    d = (yr >= start[u]).astype(int)
+    effect = np.where(start[u] == 2003, 0.6 * (yr - 2002), 0.5) * d
+    y = rng.normal(size=units)[u] + 0.2 * (yr - 2001) + effect + rng.normal(size=u.size)
+    frame = pd.DataFrame({"firm": u + 1000, "year": yr, "treated": d, "outcome": y.round(4)})
+    return Case(frame, float(effect[d == 1].mean()), _args(unit_column="firm", time_column="year"))
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -575,6 +590,7 @@ KINDS: dict[str, Generator] = {
     "fuzzy_rdd": fuzzy_rdd,
     "two_instruments": two_instruments,
     "invalid_instrument": invalid_instrument,
+    "staggered_did": staggered_did,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -631,6 +647,7 @@ DEFAULT_N: dict[str, int] = {
     "fuzzy_rdd": 3000,
     "two_instruments": 2000,
     "invalid_instrument": 2000,
+    "staggered_did": 2000,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

@@ -272,7 +272,18 @@ def invalid_instrument(n: int, seed: int) -> Interval:
     return float(fit.params["educ"]), float(lo), float(hi)
 
 
+def staggered_did(n: int, seed: int) -> Interval:
+    """Gardner's two-stage DiD (pyfixest did2s, errors clustered by firm): heterogeneity-robust, unlike TWFE."""
+    import pyfixest as pf
+
+    f = _frame("staggered_did", n, seed).assign(treat=lambda x: x["treated"] == 1)
+    fit = pf.did2s(f, "outcome", "~ 0 | firm + year", "~ treat", treatment="treat", cluster="firm")
+    est, se = float(fit.coef().iloc[0]), float(fit.se().iloc[0])
+    return est, est - 1.96 * se, est + 1.96 * se
+
+
 ORACLES: dict[str, Callable[[int, int], Interval]] = {
+    "staggered_did": staggered_did,
     "rct": rct,
     "semi_synthetic_sites": semi_synthetic_sites,
     "continuous_instrument": continuous_instrument,

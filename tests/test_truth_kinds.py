@@ -62,6 +62,7 @@ SMALL_N = {
     "fuzzy_rdd": 2000,  # seed 0 at 1500 rows is in the 5% tail (3.07 [2.36, 4.15]); 38 of 40 seeds cover there
     "two_instruments": 1000,
     "invalid_instrument": 1000,
+    "staggered_did": 800,
 }
 
 

@@ -10,8 +10,9 @@ zero and the "interval" is 10⁻⁹ wide): heteroskedasticity-robust errors on t
 which take the individuals as independent draws and the groups' period shocks as absent, the
 assumption a handful of groups identifies the effect under anyway. With staggered adoption TWFE compares
 later with earlier adopters and can be biased when effects differ by cohort or grow over time
-(Goodman-Bacon 2021); Gardner's two-stage estimator (pyfixest ``did2s``), which builds the
-counterfactual from untreated rows only, is then reported beside it as a check. With a single
+(Goodman-Bacon 2021); Gardner's two-stage estimator (:mod:`whyflow.causal.estimation.event_study`), which
+builds the counterfactual from untreated rows only, is then the answer, with TWFE beside it and the
+event-time coefficients (pre-trends) in the details. With a single
 treated unit the clustered interval is replaced by placebo-in-space permutation inference
 (:mod:`whyflow.causal.estimation.did_permutation`) where there are enough units for it.
 """
@@ -108,33 +109,51 @@ def _adoption(data: pd.DataFrame) -> tuple[pd.Series, bool]:
     return starts, absorbing
 
 
-def _did2s(data: pd.DataFrame) -> dict[str, Any]:
-    """Gardner's two-stage DiD (pyfixest ``did2s``): unit and period effects from untreated rows only."""
-    import pyfixest as pf
+def _staggered(
+    data: pd.DataFrame,
+    by: str,
+    names: Sequence[str],
+    twfe: tuple[float, float, tuple[float, float], float],
+    details: dict[str, Any],
+    assumptions: list[str],
+) -> tuple[float, float, tuple[float, float], float] | None:
+    """Staggered absorbing adoption: Gardner's two-stage ATT replaces TWFE as the answer (TWFE kept beside it in
+    ``details['twfe']``) and the event-time coefficients go in ``details['event_study']``; ``None`` (TWFE stays,
+    ``details['staggered_skipped']`` says why) when the two-stage estimator cannot run."""
+    from whyflow.causal.estimation.event_study import event_time, staggered_att
 
-    panel = data.assign(treat_=(data[_D] != 0))
-    # The first stage fits unit and period effects on untreated rows: units and periods without one are left out.
-    untreated = panel[~panel["treat_"]]
-    panel = panel[panel[_U].isin(untreated[_U].unique()) & panel[_T].isin(untreated[_T].unique())]
-    panel = panel.reset_index(drop=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit = pf.did2s(
-            panel,
-            yname=_Y,
-            first_stage=f"~ 0 | {_U} + {_T}",
-            second_stage="~ treat_",
-            treatment="treat_",
-            cluster=_U,
+    est, se, ci, p = twfe
+    details["twfe"] = {"estimate": round(est, 6), "std_error": round(se, 6), "ci": [round(ci[0], 6), round(ci[1], 6)]}
+    try:
+        robust = staggered_att(data, by, names)
+    except Exception as exc:  # noqa: BLE001 - TWFE stays the answer, and the review reads why
+        details["staggered_skipped"] = f"the two-stage estimator could not run: {' '.join(str(exc).split())[:200]}"
+        return None
+    details["did2s_check"] = robust
+    try:
+        details["event_study"] = event_time(data, by, names)
+    except Exception as exc:  # noqa: BLE001 - the headline stands; the pre-trend test says it did not run
+        details["event_study"] = {"skipped": f"event-time coefficients failed: {' '.join(str(exc).split())[:200]}"}
+    details["library"] = "pyfixest did2s (Gardner's two-stage DiD); TWFE by pyfixest feols beside it"
+    details["staggered_estimator"] = (
+        "Gardner's two-stage DiD (the imputation estimator): unit and period effects fitted on untreated rows "
+        "only (never-treated units and not-yet-treated rows), the ATT averaged over treated unit-periods, "
+        "robust to effects that differ by cohort or over time"
+    )
+    details["se_method"] = f"GMM two-stage, clustered ({int(data[by].nunique())} clusters)"
+    details["ci_method"] = f"t distribution with {int(data[by].nunique()) - 1} degrees of freedom (clusters - 1)"
+    left = {k: robust[k] for k in ("rows_left_out", "units_never_untreated", "periods_all_treated") if robust[k]}
+    if left:
+        details["staggered_left_out"] = (
+            f"{robust['rows_left_out']} rows have no untreated row in their unit or period to build the "
+            f"counterfactual from ({robust['periods_all_treated']} periods in which every unit is treated, "
+            f"{robust['units_never_untreated']} units treated throughout) and are left out of the two-stage ATT"
         )
-    coef, se = fit.coef(), fit.se()
-    name = next(k for k in coef.index if "treat_" in k)
-    return {
-        "estimate": round(float(coef[name]), 6),
-        "std_error": round(float(se[name]), 6),
-        "library": "pyfixest did2s",
-        "n_rows": int(len(panel)),
-    }
+    assumptions[-1] = (
+        "staggered adoption: parallel trends for every cohort against the not-yet-treated and never-treated"
+    )
+    lo, hi = (float(v) for v in robust["ci"])
+    return float(robust["estimate"]), float(robust["std_error"]), (lo, hi), float(robust["p_value"])
 
 
 def _one_treated_unit(
@@ -285,15 +304,26 @@ def did_twfe(
         _rows_note(details, n_units, int(fit._N), assumptions)
     elif n_treated == 1:
         est, se, ci, p = _one_treated_unit(data, est, se, ci, p, details, assumptions)
+    method = "Difference-in-differences (TWFE)"
     if staggered:
         details["twfe_note"] = (
             "adoption is staggered: TWFE also compares later with earlier adopters and can be biased when effects "
             "differ by cohort or change over time (Goodman-Bacon 2021)"
         )
         assumptions.append("staggered adoption: homogeneous effects across cohorts and over time (for TWFE)")
-        if absorbing:
-            try:
-                details["did2s_check"] = _did2s(data)
-            except Exception as exc:  # noqa: BLE001 - a check that cannot run says why
-                details["did2s_check"] = {"error": str(exc)[:200]}
-    return Estimate("Difference-in-differences (TWFE)", "ATT", est, se, ci, p, assumptions, details)
+        if not absorbing:
+            details["staggered_skipped"] = (
+                "the treatment switches off again in some units: the two-stage estimator needs adoption that stays "
+                "on, so TWFE is the answer"
+            )
+        elif rows:
+            details["staggered_skipped"] = (
+                f"only {n_units} groups: the two-stage estimator's clustered errors are not credible, so TWFE with "
+                "row-level errors is the answer"
+            )
+        else:
+            robust = _staggered(data, by, names, (est, se, ci, p), details, assumptions)
+            if robust is not None:
+                est, se, ci, p = robust
+                method = "Difference-in-differences (two-stage, staggered adoption)"
+    return Estimate(method, "ATT", est, se, ci, p, assumptions, details)

@@ -57,6 +57,9 @@ STAGGERED_GAP = 2.0
 """A staggered-adoption TWFE answer further than this many combined standard errors (the square root of the
 sum of both variances, conservative as the two estimates are positively correlated) from the two-stage check
 is not approved."""
+PRETREND_P = 0.05
+"""Staggered adoption whose pre-adoption event-time coefficients are jointly non-zero at this level is not
+approved."""
 OVERID_P = 0.05
 """Several instruments whose over-identification test rejects at this level are not approved."""
 _DESIGNS = {"iv": "instrumental variables", "rdd": "regression discontinuity", "did": "difference in differences"}
@@ -95,8 +98,12 @@ def design_findings(head: TreatmentEffectResult, declared: tuple[str, ...]) -> D
             f"too narrow; declare the panel (--unit {u} --time {t}) for unit and period effects with errors "
             "clustered by unit"
         )
-    if head.details.family == "did" and isinstance(x.get("did2s_check"), dict):
+    if head.details.family == "did" and isinstance(x.get("twfe"), dict) and isinstance(x.get("did2s_check"), dict):
+        _two_stage(head, x, out)
+    elif head.details.family == "did" and isinstance(x.get("did2s_check"), dict):
         _staggered(head, x["did2s_check"], out)
+    elif head.details.family == "did" and x.get("staggered_skipped"):
+        out.issues.append(f"Staggered adoption, answered by two-way fixed effects: {x['staggered_skipped']}.")
     if head.details.family == "iv":
         _instrument(x, out)
     if head.details.family == "rdd" and x.get("design") == "fuzzy":
@@ -146,6 +153,35 @@ def _staggered(head: TreatmentEffectResult, check: dict[str, Any], out: DesignFi
         f"Staggered adoption: Gardner's two-stage estimate {est:.4g} (SE {se:.2g}) agrees with the two-way fixed "
         f"effects answer within {STAGGERED_GAP:g} combined standard errors."
     )
+
+
+def _two_stage(head: TreatmentEffectResult, x: dict[str, Any], out: DesignFindings) -> None:
+    """Staggered adoption answered by the two-stage estimator: TWFE beside it; a pre-trend is an open doubt."""
+    twfe = x["twfe"]
+    out.issues.append(
+        f"Staggered adoption: the answer is Gardner's two-stage estimate {head.estimate:.4g} (SE "
+        f"{head.std_error:.2g}), robust to effects that differ by cohort; two-way fixed effects gives "
+        f"{twfe.get('estimate', float('nan')):.4g} (SE {twfe.get('std_error', float('nan')):.2g})."
+    )
+    if x.get("staggered_left_out"):
+        out.issues.append(f"Left out of the two-stage ATT: {x['staggered_left_out']}.")
+    found = x.get("event_study")
+    study: dict[str, Any] = found if isinstance(found, dict) else {}
+    p = study.get("pretrend_p")
+    if isinstance(p, (int, float)) and p < PRETREND_P:
+        out.doubts.append(
+            f"pre-trends: the {study.get('pretrend_df')} event-time coefficients before adoption are jointly "
+            f"non-zero (Wald p = {p:.3g}): adopters were already drifting from the comparison units before "
+            "treatment, so parallel trends are in doubt"
+        )
+    elif isinstance(p, (int, float)):
+        out.issues.append(
+            f"Pre-trends: the event-time coefficients before adoption are jointly indistinguishable from zero "
+            f"(Wald p = {p:.3g}, {study.get('pretrend_df')} leads); a failure to reject, not proof of parallel trends."
+        )
+    else:
+        why = study.get("pretrend_skipped") or study.get("skipped") or "not computed"
+        out.issues.append(f"Pre-trends not tested: {why}.")
 
 
 def _fuzzy_jump(x: dict[str, Any], out: DesignFindings) -> None:
