@@ -194,6 +194,29 @@ def _two_sample(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": {"p_value": p, "statistic": t, "df": dof}[want], "n": na + nb, "answer": sentence}
 
 
+def _union(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    refs = spec["values"]
+    known = pd.Series(True, index=df.index)
+    hits = []
+    for ref in refs:
+        column_known, hit = _hits(df, ref)
+        known &= column_known
+        hits.append(hit)
+    rows = int(known.sum())
+    each = [int((h & known).sum()) for h in hits]
+    anyone = pd.concat(hits, axis=1).any(axis=1) & known
+    k = int(anyone.sum())
+    p = k / rows
+    named = " or ".join(f"{r['column']} = {r['value']}" for r in refs)
+    parts = ", ".join(f"{r['column']} = {r['value']} {n}" for r, n in zip(refs, each, strict=True))
+    overlap = sum(each) - k
+    sentence = (
+        f"{_fixed(p, spec.get('decimals'))}: the share of the {rows} rows with every named column known that have "
+        f"{named} ({k} rows: {parts}, {overlap} counted twice by the sum), P(A or B) = P(A) + P(B) - P(A and B)."
+    )
+    return {"value": p, "n": rows, "answer": sentence}
+
+
 def _quartile(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     column, want = spec["columns"][0], spec["want"]
     kept = pd.to_numeric(df[column], errors="coerce").dropna()
@@ -261,6 +284,8 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _two_sample(df, spec)
     if kind == "quartile":
         return _quartile(df, spec)
+    if kind == "union":
+        return _union(df, spec)
     if kind == "paired_t":
         return _paired(df, spec)
     if kind == "goodness_of_fit":

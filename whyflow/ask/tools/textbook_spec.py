@@ -44,6 +44,8 @@ class TextbookSpec(BaseModel):
       ``values[0]`` and those holding ``values[1]`` (of ``columns[1]``);
     - ``quartile``: the median, first or third quartile, or interquartile range (``want``) of
       ``columns[0]``, interpolated linearly between order statistics;
+    - ``union``: the share of rows holding any of ``values`` (P(A or B)), over the rows where each
+      named column is known;
     - ``study_design``: an experiment, the description saying the units were assigned at random
       (``evidence``).
     """
@@ -65,6 +67,7 @@ class TextbookSpec(BaseModel):
         "paired_t",
         "quartile",
         "two_sample_t",
+        "union",
     ]
     want: Literal[
         "p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer", "median", "q1", "q3", "iqr"

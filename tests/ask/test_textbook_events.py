@@ -1,0 +1,91 @@
+"""Textbook questions on unions of events, two-sample tests of proportions and a variable written
+twice (ask/tools/textbook_events.py, textbook_proportions.py, textbook_reader.recodes): on
+generated frames whose answers are computed here by pandas and statsmodels, several seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from whyflow.ask.tools.textbook_ops import answer_textbook
+from whyflow.ask.tools.textbook_prompt import split_prompt
+from whyflow.ask.tools.textbook_questions import parse_textbook
+from whyflow.ask.tools.textbook_spec import TextbookSpec
+
+
+def _parse(text: str, df: pd.DataFrame):
+    parsed = parse_textbook(split_prompt(text), df)
+    assert parsed is not None, text
+    return parsed
+
+
+def _answer(text: str, df: pd.DataFrame) -> dict | None:
+    parsed = _parse(text, df)
+    if parsed.spec is None:
+        return None
+    assert isinstance(parsed.spec, TextbookSpec)
+    return answer_textbook(df, parsed.spec.model_dump(mode="json"))
+
+
+def _loans(seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = 400
+    home = rng.choice(["RENT", "MORTGAGE", "OWN"], size=n, p=rng.dirichlet([2, 2, 2]))
+    home = pd.Series(home).where(rng.random(n) > 0.05)  # some unknown
+    return pd.DataFrame({"homeownership": home, "grade": rng.choice(list("ABC"), size=n), "amount": rng.random(n)})
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_probability_of_one_value_or_another_is_the_share_holding_either(seed: int) -> None:
+    df = _loans(seed)
+    known = df["homeownership"].dropna()
+    gold = known.isin(["MORTGAGE", "OWN"]).mean()
+    got = _answer(
+        "Compute the probability a randomly selected loan from the data set is for someone who has a mortgage or "
+        "owns her home. Please round to the nearest hundredth.",
+        df,
+    )
+    assert got is not None and got["value"] == pytest.approx(gold) and got["n"] == len(known)
+    assert got["answer"].startswith(f"{gold:.2f}:") and "homeownership = OWN" in got["answer"]
+    across = _answer("What is the probability that a randomly chosen loan is rent or grade b?", df)
+    both = df.dropna(subset=["homeownership"])
+    assert across is not None
+    assert across["value"] == pytest.approx(((both["homeownership"] == "RENT") | (both["grade"] == "B")).mean())
+
+
+def test_a_union_with_a_word_it_cannot_place_or_a_condition_gives_no_number() -> None:
+    df = _loans(4)
+    for text in (
+        "Compute the probability a randomly selected loan is for someone who has a large mortgage or owns her home.",
+        "Compute the probability a randomly selected loan is for someone who does not rent or owns her home.",
+    ):
+        parsed = _parse(text, df)
+        assert parsed.spec is None, text
+    # 'and' / 'given': a joint or conditional probability, not a union: not read as one
+    parsed = parse_textbook(
+        split_prompt("What is the probability that a randomly chosen loan is grade b given that it is rent or own?"), df
+    )
+    assert parsed is None or parsed.spec is None or parsed.spec.kind != "union"
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_a_variable_written_twice_counts_once_beside_the_outcome(seed: int) -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    cls = rng.choice(["general", "positive", "negative"], size=200)
+    wording = {"general": "What about it?", "positive": "No problems, right?", "negative": "What problems?"}
+    df = pd.DataFrame(
+        {"question_class": cls, "question": [wording[c] for c in cls], "response": rng.choice(["hide", "tell"], 200)}
+    )
+    text = (
+        "Given the null hypothesis that the questions had no impact on the sellers in the experiment, how many "
+        "degrees of freedom should be associated with the chi-square distribution used for X2?"
+    )
+    got = _answer(text, df)
+    dof = stats.chi2_contingency(pd.crosstab(df["question"], df["response"])).dof
+    assert got is not None and got["value"] == dof == 2
+    # two different variables beside the one named: which is the outcome is open, no number
+    df["other"] = rng.choice(["x", "y"], 200)
+    assert _parse(text, df).spec is None
