@@ -89,3 +89,47 @@ def test_a_variable_written_twice_counts_once_beside_the_outcome(seed: int) -> N
     # two different variables beside the one named: which is the outcome is open, no number
     df["other"] = rng.choice(["x", "y"], 200)
     assert _parse(text, df).spec is None
+
+
+def _survey(seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = 500
+    grad = rng.choice(["yes", "no"], size=n)
+    share = np.where(grad == "yes", 0.3 + 0.1 * seed, 0.35)
+    position = np.where(rng.random(n) < share, "support", rng.choice(["oppose", "do_not_know"], size=n))
+    return pd.DataFrame({"position": position, "college_grad": grad})
+
+
+_EQUAL = (
+    "Given the hypothesis that the proportion of college graduates who support off-shore drilling is equal to that "
+    "of non-college graduates, "
+)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_equal_proportions_is_the_pooled_two_sample_z_test(seed: int) -> None:
+    from statsmodels.stats.proportion import proportions_ztest
+
+    df = _survey(seed)
+    support = df["position"] == "support"
+    counts = [int((support & (df["college_grad"] == g)).sum()) for g in ("yes", "no")]
+    sizes = [int((df["college_grad"] == g).sum()) for g in ("yes", "no")]
+    z, p = proportions_ztest(counts, sizes)
+    context = "A survey asked voters whether they support off-shore drilling.\n\n"
+    got = _answer(context + _EQUAL + "identify the p-value.", df)
+    assert got is not None and got["value"] == pytest.approx(p) and got["n"] == len(df)
+    assert "pooled" in got["answer"] and "college_grad = yes" in got["answer"]
+    got = _answer(
+        context
+        + _EQUAL
+        + 'will you accept or reject the hypothesis with a significance level of 5%? Answer with "accept" '
+        'or "reject".',
+        df,
+    )
+    assert got is not None and got["answer"].startswith("reject" if p < 0.05 else "accept")
+    # accept / reject without a stated level, or an event word no value holds: no number
+    assert (
+        _answer(context + _EQUAL + 'will you accept or reject the hypothesis? Answer with "accept" or "reject".', df)
+        is None
+    )
+    assert _answer(_EQUAL.replace("support", "strongly support") + "identify the p-value.", df) is None

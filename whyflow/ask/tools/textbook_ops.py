@@ -194,6 +194,38 @@ def _two_sample(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": {"p_value": p, "statistic": t, "df": dof}[want], "n": na + nb, "answer": sentence}
 
 
+def _two_proportions(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    from statsmodels.stats.proportion import proportions_ztest
+
+    event, first, second = spec["values"]
+    event_known, hit = _hits(df, event)
+    counts, sizes, said = [], [], []
+    for ref in (first, second):
+        _, rows = _hits(df, ref)
+        rows &= event_known
+        k, n = int((hit & rows).sum()), int(rows.sum())
+        counts.append(k)
+        sizes.append(n)
+        said.append(f"{ref['column']} = {ref['value']} ({k} of {n}, {k / n:.4f})")
+    z, p = (float(x) for x in proportions_ztest(counts, sizes, alternative="two-sided"))
+    alpha, want, decimals = float(spec["alpha"]), spec["want"], spec.get("decimals")
+    rejected = p < alpha
+    level = f"the {100 * alpha:g}% significance level" + ("" if spec.get("alpha_stated") else " (the usual one)")
+    lead = {
+        "p_value": _fixed(p, decimals),
+        "statistic": _fixed(z, decimals),
+        "decision": _choice(spec.get("choices") or [], "reject" if rejected else "accept"),
+    }[want]
+    sentence = (
+        f"{lead}: the two-sample z-test of proportions (pooled under the null hypothesis of equal proportions, "
+        f"two-sided, statsmodels' proportions_ztest) of the share of {event['column']} = {event['value']} with "
+        f"{said[0]} against {said[1]}, over the {sum(sizes)} rows with both known, gives z = {z:.3f}, p = {p:.4g}; "
+        f"at {level} equality is {'rejected' if rejected else 'not rejected'}."
+    )
+    value = {"p_value": p, "statistic": z}.get(want, float(rejected))
+    return {"value": value, "n": sum(sizes), "answer": sentence}
+
+
 def _union(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     refs = spec["values"]
     known = pd.Series(True, index=df.index)
@@ -284,6 +316,8 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _two_sample(df, spec)
     if kind == "quartile":
         return _quartile(df, spec)
+    if kind == "two_proportion_z":
+        return _two_proportions(df, spec)
     if kind == "union":
         return _union(df, spec)
     if kind == "paired_t":

@@ -24,7 +24,8 @@ dataset's column names:
 - a study's design: "is this study an experiment or an observational study?", from the
   description's words on random assignment;
 - one proportion or two (:mod:`whyflow.ask.tools.textbook_proportions`): the sample size, a
-  proportion's standard error and confidence interval, a difference in rates, the higher group.
+  proportion's standard error and confidence interval, a difference in rates, the higher group,
+  the two-sample z-test of equal proportions.
 
 A word no reading places (not a column, a value, a number, a test's own word or a function word)
 means no spec: :class:`TextbookParse` then carries the words it could not read.
@@ -40,7 +41,13 @@ from whyflow.ask.tools.slots import ColumnInfo, describe_columns
 from whyflow.ask.tools.textbook_events import union
 from whyflow.ask.tools.textbook_means import paired_difference
 from whyflow.ask.tools.textbook_prompt import Prompt
-from whyflow.ask.tools.textbook_proportions import higher_group, proportion, proportion_difference, sample_size
+from whyflow.ask.tools.textbook_proportions import (
+    equal_proportions,
+    higher_group,
+    proportion,
+    proportion_difference,
+    sample_size,
+)
 from whyflow.ask.tools.textbook_quartiles import quartile
 from whyflow.ask.tools.textbook_reader import (
     OUTCOME_NOUNS,
@@ -272,6 +279,7 @@ _CLASSES = (
     paired_difference,
     quartile,
     sample_size,
+    equal_proportions,
     proportion,
     proportion_difference,
     higher_group,
