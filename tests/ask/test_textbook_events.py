@@ -133,3 +133,31 @@ def test_equal_proportions_is_the_pooled_two_sample_z_test(seed: int) -> None:
         is None
     )
     assert _answer(_EQUAL.replace("support", "strongly support") + "identify the p-value.", df) is None
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_skew_direction_is_the_sign_of_scipys_skewness_beyond_twice_its_error(seed: int) -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "income_k": rng.lognormal(3, 0.8, 300),
+            "exam_score": 100 - rng.lognormal(2, 0.7, 300),
+            "height_cm": rng.normal(170, 8, 300),
+        }
+    )
+    ask = 'Is the distribution of {} left-skewed, right-skewed or symmetric? Answer with "left-skewed", "right-skewed" or "symmetric".'
+    for column, word in (("income_k", "right-skewed"), ("exam_score", "left-skewed")):
+        got = _answer(ask.format(column.replace("_", " ")), df)
+        assert got is not None and got["value"] == pytest.approx(stats.skew(df[column], bias=False))
+        assert got["answer"].startswith(word) and "300 known values" in got["answer"]
+    n = 300
+    band = 2 * np.sqrt(6 * n * (n - 1) / ((n - 2) * (n + 1) * (n + 3)))
+    normal = _answer(ask.format("height cm"), df)
+    assert normal is not None
+    sign = stats.skew(df["height_cm"], bias=False)
+    expected = "symmetric" if abs(sign) <= band else "right-skewed" if sign > 0 else "left-skewed"
+    assert normal["answer"].startswith(expected)
+    # a phrase no numeric name holds: no number
+    assert _parse(ask.format("weekly income"), df).spec is None

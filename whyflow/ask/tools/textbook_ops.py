@@ -226,6 +226,33 @@ def _two_proportions(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": value, "n": sum(sizes), "answer": sentence}
 
 
+def _skew(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    column = spec["columns"][0]
+    kept = pd.to_numeric(df[column], errors="coerce").dropna()
+    n = len(kept)
+    g1 = float(stats.skew(kept, bias=False))
+    se = (6 * n * (n - 1) / ((n - 2) * (n + 1) * (n + 3))) ** 0.5
+    word = "symmetric" if abs(g1) <= 2 * se else "right" if g1 > 0 else "left"
+    convention = (
+        f"the adjusted Fisher-Pearson skewness of {column} over its {n} known values is {g1:.3f} (scipy skew, "
+        f"bias=False), its standard error {se:.3f}; skewed where it exceeds twice that, positive to the right"
+    )
+    if word == "symmetric" and spec["want"] != "answer":
+        return {"value": g1, "n": n, "answer": f"Neither side clearly: {convention}."}
+    options = spec.get("choices") or []
+    lead = next(
+        (
+            c
+            for c in options
+            if word in c.lower()
+            or (word == "right" and "positive" in c.lower())
+            or (word == "left" and "negative" in c.lower())
+        ),
+        word,
+    )
+    return {"value": g1, "n": n, "answer": f"{lead}: {convention}."}
+
+
 def _union(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     refs = spec["values"]
     known = pd.Series(True, index=df.index)
@@ -318,6 +345,8 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _quartile(df, spec)
     if kind == "two_proportion_z":
         return _two_proportions(df, spec)
+    if kind == "skew":
+        return _skew(df, spec)
     if kind == "union":
         return _union(df, spec)
     if kind == "paired_t":

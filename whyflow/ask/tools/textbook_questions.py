@@ -21,6 +21,7 @@ dataset's column names:
   t-test;
 - a numeric column's median, quartiles or interquartile range
   (:mod:`whyflow.ask.tools.textbook_quartiles`);
+- a numeric column's skew direction (:mod:`whyflow.ask.tools.textbook_shape`);
 - a study's design: "is this study an experiment or an observational study?", from the
   description's words on random assignment;
 - one proportion or two (:mod:`whyflow.ask.tools.textbook_proportions`): the sample size, a
@@ -61,6 +62,7 @@ from whyflow.ask.tools.textbook_reader import (
     recodes,
     stance,
 )
+from whyflow.ask.tools.textbook_shape import skew_direction
 from whyflow.ask.tools.textbook_spec import TextbookSpec, ValueRef
 
 if TYPE_CHECKING:
@@ -278,6 +280,7 @@ _CLASSES = (
     _independence,
     paired_difference,
     quartile,
+    skew_direction,
     sample_size,
     equal_proportions,
     proportion,
