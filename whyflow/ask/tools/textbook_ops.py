@@ -194,6 +194,88 @@ def _two_sample(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": {"p_value": p, "statistic": t, "df": dof}[want], "n": na + nb, "answer": sentence}
 
 
+def _two_proportions(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    from statsmodels.stats.proportion import proportions_ztest
+
+    event, first, second = spec["values"]
+    event_known, hit = _hits(df, event)
+    counts, sizes, said = [], [], []
+    for ref in (first, second):
+        _, rows = _hits(df, ref)
+        rows &= event_known
+        k, n = int((hit & rows).sum()), int(rows.sum())
+        counts.append(k)
+        sizes.append(n)
+        said.append(f"{ref['column']} = {ref['value']} ({k} of {n}, {k / n:.4f})")
+    z, p = (float(x) for x in proportions_ztest(counts, sizes, alternative="two-sided"))
+    alpha, want, decimals = float(spec["alpha"]), spec["want"], spec.get("decimals")
+    rejected = p < alpha
+    level = f"the {100 * alpha:g}% significance level" + ("" if spec.get("alpha_stated") else " (the usual one)")
+    lead = {
+        "p_value": _fixed(p, decimals),
+        "statistic": _fixed(z, decimals),
+        "decision": _choice(spec.get("choices") or [], "reject" if rejected else "accept"),
+    }[want]
+    sentence = (
+        f"{lead}: the two-sample z-test of proportions (pooled under the null hypothesis of equal proportions, "
+        f"two-sided, statsmodels' proportions_ztest) of the share of {event['column']} = {event['value']} with "
+        f"{said[0]} against {said[1]}, over the {sum(sizes)} rows with both known, gives z = {z:.3f}, p = {p:.4g}; "
+        f"at {level} equality is {'rejected' if rejected else 'not rejected'}."
+    )
+    value = {"p_value": p, "statistic": z}.get(want, float(rejected))
+    return {"value": value, "n": sum(sizes), "answer": sentence}
+
+
+def _skew(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    column = spec["columns"][0]
+    kept = pd.to_numeric(df[column], errors="coerce").dropna()
+    n = len(kept)
+    g1 = float(stats.skew(kept, bias=False))
+    se = (6 * n * (n - 1) / ((n - 2) * (n + 1) * (n + 3))) ** 0.5
+    word = "symmetric" if abs(g1) <= 2 * se else "right" if g1 > 0 else "left"
+    convention = (
+        f"the adjusted Fisher-Pearson skewness of {column} over its {n} known values is {g1:.3f} (scipy skew, "
+        f"bias=False), its standard error {se:.3f}; skewed where it exceeds twice that, positive to the right"
+    )
+    if word == "symmetric" and spec["want"] != "answer":
+        return {"value": g1, "n": n, "answer": f"Neither side clearly: {convention}."}
+    options = spec.get("choices") or []
+    lead = next(
+        (
+            c
+            for c in options
+            if word in c.lower()
+            or (word == "right" and "positive" in c.lower())
+            or (word == "left" and "negative" in c.lower())
+        ),
+        word,
+    )
+    return {"value": g1, "n": n, "answer": f"{lead}: {convention}."}
+
+
+def _union(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    refs = spec["values"]
+    known = pd.Series(True, index=df.index)
+    hits = []
+    for ref in refs:
+        column_known, hit = _hits(df, ref)
+        known &= column_known
+        hits.append(hit)
+    rows = int(known.sum())
+    each = [int((h & known).sum()) for h in hits]
+    anyone = pd.concat(hits, axis=1).any(axis=1) & known
+    k = int(anyone.sum())
+    p = k / rows
+    named = " or ".join(f"{r['column']} = {r['value']}" for r in refs)
+    parts = ", ".join(f"{r['column']} = {r['value']} {n}" for r, n in zip(refs, each, strict=True))
+    overlap = sum(each) - k
+    sentence = (
+        f"{_fixed(p, spec.get('decimals'))}: the share of the {rows} rows with every named column known that have "
+        f"{named} ({k} rows: {parts}, {overlap} counted twice by the sum), P(A or B) = P(A) + P(B) - P(A and B)."
+    )
+    return {"value": p, "n": rows, "answer": sentence}
+
+
 def _quartile(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     column, want = spec["columns"][0], spec["want"]
     kept = pd.to_numeric(df[column], errors="coerce").dropna()
@@ -261,6 +343,12 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _two_sample(df, spec)
     if kind == "quartile":
         return _quartile(df, spec)
+    if kind == "two_proportion_z":
+        return _two_proportions(df, spec)
+    if kind == "skew":
+        return _skew(df, spec)
+    if kind == "union":
+        return _union(df, spec)
     if kind == "paired_t":
         return _paired(df, spec)
     if kind == "goodness_of_fit":

@@ -145,3 +145,89 @@ def higher_group(r: Reader) -> TextbookParse | None:
         choices=list(r.prompt.choices),
     )
     return r.result(spec, "higher_group")
+
+
+_EQUAL = re.compile(
+    r"\bthe (?:proportion|share|percentage|fraction) of (?P<g1>[^,.?]+?) (?:who|that|which) (?P<event>[^,.?]+?) "
+    r"(?:is|are|was|were) (?:equal to|the same as) (?:that|the (?:proportion|share|percentage|fraction)) of "
+    r"(?P<g2>[^,.?]+)"
+)
+_LEVEL = re.compile(
+    r"\b(?:with |at )?(?:a |the )?(?:(?P<a>\d+(?:\.\d+)?)\s*% (?:significance level|level of significance)"
+    r"|significance level of (?P<b>\d+(?:\.\d+)?)\s*%)"
+)
+
+
+def _groups(r: Reader, start: int, end: int) -> list[tuple[int, int, str, str]]:
+    """(start, end, column, value) of the values or yes/no flags inside a span of the question."""
+    marked = [(s, e, c.column, str(c.value)) for s, e, c in flags(r) if start <= s and e <= end]
+    flagged = {column for _, _, column, _ in marked}
+    named = [(v.start, v.end, v.column, v.value) for v in r.values() if start <= v.start and v.end <= end]
+    return marked + [g for g in named if g[2] not in flagged]
+
+
+def equal_proportions(r: Reader) -> TextbookParse | None:
+    """'The proportion of <A> who <event> is equal to that of <B>': the two-sample z-test of
+    proportions (pooled under the null, two-sided) of the event's share between the rows of A
+    and those of B, A and B two values of one column (or a flag and its negation)."""
+    cue = _EQUAL.search(r.low)
+    if not cue:
+        return None
+    r.take(cue.start(), cue.start("g1"))
+    r.take(cue.end("event"), cue.start("g2"))
+    r.take(cue.end("g1"), cue.start("event"))  # 'who'
+    first, second = _groups(r, cue.start("g1"), cue.end("g1")), _groups(r, cue.start("g2"), cue.end("g2"))
+    events = [v for v in r.values() if cue.start("event") <= v.start and v.end <= cue.end("event")]
+    for (s, e, column, _), (g_start, g_end) in [(g, (cue.start("g1"), cue.end("g1"))) for g in first] + [
+        (g, (cue.start("g2"), cue.end("g2"))) for g in second
+    ]:
+        r.take(s, e)
+        parts = [p for p in re.findall(r"[a-z]+", column.lower()) if len(p) >= 4]
+        for w in re.finditer(r"[a-z]+", r.low[g_start:g_end]):  # 'college graduates' for 'college_grad'
+            if any(w.group(0).startswith(p) for p in parts):
+                r.take(g_start + w.start(), g_start + w.end())
+    for v in events:
+        r.take(v.start, v.end)
+    r.take_words(TEST_WORDS | {"hypothesis", "proportion", "proportions", "equal"})
+    level = _LEVEL.search(r.low)
+    if level:
+        r.take(level.start(), level.end())
+    want = (
+        "p_value"
+        if "p-value" in r.low
+        else "statistic"
+        if re.search(r"\b(?:test statistic|z-statistic|z statistic|z-score)\b", r.low)
+        else None
+    )
+    if want == "statistic":
+        r.take_phrase(r"\b(?:test statistic|z-statistic|z statistic|z-score)\b")
+    if re.search(r"\baccept or reject\b|\breject or accept\b", r.low):
+        r.take_phrase(r"\baccept or reject\b|\breject or accept\b")
+        want = "decision" if level else None
+    if (
+        want is None
+        or len(first) != 1
+        or len(second) != 1
+        or len(events) != 1
+        or first[0][2] != second[0][2]
+        or first[0][3] == second[0][3]
+        or events[0].column == first[0][2]
+    ):
+        return r.result(None, "equal_proportions")
+    alpha = float(level.group("a") or level.group("b")) / 100 if level else 0.05
+    group = first[0][2]
+    spec = TextbookSpec(
+        kind="two_proportion_z",
+        want=want,  # type: ignore[arg-type]
+        columns=[group],
+        values=[
+            ValueRef(column=events[0].column, value=events[0].value, words=r.text[events[0].start : events[0].end]),
+            ValueRef(column=group, value=first[0][3], words=r.text[first[0][0] : first[0][1]]),
+            ValueRef(column=group, value=second[0][3], words=r.text[second[0][0] : second[0][1]]),
+        ],
+        alpha=alpha,
+        alpha_stated=level is not None,
+        choices=list(r.prompt.choices),
+        decimals=r.prompt.decimals,
+    )
+    return r.result(spec, "equal_proportions")

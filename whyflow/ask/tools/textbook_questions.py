@@ -12,6 +12,8 @@ dataset's column names:
   accept / reject at a stated level), Pearson's test as textbooks teach it;
 - disjoint events: "are the outcomes <a>, <b> and <c> disjoint?", "are <A> and <B> mutually
   exclusive?" (values named by their words, across columns or within one);
+- the union of events (:mod:`whyflow.ask.tools.textbook_events`): "the probability a randomly
+  selected <unit> has <a> or <b>", the share of rows holding either;
 - a conditional probability: "the probability that a randomly chosen <A> <B>", "... <B> given that
   he is <A>": the share P(B | A) of :mod:`whyflow.ask.tools.plain_ops`;
 - the difference of two means on the same rows (:mod:`whyflow.ask.tools.textbook_means`): "the
@@ -19,10 +21,12 @@ dataset's column names:
   t-test;
 - a numeric column's median, quartiles or interquartile range
   (:mod:`whyflow.ask.tools.textbook_quartiles`);
+- a numeric column's skew direction (:mod:`whyflow.ask.tools.textbook_shape`);
 - a study's design: "is this study an experiment or an observational study?", from the
   description's words on random assignment;
 - one proportion or two (:mod:`whyflow.ask.tools.textbook_proportions`): the sample size, a
-  proportion's standard error and confidence interval, a difference in rates, the higher group.
+  proportion's standard error and confidence interval, a difference in rates, the higher group,
+  the two-sample z-test of equal proportions.
 
 A word no reading places (not a column, a value, a number, a test's own word or a function word)
 means no spec: :class:`TextbookParse` then carries the words it could not read.
@@ -35,9 +39,16 @@ from typing import TYPE_CHECKING
 
 from whyflow.ask.tools.plain_spec import Condition, PlainSpec
 from whyflow.ask.tools.slots import ColumnInfo, describe_columns
+from whyflow.ask.tools.textbook_events import union
 from whyflow.ask.tools.textbook_means import paired_difference
 from whyflow.ask.tools.textbook_prompt import Prompt
-from whyflow.ask.tools.textbook_proportions import higher_group, proportion, proportion_difference, sample_size
+from whyflow.ask.tools.textbook_proportions import (
+    equal_proportions,
+    higher_group,
+    proportion,
+    proportion_difference,
+    sample_size,
+)
 from whyflow.ask.tools.textbook_quartiles import quartile
 from whyflow.ask.tools.textbook_reader import (
     OUTCOME_NOUNS,
@@ -48,8 +59,10 @@ from whyflow.ask.tools.textbook_reader import (
     flags,
     labels,
     number,
+    recodes,
     stance,
 )
+from whyflow.ask.tools.textbook_shape import skew_direction
 from whyflow.ask.tools.textbook_spec import TextbookSpec, ValueRef
 
 if TYPE_CHECKING:
@@ -145,7 +158,14 @@ def _independence(r: Reader) -> TextbookParse | None:
             found.append(v.column)
         r.take(v.start, v.end)
     outcome = [m for m in re.finditer(r"\b\w+\b", r.low) if m.group(0) in OUTCOME_NOUNS]
-    others = [c.name for c in r.infos if categorical(c) and c.name not in found and (c.n_unique or 0) >= 2]
+    others = [
+        c.name
+        for c in r.infos
+        if categorical(c)
+        and c.name not in found
+        and (c.n_unique or 0) >= 2
+        and not any(recodes(r.frame, c.name, f) for f in found)  # the named variable written twice
+    ]
     if len(found) == 1 and outcome and len(others) == 1:
         found.append(others[0])
         for m in outcome:
@@ -217,6 +237,8 @@ def _probability(r: Reader) -> TextbookParse | None:
         if any(cond.column == c for _, _, cond in found):
             r.take(s, e)
     found.sort(key=lambda x: x[0])
+    if any(re.search(r"\bor\b", r.low[a[1] : b[0]]) for a, b in zip(found, found[1:], strict=False)):
+        return r.result(None, "probability")  # 'rent or grade b': a union, never a condition on the other
     conditions = [c for _, _, c in found]
     if len(conditions) < 2 or len({c.column for c in conditions}) != len(conditions):
         return r.result(None, "probability")
@@ -258,10 +280,13 @@ _CLASSES = (
     _independence,
     paired_difference,
     quartile,
+    skew_direction,
     sample_size,
+    equal_proportions,
     proportion,
     proportion_difference,
     higher_group,
+    union,
     _probability,
 )
 
@@ -272,7 +297,7 @@ def parse_textbook(prompt: Prompt, frame: pd.DataFrame | list[ColumnInfo]) -> Te
     if not prompt.question:
         return None
     for read in _CLASSES:
-        got = read(Reader(prompt, infos))
+        got = read(Reader(prompt, infos, None if isinstance(frame, list) else frame))
         if got is not None:
             return got
     return None

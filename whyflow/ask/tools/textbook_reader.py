@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from whyflow.ask.tools.plain_spec import Condition, PlainSpec
 from whyflow.ask.tools.plain_words import NUMBER_WORDS
@@ -15,7 +16,10 @@ from whyflow.ask.tools.textbook_prompt import Prompt, restated
 from whyflow.ask.tools.textbook_spec import TextbookSpec
 from whyflow.ask.tools.wording import FUNCTION_WORDS, NEGATIONS, expand_contractions, same_root, unread
 
-__all__ = ["Match", "Reader", "TextbookParse", "categorical", "flags", "labels", "number", "stance"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Match", "Reader", "TextbookParse", "categorical", "flags", "labels", "number", "recodes", "stance"]
 
 TEST_WORDS = frozenset(
     "null hypothesis hypotheses test tests testing statistic statistics distribution distributions associated "
@@ -55,8 +59,9 @@ class Match:
 
 
 class Reader:
-    def __init__(self, prompt: Prompt, infos: list[ColumnInfo]) -> None:
+    def __init__(self, prompt: Prompt, infos: list[ColumnInfo], frame: pd.DataFrame | None = None) -> None:
         self.prompt = prompt
+        self.frame = frame
         self.text = expand_contractions(prompt.question)
         self.low = self.text.lower()
         self.infos = infos
@@ -162,6 +167,18 @@ def labels(info: ColumnInfo) -> list[str]:
 
 def categorical(info: ColumnInfo) -> bool:
     return bool(labels(info)) or (info.numeric and (info.n_unique or 99) <= 12)
+
+
+def recodes(frame: pd.DataFrame | None, a: str, b: str) -> bool:
+    """Whether two columns are one variable written twice: over the rows with both, each value of
+    one goes with exactly one value of the other ('pos_assumption' always with the question "It
+    doesn't have any problems, does it?"). False without the data."""
+    if frame is None or a == b:
+        return False
+    both = frame[[a, b]].dropna().astype(str)
+    if both.empty:
+        return False
+    return bool(both.groupby(a)[b].nunique().max() == 1 and both.groupby(b)[a].nunique().max() == 1)
 
 
 def number(word: str) -> float | None:

@@ -44,6 +44,12 @@ class TextbookSpec(BaseModel):
       ``values[0]`` and those holding ``values[1]`` (of ``columns[1]``);
     - ``quartile``: the median, first or third quartile, or interquartile range (``want``) of
       ``columns[0]``, interpolated linearly between order statistics;
+    - ``two_proportion_z``: the two-sample z-test of proportions (pooled, two-sided) of the share of
+      ``values[0]`` between the rows holding ``values[1]`` and those holding ``values[2]``;
+    - ``skew``: the direction of ``columns[0]``'s skewness, symmetric within twice its standard
+      error (``want='statistic'``: the question offers no 'symmetric', no answer there);
+    - ``union``: the share of rows holding any of ``values`` (P(A or B)), over the rows where each
+      named column is known;
     - ``study_design``: an experiment, the description saying the units were assigned at random
       (``evidence``).
     """
@@ -65,6 +71,9 @@ class TextbookSpec(BaseModel):
         "paired_t",
         "quartile",
         "two_sample_t",
+        "union",
+        "two_proportion_z",
+        "skew",
     ]
     want: Literal[
         "p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer", "median", "q1", "q3", "iqr"
