@@ -31,6 +31,15 @@ def _frame(df: pd.DataFrame, numeric: list[str], other: tuple[str, ...] | list[s
     return pd.concat(parts, axis=1).dropna()
 
 
+def _arms(df: pd.DataFrame, d_name: str, y_name: str, covs: list[str]) -> tuple[pd.DataFrame, Any, Any]:
+    """The complete rows of a 0/1 treatment, its outcome and covariates, with the arms and outcomes as floats."""
+    data = _frame(df, [d_name, y_name, *covs])
+    t, y = data[d_name].to_numpy(float), data[y_name].to_numpy(float)
+    if set(np.unique(t)) - {0.0, 1.0}:
+        raise ValueError(f"the treatment '{d_name}' must be 0/1")
+    return data, t, y
+
+
 def _interval(est: float, se: float | None) -> tuple[float, float] | None:
     return None if se is None or not np.isfinite(se) else (float(est - 1.959964 * se), float(est + 1.959964 * se))
 
@@ -195,10 +204,7 @@ def _matching(df: pd.DataFrame, opts: dict[str, Any]) -> dict[str, Any]:
     (Abadie and Imbens 2006), M matches per unit, with their regression bias adjustment (2011) when asked,
     and their variance: conditional variances from the nearest same-arm neighbour, K_M(i) reuse counts."""
     y_name, d_name, covs, m = opts["outcome"], opts["treatment"], list(opts["covariates"]), int(opts.get("k", 1))
-    data = _frame(df, [d_name, y_name, *covs])
-    t, y = data[d_name].to_numpy(float), data[y_name].to_numpy(float)
-    if set(np.unique(t)) - {0.0, 1.0}:
-        raise ValueError(f"the treatment '{d_name}' must be 0/1")
+    data, t, y = _arms(df, d_name, y_name, covs)
     if not covs:
         raise ValueError("matching needs covariates to match on")
     x = data[covs].to_numpy(float)
@@ -249,10 +255,7 @@ def _stratification(df: pd.DataFrame, opts: dict[str, Any]) -> dict[str, Any]:
     import statsmodels.api as sm
 
     y_name, d_name, covs, k = opts["outcome"], opts["treatment"], list(opts["covariates"]), int(opts.get("strata", 5))
-    data = _frame(df, [d_name, y_name, *covs])
-    t, y = data[d_name].to_numpy(float), data[y_name].to_numpy(float)
-    if set(np.unique(t)) - {0.0, 1.0}:
-        raise ValueError(f"the treatment '{d_name}' must be 0/1")
+    data, t, y = _arms(df, d_name, y_name, covs)
     if not covs:
         raise ValueError("stratification needs covariates for the propensity score")
     x = sm.add_constant(data[covs].to_numpy(float), has_constant="add")
