@@ -22,6 +22,7 @@ from whyflow.causal.estimation.methods import REGISTRY
 from whyflow.causal.estimation.nuisance import MORE_FOLDS
 from whyflow.causal.estimation.pair_setup import PairSetup, covariates_of
 from whyflow.causal.knowledge import DomainKnowledge
+from whyflow.causal.review.complete_case import complete_case_frame
 from whyflow.causal.state import TreatmentEffectResult
 from whyflow.core.errors import AgentError
 
@@ -111,6 +112,10 @@ def setup_pair(
         )
     if levels < 2:
         raise AgentError(f"treatment '{treatment}' takes a single value: there is no comparison group")
+    complete: dict[str, dict[str, Any]] = {}
+    if not any(k in design for k in DESIGN_METHODS):  # design estimators read their own rows
+        frame, covariates, complete = complete_case_frame(frame, treatment, outcome, adj.covariates)
+        adj.covariates[:] = covariates
     iv = design.get("iv", {})
     extra = [
         c for c in (*iv.get("instruments", [iv.get("instrument")]), design.get("rdd", {}).get("running_variable")) if c
@@ -139,6 +144,13 @@ def setup_pair(
     setup.cache_dir = cache_dir
     setup._design, setup._design_of = ols_design, prep
     setup.notes.extend(prep.notes)
+    if complete:
+        setup.design["_complete_cases"] = complete
+        setup.notes.append(
+            "Estimated on the rows where "
+            + ", ".join(f"{c} was measured ({v['share_imputed']:.0%} of rows imputed)" for c, v in complete.items())
+            + ": adjusting for a median-filled confounder with its missing indicator adjusts only partly for it."
+        )
     setup.design["_design_cols"] = design_cols
     if view_design.cluster and view_design.cluster in frame.columns:
         setup.design["_cluster"] = view_design.cluster
@@ -407,6 +419,8 @@ def to_result(setup: PairSetup, key: str, est: Estimate, round_no: int, changes:
     spec = REGISTRY[key]
     reported = {k: v for k, v in est.details.items() if k in _TYPED}
     extras = {k: v for k, v in est.details.items() if k not in _TYPED and k != "naive"}
+    if setup.design.get("_complete_cases") and not spec.is_design:
+        extras["complete_cases"] = setup.design["_complete_cases"]
     details = EstimateDetails(
         **reported,
         method_key=key,

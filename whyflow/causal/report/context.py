@@ -333,6 +333,7 @@ def _recompute(
         "cov_type": cov_type if kind == "ols" else None,
         "trim": [d.trimmed.lower, d.trimmed.upper] if d.trimmed is not None else None,
         "sample_rows": Path(d.sample_rows).name if d.sample_rows else None,
+        "complete_cases": sorted(f"{c}_missing" for c in (d.extras.get("complete_cases") or {})),
         "ps_model": ps_model,
         "clip": _two_floats(d.extras.get("clip")) or [1e-6, 1 - 1e-6],
         "estimand": target.estimand,

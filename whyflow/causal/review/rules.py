@@ -8,6 +8,7 @@ the verdict. Kept apart so the rules are testable and readable without the agent
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from whyflow.causal.diagnostics import ExpectationFailure, RepairAction
 from whyflow.causal.queries import (
@@ -18,6 +19,7 @@ from whyflow.causal.queries import (
     latest_round,
     post_treatment_set,
 )
+from whyflow.causal.review.complete_case import OUTCOME_P
 from whyflow.causal.review.doubts import (
     complete_case_settled,
     design_findings,
@@ -112,6 +114,23 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
         if doubt:
             _doubt(acc, head, doubt)
     imputed = _imputed_shares(inp, adjustment)
+    complete = _complete_cases(head)
+    if complete:
+        acc.reasons.append(
+            "Imputed confounders adjusted for where they were measured: the estimate uses the "
+            + "; ".join(f"{v.get('n_complete', 0):,} rows where {c} was measured" for c, v in complete.items())
+            + " (complete cases)."
+        )
+        outcome_led = {c: p for c, v in complete.items() if (p := v.get("outcome_p")) is not None and p < OUTCOME_P}
+        if outcome_led:
+            score -= 1
+            said = ", ".join(f"{c} (p = {p:.2g})" for c, p in outcome_led.items())
+            acc.issues.append(
+                f"Where {said} is missing depends on the outcome given the treatment and the other covariates: "
+                "the complete cases may be a selected sample, and so may the imputed rows' answer."
+            )
+            _doubt(acc, head, f"missingness related to the outcome: {said}")
+        imputed = {c: s for c, s in imputed.items() if c not in complete}
     agree = complete_case_settled(cd) & set(imputed)
     if agree:
         acc.reasons.append(
@@ -341,6 +360,12 @@ def _data_quality(inp: ReviewInputs, acc: Findings) -> int:
         named = ", ".join(sorted({str(r.column) for r in open_failures}))
         acc.issues.append(f"{len(open_failures)} failed data expectation(s) were not repaired ({named}).")
     return _clip(score)
+
+
+def _complete_cases(head: TreatmentEffectResult | None) -> dict[str, dict[str, Any]]:
+    """The imputed confounders the headline adjusted for on their complete cases (its ``complete_cases`` extra)."""
+    found = head.details.extras.get("complete_cases") if head is not None else None
+    return {str(c): dict(v) for c, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) else {}
 
 
 def _imputed_shares(inp: ReviewInputs, adjustment: set[str], threshold: float = 0.1) -> dict[str, float]:

@@ -150,6 +150,15 @@ def specification_lines(state: AnalysisState) -> list[str]:
             lines.append(f"Controls: as stated ({used}); the recipe's own choice: {','.join(own) or 'none'}")
         elif not head.details.is_design or head.details.adjustment_set:
             lines.append(f"Controls: the recipe's choice; to state it: --controls {used}")
+    complete = head.details.extras.get("complete_cases") if head is not None else None
+    if isinstance(complete, dict) and complete:
+        lines.append(
+            "Rows: the complete cases of imputed confounders, "
+            + "; ".join(
+                f"{v.get('n_complete', 0):,} rows where {c} was measured ({v.get('share_imputed', 0):.0%} imputed)"
+                for c, v in complete.items()
+            )
+        )
     if state.design.cluster and head is not None:
         by = head.details.extras.get("clustered_by")
         lines.append(
