@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from whyflow.ask.tools.filters import _OPS
+from whyflow.ask.tools.filters import COMPARISON_PHRASES
 from whyflow.ask.tools.request_rules import _norm
 from whyflow.ask.tools.request_spec import Request, RequestSpec
 
@@ -281,7 +281,9 @@ def _balancing(
 _NEGATED = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
 _COMPARISON = re.compile(
     r"\b(?P<neg>no\s+|not\s+)?(?P<op>"
-    + "|".join(re.escape(phrase) for phrase, _ in _OPS if not phrase.startswith("no ") and phrase[0].isalpha())
+    + "|".join(
+        re.escape(phrase) for phrase, _ in COMPARISON_PHRASES if not phrase.startswith("no ") and phrase[0].isalpha()
+    )
     + r")\s+(?P<v>-?\d+(?:\.\d+)?)",
     re.I,
 )
@@ -293,7 +295,7 @@ def _restriction(sentence: str, lex: _Lexicon) -> list[dict[str, Any]]:
     cols = _mentions(sentence, lex)
     between = re.search(r"\bbetween\s+(-?\d+(?:\.\d+)?)\s+and\s+(-?\d+(?:\.\d+)?)", sentence, re.I)
     bounds = [(">=", float(between.group(1))), ("<=", float(between.group(2)))] if between else []
-    by_phrase = dict(_OPS)
+    by_phrase = dict(COMPARISON_PHRASES)
     for m in _COMPARISON.finditer(sentence):
         op = by_phrase[m.group("op").lower()]
         bounds.append((_NEGATED.get(op, op) if m.group("neg") else op, float(m.group("v"))))

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict
 
 from whyflow.ask.tools.slots import STOP_WORDS, WORD_RE, ColumnInfo, Mention, tokens
 
-__all__ = ["Filter", "find_filters", "comparing"]
+__all__ = ["COMPARISON_PHRASES", "Filter", "find_filters", "comparing"]
 
-_OPS: tuple[tuple[str, str], ...] = (
+COMPARISON_PHRASES: tuple[tuple[str, str], ...] = (
     ("greater than or equal to", ">="),
     ("less than or equal to", "<="),
     ("at least", ">="),
@@ -95,7 +95,7 @@ def find_filters(
             continue
         tail_start = word_pos[mention.end] if mention.end < len(word_pos) else len(question)
         tail = lower[tail_start : tail_start + 40]
-        for phrase, op in _OPS:
+        for phrase, op in COMPARISON_PHRASES:
             m = re.match(
                 r"\s*(?:is\s+|are\s+|was\s+|of\s+)?" + re.escape(phrase) + r"\s*(-?\d+(?:,\d{3})*(?:\.\d+)?)", tail
             )
