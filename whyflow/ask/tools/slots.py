@@ -2,18 +2,19 @@
 
 Deterministic and case-blind. A column is mentioned when the question holds its name (split on
 ``_``, ``.``, spaces and camelCase, singular or plural), a synonym of it (``gender`` for ``sex``,
-``wage`` for ``salary``), or a close misspelling (difflib ratio ≥ 0.85 on words of 4+ letters).
+``wage`` for ``salary``), or a close misspelling (rapidfuzz's normalised Indel similarity ≥ 85 on
+words of 4+ letters).
 Regular expressions are fine here: they read English, not SQL.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from rapidfuzz import fuzz
 
 from whyflow.ask.tools.plain_words import NUMBER_WORDS
 
@@ -328,7 +329,8 @@ _SUFFIXES = frozenset({"er", "est", "ing", "ed", "ly", "es", "ers", "ness", "ish
 def _close(word: str, name: str) -> bool:
     """A misspelling or an abbreviation, not a different word.
 
-    Misspelling: same first letter, length within one, difflib ratio ≥ 0.85. Abbreviation: the
+    Misspelling: same first letter, length within one, similarity ≥ 85 (rapidfuzz's ratio: twice
+    the longest common subsequence over both lengths, in percent). Abbreviation: the
     column name (4+ letters) starts the word and is at least two letters shorter ('educ' for
     'education', 'exper' for 'experience').
     """
@@ -344,7 +346,7 @@ def _close(word: str, name: str) -> bool:
         return word[len(name) :] not in _SUFFIXES  # 'highest' is not an abbreviation of 'high'...
     if abs(len(word) - len(name)) > 1:
         return False
-    return difflib.SequenceMatcher(None, word, name).ratio() >= 0.85
+    return fuzz.ratio(word, name) >= 85
 
 
 def value_mentions(question: str, columns: Iterable[ColumnInfo], taken: Sequence[Mention]) -> list[Mention]:
