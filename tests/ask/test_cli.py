@@ -194,10 +194,10 @@ def test_describe_lets_the_question_reach_coded_columns(
 def test_metadata_describes_the_columns_as_for_whyflow_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data, meta = ROOT / "examples" / "job_training.csv", ROOT / "examples" / "job_training.meta.yaml"
     frame = pd.read_csv(data)
-    question = "What is the average test score of married people?"
+    question = "What is the average earnings of people who enrolled in the programme?"
     ask = ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", str(data), question]
     assert main([*ask, "--output", str(tmp_path / "bare")]) == 1
     capsys.readouterr()
     assert main([*ask, "--metadata", str(meta), "--output", str(tmp_path / "described")]) == 0
-    gold = frame.loc[frame.married == 1, "skills_score"].mean()
+    gold = frame.loc[frame.training == 1, "earnings"].mean()
     assert f"{gold:.2f}" in capsys.readouterr().out

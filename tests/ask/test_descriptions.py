@@ -66,9 +66,10 @@ def test_each_way_of_describing_a_column_is_read(text: str, expected: dict[str, 
     assert column_aliases(text, COLUMNS) == expected
 
 
-def test_words_that_are_no_column_and_bare_prose_give_nothing() -> None:
+def test_words_that_are_no_column_bare_prose_and_structured_values_give_nothing() -> None:
     text = "income: what people earn. The age is in years; treatment was randomised (see the appendix)."
     assert column_aliases(text, COLUMNS) == {}
+    assert column_aliases("columns:\n  re78: {description: Earnings in 1978}\n  age: [years]", COLUMNS) == {}
 
 
 def test_metadata_column_descriptions_match_case_blind_and_merge_without_repeats() -> None:
@@ -127,6 +128,27 @@ def test_a_question_reaches_a_column_through_its_phrase(jobs: pd.DataFrame, ques
 def test_a_word_the_phrases_share_or_a_row_noun_names_no_column(jobs: pd.DataFrame, question: str) -> None:
     infos = describe_columns(jobs, aliases=DESCRIBED)
     assert [m for m in find_columns(question, infos) if m.via == "alias"] == []
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("How many people took the exam?", []),  # 'failed' is left out: the run would turn it around
+        ("How many people have a high-school degree?", []),  # so is the negation of 'no high-school degree'
+        ("How many people have no high-school degree?", ["nodegree"]),
+        ("What is the average test score?", []),  # a content word before the run ('skills') is left out
+        ("What is the average skills test score?", ["skills_score"]),  # a qualifier after it may be
+    ],
+)
+def test_a_run_never_leaves_out_a_word_that_changes_the_phrase(question: str, expected: list[str]) -> None:
+    frame = pd.DataFrame({"failed": [0, 1], "nodegree": [1, 0], "skills_score": [40.0, 60.0]})
+    described = {
+        "failed": ("failed the exam",),
+        "nodegree": ("no high-school degree",),
+        "skills_score": ("skills test score at the end of the programme",),
+    }
+    infos = describe_columns(frame, aliases=described)
+    assert [m.column for m in find_columns(question, infos) if m.via == "alias"] == expected
 
 
 def test_a_phrase_shared_with_another_columns_name_links_neither() -> None:

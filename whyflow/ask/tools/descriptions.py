@@ -108,7 +108,10 @@ def _after_boundary(text: str) -> str:
 
 
 def _clause(phrase: str) -> str:
-    """A phrase cut to its first clause and a dozen words, bracketed remarks and lead-ins off."""
+    """A phrase cut to its first clause and a dozen words, bracketed remarks and lead-ins off; ''
+    for a structured value (``{description: ...}``, a list), which is --metadata's to read."""
+    if phrase.lstrip().startswith(("{", "[")):
+        return ""
     text = re.sub(r"\([^()]*\)|\[[^\[\]]*\]", " ", phrase)
     text = re.split(r"[.!?](?=\s|$)|[;:]\s|,\s|\s[—–]\s|\s-\s", text.strip(), maxsplit=1)[0]
     words = [w.strip("`'\"‘’“”*") for w in text.split()]

@@ -306,6 +306,12 @@ def _alias_candidates(words: list[str], columns: Sequence[ColumnInfo]) -> list[t
     letters or more; not a function, operation, comparison, unit or population word, not a value
     of any column) and stands in no other column's name, synonyms or described phrases: 'earnings'
     does not pick ``re78`` among three 'earnings in 19..' columns, 'earnings in 1978' does.
+
+    The run may leave out of the phrase only what does not change its meaning: the words before
+    it when none is a key word ('whether the person joined' before 'the programme') and a
+    qualifier after it that starts with a function word ('in 1978' after 'earnings'), never a
+    negation. 'the exam' is not ``failed`` of "failed the exam", nor 'high-school degree'
+    ``nodegree`` of "no high-school degree".
     """
     described = [c for c in columns if c.aliases]
     if not described:
@@ -313,12 +319,18 @@ def _alias_candidates(words: list[str], columns: Sequence[ColumnInfo]) -> list[t
     values = {t for c in columns for v in c.values for t in tokens(v)}
     said = {c.name: [tokens(a) for a in c.aliases] for c in columns}
     named = {c.name: [seq for seq, _ in _variants(c)] + said[c.name] for c in columns}
+
+    def key(word: str) -> bool:
+        return word.isalpha() and len(word) >= 4 and word not in _NOT_KEY and word not in values
+
     out: list[tuple[int, int, int, Mention]] = []
     for column in described:
         for phrase in said[column.name]:
-            for start, end in _runs(words, phrase):
-                run = words[start:end]
-                if not any(w.isalpha() and len(w) >= 4 and w not in _NOT_KEY and w not in values for w in run):
+            for start, end, first, last in _runs(words, phrase):
+                run, left, after = words[start:end], phrase[:first] + phrase[last:], phrase[last : last + 1]
+                if not any(key(w) for w in run) or any(key(w) for w in phrase[:first]):
+                    continue
+                if any(w in NEGATIONS for w in left) or (after and after[0] not in _EDGE_WORDS):
                     continue
                 if any(_holds(seq, run) for name, seqs in named.items() if name != column.name for seq in seqs):
                     continue
@@ -326,10 +338,18 @@ def _alias_candidates(words: list[str], columns: Sequence[ColumnInfo]) -> list[t
     return out
 
 
-def _runs(words: list[str], phrase: list[str]) -> list[tuple[int, int]]:
-    """The longest runs of question words that stand in the phrase in the same order, function
-    words trimmed off both ends (question positions start..end)."""
-    found: set[tuple[int, int]] = set()
+_EDGE_WORDS = (
+    FUNCTION_WORDS
+    | STOP_WORDS
+    | frozenset("before after during since until over under between among per when while where".split())
+)
+"""Words a run of a described phrase is trimmed of, and that start a qualifier it may leave out."""
+
+
+def _runs(words: list[str], phrase: list[str]) -> list[tuple[int, int, int, int]]:
+    """The longest runs of question words that stand in the phrase in the same order, edge words
+    trimmed off both ends: question positions start..end and phrase positions first..last."""
+    found: set[tuple[int, int, int, int]] = set()
     for i in range(len(words)):
         for j in range(len(phrase)):
             if words[i] != phrase[j] or (i and j and words[i - 1] == phrase[j - 1]):
@@ -337,13 +357,13 @@ def _runs(words: list[str], phrase: list[str]) -> list[tuple[int, int]]:
             n = 0
             while i + n < len(words) and j + n < len(phrase) and words[i + n] == phrase[j + n]:
                 n += 1
-            start, end = i, i + n
-            while start < end and words[start] in FUNCTION_WORDS | STOP_WORDS:
-                start += 1
-            while end > start and words[end - 1] in FUNCTION_WORDS | STOP_WORDS:
-                end -= 1
-            if start < end:
-                found.add((start, end))
+            head, tail = 0, n
+            while head < tail and words[i + head] in _EDGE_WORDS:
+                head += 1
+            while tail > head and words[i + tail - 1] in _EDGE_WORDS:
+                tail -= 1
+            if head < tail:
+                found.add((i + head, i + tail, j + head, j + tail))
     return sorted(found)
 
 
