@@ -180,7 +180,8 @@ def test_describe_lets_the_question_reach_coded_columns(
     assert "I can't answer" in capsys.readouterr().out
     gold = frame.loc[frame.treat == 1, "re78"].mean()
     sentence = "re78: earnings in 1978; treat: whether the person joined the programme"
-    for i, describe in enumerate((str(notes), sentence)):
+    long = sentence + "; " + " ".join(["the trial ran in 1976 and 1977"] * 20)  # longer than any file name
+    for i, describe in enumerate((str(notes), sentence, long)):
         out = tmp_path / f"described{i}"
         assert main([*ask, "--describe", describe, "--output", str(out)]) == 0
         printed = capsys.readouterr().out

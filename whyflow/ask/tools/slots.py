@@ -280,6 +280,11 @@ _DESCRIBING_WORDS = frozenset(
     "recorded denote denoting represent representing type kind status category".split()
 )
 """Words a description uses to say how a column is written, not what it is about."""
+_QUESTION_WORDS = frozenset(
+    "share fraction proportion percentage percent rate ratio difference more less fewer most least higher lower "
+    "greater larger smaller biggest top bottom first last".split()
+)
+"""Words that give a question its structure (a share, a contrast, a ranking): never a column's own."""
 _NOT_KEY = frozenset(
     _singular(w)
     for group in (
@@ -289,6 +294,7 @@ _NOT_KEY = frozenset(
         POPULATION_NOUNS,
         _ANALYSIS_WORDS,
         _DESCRIBING_WORDS,
+        _QUESTION_WORDS,
         ACT_VERBS,
         UNITS,
         NUMBER_WORDS,

@@ -57,21 +57,32 @@ def _looks_like_path(value: str) -> bool:
     return value.strip().lower().endswith(_PATH_SUFFIXES) or (one_word and separator)
 
 
+def _kind(value: str) -> str:
+    """'file', 'folder' or 'none' for what the value names on disk; a sentence too long to be a
+    file's name names none."""
+    try:
+        path = Path(value).expanduser()
+        return "folder" if path.is_dir() else "file" if path.is_file() else "none"
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return "none"
+
+
 def description_problem(describe: str | None, metadata: str | None) -> str | None:
     """Why the description cannot be read (a missing, unreadable or folder file), or None."""
     if describe is not None:
         path = Path(describe).expanduser()
+        kind = _kind(describe)
         if not describe.strip():
             return "--describe is empty: give a sentence about the data or a text file"
-        if path.is_dir():
+        if kind == "folder":
             return f"--describe {describe}: is a folder, not a text file"
-        if path.is_file():
+        if kind == "file":
             problem = _unreadable(path)
             if problem:
                 return f"--describe {describe}: {problem}"
         elif _looks_like_path(describe):
             return f"description file not found: {describe}"
-    if metadata is not None and not Path(metadata).expanduser().exists():
+    if metadata is not None and _kind(metadata) == "none":
         return f"metadata file not found: {metadata}"
     return None
 
@@ -105,8 +116,7 @@ def read_description(describe: str | None, metadata: str | None) -> Description:
         texts.append("\n".join(lines))
         free.append(spec.description or "")
     if describe is not None:
-        path = Path(describe).expanduser()
-        text = path.read_text(encoding="utf-8") if path.is_file() else describe
+        text = Path(describe).expanduser().read_text(encoding="utf-8") if _kind(describe) == "file" else describe
         texts.append(text.strip())
         free.append(text)
     return Description(text="\n\n".join(t for t in texts if t), free_text="\n".join(free), column_notes=notes)
