@@ -28,10 +28,15 @@ def ask(
     messages: list[ChatMessage] | None = None,
     recipe: Path = ASK,
     extra: tuple[Path, ...] = (),
+    describe: str | None = None,
+    metadata: str | None = None,
 ) -> AskState:
     plan = load_plan(recipe)
     files = [str(data), *map(str, extra)]
-    folder = prepare_ask_job(AskRequest(question, files, recipe=str(recipe), output=str(tmp_path / "job")), plan)
+    request = AskRequest(
+        question, files, recipe=str(recipe), output=str(tmp_path / "job"), describe=describe, metadata=metadata
+    )
+    folder = prepare_ask_job(request, plan)
     state = folder.load_any()
     assert isinstance(state, AskState)
     if messages:

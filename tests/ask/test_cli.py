@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -25,12 +26,28 @@ ROOT = Path(__file__).resolve().parents[2]
             ["ask", "--data", "{data}", "q?", "--recipe", "quick_estimate"],
             "needs `state: ask`",
         ),
+        (
+            ["ask", "--data", "{data}", "q?", "--describe", "no/such/notes.md"],
+            "description file not found: no/such/notes.md",
+        ),
+        (["ask", "--data", "{data}", "q?", "--describe", "columns.txt"], "description file not found: columns.txt"),
+        (["ask", "--data", "{data}", "q?", "--describe", "{folder}"], ": is a folder, not a text file"),
+        (
+            ["ask", "--data", "{data}", "q?", "--metadata", "no/such/meta.yaml"],
+            "metadata file not found: no/such/meta.yaml",
+        ),
+        (["ask", "--data", "{data}", "q?", "--metadata", "{bad_meta}"], "unknown metadata key 'colums'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
     argv: list[str], message: str, shop: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = [a.replace("{data}", str(shop[0])) for a in argv]
+    bad_meta = tmp_path / "bad.meta.yaml"
+    bad_meta.write_text("colums:\n  price: what was paid\n", encoding="utf-8")
+    args = [
+        a.replace("{data}", str(shop[0])).replace("{bad_meta}", str(bad_meta)).replace("{folder}", str(tmp_path))
+        for a in argv
+    ]
     code = main(["--runs-dir", str(tmp_path / "runs"), *args])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
@@ -125,3 +142,63 @@ def test_status_and_resume_of_an_ask_job(
     assert main(["status", str(folder.path)]) == 0
     printed = capsys.readouterr().out
     assert "Status: completed (100%)" in printed and "Answer (analysis):" in printed
+
+
+@pytest.fixture(scope="module")
+def trial(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
+    """A job-training trial whose columns have coded names: treat (0/1), age, re74, re75, re78."""
+    rng = np.random.default_rng(5)
+    n = 300
+    frame = pd.DataFrame(
+        {
+            "treat": rng.integers(0, 2, n),
+            "age": rng.integers(18, 55, n),
+            "re74": rng.gamma(2, 3000, n).round(2),
+            "re75": rng.gamma(2, 3000, n).round(2),
+            "re78": rng.gamma(2, 4000, n).round(2),
+        }
+    )
+    path = tmp_path_factory.mktemp("trial") / "trial.csv"
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+def test_describe_lets_the_question_reach_coded_columns(
+    trial: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, frame = trial
+    question = "What is the average earnings in 1978 of people who joined the programme?"
+    notes = tmp_path / "trial.md"
+    notes.write_text(
+        "# The trial\n\n- re74: earnings in 1974\n- re75: earnings in 1975\n- re78: earnings in 1978\n"
+        "- treat: whether the person joined the programme\n",
+        encoding="utf-8",
+    )
+    before = notes.read_bytes()
+    ask = ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", str(path), question]
+    assert main([*ask, "--output", str(tmp_path / "bare")]) == 1  # the coded names alone: declined
+    assert "I can't answer" in capsys.readouterr().out
+    gold = frame.loc[frame.treat == 1, "re78"].mean()
+    sentence = "re78: earnings in 1978; treat: whether the person joined the programme"
+    long = sentence + "; " + " ".join(["the trial ran in 1976 and 1977"] * 20)  # longer than any file name
+    for i, describe in enumerate((str(notes), sentence, long)):
+        out = tmp_path / f"described{i}"
+        assert main([*ask, "--describe", describe, "--output", str(out)]) == 0
+        printed = capsys.readouterr().out
+        assert f"{gold:.2f}" in printed and f"{int((frame.treat == 1).sum())} rows" in printed, printed
+        state = json.loads((out / "state.json").read_text())
+        assert state["datasets"]["data"]["aliases"]["re78"] == ["earnings in 1978"]
+        assert "whether the person joined the programme" in state["data_summary"]  # the model reads it too
+    assert notes.read_bytes() == before
+
+
+def test_metadata_describes_the_columns_as_for_whyflow_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, meta = ROOT / "examples" / "job_training.csv", ROOT / "examples" / "job_training.meta.yaml"
+    frame = pd.read_csv(data)
+    question = "What is the average earnings of people who enrolled in the programme?"
+    ask = ["--runs-dir", str(tmp_path / "runs"), "ask", "--engine", "local", "--data", str(data), question]
+    assert main([*ask, "--output", str(tmp_path / "bare")]) == 1
+    capsys.readouterr()
+    assert main([*ask, "--metadata", str(meta), "--output", str(tmp_path / "described")]) == 0
+    gold = frame.loc[frame.training == 1, "earnings"].mean()
+    assert f"{gold:.2f}" in capsys.readouterr().out

@@ -22,6 +22,7 @@ __all__ = [
     "CAUSAL_RECIPE",
     "CHART_SUFFIX",
     "causal_pair",
+    "first_aliases",
     "first_frame",
     "is_vega_lite",
     "llm_json",
@@ -47,6 +48,11 @@ def first_frame(datasets: dict[str, AskDataset]) -> pd.DataFrame:
     """The first dataset (the ``data`` view) as a DataFrame (cached per file version)."""
     ds = next(iter(datasets.values()))
     return _read(ds.local_path, Path(ds.local_path).stat().st_mtime)
+
+
+def first_aliases(datasets: dict[str, AskDataset]) -> dict[str, list[str]]:
+    """What the description calls the first dataset's columns (the frame :func:`first_frame` reads)."""
+    return next(iter(datasets.values())).aliases
 
 
 # ---- follow-ups --------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from whyflow.ask._shared import CAUSAL_RECIPE, first_frame
+from whyflow.ask._shared import CAUSAL_RECIPE, first_aliases, first_frame
 from whyflow.ask.answering import cannot_answer, causal_answer, computed_answer, error_answer
 from whyflow.ask.planning import attempt_code, plan_question
 from whyflow.ask.react_state import InvalidStateTransition, Runtime, RuntimeState
@@ -197,7 +197,7 @@ class DataScientistAgent(Agent[DataScientistParams]):
 
     def run(self, view: AskView, params: DataScientistParams, ctx: AgentContext) -> AgentResult:
         frame = first_frame(view.datasets)
-        plan, nearest = plan_question(view.question, list(view.messages), frame)
+        plan, nearest = plan_question(view.question, list(view.messages), frame, aliases=first_aliases(view.datasets))
         question = str(plan.parameters.get("question") or view.question)
         complexity = estimate_complexity(question, len(view.datasets))
         budget = params.max_iterations or BUDGETS[complexity]

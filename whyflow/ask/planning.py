@@ -9,6 +9,7 @@ plan. A retry tries the next example that fits, since the same template would fa
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from whyflow.ask._shared import causal_pair, resolve_follow_up
@@ -104,14 +105,23 @@ def deterministic_plan(question: str, filled: FilledPlan | None, closest: list[s
 
 
 def plan_question(
-    question: str, messages: list[ChatMessage], frame: pd.DataFrame, min_score: float = 0.0
+    question: str,
+    messages: list[ChatMessage],
+    frame: pd.DataFrame,
+    min_score: float = 0.0,
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[AskPlan, list[Any]]:
-    """The deterministic plan and the retrieved nearest examples (for a model's grounding)."""
+    """The deterministic plan and the retrieved nearest examples (for a model's grounding).
+
+    ``aliases`` are the phrases the dataset's description gives for its columns (by column name):
+    the question's readers link a word to a column through them as through its name.
+    """
     from whyflow.ask.tools.example_words import example_refusal, example_unread
     from whyflow.ask.tools.plain_questions import parse_plain
     from whyflow.ask.tools.plain_spec import PlainSpec
     from whyflow.ask.tools.request_clauses import restriction_sentences
     from whyflow.ask.tools.retrieval import fill, retrieve
+    from whyflow.ask.tools.slots import describe_columns
     from whyflow.ask.tools.textbook_prompt import split_prompt
     from whyflow.ask.tools.textbook_questions import parse_textbook
     from whyflow.ask.tools.wording import expand_contractions, understood_line
@@ -145,17 +155,20 @@ def plan_question(
         )
         return plan, []
     prompt = split_prompt(question)
+    infos = describe_columns(frame, aliases=aliases)  # the columns as the question's readers see them
     textbook = (
         None
         if re.search(r"@\w+\[|^\s*(?:format|constraints):", question, re.I | re.M)
-        else parse_textbook(prompt, frame)
+        else parse_textbook(prompt, frame, columns=infos)
     )
     if textbook is not None and textbook.spec is not None:
         spec = textbook.spec
         return (plain_plan(question, spec) if isinstance(spec, PlainSpec) else textbook_plan(question, spec)), []
     # a question given after its data's description: its own paragraph, the description as context
     plain = (
-        parse_plain(prompt.question, frame, context=prompt.context) if prompt.context else parse_plain(question, frame)
+        parse_plain(prompt.question, frame, context=prompt.context, columns=infos)
+        if prompt.context
+        else parse_plain(question, frame, columns=infos)
     )
     if plain is not None and plain.spec is not None:
         return plain_plan(question, plain.spec), []

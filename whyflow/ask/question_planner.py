@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from whyflow.ask._shared import first_frame, llm_json
+from whyflow.ask._shared import first_aliases, first_frame, llm_json
 from whyflow.ask.planning import plan_question
 from whyflow.ask.state import AskPlan, AskState
 from whyflow.ask.view import AskView
@@ -61,7 +61,8 @@ class QuestionPlannerAgent(Agent[QuestionPlannerParams]):
 
     def run(self, view: AskView, params: QuestionPlannerParams, ctx: AgentContext) -> AgentResult:
         frame = first_frame(view.datasets)
-        plan, nearest = plan_question(view.question, list(view.messages), frame, params.min_score)
+        aliases = first_aliases(view.datasets)
+        plan, nearest = plan_question(view.question, list(view.messages), frame, params.min_score, aliases)
         if plan.route == "causal":
             return AgentResult(updates={"plan": plan}, summary=f"causal: {plan.treatment} → {plan.outcome}")
         question = str(plan.parameters["question"])

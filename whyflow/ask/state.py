@@ -60,6 +60,8 @@ class AskDataset(_Model):
     columns: list[str]
     dtypes: dict[str, str] = {}
     sha256: str = ""
+    aliases: dict[str, list[str]] = {}
+    """What the dataset's description (``--describe``, ``--metadata``) calls each column it describes."""
 
 
 class ChatMessage(_Model):

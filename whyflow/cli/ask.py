@@ -65,6 +65,19 @@ def add_parser(sub: Any) -> None:
         help="a first analysis of the data (the auto_analyze recipe): "
         "every column's type, counts, typical values and issues, a summary and a title; no question needed",
     )
+    p.add_argument(
+        "--describe",
+        metavar="TEXT|FILE",
+        help="what the data and its columns are, in a sentence or a text/markdown file "
+        '("re78: earnings in 1978; treat: whether the person joined the programme"): the question\'s '
+        "words reach the columns through it, and the model reads it",
+    )
+    p.add_argument(
+        "--metadata",
+        metavar="FILE",
+        help="the YAML/JSON metadata file `whyflow run --metadata` takes: its description and column descriptions "
+        "serve as --describe does",
+    )
     p.add_argument("--output", "-o", help="job folder (default runs/<job_id>)")
     p.add_argument(
         "--llm", choices=["on", "off"], help="let the model plan and write code (on) or never (off); sets WHYFLOW_LLM"
@@ -103,6 +116,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         runs_dir=args.runs_dir,
         table=args.table,
         query=args.query,
+        describe=args.describe,
+        metadata=args.metadata,
     )
     check_request(request)
     engine, why = _engine(getattr(args, "engine", None))

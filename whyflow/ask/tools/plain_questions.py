@@ -431,11 +431,15 @@ def _find(words: list[str], *phrase: str) -> int | None:
     return None
 
 
-def parse_plain(question: str, frame: pd.DataFrame | list[ColumnInfo], context: str = "") -> PlainParse | None:
+def parse_plain(
+    question: str, frame: pd.DataFrame | list[ColumnInfo], context: str = "", columns: list[ColumnInfo] | None = None
+) -> PlainParse | None:
     """The plain question's spec, or why not; None when the question is not one sentence asking
     for one of the structures read here (a stated format, a table, a chart, a model). ``context``
-    is the data's description given with the question, whose phrases the question may repeat."""
-    infos = frame if isinstance(frame, list) else describe_columns(frame)
+    is the data's description given with the question, whose phrases the question may repeat;
+    ``columns`` are the frame's columns as the ask flow describes them (with the phrases of the
+    dataset's description), read from the frame when not given."""
+    infos = columns if columns is not None else frame if isinstance(frame, list) else describe_columns(frame)
     if re.search(r"@\w+\[|\n\s*\n|^\s*(?:format|constraints):", question, re.I | re.M):
         return None
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", question.strip()) if s.strip()]

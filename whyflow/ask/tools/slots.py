@@ -2,20 +2,23 @@
 
 Deterministic and case-blind. A column is mentioned when the question holds its name (split on
 ``_``, ``.``, spaces and camelCase, singular or plural), a synonym of it (``gender`` for ``sex``,
-``wage`` for ``salary``), or a close misspelling (difflib ratio ≥ 0.85 on words of 4+ letters).
+``wage`` for ``salary``), a phrase the dataset's own description gives for it (``earnings in
+1978`` for ``re78``: :mod:`whyflow.ask.tools.descriptions`), or a close misspelling (rapidfuzz's
+normalised Indel similarity ≥ 85 on words of 4+ letters).
 Regular expressions are fine here: they read English, not SQL.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from rapidfuzz import fuzz
 
-from whyflow.ask.tools.plain_words import NUMBER_WORDS
+from whyflow.ask.tools.plain_words import ACT_VERBS, COMPARATORS, NUMBER_WORDS, OPS, ORDINALS, UNITS
+from whyflow.ask.tools.wording import FUNCTION_WORDS, NEGATIONS, POPULATION_NOUNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,6 +105,8 @@ class ColumnInfo(BaseModel):
     n_unique: int | None = None
     values: tuple[str, ...] = ()
     numeric_text: bool = False
+    aliases: tuple[str, ...] = ()
+    """What the dataset's own description calls the column ('earnings in 1978' for ``re78``)."""
 
     @property
     def numeric(self) -> bool:
@@ -135,7 +140,7 @@ class Mention(BaseModel):
     column: str
     start: int
     end: int
-    via: Literal["name", "synonym", "fuzzy", "partial", "value"]
+    via: Literal["name", "synonym", "alias", "fuzzy", "partial", "value"]
 
 
 def split_name(name: str) -> list[str]:
@@ -159,8 +164,12 @@ def tokens(text: str) -> list[str]:
     return [_singular(m.group(0).lower()) for m in WORD_RE.finditer(text)]
 
 
-def describe_columns(frame: pd.DataFrame, max_values: int = 30) -> list[ColumnInfo]:
-    """ColumnInfo for every column of a DataFrame (dtype, distinct count, most common values)."""
+def describe_columns(
+    frame: pd.DataFrame, max_values: int = 30, aliases: Mapping[str, Sequence[str]] | None = None
+) -> list[ColumnInfo]:
+    """ColumnInfo for every column of a DataFrame (dtype, distinct count, most common values), with
+    the phrases the dataset's description uses for it (``aliases``, by column name)."""
+    aliases = aliases or {}
     infos = []
     for name in frame.columns:
         series = frame[name]
@@ -175,6 +184,7 @@ def describe_columns(frame: pd.DataFrame, max_values: int = 30) -> list[ColumnIn
                 n_unique=n_unique,
                 values=values,
                 numeric_text=_reads_as_numbers(series),
+                aliases=tuple(aliases.get(str(name), ())),
             )
         )
     return infos
@@ -265,16 +275,120 @@ def _distinct_words(columns: Sequence[ColumnInfo]) -> dict[str, str]:
     return {word: next(iter(names)) for word, names in owners.items() if len(names) == 1}
 
 
+_DESCRIBING_WORDS = frozenset(
+    "whether indicator indicate indicating dummy variable flag binary otherwise equal coded code yes measured "
+    "recorded denote denoting represent representing type kind status category".split()
+)
+"""Words a description uses to say how a column is written, not what it is about."""
+_QUESTION_WORDS = frozenset(
+    "share fraction proportion percentage percent rate ratio difference more less fewer most least higher lower "
+    "greater larger smaller biggest top bottom first last".split()
+)
+"""Words that give a question its structure (a share, a contrast, a ranking): never a column's own."""
+_NOT_KEY = frozenset(
+    _singular(w)
+    for group in (
+        STOP_WORDS,
+        FUNCTION_WORDS,
+        NEGATIONS,
+        POPULATION_NOUNS,
+        _ANALYSIS_WORDS,
+        _DESCRIBING_WORDS,
+        _QUESTION_WORDS,
+        ACT_VERBS,
+        UNITS,
+        NUMBER_WORDS,
+        ORDINALS,
+        {w for phrase, _ in (*OPS, *COMPARATORS) for w in phrase},
+    )
+    for w in group
+)
+
+
+def _alias_candidates(words: list[str], columns: Sequence[ColumnInfo]) -> list[tuple[int, int, int, Mention]]:
+    """Runs of the question's words that stand in a phrase the description gives for one column.
+
+    A run counts, once function words are trimmed off its ends, when it holds a key word (four
+    letters or more; not a function, operation, comparison, unit or population word, not a value
+    of any column) and stands in no other column's name, synonyms or described phrases: 'earnings'
+    does not pick ``re78`` among three 'earnings in 19..' columns, 'earnings in 1978' does.
+
+    The run may leave out of the phrase only what does not change its meaning: the words before
+    it when none is a key word ('whether the person joined' before 'the programme') and a
+    qualifier after it that starts with a function word ('in 1978' after 'earnings'), never a
+    negation. 'the exam' is not ``failed`` of "failed the exam", nor 'high-school degree'
+    ``nodegree`` of "no high-school degree".
+    """
+    described = [c for c in columns if c.aliases]
+    if not described:
+        return []
+    values = {t for c in columns for v in c.values for t in tokens(v)}
+    said = {c.name: [tokens(a) for a in c.aliases] for c in columns}
+    named = {c.name: [seq for seq, _ in _variants(c)] + said[c.name] for c in columns}
+
+    def key(word: str) -> bool:
+        return word.isalpha() and len(word) >= 4 and word not in _NOT_KEY and word not in values
+
+    out: list[tuple[int, int, int, Mention]] = []
+    for column in described:
+        for phrase in said[column.name]:
+            for start, end, first, last in _runs(words, phrase):
+                run, left, after = words[start:end], phrase[:first] + phrase[last:], phrase[last : last + 1]
+                if not any(key(w) for w in run) or any(key(w) for w in phrase[:first]):
+                    continue
+                if any(w in NEGATIONS for w in left) or (after and after[0] not in _EDGE_WORDS):
+                    continue
+                if any(_holds(seq, run) for name, seqs in named.items() if name != column.name for seq in seqs):
+                    continue
+                out.append((end - start, 1, start, Mention(column=column.name, start=start, end=end, via="alias")))
+    return out
+
+
+_EDGE_WORDS = (
+    FUNCTION_WORDS
+    | STOP_WORDS
+    | frozenset("before after during since until over under between among per when while where".split())
+)
+"""Words a run of a described phrase is trimmed of, and that start a qualifier it may leave out."""
+
+
+def _runs(words: list[str], phrase: list[str]) -> list[tuple[int, int, int, int]]:
+    """The longest runs of question words that stand in the phrase in the same order, edge words
+    trimmed off both ends: question positions start..end and phrase positions first..last."""
+    found: set[tuple[int, int, int, int]] = set()
+    for i in range(len(words)):
+        for j in range(len(phrase)):
+            if words[i] != phrase[j] or (i and j and words[i - 1] == phrase[j - 1]):
+                continue  # not where a longest run starts
+            n = 0
+            while i + n < len(words) and j + n < len(phrase) and words[i + n] == phrase[j + n]:
+                n += 1
+            head, tail = 0, n
+            while head < tail and words[i + head] in _EDGE_WORDS:
+                head += 1
+            while tail > head and words[i + tail - 1] in _EDGE_WORDS:
+                tail -= 1
+            if head < tail:
+                found.add((i + head, i + tail, j + head, j + tail))
+    return sorted(found)
+
+
+def _holds(seq: list[str], run: list[str]) -> bool:
+    """Whether the word sequence ``seq`` holds ``run`` as consecutive words."""
+    return any(seq[k : k + len(run)] == run for k in range(len(seq) - len(run) + 1))
+
+
 def find_columns(question: str, columns: Iterable[ColumnInfo]) -> list[Mention]:
     """Columns mentioned in the question, in question order, longest and most exact match first.
 
-    Ranked: the full name, a synonym, a misspelling or abbreviation ('educ', 'cigsale' for
-    'cigarette sales'), then one distinctive word of a long name ('salary' for
-    'salary_in_thousands_of_dollars' when no other column has that word).
+    Ranked: the full name, a synonym or a phrase of the dataset's description (``aliases``), a
+    misspelling or abbreviation ('educ', 'cigsale' for 'cigarette sales'), then one distinctive
+    word of a long name ('salary' for 'salary_in_thousands_of_dollars' when no other column has
+    that word).
     """
     columns = list(columns)
     words = tokens(question)
-    candidates: list[tuple[int, int, int, Mention]] = []
+    candidates: list[tuple[int, int, int, Mention]] = _alias_candidates(words, columns)
     for i, word in enumerate(words):
         owner = _distinct_words(columns).get(word)
         if owner:
@@ -328,7 +442,8 @@ _SUFFIXES = frozenset({"er", "est", "ing", "ed", "ly", "es", "ers", "ness", "ish
 def _close(word: str, name: str) -> bool:
     """A misspelling or an abbreviation, not a different word.
 
-    Misspelling: same first letter, length within one, difflib ratio ≥ 0.85. Abbreviation: the
+    Misspelling: same first letter, length within one, similarity ≥ 85 (rapidfuzz's ratio: twice
+    the longest common subsequence over both lengths, in percent). Abbreviation: the
     column name (4+ letters) starts the word and is at least two letters shorter ('educ' for
     'education', 'exper' for 'experience').
     """
@@ -344,7 +459,7 @@ def _close(word: str, name: str) -> bool:
         return word[len(name) :] not in _SUFFIXES  # 'highest' is not an abbreviation of 'high'...
     if abs(len(word) - len(name)) > 1:
         return False
-    return difflib.SequenceMatcher(None, word, name).ratio() >= 0.85
+    return fuzz.ratio(word, name) >= 85
 
 
 def value_mentions(question: str, columns: Iterable[ColumnInfo], taken: Sequence[Mention]) -> list[Mention]:

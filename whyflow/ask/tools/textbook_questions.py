@@ -291,9 +291,13 @@ _CLASSES = (
 )
 
 
-def parse_textbook(prompt: Prompt, frame: pd.DataFrame | list[ColumnInfo]) -> TextbookParse | None:
-    """The textbook question's spec, or why not; None when it is none of the classes read here."""
-    infos = frame if isinstance(frame, list) else describe_columns(frame)
+def parse_textbook(
+    prompt: Prompt, frame: pd.DataFrame | list[ColumnInfo], columns: list[ColumnInfo] | None = None
+) -> TextbookParse | None:
+    """The textbook question's spec, or why not; None when it is none of the classes read here.
+    ``columns`` are the frame's columns as the ask flow describes them (with the phrases of the
+    dataset's description); without them they are read from the frame."""
+    infos = columns if columns is not None else frame if isinstance(frame, list) else describe_columns(frame)
     if not prompt.question:
         return None
     for read in _CLASSES:

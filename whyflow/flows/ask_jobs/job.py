@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from whyflow.ask.state import AskDataset, AskState, ChatMessage, FinalOutput
 from whyflow.core.errors import DataError, WhyflowError
 from whyflow.core.job import utcnow
+from whyflow.flows.ask_jobs.description import Description, description_problem, read_description
 from whyflow.flows.jobstore.store import JobFolder, JobStore, new_job_id
 
 if TYPE_CHECKING:
@@ -164,6 +165,11 @@ def _datasets(
     return out, prints_of
 
 
+def _aliases(described: Description, dataset: AskDataset) -> dict[str, list[str]]:
+    """What the description calls the dataset's columns, as the state keeps it."""
+    return {name: list(phrases) for name, phrases in described.aliases(dataset.columns).items()}
+
+
 def _data_folder(folder: Path) -> Path:
     (folder / "data").mkdir(parents=True, exist_ok=True)
     return folder / "data"
@@ -204,6 +210,8 @@ class AskRequest:
         runs_dir: str | None = None,
         table: str | None = None,
         query: str | None = None,
+        describe: str | None = None,
+        metadata: str | None = None,
     ) -> None:
         self.question = question.strip()
         self.data = data
@@ -214,6 +222,8 @@ class AskRequest:
         self.runs_dir = runs_dir
         self.table = table
         self.query = query
+        self.describe = describe
+        self.metadata = metadata
 
 
 def check_request(request: AskRequest) -> None:
@@ -235,6 +245,9 @@ def check_request(request: AskRequest) -> None:
             raise DataError(f"data file not found: {raw}")
     if request.session is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", request.session):
         raise AskInputError(f"--session '{request.session}': use letters, digits, '.', '_' or '-' (at most 64)")
+    problem = description_problem(request.describe, request.metadata)
+    if problem:
+        raise AskInputError(problem)
 
 
 def prepare_ask_job(request: AskRequest, plan: Plan, engine: str | None = None) -> JobFolder:
@@ -243,6 +256,7 @@ def prepare_ask_job(request: AskRequest, plan: Plan, engine: str | None = None) 
     ``engine`` (``prefect`` or ``local``) is recorded in run.json when known.
     """
     check_request(request)
+    described = read_description(request.describe, request.metadata)  # a bad metadata file: before any folder
     frames, probed = _read(request)
     store = JobStore(request.runs_dir)
     job_id = new_job_id()
@@ -252,12 +266,13 @@ def prepare_ask_job(request: AskRequest, plan: Plan, engine: str | None = None) 
     except BaseException:
         shutil.rmtree(folder.path, ignore_errors=True)  # nothing half-written: no job without its data
         raise
+    datasets = {name: ds.model_copy(update={"aliases": _aliases(described, ds)}) for name, ds in datasets.items()}
     messages = load_session(store.root, request.session) if request.session else []
     state = AskState(
         job_id=job_id,
         question=request.question,
         datasets=datasets,
-        data_summary=data_summary(datasets, frames),
+        data_summary=described.summary_block() + data_summary(datasets, frames),
         messages=messages,
         max_iterations=plan.settings.max_iterations,
     )
@@ -282,6 +297,8 @@ def prepare_ask_job(request: AskRequest, plan: Plan, engine: str | None = None) 
                 "schema": first.dtypes,
             },
             "session": request.session,
+            "describe": request.describe,
+            "metadata": str(Path(request.metadata).resolve()) if request.metadata else None,
             "llm": request.llm,
             "engine": engine,
             "seed": plan.settings.seed,
