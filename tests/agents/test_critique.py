@@ -243,3 +243,46 @@ def test_a_complete_case_check_settles_an_imputed_confounder_only_when_it_agrees
     flagged = any("x1 was missing and imputed" in i for i in fb.issues)
     assert flagged is not settled
     assert ("do not move the answer" in fb.reasoning) is settled
+
+
+@pytest.mark.parametrize(
+    ("outcome_p", "without", "doubted"), [(0.001, 2.5, True), (0.001, 2.02, False), (0.4, 2.5, False)]
+)
+def test_a_complete_case_headline_is_doubted_only_where_the_outcome_drives_gaps_that_matter(
+    tmp_path: Path, outcome_p: float, without: float, doubted: bool
+) -> None:
+    """The estimators adjusted for x1 on the rows where it was measured. That answer is doubted only when
+    the outcome predicts where x1 is missing (p < 0.01) and the all-rows estimate differs by more than a
+    standard error; gaps at random, or a choice that does not move the answer, leave no doubt."""
+    frame, _ = linear_confounding(n=1500, seed=2)
+    state = make_analysis(frame, tmp_path)
+    state.data_repairs = [
+        {
+            "kind": "repair",
+            "column": "x1",
+            "issue": "missing values",
+            "action": "imputed with the median (0.01)",
+            "n_before": 450,
+            "n_after": 0,
+            "detail": "450 of 1,500 values (30.0%) imputed",
+        },
+    ]
+    for e in state.treatment_effects:
+        e.details.extras["complete_cases"] = {"x1": {"share_imputed": 0.3, "n_complete": 1050, "outcome_p": outcome_p}}
+    cd = state.confounder_discovery.model_dump()
+    cd["complete_case"] = {
+        "x1": {
+            "with": without,
+            "se_with": 0.1,
+            "without": 2.0,
+            "se_without": 0.12,
+            "share_imputed": 0.3,
+            "n_complete": 1050,
+        }
+    }
+    state.confounder_discovery = cd
+    fb = run_critique(state, tmp_path)
+    assert not any("x1 was missing and imputed" in i for i in fb.issues)  # the headline used x1's real values
+    assert "1,050 rows where x1 was measured" in fb.reasoning
+    assert any("depends on the outcome" in i for i in fb.issues) is doubted
+    assert (fb.decision is CritiqueDecision.APPROVE) is not doubted

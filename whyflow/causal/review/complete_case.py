@@ -13,7 +13,8 @@ median fill and its indicator are the missing-indicator method, biased whenever 
 matters (Greenland & Finkle 1995), while the rows where it was measured are not, unless where it is
 missing depends on the outcome. That is checked too: a logistic regression of the indicator on the
 outcome, the treatment and the other covariates; an outcome that predicts the gaps (p below
-:data:`OUTCOME_P`) leaves the answer unapproved.
+:data:`OUTCOME_P`) leaves the answer unapproved where the complete cases and all rows disagree (where
+they agree, the answer is the same either way).
 """
 
 from __future__ import annotations

@@ -121,13 +121,18 @@ def _identification(inp: ReviewInputs, acc: Findings) -> int:
             + "; ".join(f"{v.get('n_complete', 0):,} rows where {c} was measured" for c, v in complete.items())
             + " (complete cases)."
         )
-        outcome_led = {c: p for c, v in complete.items() if (p := v.get("outcome_p")) is not None and p < OUTCOME_P}
+        # Only where the choice matters: complete cases and imputed rows that agree answer alike either way.
+        moves = set(complete) - complete_case_settled(cd)
+        outcome_led = {
+            c: p for c, v in complete.items() if c in moves and (p := v.get("outcome_p")) is not None and p < OUTCOME_P
+        }
         if outcome_led:
             score -= 1
             said = ", ".join(f"{c} (p = {p:.2g})" for c, p in outcome_led.items())
             acc.issues.append(
                 f"Where {said} is missing depends on the outcome given the treatment and the other covariates: "
-                "the complete cases may be a selected sample, and so may the imputed rows' answer."
+                "the complete cases may be a selected sample, and the all-rows answer, which differs by more than a "
+                "standard error, adjusts only partly for it."
             )
             _doubt(acc, head, f"missingness related to the outcome: {said}")
         imputed = {c: s for c, s in imputed.items() if c not in complete}
