@@ -118,7 +118,10 @@ def test_parallel_trends_draw_the_figure_with_the_test_not_rejecting(tmp_path: P
     assert "**Pre-trends: not rejected.**" in _text(nb)
 
 
-def test_a_fuzzy_discontinuity_is_estimated_from_the_running_variable_and_cutoff(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stated", [[], ["--fuzzy"]], ids=["read-from-data", "stated"])
+def test_a_fuzzy_discontinuity_is_estimated_from_the_running_variable_and_cutoff(
+    stated: list[str], tmp_path: Path
+) -> None:
     from benchmarks.truth_kinds import make
 
     case = make("fuzzy_rdd", seed=0, n=2000)
@@ -133,6 +136,7 @@ def test_a_fuzzy_discontinuity_is_estimated_from_the_running_variable_and_cutoff
         "score",
         "--cutoff",
         "0",
+        *stated,
         *NOT_EXECUTED,
     )
     head = _headline(state)
@@ -140,6 +144,22 @@ def test_a_fuzzy_discontinuity_is_estimated_from_the_running_variable_and_cutoff
     assert head["details"]["extras"]["first_stage_f"] >= 10
     assert head["ci_lower"] <= case.effect <= head["ci_upper"]
     assert state["critique_history"][-1]["decision"] == "APPROVE"
+
+
+def test_a_stated_fuzzy_design_on_a_sharp_cutoff_says_it_is_sharp(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.truth_kinds import make
+
+    case = make("sharp_rdd", seed=0, n=800)
+    rv, cut = case.args["running_variable"], str(case.args["cutoff"])
+    flags = ["-t", case.args["treatment"], "-y", case.args["outcome"], "--running-variable", rv, "--cutoff", cut]
+    state, _ = _run(case.frame, tmp_path, *flags, "--fuzzy", *NOT_EXECUTED)
+    head = _headline(state)
+    assert head["details"]["extras"]["design"] == "sharp"
+    assert head["ci_lower"] <= case.effect <= head["ci_upper"]
+    assert any(i.startswith("Sharp, not fuzzy: --fuzzy was stated") for i in state["critique_history"][-1]["issues"])
+    assert "Sharp, not fuzzy" in capsys.readouterr().out
 
 
 def test_a_fuzzy_discontinuity_whose_take_up_barely_jumps_is_refused(tmp_path: Path) -> None:

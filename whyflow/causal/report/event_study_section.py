@@ -45,11 +45,11 @@ def _p(study: dict[str, Any]) -> float | None:
 
 def _pretrend_words(study: dict[str, Any]) -> str:
     """The joint pre-trend test's result in a sentence or two."""
-    p, df, wald = _p(study), study.get("pretrend_df"), study.get("pretrend_wald")
+    p, df = _p(study), study.get("pretrend_df")
     if p is None:
         why = study.get("pretrend_skipped") or "the test could not be computed"
         return f"Pre-trends are not tested: {str(why).rstrip('.')}."
-    test = f"Wald χ² = {float(wald):.3g} on {df} degrees of freedom, p = {p:.3g}"
+    test = f"Wald χ² = {float(study['pretrend_wald']):.3g} on {df} degrees of freedom, p = {p:.3g}"
     if p < PRETREND_P:
         return (
             f"**Pre-trends: rejected.** The {df} coefficients before adoption are jointly non-zero ({test}, below "

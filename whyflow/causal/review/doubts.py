@@ -113,6 +113,8 @@ def design_findings(head: TreatmentEffectResult, declared: tuple[str, ...]) -> D
         _instrument(x, out)
     if head.details.family == "rdd" and x.get("design") == "fuzzy":
         _fuzzy_jump(x, out)
+    elif head.details.family == "rdd" and x.get("stated_fuzzy"):
+        out.issues.append(f"Sharp, not fuzzy: {x['stated_fuzzy']}.")
     if head.details.family == "did" and x.get("row_level_errors"):
         # A handful of groups: the row-level interval rests on no group-by-period shocks, which is also what
         # identifies the effect with this few groups; a single treated group is then no separate flaw.
