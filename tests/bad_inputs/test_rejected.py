@@ -192,11 +192,12 @@ def test_read_only_output_folder(good_csv: Path, tmp_path: Path, capsys: pytest.
         (["--running-variable", "x1"], "--running-variable and --cutoff go together"),
         (["--unit", "x1"], "--unit and --time go together"),
         (["--group", "x1"], "--group and --period go together"),
+        (["--fuzzy"], "--fuzzy is a regression discontinuity's form: give it with --running-variable and --cutoff"),
         (["--unit", "x1", "--time", "x2", "--group", "x3", "--period", "x2"], "not both"),
         (["--instrument", "x1,,x2"], "--instrument expects COLUMN or COLUMN,COLUMN"),
         (["--set", "novalue"], "--set expects KEY=VALUE, got 'novalue'"),
     ],
-    ids=["rdd-half", "panel-half", "rcs-half", "panel-and-rcs", "empty-instrument", "set-without-value"],
+    ids=["rdd-half", "panel-half", "rcs-half", "fuzzy-alone", "panel-and-rcs", "empty-instrument", "set-without-value"],
 )
 def test_options_that_do_not_fit_together_exit_2_with_one_line(
     options: list[str], message: str, good_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]

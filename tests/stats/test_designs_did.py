@@ -52,6 +52,23 @@ def test_staggered_answer_is_the_two_stage_att_with_a_direct_feols_twfe_beside_i
     assert leads and d["event_study"]["pretrend_p"] > 0.01  # no pre-trend in the generating process
 
 
+def test_event_time_intervals_use_the_headlines_t_quantile_and_name_the_pooled_ends() -> None:
+    from scipy import stats
+
+    data = _df_het()
+    study = did_twfe(data, "unit", "year", "treat", "dep_var").details["event_study"]
+    q = stats.t.ppf(0.975, data["unit"].nunique() - 1)
+    for c in study["coefficients"]:
+        assert c["ci"] == pytest.approx(
+            [c["estimate"] - q * c["std_error"], c["estimate"] + q * c["std_error"]], abs=2e-6
+        )
+    times = [c["event_time"] for c in study["coefficients"]]
+    assert (min(times), max(times)) == (-6, 8)
+    start = data[data["treat"]].groupby("unit")["year"].min()
+    rel = data["year"] - data["unit"].map(start)  # event time of the adopters' rows (NaN for never-treated)
+    assert study["pooled_ends"] == [e for e, beyond in ((-6, (rel < -6).any()), (8, (rel > 8).any())) if beyond]
+
+
 def test_balanced_panel_agrees_with_linearmodels_panelols() -> None:
     import pyfixest as pf
     from linearmodels.panel import PanelOLS

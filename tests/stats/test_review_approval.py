@@ -238,7 +238,8 @@ def test_a_panel_analysed_as_independent_rows_is_not_approved() -> None:
     panel = repeated_units(frame, "year", ("x",))
     assert panel is not None and panel["unit"] == "cc" and panel["n_units"] == 10 and panel["rows_per_unit"] == 60
     assert repeated_units(frame.drop_duplicates("cc"), "year") is None  # one row a unit: nothing repeats
-    assert repeated_units(frame, None) is None  # no time column: not a panel
+    found = repeated_units(frame, None, ("x",))  # no time column known: 'year' is found from the data
+    assert found == {**panel, "time_found_in_data": True}
     head = make_estimate("dml_plm", -0.003, 0.002, headline=True, repeated_units=panel)
     rv = review(_inputs(estimates=[head, make_estimate("ols", -0.003, 0.002)]))
     assert rv.decision is not CritiqueDecision.APPROVE

@@ -216,6 +216,11 @@ class StudyDesign(_Model):
     repeated_cross_section: bool = False
     """True when ``--group``/``--period`` named the difference-in-differences' columns (kept in
     ``unit_column``/``time_column``): rows are individuals drawn within groups and periods, not units followed."""
+    # -- a fuzzy discontinuity (--fuzzy) --
+    fuzzy: bool = False
+    """True when ``--fuzzy`` states that take-up does not follow the cutoff exactly. The form is read from the
+    data either way (fuzzy whenever a row's take-up disagrees with its side); stated, a take-up that follows
+    the cutoff exactly is said beside the answer, whose sharp form is then the fuzzy one."""
     # -- several instruments (--instrument A,B) --
     extra_instruments: list[str] = []
     """The instruments after the first (``instrument``) when ``--instrument`` names several, in their order."""

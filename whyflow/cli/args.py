@@ -63,6 +63,9 @@ def design_from_args(args: Any) -> StudyDesign:
     """The study-design facts given on the command line."""
     if (args.running_variable is None) != (args.cutoff is None):
         raise BadOptions("--running-variable and --cutoff go together")
+    fuzzy = bool(getattr(args, "fuzzy", False))
+    if fuzzy and args.running_variable is None:
+        raise BadOptions("--fuzzy is a regression discontinuity's form: give it with --running-variable and --cutoff")
     if (args.unit is None) != (args.time is None):
         raise BadOptions("--unit and --time go together")
     group, period = getattr(args, "group", None), getattr(args, "period", None)
@@ -82,6 +85,7 @@ def design_from_args(args: Any) -> StudyDesign:
         extra_instruments=instruments[1:],
         running_variable=args.running_variable,
         cutoff=args.cutoff,
+        fuzzy=fuzzy,
         unit_column=args.unit or group,
         time_column=args.time or period,
         repeated_cross_section=group is not None,

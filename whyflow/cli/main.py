@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--running-variable", help="running variable of a regression discontinuity")
     p.add_argument("--cutoff", type=float, help="cutoff of the running variable")
+    p.add_argument(
+        "--fuzzy",
+        action="store_true",
+        help="the discontinuity is fuzzy: take-up does not follow the cutoff exactly (with --running-variable and "
+        "--cutoff; rdrobust's fuzzy form, the outcome's jump over take-up's). The form is also read from the data",
+    )
     p.add_argument("--unit", help="unit id column of panel data (difference-in-differences)")
     p.add_argument("--time", help="time column of panel data")
     add_specification_options(p)

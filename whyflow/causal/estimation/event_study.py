@@ -94,26 +94,43 @@ def staggered_att(data: pd.DataFrame, cluster: str = _U, covariates: Sequence[st
     }
 
 
+def _coefficient(when: int, est: float, se: float, q: float) -> dict[str, Any]:
+    """One event time's coefficient, its standard error and its 95% interval (``q`` the t quantile)."""
+    return {
+        "event_time": when,
+        "estimate": round(est, 6),
+        "std_error": round(se, 6),
+        "ci": [round(est - q * se, 6), round(est + q * se, 6)],
+    }
+
+
 def event_time(
     data: pd.DataFrame, cluster: str = _U, covariates: Sequence[str] = (), max_lead: int = 6, max_lag: int = 8
 ) -> dict[str, Any]:
     """Coefficients by period relative to adoption (two-stage, unit-clustered), and the joint pre-trend test.
 
     Event times further out than ``max_lead`` before or ``max_lag`` after adoption are binned into the
-    end points (few units reach them). Before adoption the coefficients are the average residual of the
-    not-yet-treated rows of future adopters after unit and period effects: zero under parallel trends.
+    end points (few units reach them; ``pooled_ends`` names the end points that pool further ones). Before
+    adoption the coefficients are the average residual of the not-yet-treated rows of future adopters after
+    unit and period effects: zero under parallel trends. Each coefficient's 95% interval is from the t
+    distribution with (clusters - 1) degrees of freedom, as the headline's is.
     """
     panel, dropped = _identifiable(data)
     treated = panel[_REL] != _NEVER
-    panel.loc[treated, _REL] = panel.loc[treated, _REL].clip(-max_lead, max_lag)
+    rel = panel.loc[treated, _REL]
+    pooled = [end for end, beyond in ((-max_lead, rel < -max_lead), (max_lag, rel > max_lag)) if beyond.any()]
+    panel.loc[treated, _REL] = rel.clip(-max_lead, max_lag)
     fit = _fit(panel, f"~ i({_REL}, ref={_NEVER})", cluster, covariates)
     coef, se = fit.coef(), fit.se()
+    q = float(stats.t.ppf(0.975, max(int(panel[cluster].nunique()) - 1, 1)))
     times = {k: int(k.split("::")[-1]) for k in coef.index if "::" in k}
-    rows = [
-        {"event_time": times[k], "estimate": round(float(coef[k]), 6), "std_error": round(float(se[k]), 6)}
-        for k in sorted(times, key=times.__getitem__)
-    ]
-    out: dict[str, Any] = {"coefficients": rows, "library": "pyfixest did2s (event-time second stage)", **dropped}
+    rows = [_coefficient(times[k], float(coef[k]), float(se[k]), q) for k in sorted(times, key=times.__getitem__)]
+    out: dict[str, Any] = {
+        "coefficients": rows,
+        "pooled_ends": pooled,
+        "library": "pyfixest did2s (event-time second stage)",
+        **dropped,
+    }
     leads = [k for k in times if times[k] < 0]
     if not leads:
         out["pretrend_skipped"] = "no adopter is seen before it adopts: pre-trends cannot be tested"

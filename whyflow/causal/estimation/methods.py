@@ -191,6 +191,11 @@ def _rdd(s: PairSetup) -> Estimate:
         raise AgentError(f"running variable '{d['running_variable']}' is not numeric ({col.dtype})")
     running = d["running_variable"]
     est = rdd_rdrobust(col.astype(float).to_numpy(), s.prep.y, s.prep.t, float(d["cutoff"]), running, s.clusters())
+    if d.get("stated_fuzzy") and est.details["design"] == "sharp":
+        est.details["stated_fuzzy"] = (
+            f"--fuzzy was stated, but every row's take-up follows its side of the cutoff ({est.details['treated_side']}"
+            " treated): the jump in take-up is 1 and the fuzzy form is the sharp one"
+        )
     if s.adjustment.recipe_choice is not None and not s.no_covariates:
         est.details["controls_not_used"] = (
             "the discontinuity fit takes no covariates: the stated controls are not in it"

@@ -52,6 +52,8 @@ def _design(view_design: Any, frame: pd.DataFrame, profile: Any, dk: DomainKnowl
         and view_design.running_variable in frame.columns
     ):
         d["rdd"] = {"running_variable": view_design.running_variable, "cutoff": float(view_design.cutoff)}
+        if view_design.fuzzy:
+            d["rdd"]["stated_fuzzy"] = True
     unit = view_design.unit_column or next((c for c, r in (dk.roles if dk else {}).items() if r == "id"), None)
     time = view_design.time_column or (profile.time_column if profile is not None else None)
     if unit in frame.columns and time in frame.columns and frame.duplicated(subset=[unit]).any():

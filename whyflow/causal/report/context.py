@@ -3,7 +3,8 @@
 :func:`build_context` turns the notebook agent's view of the state (its typed records) into the
 values the sections print (every number comes from the state; nothing is invented here), and
 :func:`recompute_kind` names the cheap estimator a notebook cell refits to reproduce an estimate
-(its registry entry's). The refutation table comes from :mod:`whyflow.causal.report.refuter_section`;
+(its registry entry's). The refutation table comes from :mod:`whyflow.causal.report.refuter_section`,
+the event-time figure's words from :mod:`whyflow.causal.report.event_study_section`;
 the assumptions, the critique rounds and what the language model wrote from
 :mod:`whyflow.causal.report.review_section`. The agent in :mod:`whyflow.causal.report.notebook_generator`
 renders, writes and executes the notebook.
@@ -22,6 +23,7 @@ from whyflow.causal.estimation.methods import REGISTRY
 from whyflow.causal.estimation.ols import block_rows_for
 from whyflow.causal.prompts import MODEL_MARK
 from whyflow.causal.queries import effects_for_pair
+from whyflow.causal.report.event_study_section import event_study_context
 from whyflow.causal.report.refuter_section import refuter_context
 from whyflow.causal.report.review_section import (
     assumption_rows,
@@ -64,7 +66,7 @@ def build_context(view: AnalysisView, job_dir: Path, seed: int, title: str | Non
     has_data = bool(data and Path(data).exists())
     pair = _pair_effects(view.treatment_effects, treatment, outcome)
     effects = [e for _, e in pair]
-    headline = next((e for e in effects if e.details.headline), None)  # the first flagged, none when none is
+    head_index, headline = next(((i, e) for i, e in pair if e.details.headline), (-1, None))  # the first flagged
     rows = [_row(index, e) for index, e in pair]
     head = next((r for r in rows if r["headline"]), None)
     if head is not None and headline is not None:
@@ -109,6 +111,7 @@ def build_context(view: AnalysisView, job_dir: Path, seed: int, title: str | Non
         "other_pairs": _other_pairs(view.treatment_effects, treatment, outcome),
         "recompute": recompute,
         "agreement": agreement,
+        "event_study": event_study_context(head_index, headline),
         "propensity": _propensity(confounders, ps, headline, has_data, binary),
         "refute": refuter_context(view.sensitivity_results, recompute, confounders, has_data),
         "assumptions": assumption_rows(view, headline, agreement),

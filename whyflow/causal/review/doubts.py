@@ -89,9 +89,14 @@ def design_findings(head: TreatmentEffectResult, declared: tuple[str, ...]) -> D
     panel = x.get("repeated_units")
     if isinstance(panel, dict) and not head.details.is_design:
         u, t, k, per = panel.get("unit"), panel.get("time"), panel.get("n_units"), panel.get("rows_per_unit", 0)
+        found = (
+            f"; '{t}' is read as the time from the data: {panel.get('n_periods')} values, one row per unit and value"
+            if panel.get("time_found_in_data")
+            else ""
+        )
         out.issues.append(
-            f"The rows are a panel: {k} units of '{u}' observed over '{t}' (about {per:.0f} rows each), but the "
-            "interval treats every row as independent."
+            f"The rows are a panel: {k} units of '{u}' observed over '{t}' (about {per:.0f} rows each{found}), but "
+            "the interval treats every row as independent."
         )
         out.doubts.append(
             f"repeated units: {k} values of '{u}' each seen about {per:.0f} times over '{t}', so the interval is "
@@ -108,6 +113,8 @@ def design_findings(head: TreatmentEffectResult, declared: tuple[str, ...]) -> D
         _instrument(x, out)
     if head.details.family == "rdd" and x.get("design") == "fuzzy":
         _fuzzy_jump(x, out)
+    elif head.details.family == "rdd" and x.get("stated_fuzzy"):
+        out.issues.append(f"Sharp, not fuzzy: {x['stated_fuzzy']}.")
     if head.details.family == "did" and x.get("row_level_errors"):
         # A handful of groups: the row-level interval rests on no group-by-period shocks, which is also what
         # identifies the effect with this few groups; a single treated group is then no separate flaw.
