@@ -49,7 +49,7 @@ def test_one_dummy_a_grouping_and_a_per_level_figure_are_functions_of_the_catego
 def test_a_dummy_known_to_precede_the_treatment_keeps_itself_and_the_categorical_goes() -> None:
     f = _study()
     f["is_a"] = (f["city"] == "A").astype(int)
-    roles = categorical_dummies(f, ["x", "city"], protected=["is_a"])
+    roles = categorical_dummies(f, ["x", "city"], kept=["is_a"])
     assert [(r.column, r.role) for r in roles] == [("city", "categorical_repeated")]
 
 
@@ -68,3 +68,10 @@ def test_a_numeric_quantity_with_one_indicator_of_a_value_keeps_both() -> None:
     f = pd.DataFrame({"educ": educ, "college": (educ == 16).astype(int), "t": rng.binomial(1, 0.5, 1000)})
     f["y"] = f["t"] + 0.1 * educ + 0.5 * f["college"] + rng.normal(size=1000)
     assert classify_columns(f, "t", "y", ["educ", "college"]) == []
+
+
+def test_a_categorical_known_to_precede_the_treatment_still_loses_its_dummies() -> None:
+    f = _study()
+    f = f.assign(**{f"c_{k}": (f["city"] == k).astype(int) for k in "ABC"})
+    roles = classify_columns(f, "t", "y", ["x", "city", "c_A", "c_B", "c_C"], protected={"city"})
+    assert {r.column for r in roles} == {"c_A", "c_B", "c_C"}

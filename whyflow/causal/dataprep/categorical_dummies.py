@@ -12,9 +12,9 @@ case). One representation must go, and which one matters only for what is left:
   enters a design as one linear term, which a single dummy does not repeat): the code goes and the
   dummies stay (the one-hot rule of confounder discovery then drops one of them as the reference).
 
-Read on values, never names. A column that domain knowledge places before the treatment is never
-the one left out: where such a dummy sits beside an unprotected text categorical, the categorical
-goes instead.
+Read on values, never names. A column kept whatever this rule finds (one that domain knowledge places
+before the treatment, or that another rule keeps with a flag) is never the one left out: where such a
+dummy sits beside a text categorical, the categorical goes instead.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ from whyflow.causal.dataprep.column_stats import categorical_levels, determined_
 __all__ = ["categorical_dummies"]
 
 
-def categorical_dummies(frame: pd.DataFrame, cols: list[str], protected: Collection[str] = ()) -> list[ColumnRole]:
-    """Columns of ``cols`` (the unprotected candidates) that repeat a categorical among ``cols`` or
-    ``protected``: each with the representation that is kept named in its reason."""
-    pool = list(dict.fromkeys([*cols, *protected]))
+def categorical_dummies(frame: pd.DataFrame, cols: list[str], kept: Collection[str] = ()) -> list[ColumnRole]:
+    """Columns of ``cols`` (candidates no other rule has classified) that repeat a categorical among
+    ``cols`` or ``kept`` (columns that stay whatever this rule finds), each with the representation
+    that is kept named in its reason."""
+    pool = list(dict.fromkeys([*cols, *kept]))
     values = {c: v for c in pool if (v := numeric(frame, c)) is not None}
     out: list[ColumnRole] = []
     taken: set[str] = set()
@@ -45,12 +46,12 @@ def categorical_dummies(frame: pd.DataFrame, cols: list[str], protected: Collect
         }
         if not functions:
             continue
-        if cat not in protected and any(c in protected for c in functions):
+        if cat not in kept and any(c in kept for c in functions):
             out.append(ColumnRole(cat, "categorical_repeated", _categorical_goes(cat, sorted(functions))))
             taken.add(cat)
             continue
         for c, mapping in functions.items():
-            if c not in protected:
+            if c not in kept:
                 out.append(ColumnRole(c, "dummy_of_categorical", _dummy_goes(c, cat, mapping)))
                 taken.add(c)
     out += _numeric_codes(frame, [c for c in cols if c not in taken], values, taken)
@@ -72,8 +73,8 @@ def _dummy_goes(c: str, cat: str, mapping: dict[str, float]) -> str:
 def _categorical_goes(cat: str, functions: list[str]) -> str:
     shown = ", ".join(functions[:6]) + (" ..." if len(functions) > 6 else "")
     return (
-        f"a repeat of a categorical: {shown} (known to precede the treatment) are functions of {cat!r}, "
-        f"so {cat!r} is left out and they are kept (both in one design make it singular)"
+        f"a repeat of a categorical: {shown}, kept (known to precede the treatment, or kept by another rule), "
+        f"are functions of {cat!r}, so {cat!r} is left out (both in one design make it singular)"
     )
 
 

@@ -381,16 +381,17 @@ def classify_columns(
     if tv is not None:
         out += treatment_roles(frame, treatment, rest)
         rest = _unclassified(rest, out)
-    kept_before = [c for c in candidates if c in protected and c in frame.columns and c not in (treatment, outcome)]
-    out += categorical_dummies(frame, rest, kept_before)
-    rest = _unclassified(rest, out)
     if yv is not None:
         out += _outcome_roles(frame, outcome, [c for c in rest if c != instrument and not PRE_NAME.search(str(c))])
         from whyflow.causal.dataprep.sibling_outcomes import sibling_outcomes
 
         out += sibling_outcomes(frame, outcome, _unclassified(rest, out), alpha)
         rest = _unclassified(rest, out)
-    return out + _post_named_roles(frame, rest, tv, alpha)
+    out += _post_named_roles(frame, rest, tv, alpha)
+    # Last, so the representation of a categorical that is kept is one no other rule leaves out.
+    kept = [c for c in candidates if c in protected and c in frame.columns and c not in (treatment, outcome)]
+    kept += [r.column for r in out if not r.leave_out]
+    return out + categorical_dummies(frame, _unclassified(rest, out), kept)
 
 
 def _unclassified(cols: list[str], roles: list[ColumnRole]) -> list[str]:
