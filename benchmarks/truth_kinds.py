@@ -12,7 +12,10 @@ a row index and an id, the outcome's level next to its log, the parts of a total
 outcome measured later, copies of the treatment, a post-treatment survey in a randomised trial, the
 answers a score is summed from, recorded only where the score is, a self-reported copy of the
 outcome in a trial the metadata does not call one, a reported copy of an instrumented treatment, and
-measurements recorded at follow-up, missing with the outcome for those lost to it. One more puts a
+measurements recorded at follow-up, missing with the outcome for those lost to it. Four more repeat
+a column in a form the content rules must read (issue 36): a label of the arm and 1 - treatment, a
+categorical beside its own dummies, a ratio outcome beside its numerator and divisor, and a
+numeric registry code named like no identifier. One more puts a
 baseline of the outcome in the file under a name that contains the outcome's: the column that must
 be adjusted for. Three state the analyst's specification (issue 36): the right controls, where the
 recipe's own choice differs (``--controls``); a cluster-randomised trial whose errors must be
@@ -429,6 +432,60 @@ def outcome_baseline(n: int, seed: int) -> Case:
     return Case(frame, float(truth["effect"]), _args("training", y_name))
 
 
+def treatment_aliases(n: int, seed: int) -> Case:
+    """The treatment written twice more: ``arm``, a label of the arm (control, or voucher_A / voucher_B at
+    random among the treated), and ``untreated`` = 1 - treated. Either as a covariate leaves the treatment
+    no variation (the design is singular); effect 2."""
+    rng, frame, _ = _confounded(n, seed)
+    t = frame["treated"].to_numpy()
+    frame["arm"] = np.where(t == 1, np.where(rng.random(n) < 0.5, "voucher_A", "voucher_B"), "control")
+    frame["untreated"] = 1 - t
+    return Case(frame, 2.0, _args())
+
+
+def dummies_beside_categorical(n: int, seed: int) -> Case:
+    """A five-level ``city`` that confounds (it moves both enrolment and the outcome), written as the text
+    column and as its complete set of dummies ``city_A`` .. ``city_E``; x1, x2 confound too, x3 moves the
+    outcome only; effect 2. Both representations in one design make it singular."""
+    rng = np.random.default_rng([seed, 40])
+    x = rng.normal(size=(n, 3))
+    city = rng.choice(list("ABCDE"), size=n, p=[0.3, 0.25, 0.2, 0.15, 0.1])
+    shift = pd.Series({"A": 0.0, "B": 0.6, "C": -0.5, "D": 0.9, "E": -0.8})
+    level = shift[city].to_numpy()
+    t = rng.binomial(1, _sigmoid(0.8 * x[:, 0] - 0.6 * x[:, 1] + level))
+    y = 2.0 * t + 1.0 * x[:, 0] + 0.8 * x[:, 1] + 0.5 * x[:, 2] + 1.5 * level + rng.normal(size=n)
+    frame = pd.DataFrame({"x1": x[:, 0], "x2": x[:, 1], "x3": x[:, 2], "city": city})
+    frame = frame.assign(**{f"city_{k}": (city == k).astype(int) for k in "ABCDE"})
+    frame["treated"], frame["outcome"] = t, y
+    return Case(frame, 2.0, _args())
+
+
+def ratio_outcome(n: int, seed: int) -> Case:
+    """Revenue per worker as the outcome with its numerator ``revenue`` and its divisor ``workers`` in the file.
+
+    The firm's size (``workers``, counted before the treatment) confounds with x1 and x2: it must be
+    adjusted for; ``revenue`` = the outcome x workers carries the outcome and must not be. Effect 5.
+    """
+    rng = np.random.default_rng([seed, 41])
+    x = rng.normal(size=(n, 2))
+    workers = rng.integers(20, 201, size=n)
+    t = rng.binomial(1, _sigmoid(0.7 * x[:, 0] - 0.5 * x[:, 1] + 0.01 * (workers - 110)))
+    per_worker = 50 + 5.0 * t + 3.0 * x[:, 0] + 2.0 * x[:, 1] + 0.05 * workers + rng.normal(scale=4.0, size=n)
+    revenue = (per_worker * workers).round(2)
+    frame = pd.DataFrame({"x1": x[:, 0].round(4), "x2": x[:, 1].round(4), "workers": workers, "treated": t})
+    frame["revenue"] = revenue
+    frame["revenue_per_worker"] = revenue / workers
+    return Case(frame, 5.0, _args("treated", "revenue_per_worker"))
+
+
+def numeric_identifier(n: int, seed: int) -> Case:
+    """:func:`_confounded` (effect 2) with ``firm``, a six-digit registry number per row (drawn from a range
+    30 times the rows, so about 2% repeat), named like no identifier: a code, not a quantity."""
+    rng, frame, _ = _confounded(n, seed)
+    frame.insert(0, "firm", rng.integers(100_000, 100_000 + 30 * n, size=n))
+    return Case(frame, 2.0, _args())
+
+
 def stated_controls(n: int, seed: int) -> Case:
     """The analyst states the right adjustment set (``--controls x1,x2``): two confounders.
 
@@ -591,6 +648,10 @@ KINDS: dict[str, Generator] = {
     "two_instruments": two_instruments,
     "invalid_instrument": invalid_instrument,
     "staggered_did": staggered_did,
+    "treatment_aliases": treatment_aliases,
+    "dummies_beside_categorical": dummies_beside_categorical,
+    "ratio_outcome": ratio_outcome,
+    "numeric_identifier": numeric_identifier,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -605,11 +666,17 @@ TEMPTING: dict[str, tuple[str, ...]] = {
     "iv_treatment_copy": ("educ_reported",),
     "rct_outcome_report": ("outcome_reported",),
     "trial_attrition": ("diagnosed", "days_to_test"),
+    "treatment_aliases": ("arm", "untreated"),
+    "dummies_beside_categorical": tuple(f"city_{k}" for k in "ABCDE"),
+    "ratio_outcome": ("revenue",),
+    "numeric_identifier": ("firm",),
 }
 """Kind name -> the columns that must never be covariates (the recipe must name them as left out)."""
 
 MUST_ADJUST: dict[str, tuple[str, ...]] = {
     "outcome_baseline": ("re75", "earnings_lag"),
+    "dummies_beside_categorical": ("city",),
+    "ratio_outcome": ("workers",),
 }
 """Kind name -> confounders the recipe must adjust for, those of them in the file (a seed writes one name)."""
 
@@ -648,6 +715,10 @@ DEFAULT_N: dict[str, int] = {
     "two_instruments": 2000,
     "invalid_instrument": 2000,
     "staggered_did": 2000,
+    "treatment_aliases": 1500,
+    "dummies_beside_categorical": 2000,
+    "ratio_outcome": 1500,
+    "numeric_identifier": 1500,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

@@ -213,6 +213,27 @@ def outcome_baseline(n: int, seed: int) -> Interval:
     return _ols(f, case.args["outcome"], causes, "training")
 
 
+def treatment_aliases(n: int, seed: int) -> Interval:
+    """OLS on x1, x2 and x3 (never the arm's label or 1 - treated)."""
+    return _ols(_frame("treatment_aliases", n, seed), "outcome", ["x1", "x2", "x3"])
+
+
+def dummies_beside_categorical(n: int, seed: int) -> Interval:
+    """OLS on x1, x2, x3 and the city as four dummies (one representation of it, city A the reference)."""
+    f = _frame("dummies_beside_categorical", n, seed)
+    return _ols(f, "outcome", ["x1", "x2", "x3", "city_B", "city_C", "city_D", "city_E"])
+
+
+def ratio_outcome(n: int, seed: int) -> Interval:
+    """OLS of revenue per worker on x1, x2 and the firm's size (never the revenue it is computed from)."""
+    return _ols(_frame("ratio_outcome", n, seed), "revenue_per_worker", ["x1", "x2", "workers"])
+
+
+def numeric_identifier(n: int, seed: int) -> Interval:
+    """OLS on x1, x2 and x3 (never the registry code)."""
+    return _ols(_frame("numeric_identifier", n, seed), "outcome", ["x1", "x2", "x3"])
+
+
 def stated_controls(n: int, seed: int) -> Interval:
     """OLS on the stated confounders and the three outcome-only causes (the true outcome model; HC1)."""
     return _ols(_frame("stated_controls", n, seed), "outcome", ["x1", "x2", "w1", "w2", "w3"])
@@ -317,6 +338,10 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "fuzzy_rdd": fuzzy_rdd,
     "two_instruments": two_instruments,
     "invalid_instrument": invalid_instrument,
+    "treatment_aliases": treatment_aliases,
+    "dummies_beside_categorical": dummies_beside_categorical,
+    "ratio_outcome": ratio_outcome,
+    "numeric_identifier": numeric_identifier,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

@@ -63,6 +63,10 @@ SMALL_N = {
     "two_instruments": 1000,
     "invalid_instrument": 1000,
     "staggered_did": 800,
+    "treatment_aliases": 600,
+    "dummies_beside_categorical": 800,
+    "ratio_outcome": 600,
+    "numeric_identifier": 600,
 }
 
 

@@ -39,7 +39,8 @@ def _left_out(kind: str, seed: int, n: int = 800) -> tuple[list[str], float, flo
     left += [r.column for r in move.carriers]
     rest = [c for c in rest if c not in left]
     d = f[[y, t, *rest]].dropna()  # the rows with an outcome, as data repair keeps them
-    fit = sm.OLS(d[y].astype(float), sm.add_constant(d[[t, *rest]].astype(float))).fit(cov_type="HC1")
+    X = pd.get_dummies(d[[t, *rest]], drop_first=True, dtype=float)  # a text categorical as its dummies
+    fit = sm.OLS(d[y].astype(float), sm.add_constant(X.astype(float))).fit(cov_type="HC1")
     lo, hi = fit.conf_int().loc[t]
     return left, float(fit.params[t]), float(lo), float(hi)
 
@@ -242,3 +243,86 @@ def test_a_clean_trial_keeps_its_prognostic_covariates() -> None:
     for seed in range(4):
         move = randomised_move(_trial(seed, None, n=4000), "t", "y", ["a", "b", "c"])
         assert move.applies and not move.carriers, move
+
+
+def _firms(n: int = 800, seed: int = 7) -> pd.DataFrame:
+    """Positive parts a, b of an outcome, a confounder x and a 0/1 treatment."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    t = rng.binomial(1, 1 / (1 + np.exp(-x)))
+    a = np.exp(3 + 0.2 * t + 0.3 * x + rng.normal(scale=0.3, size=n))
+    b = rng.integers(20, 200, n).astype(float)
+    return pd.DataFrame({"x": x, "t": t, "a": a.round(3), "b": b})
+
+
+def test_a_ratio_leaves_its_numerator_out_and_keeps_its_divisor_with_a_flag() -> None:
+    f = _firms()
+    f["y"] = f["a"] / f["b"]
+    roles = {r.column: r for r in classify_columns(f, "t", "y", ["x", "a", "b"])}
+    assert set(roles) == {"a", "b"}
+    assert roles["a"].leave_out and roles["a"].role == "outcome_component"
+    assert not roles["b"].leave_out and roles["b"].role == "outcome_divisor"
+    assert "y ≈ k * a^1 / b^1" in roles["a"].reason
+
+
+def test_a_product_leaves_both_factors_out() -> None:
+    f = _firms()
+    f["y"] = f["a"] * f["b"]
+    roles = classify_columns(f, "t", "y", ["x", "a", "b"])
+    assert {(r.column, r.leave_out) for r in roles} == {("a", True), ("b", True)}
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_sum_or_a_difference_of_unnamed_columns_leaves_both_out(sign: float) -> None:
+    f = _firms()
+    f["y"] = f["a"] + sign * f["b"]
+    roles = classify_columns(f, "t", "y", ["x", "a", "b"])
+    assert {(r.column, r.role) for r in roles} == {("a", "outcome_component"), ("b", "outcome_component")}
+
+
+def test_a_noisy_power_of_a_cause_is_no_ratio() -> None:
+    """log y linear in log a with R² about 0.9: a cause of the outcome, not a column it is computed from."""
+    f = _firms()
+    rng = np.random.default_rng(8)
+    f["y"] = np.sqrt(f["a"]) * np.exp(rng.normal(scale=0.05, size=len(f)))
+    assert classify_columns(f, "t", "y", ["x", "a", "b"]) == []
+
+
+def _coded(n: int = 1500, seed: int = 9) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    f = _base(n, seed)
+    f["firm"] = rng.integers(100_000, 100_000 + 30 * n, n)  # six digits, about 2% repeated
+    return f
+
+
+def test_a_numeric_code_is_an_identifier_by_its_values() -> None:
+    roles = classify_columns(_coded(), "t", "y", ["x", "firm"])
+    assert [(r.column, r.role) for r in roles] == [("firm", "identifier")]
+    assert "all 6 digits" in roles[0].reason
+
+
+def test_near_unique_integers_that_are_measurements_are_kept() -> None:
+    rng = np.random.default_rng(10)
+    f = _coded()
+    n = len(f)
+    # Enrolment numbers issued in order, the treated enrolled later: related to the treatment, so kept.
+    enrolled_at = rng.normal(size=n) + 0.5 * f["t"].to_numpy()
+    f["firm"] = 100_000 + 7 * pd.Series(enrolled_at).rank(method="first").astype(int).to_numpy()
+    f["salary"] = rng.integers(10_000, 99_999, n)  # five digits, near-unique, and it moves the outcome
+    f["y"] = f["y"] + f["salary"] / 10_000
+    f["sales"] = rng.lognormal(8, 1.5, n).round()  # near-unique whole numbers of many widths
+    assert classify_columns(f, "t", "y", ["x", "firm", "salary", "sales"]) == []
+
+
+def test_a_baseline_of_the_outcome_is_kept_however_close_to_it() -> None:
+    """re75 next to re78 (rank correlation above the transform rule's 0.99): known pre-treatment by its
+    name, so it is protected and never classified; without the protection the content rules would take it."""
+    rng = np.random.default_rng(11)
+    f = _base()
+    f["re75"] = f["y"] - f["t"] + rng.normal(scale=0.05, size=len(f))
+    f = f.rename(columns={"y": "re78"})
+    cands = ["x", "re75"]
+    pre = known_pre_treatment(None, {}, "t", cands, "re78")
+    assert list(pre) == ["re75"]
+    assert classify_columns(f, "t", "re78", cands, protected=set(pre)) == []
+    assert [r.column for r in classify_columns(f, "t", "re78", cands)] == ["re75"]

@@ -1,15 +1,19 @@
 """Column roles read from the data: which columns may never be covariates, each with a one-line reason.
 
-Why: a real replication file holds more than confounders. Adjusting for a row index, an ``id``,
-the outcome under another scale (log wage next to the wage), the parts the outcome is summed or
-scored from, a copy of the treatment or a treatment x other-column interaction, or a column
-measured after the treatment moves the estimate to about zero or to the wrong sign with a tight
-interval. This module classifies every candidate column before the adjustment set is chosen.
+Why: a real replication file holds more than confounders. Adjusting for a row index, an ``id``
+or a numeric registry code, the outcome under another scale (log wage next to the wage), the
+columns the outcome is summed, scored or divided from (the revenue of a revenue per worker), a
+copy or a label of the treatment (:mod:`whyflow.causal.dataprep.treatment_roles`), a categorical
+written twice (:mod:`whyflow.causal.dataprep.categorical_dummies`), or a column measured after the
+treatment moves the estimate to about zero or to the wrong sign with a tight interval, or makes
+the design singular. This module classifies every candidate column before the adjustment set is
+chosen.
 
 The rules are strict (deterministic or near-deterministic relations only), because dropping a
 real confounder biases the effect: a column correlated with the outcome because it causes it is
 not a transform of it. Columns that domain knowledge places before the treatment are never
-classified (``protected``). A column whose name alone says "after" (``post``, ``followup``, a
+classified (``protected``): a baseline of the outcome (``prior_earnings``, ``re75`` for ``re78``)
+is the strongest confounder there is, however close to the outcome it runs. A column whose name alone says "after" (``post``, ``followup``, a
 wave-2 copy ``x2`` of ``x``) is left out only when it also moves with the treatment; otherwise it
 is kept with a flag.
 
@@ -25,7 +29,10 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
+from whyflow.causal.dataprep.categorical_dummies import categorical_dummies
 from whyflow.causal.dataprep.column_names import PRE_NAME, ColumnRole, name_tokens
+from whyflow.causal.dataprep.column_stats import MIN_ROWS, is_integer_valued, numeric, pearson, r_squared, spearman
+from whyflow.causal.dataprep.treatment_roles import COPY_CORR, treatment_roles
 
 __all__ = [
     "ColumnRole",
@@ -41,11 +48,14 @@ RANK_TRANSFORM = 0.99
 COMPONENT_R2 = 0.95
 """R² of the outcome from at most :data:`MAX_PARTS` other columns at or above which they are its parts."""
 MAX_PARTS = 3
+LOG_R2 = 0.999
+"""R² of the outcome's log from the logs of at most :data:`MAX_PARTS` positive columns: a ratio or product of them."""
+CODE_UNIQUE = 0.95
+"""Share of distinct values at or above which a whole-number column may be a numeric code."""
+CODE_DIGITS = 4
+"""Fewest digits of a numeric code (shorter numbers are counts and scores as often as codes)."""
 PROXY_CORR = 0.6
 """|correlation| with the outcome above which a column missing exactly where the outcome is missing is a proxy."""
-COPY_CORR = 0.98
-"""|correlation| (or share of agreeing rows for 0/1 columns) with the treatment: a near-copy of it."""
-MIN_ROWS = 30
 
 _POST_TOKENS = {"post", "after", "followup", "follow", "endline", "fu", "later", "next", "future", "posttreatment"}
 _ID_TOKENS = {"id", "uid", "uuid", "identifier", "key", "code", "idx", "rownames"}
@@ -87,13 +97,6 @@ _ID_PREFIXES = (
 )
 
 
-def _is_integer_valued(s: pd.Series) -> bool:
-    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
-        return False
-    v = s.dropna().to_numpy(dtype=float)
-    return bool(len(v) and np.all(np.isfinite(v)) and np.all(v == np.round(v)))
-
-
 def _id_named(name: str) -> bool:
     low = str(name).lower()
     if not low.strip() or re.fullmatch(r"unnamed: ?\d+", low) or low == "...1":
@@ -111,7 +114,7 @@ def _identifier(s: pd.Series, name: str) -> str | None:
     if n < MIN_ROWS:
         return None
     unique = int(v.nunique())
-    if _is_integer_valued(v) and unique == n:
+    if is_integer_valued(v) and unique == n:
         # Distinct integers spanning about as many values as there are rows: a count of the rows.
         ordered = v.sort_index().to_numpy(dtype=float)
         rows = v.index.to_numpy()
@@ -127,7 +130,7 @@ def _identifier(s: pd.Series, name: str) -> str | None:
     if _id_named(name):
         if not pd.api.types.is_numeric_dtype(v) and unique > 20:
             return f"identifier: named like one, {unique:,} distinct labels"
-        if _is_integer_valued(v) and unique > 20:
+        if is_integer_valued(v) and unique > 20:
             return f"identifier: named like one, {unique:,} distinct integer codes (a code, not a quantity)"
     if not pd.api.types.is_numeric_dtype(v) and not pd.api.types.is_bool_dtype(v) and unique >= max(21, 0.5 * n):
         numbers = pd.to_numeric(v.astype(str).str.replace(",", ".", regex=False), errors="coerce")
@@ -137,34 +140,36 @@ def _identifier(s: pd.Series, name: str) -> str | None:
     return None
 
 
-def _numeric(frame: pd.DataFrame, c: str) -> np.ndarray | None:
-    s = frame[c]
-    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
-        return s.to_numpy(dtype=float, na_value=np.nan)
-    return None
+def _numeric_code(s: pd.Series, tv: np.ndarray | None, yv: np.ndarray | None) -> str | None:
+    """Why ``s`` is a numeric code (a firm or person number), or None.
 
-
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    ok = ~(np.isnan(a) | np.isnan(b))
-    if ok.sum() < MIN_ROWS or np.nanstd(a[ok]) == 0 or np.nanstd(b[ok]) == 0:
-        return 0.0
-    ra, rb = pd.Series(a[ok]).rank().to_numpy(), pd.Series(b[ok]).rank().to_numpy()
-    r = np.corrcoef(ra, rb)[0, 1]
-    return float(r) if np.isfinite(r) else 0.0
-
-
-def _pearson(a: np.ndarray, b: np.ndarray) -> float:
-    ok = ~(np.isnan(a) | np.isnan(b))
-    if ok.sum() < MIN_ROWS or np.std(a[ok]) == 0 or np.std(b[ok]) == 0:
-        return 0.0
-    r = np.corrcoef(a[ok], b[ok])[0, 1]
-    return float(r) if np.isfinite(r) else 0.0
-
-
-def _r2(y: np.ndarray, X: np.ndarray) -> float:
-    design = np.column_stack([np.ones(len(y)), X])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    return float(1.0 - np.var(y - design @ coef) / np.var(y))
+    A code is near-unique (:data:`CODE_UNIQUE` of its rows), whole, issued at one width (every value has
+    the same number of digits, at least :data:`CODE_DIGITS`: ``100234``, ``100871`` ...), not sorted in
+    file order (a sorted file is sorted by a quantity, as the row-index rule reads it), and unrelated to
+    both the treatment and the outcome (|rank correlation| under 3/sqrt(n), about p > 0.003): a column
+    independent of the treatment cannot confound, so leaving a measurement out by mistake here costs
+    precision only, never bias.
+    """
+    v = s.dropna()
+    n, unique = len(v), int(v.nunique())
+    if n < MIN_ROWS or unique < max(50, CODE_UNIQUE * n) or not is_integer_valued(v):
+        return None
+    values = v.to_numpy(dtype=float)
+    if values.min() < 10 ** (CODE_DIGITS - 1) or len(np.unique(np.floor(np.log10(values)))) != 1:
+        return None
+    in_order = np.diff(v.sort_index().to_numpy(dtype=float))
+    if np.all(in_order >= 0) or np.all(in_order <= 0):
+        return None
+    limit = 3.0 / np.sqrt(n)
+    full = s.to_numpy(dtype=float, na_value=np.nan)
+    if any(other is not None and abs(spearman(full, other)) >= limit for other in (tv, yv)):
+        return None
+    width = int(np.floor(np.log10(values.min()))) + 1
+    return (
+        f"identifier: {unique:,} distinct integer codes in {n:,} rows, all {width} digits "
+        f"({values.min():.0f}..{values.max():.0f}) and unrelated to the treatment and the outcome: a code, "
+        "not a measurement"
+    )
 
 
 def outcome_proxies(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnRole]:
@@ -184,12 +189,12 @@ def outcome_proxies(frame: pd.DataFrame, y: str, cols: list[str]) -> list[Column
         return []
     out: list[ColumnRole] = []
     for c in cols:
-        v = _numeric(frame, c) if c in frame.columns else None
+        v = numeric(frame, c) if c in frame.columns else None
         if v is None:
             continue
         c_missing = np.isnan(v)
         both = int((c_missing & y_missing).sum())
-        r = _pearson(v, yv)
+        r = pearson(v, yv)
         if both >= 0.95 * n_ym and both >= 0.8 * c_missing.sum() and abs(r) >= PROXY_CORR:
             why = (
                 f"derived from the outcome: recorded only where {y!r} is (missing in {both:,} of its {n_ym:,} "
@@ -206,10 +211,10 @@ def outcome_proxies(frame: pd.DataFrame, y: str, cols: list[str]) -> list[Column
 def _outcome_roles(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnRole]:
     """Transforms (rank-equivalent), proxies (missing exactly where the outcome is) and parts of the outcome."""
     yv = frame[y].to_numpy(dtype=float)
-    values = {c: v for c in cols if (v := _numeric(frame, c)) is not None}
+    values = {c: v for c in cols if (v := numeric(frame, c)) is not None}
     out: list[ColumnRole] = []
     for c, v in values.items():
-        rho = _spearman(v, yv)
+        rho = spearman(v, yv)
         if abs(rho) >= RANK_TRANSFORM:
             why = (
                 f"derived from the outcome: a copy of the outcome {y!r} on another scale (rank correlation "
@@ -217,9 +222,52 @@ def _outcome_roles(frame: pd.DataFrame, y: str, cols: list[str]) -> list[ColumnR
             )
             out.append(ColumnRole(c, "outcome_transform", why))
     out += outcome_proxies(frame, y, [c for c in cols if c not in {r.column for r in out}])
+    out += _ratio_parts(yv, {c: v for c, v in values.items() if c not in {r.column for r in out}}, y)
     taken = {r.column for r in out}
     out += _components(yv, {c: v for c, v in values.items() if c not in taken}, y)
     return out
+
+
+def _ratio_parts(yv: np.ndarray, values: dict[str, np.ndarray], y: str) -> list[ColumnRole]:
+    """The columns a positive outcome is a ratio or product of: its log is linear in their logs (R² >=
+    :data:`LOG_R2`). A factor (positive power) carries the outcome and is left out; a divisor (revenue per
+    *worker*, growth over a *baseline*) is the scale the outcome is expressed per, often measured before
+    the treatment, and is kept with a flag, as the change-score rule keeps a baseline."""
+    known = ~np.isnan(yv)
+    if known.sum() < MIN_ROWS or np.any(yv[known] <= 0):
+        return []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = {c: np.log(v) for c, v in values.items() if np.all(v[~np.isnan(v)] > 0)}
+        log_y = np.log(yv)
+    parts, fit = _determining_set(log_y, logs, LOG_R2)
+    if not parts:
+        return []
+    X = np.column_stack([logs[c] for c in parts])
+    rows = known & ~np.isnan(X).any(axis=1)
+    powers, *_ = np.linalg.lstsq(np.column_stack([np.ones(rows.sum()), X[rows]]), log_y[rows], rcond=None)
+    form = _power_form(dict(zip(parts, map(float, powers[1:]), strict=True)))
+    shared = f"log {y!r} is linear in the logs of {parts} (R² {fit:.4f}; {y} ≈ k * {form})"
+    out = []
+    for c, power in zip(parts, powers[1:], strict=True):
+        if power > 0:
+            why = f"derived from the outcome: {shared}: a factor it is computed from, which carries the outcome"
+            out.append(ColumnRole(c, "outcome_component", why))
+        else:
+            why = (
+                f"kept as the divisor of the outcome ({shared}): the scale it is expressed per; if it was "
+                "measured after the treatment, leave it out"
+            )
+            out.append(ColumnRole(c, "outcome_divisor", why, leave_out=False))
+    return out
+
+
+def _power_form(powers: dict[str, float]) -> str:
+    """``a^1 * c^0.5 / b^1``: the factors, then the divisors."""
+    up = " * ".join(f"{c}^{p:.2g}" for c, p in powers.items() if p > 0) or "1"
+    down = [f"{c}^{-p:.2g}" for c, p in powers.items() if p <= 0]
+    if not down:
+        return up
+    return f"{up} / {down[0]}" if len(down) == 1 else f"{up} / ({' * '.join(down)})"
 
 
 def _determining_set(yv: np.ndarray, values: dict[str, np.ndarray], threshold: float) -> tuple[list[str], float]:
@@ -241,7 +289,7 @@ def _determining_set(yv: np.ndarray, values: dict[str, np.ndarray], threshold: f
             rows = ok_y & ~np.isnan(X).any(axis=1)
             if rows.sum() < MIN_ROWS:
                 continue
-            r = _r2(yv[rows], X[rows])
+            r = r_squared(yv[rows], X[rows])
             if r > best_r2 + 1e-6:
                 best, best_r2 = c, r
         if best is None:
@@ -266,13 +314,13 @@ def _components(yv: np.ndarray, values: dict[str, np.ndarray], y: str) -> list[C
 def _instrument_roles(frame: pd.DataFrame, z: str, cols: list[str]) -> list[ColumnRole]:
     """Copies of the declared instrument and the parts that determine it (arm indicators summing to it):
     as controls they leave the instrument no variation of its own."""
-    zv = _numeric(frame, z)
+    zv = numeric(frame, z)
     if zv is None:
         return []
-    values = {c: v for c in cols if (v := _numeric(frame, c)) is not None}
+    values = {c: v for c in cols if (v := numeric(frame, c)) is not None}
     out = []
     for c, v in values.items():
-        r = _pearson(v, zv)
+        r = pearson(v, zv)
         if abs(r) >= COPY_CORR:
             why = f"derived from the instrument: a copy of {z!r} (correlation {r:+.3f}); as a control it absorbs it"
             out.append(ColumnRole(c, "instrument_copy", why))
@@ -288,51 +336,6 @@ def _baseline_pair(a: str, b: str) -> bool:
     """Two names of one measurement at two times (``w0``/``w1``, ``pre_x``/``x``)."""
     stem_a, stem_b = str(a).rstrip("0123456789_"), str(b).rstrip("0123456789_")
     return (stem_a == stem_b and bool(stem_a)) or bool(PRE_NAME.search(str(a)) or PRE_NAME.search(str(b)))
-
-
-def _treatment_roles(frame: pd.DataFrame, t: str, cols: list[str]) -> list[ColumnRole]:
-    """Near-copies of the treatment and treatment x other-column interactions (0/1 treatment)."""
-    tv = frame[t].to_numpy(dtype=float, na_value=np.nan)
-    levels = np.unique(tv[~np.isnan(tv)])
-    binary = len(levels) == 2
-    out: list[ColumnRole] = []
-    for c in cols:
-        v = _numeric(frame, c)
-        if v is None:
-            continue
-        ok = ~(np.isnan(v) | np.isnan(tv))
-        if ok.sum() < MIN_ROWS or np.std(v[ok]) == 0:
-            continue
-        r = _pearson(v, tv)
-        rho = _spearman(v, tv) if not binary else r
-        if max(abs(r), abs(rho)) >= COPY_CORR:
-            why = (
-                f"a copy of the treatment {t!r} (correlation {r:+.3f}): adjusting for it leaves no variation "
-                "in the treatment to learn from"
-            )
-            out.append(ColumnRole(c, "treatment_copy", why))
-            continue
-        if not binary:
-            continue
-        vv, tt = v[ok], tv[ok]
-        if set(np.unique(vv)) <= {0.0, 1.0}:
-            agree = float(np.mean(vv == (tt == levels[1])))
-            share = max(agree, 1.0 - agree)
-            if share >= COPY_CORR:
-                why = (
-                    f"a copy of the treatment {t!r} (the same 0/1 value in {share:.1%} of rows): "
-                    "adjusting for it leaves almost no variation in the treatment"
-                )
-                out.append(ColumnRole(c, "treatment_copy", why))
-                continue
-        control, treated = vv[tt == levels[0]], vv[tt == levels[1]]
-        if len(control) >= 20 and np.ptp(control) == 0 and len(np.unique(treated)) > 1:
-            why = (
-                f"derived from the treatment: equal to {control[0]:g} whenever {t!r} is {levels[0]:g} and "
-                "varying only among the treated (a treatment x other-column term or a part of the treatment)"
-            )
-            out.append(ColumnRole(c, "treatment_interaction", why))
-    return out
 
 
 def _post_named(name: str, columns: Collection[str]) -> str | None:
@@ -366,35 +369,54 @@ def classify_columns(
     Rows beyond ``max_rows`` are sampled (seeded) for the correlation checks; the row-index check
     reads the rows in the order of the frame's index.
     """
-    from whyflow.causal.discovery.adjustment_rules import assoc_pvalue, design_block
-
     cols = [c for c in candidates if c in frame.columns and c not in (treatment, outcome) and c not in protected]
     if len(frame) > max_rows:
         frame = frame.sample(n=max_rows, random_state=seed).sort_index()
-    out: list[ColumnRole] = []
-    for c in cols:
-        why = _identifier(frame[c], c)
-        if why:
-            out.append(ColumnRole(c, "identifier", why))
-    rest = [c for c in cols if c not in {r.column for r in out}]
+    tv, yv = numeric(frame, treatment), numeric(frame, outcome)
+    out = _identifiers(frame, cols, tv, yv)
+    rest = _unclassified(cols, out)
     if instrument and instrument in frame.columns:
         out += _instrument_roles(frame, instrument, rest)
-        rest = [c for c in rest if c not in {r.column for r in out}]
-    if pd.api.types.is_numeric_dtype(frame[treatment]) or pd.api.types.is_bool_dtype(frame[treatment]):
-        out += _treatment_roles(frame, treatment, rest)
-    rest = [c for c in rest if c not in {r.column for r in out}]
-    if pd.api.types.is_numeric_dtype(frame[outcome]):
+        rest = _unclassified(rest, out)
+    if tv is not None:
+        out += treatment_roles(frame, treatment, rest)
+        rest = _unclassified(rest, out)
+    if yv is not None:
         out += _outcome_roles(frame, outcome, [c for c in rest if c != instrument and not PRE_NAME.search(str(c))])
         from whyflow.causal.dataprep.sibling_outcomes import sibling_outcomes
 
-        out += sibling_outcomes(frame, outcome, [c for c in rest if c not in {r.column for r in out}], alpha)
-    rest = [c for c in rest if c not in {r.column for r in out}]
-    tv = (
-        frame[treatment].to_numpy(dtype=float, na_value=np.nan)
-        if pd.api.types.is_numeric_dtype(frame[treatment])
-        else None
-    )
-    for c in rest:
+        out += sibling_outcomes(frame, outcome, _unclassified(rest, out), alpha)
+        rest = _unclassified(rest, out)
+    out += _post_named_roles(frame, rest, tv, alpha)
+    # Last, so the representation of a categorical that is kept is one no other rule leaves out.
+    kept = [c for c in candidates if c in protected and c in frame.columns and c not in (treatment, outcome)]
+    kept += [r.column for r in out if not r.leave_out]
+    return out + categorical_dummies(frame, _unclassified(rest, out), kept)
+
+
+def _unclassified(cols: list[str], roles: list[ColumnRole]) -> list[str]:
+    named = {r.column for r in roles}
+    return [c for c in cols if c not in named]
+
+
+def _identifiers(
+    frame: pd.DataFrame, cols: list[str], tv: np.ndarray | None, yv: np.ndarray | None
+) -> list[ColumnRole]:
+    """Row indexes, keys and codes among ``cols``: by their values, and by their names with many values."""
+    out = []
+    for c in cols:
+        why = _identifier(frame[c], c) or _numeric_code(frame[c], tv, yv)
+        if why:
+            out.append(ColumnRole(c, "identifier", why))
+    return out
+
+
+def _post_named_roles(frame: pd.DataFrame, cols: list[str], tv: np.ndarray | None, alpha: float) -> list[ColumnRole]:
+    """Columns whose name says "after": left out when they move with the treatment, else kept with a flag."""
+    from whyflow.causal.discovery.adjustment_rules import assoc_pvalue, design_block
+
+    out = []
+    for c in cols:
         named = _post_named(c, frame.columns)
         if named is None or _is_square(frame, c):
             continue
@@ -420,13 +442,13 @@ def _is_square(frame: pd.DataFrame, c: str) -> bool:
     stem = str(c)[:-1]
     if not str(c).endswith("2") or stem not in frame.columns:
         return False
-    a, b = _numeric(frame, c), _numeric(frame, stem)
+    a, b = numeric(frame, c), numeric(frame, stem)
     if a is None or b is None:
         return False
     ok = ~(np.isnan(a) | np.isnan(b))
     if ok.sum() < MIN_ROWS:
         return False
-    return _r2(a[ok], np.column_stack([b[ok], b[ok] ** 2])) >= 0.999 or abs(_spearman(a, np.abs(b))) >= 0.999
+    return r_squared(a[ok], np.column_stack([b[ok], b[ok] ** 2])) >= 0.999 or abs(spearman(a, np.abs(b))) >= 0.999
 
 
 _ROLE_WORDS = (
