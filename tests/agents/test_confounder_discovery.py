@@ -362,3 +362,23 @@ def test_the_graph_alone_excludes_only_on_near_unanimous_support(tmp_path: Path)
         run_single_agent("confounder_discovery", state, tmp_path / str(support))
         (kept if "x1" in state.confounder_discovery.adjustment_set else dropped).append(support)
     assert kept == [0.9] and dropped == [1.0]
+
+
+def test_a_kept_descendant_that_most_resamples_orient_from_the_treatment_is_worded_as_after_it(
+    tmp_path: Path,
+) -> None:
+    """Below the 95% needed to leave it out, an edge treated -> x1 in most resamples still suggests x1 comes
+    after the treatment (the review then refuses an answer that moves with it); in a minority it is the
+    stated assumption."""
+    frame, _ = _data(seed=4)
+    reasons = {}
+    for support in (0.3, 0.8):
+        state = make_state(frame, tmp_path / str(support), "treated", "outcome")
+        dag = _dag([("x1", "outcome"), ("x2", "treated"), ("x2", "outcome"), ("treated", "outcome")])
+        dag.edges.append(CausalEdge(source="treated", target="x1", confidence=support))
+        state.proposed_dag = dag
+        run_single_agent("confounder_discovery", state, tmp_path / str(support))
+        assert "x1" in state.confounder_discovery.adjustment_set
+        reasons[support] = state.confounder_discovery.doubtful["x1"]
+    assert "suggests it is measured after the treatment" in reasons[0.8] and "80% of bootstrap" in reasons[0.8]
+    assert "suggests" not in reasons[0.3] and "a weak orientation is not evidence" in reasons[0.3]

@@ -30,7 +30,12 @@ from whyflow.core.agent import AgentParams
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["AdjustmentBuilder", "ConfounderDiscoveryParams"]
+__all__ = ["AdjustmentBuilder", "ConfounderDiscoveryParams", "MOST_RESAMPLES"]
+
+MOST_RESAMPLES = 0.5
+"""Support of the best directed path from the treatment above which a descendant that is kept (its support
+short of ``strong_support``) is worded as evidence that it comes after the treatment: most resamples say so, and
+the review does not approve an answer that moves with it. At or below it the orientation is the stated assumption."""
 
 
 class ConfounderDiscoveryParams(AgentParams):
@@ -135,6 +140,12 @@ class AdjustmentBuilder:
                     self.roles[role].append(c)
                 self.roles["descendants"].append(c)
                 self.excluded[c] = f"{why} (every edge from the {src} to it has ≥{support:.0%} bootstrap support)"
+            elif (level := self._path_level(dag, c)) is not None and level > MOST_RESAMPLES:
+                self.doubtful[c] = (
+                    f"kept, but the graph makes it {why} and its best directed path from the treatment has an edge "
+                    f"in {level:.0%} of bootstrap resamples (below the {support:.0%} needed to leave it out), which "
+                    "suggests it is measured after the treatment. If it is, re-estimate without it"
+                )
             else:
                 self.doubtful[c] = (
                     f"kept: the graph makes it {why}, but {self._path_support(dag, c)}; a weak orientation is "
@@ -160,14 +171,16 @@ class AdjustmentBuilder:
                 tag = "not required by the graph, kept because nothing shows the treatment causes it"
             self.rationale[c] = f"possible confounder ({self._assoc(c)}); {tag}" + self._orientation_warning(c)
 
-    def _path_support(self, dag: CausalDAG, c: str) -> str:
-        """The best bootstrap support of a directed path to ``c`` (the weakest edge on it)."""
+    def _path_level(self, dag: CausalDAG, c: str) -> float | None:
+        """The best bootstrap support of a directed path to ``c`` (its weakest edge); None without one."""
         levels = sorted({e.confidence for e in dag.edges if e.edge_type == "directed"}, reverse=True)
-        for level in levels:
-            if c in strong_descendants(dag.edges, [self.t, self.y], level):
-                return (
-                    f"its best directed path from the treatment has an edge in only {level:.0%} of bootstrap resamples"
-                )
+        return next((lv for lv in levels if c in strong_descendants(dag.edges, [self.t, self.y], lv)), None)
+
+    def _path_support(self, dag: CausalDAG, c: str) -> str:
+        """The best bootstrap support of a directed path to ``c``, in words."""
+        level = self._path_level(dag, c)
+        if level is not None:
+            return f"its best directed path from the treatment has an edge in only {level:.0%} of bootstrap resamples"
         return "no directed path from the treatment reaches it (the orientation came from an undirected edge)"
 
     def _edge_doubt(self, c: str) -> tuple[str, float] | None:
