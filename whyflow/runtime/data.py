@@ -210,14 +210,18 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
     sep = _delimiter(text, default_sep)
     decimal = _decimal(text, sep)
     _check_header(p, text, sep)
-    frame = pd.read_csv(
-        p,
-        sep=sep,
-        encoding="utf-8-sig" if encoding == "utf-8" else encoding,
-        low_memory=False,
-        decimal=decimal,
-        compression=compression,
-    )
+    options: dict[str, Any] = {
+        "sep": sep,
+        "encoding": "utf-8-sig" if encoding == "utf-8" else encoding,
+        "low_memory": False,
+        "decimal": decimal,
+        "compression": compression,
+    }
+    frame = pd.read_csv(p, **options)
+    placeholders = _placeholder_header(frame)
+    if placeholders:
+        _check_header(p, "\n".join(text.splitlines()[1:]), sep)
+        frame = pd.read_csv(p, skiprows=1, **options)  # read again so that the columns get their types
     if not frame.index.equals(pd.RangeIndex(len(frame))):
         # pandas turns the first column into the index when the first data line has more fields
         # than the header: every column would silently shift one place to the left.
@@ -225,12 +229,49 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
             f"Expected {len(frame.columns)} fields in line 2 (the header's count), saw {len(frame.columns) + 1}"
         )
     info: dict[str, object] = {"encoding": encoding, "delimiter": sep, "decimal": decimal}
+    if placeholders:
+        info["placeholder_header"] = placeholders
     if compression:
         info["compression"] = compression
     found = _missing_tokens(frame, decimal)
     if found:
         info["na_tokens"] = found
     return frame, info
+
+
+_PLACEHOLDER = re.compile(r"(?:v|var|x|col|column|field)_?(\d+)", re.I)
+"""A writer's numbered stand-in for a column name: R's ``V1``, ``V2`` for a table without names,
+``X1``, ``col_1``..."""
+_NAME = re.compile(r"[A-Za-z][\w.\- ]*")
+
+
+def _placeholder_header(frame: pd.DataFrame) -> list[str]:
+    """The header's names when they are numbered placeholders (``"v1","v2"``, numbered from 0 or 1
+    in order) and the first row holds the real ones; else []. The first row is read as names only
+    when each of its cells is a distinct name-like word that no later row of its column repeats
+    (a value of the data recurs; a column's name does not), so a table whose columns are really
+    called ``x1``, ``x2`` keeps them."""
+    import pandas as pd
+
+    names = [str(c).strip() for c in frame.columns]
+    numbered = [_PLACEHOLDER.fullmatch(n) for n in names]
+    if len(frame) < 2 or not all(numbered):
+        return []
+    numbers = [int(m.group(1)) for m in numbered if m]
+    if numbers not in (list(range(len(names))), list(range(1, len(names) + 1))):
+        return []
+    first = [frame.iloc[0, i] for i in range(frame.shape[1])]
+    if not all(isinstance(v, str) and _NAME.fullmatch(v.strip()) for v in first):
+        return []
+    if len({v.strip().casefold() for v in first}) != len(first):
+        return []
+    for i, v in enumerate(first):
+        below = frame.iloc[1:, i]
+        if not pd.api.types.is_object_dtype(below) and not pd.api.types.is_string_dtype(below):
+            return []
+        if (below.astype("string").str.strip().str.casefold() == v.strip().casefold()).any():
+            return []
+    return names
 
 
 def _missing_tokens(frame: pd.DataFrame, decimal: str) -> dict[str, int]:
@@ -293,6 +334,10 @@ def describe_read(frame: pd.DataFrame) -> str:
             parts.append("columns separated by semicolons, decimal commas")
         else:
             parts.append("columns separated by semicolons, decimal points")
+    placeholders = info.get("placeholder_header")
+    if isinstance(placeholders, list) and placeholders:
+        shown = ", ".join(str(n) for n in placeholders)
+        parts.append(f"column names from line 2 (line 1 holds the placeholders {shown})")
     tokens = info.get("na_tokens") or {}
     if tokens:
         parts.append(
