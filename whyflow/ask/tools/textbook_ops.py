@@ -290,6 +290,56 @@ def _quartile(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": value, "n": len(kept), "answer": sentence}
 
 
+def _draws(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    k, j, want = int(spec["draws"]), int(spec["hits"]), spec["want"]
+    weights_column = spec.get("weights")
+    if spec.get("values"):
+        ref = spec["values"][0]
+        known, hit = _hits(df, ref)
+        event = f"{ref['column']} = {ref['value']}"
+    else:
+        measure = spec["columns"][0]
+        values = pd.to_numeric(df[measure], errors="coerce")
+        known = values.notna()
+        hit = known.copy()
+        low, high = spec.get("low"), spec.get("high")
+        if low is not None:
+            hit &= values >= float(low)
+        if high is not None:
+            hit &= values <= float(high)
+        event = (
+            f"{low:g} ≤ {measure} ≤ {high:g}"
+            if low is not None and high is not None
+            else f"{measure} ≥ {low:g}"
+            if low is not None
+            else f"{measure} ≤ {high:g}"
+        )
+    if weights_column:
+        weights = pd.to_numeric(df[weights_column], errors="coerce")
+        known &= weights.notna() & (weights >= 0)
+        total, inside = float(weights[known].sum()), float(weights[known & hit].sum())
+        over = (
+            f"the {total:,.0f} {spec.get('unit') or 'units'} counted by {weights_column} over {int(known.sum())} rows"
+        )
+    else:
+        total, inside = float(known.sum()), float((known & hit).sum())
+        over = f"the {int(total)} rows with it known"
+    p = inside / total
+    draw = stats.binom(k, p)
+    value, said = {
+        "all": (float(draw.pmf(k)), f"all {k} hold it: p^{k}"),
+        "none": (float(draw.pmf(0)), f"none of the {k} holds it: (1 - p)^{k}"),
+        "exactly": (float(draw.pmf(j)), f"exactly {j} of the {k} hold it: the binomial probability of {j}"),
+        "at_least": (float(draw.sf(j - 1)), f"at least {j} of the {k} hold it: the binomial P(X ≥ {j})"),
+        "at_most": (float(draw.cdf(j)), f"at most {j} of the {k} hold it: the binomial P(X ≤ {j})"),
+    }[want]
+    sentence = (
+        f"{_fixed(value, spec.get('decimals'))}: the probability that, of {k} independent random draws, {said}, "
+        f"where p = {p:.4f} is the share with {event} among {over} ({inside:,.0f} of them); exactly {value:.4g}."
+    )
+    return {"value": value, "n": int(known.sum()), "answer": sentence}
+
+
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """The value the spec asks for and the sentence that says how it was computed (and which of
     the question's phrases were read as the data's description)."""
@@ -351,6 +401,8 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _union(df, spec)
     if kind == "paired_t":
         return _paired(df, spec)
+    if kind == "draws":
+        return _draws(df, spec)
     if kind == "goodness_of_fit":
         column = spec["columns"][0]
         k = int(df[column].dropna().nunique())

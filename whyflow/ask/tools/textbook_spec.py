@@ -50,6 +50,9 @@ class TextbookSpec(BaseModel):
       error (``want='statistic'``: the question offers no 'symmetric', no answer there);
     - ``union``: the share of rows holding any of ``values`` (P(A or B)), over the rows where each
       named column is known;
+    - ``draws``: the binomial probability that ``want`` (all, none, exactly / at least / at most
+      ``hits``) of ``draws`` independent draws hold the event: ``values[0]``, or ``low`` ≤
+      ``columns[0]`` ≤ ``high``, its share over the rows weighted by ``weights`` when given;
     - ``study_design``: an experiment, the description saying the units were assigned at random
       (``evidence``).
     """
@@ -74,9 +77,26 @@ class TextbookSpec(BaseModel):
         "union",
         "two_proportion_z",
         "skew",
+        "draws",
     ]
     want: Literal[
-        "p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer", "median", "q1", "q3", "iqr"
+        "p_value",
+        "statistic",
+        "df",
+        "decision",
+        "independent",
+        "lower",
+        "upper",
+        "answer",
+        "median",
+        "q1",
+        "q3",
+        "iqr",
+        "all",
+        "none",
+        "at_least",
+        "at_most",
+        "exactly",
     ] = "answer"
     columns: list[str] = Field(default_factory=list)
     values: list[ValueRef] = Field(default_factory=list)
@@ -90,6 +110,12 @@ class TextbookSpec(BaseModel):
         default_factory=list, description="the question's phrases read as a repeat of the data's description"
     )
     evidence: str | None = Field(None, description="the description's words a study_design answer rests on")
+    draws: int | None = Field(None, ge=1, description="the number of independent random draws")
+    hits: int | None = Field(None, ge=0, description="how many of the draws the event must hold in (see want)")
+    low: float | None = Field(None, description="the event's lower bound on columns[0], inclusive")
+    high: float | None = Field(None, description="the event's upper bound on columns[0], inclusive")
+    weights: str | None = Field(None, description="a frequency column: how many units each row stands for")
+    unit: str | None = Field(None, description="the question's word for what is drawn ('adults')")
 
 
 def textbook_code(spec: TextbookSpec) -> str:
