@@ -340,6 +340,23 @@ def _draws(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": value, "n": int(known.sum()), "answer": sentence}
 
 
+def _expected(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    first, second = spec["values"]
+    both = df[[first["column"], second["column"]]].dropna()
+    _, in_first = _hits(both, first)
+    _, in_second = _hits(both, second)
+    n, a, b = len(both), int(in_first.sum()), int(in_second.sum())
+    value = a * b / n
+    observed = int((in_first & in_second).sum())
+    sentence = (
+        f"{_fixed(value, spec.get('decimals'))}: the expected count under independence of the rows with "
+        f"{first['column']} = {first['value']} and {second['column']} = {second['value']}, over the {n} rows with "
+        f"both known: {a} × {b} / {n} (row total × column total / rows, the count Pearson's chi-square test expects; "
+        f"{b / n:.4f} of the rows have {second['column']} = {second['value']}); {observed} were observed."
+    )
+    return {"value": value, "n": n, "answer": sentence}
+
+
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """The value the spec asks for and the sentence that says how it was computed (and which of
     the question's phrases were read as the data's description)."""
@@ -403,6 +420,8 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return _paired(df, spec)
     if kind == "draws":
         return _draws(df, spec)
+    if kind == "expected_count":
+        return _expected(df, spec)
     if kind == "goodness_of_fit":
         column = spec["columns"][0]
         k = int(df[column].dropna().nunique())

@@ -41,6 +41,7 @@ from whyflow.ask.tools.plain_spec import Condition, PlainSpec
 from whyflow.ask.tools.slots import ColumnInfo, describe_columns
 from whyflow.ask.tools.textbook_draws import independent_draws
 from whyflow.ask.tools.textbook_events import union
+from whyflow.ask.tools.textbook_expected import expected_count
 from whyflow.ask.tools.textbook_means import paired_difference
 from whyflow.ask.tools.textbook_prompt import Prompt
 from whyflow.ask.tools.textbook_proportions import (
@@ -281,6 +282,7 @@ def _study_design(r: Reader) -> TextbookParse | None:
 
 _CLASSES = (
     _study_design,
+    expected_count,
     _column_type,
     _chi2_stated,
     _disjoint,

@@ -53,6 +53,8 @@ class TextbookSpec(BaseModel):
     - ``draws``: the binomial probability that ``want`` (all, none, exactly / at least / at most
       ``hits``) of ``draws`` independent draws hold the event: ``values[0]``, or ``low`` ≤
       ``columns[0]`` ≤ ``high``, its share over the rows weighted by ``weights`` when given;
+    - ``expected_count``: the expected count, under independence, of the rows holding both
+      ``values`` (one of each of ``columns``): row total times column total over the rows with both;
     - ``study_design``: an experiment, the description saying the units were assigned at random
       (``evidence``).
     """
@@ -78,6 +80,7 @@ class TextbookSpec(BaseModel):
         "two_proportion_z",
         "skew",
         "draws",
+        "expected_count",
     ]
     want: Literal[
         "p_value",
