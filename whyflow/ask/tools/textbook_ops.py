@@ -357,6 +357,31 @@ def _expected(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": value, "n": n, "answer": sentence}
 
 
+def _one_proportion(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    from statsmodels.stats.proportion import proportions_ztest
+
+    ref, p0, alternative = spec["values"][0], float(spec["null_value"]), spec["alternative"]
+    known, hit = _hits(df, ref)
+    n, k = int(known.sum()), int(hit.sum())
+    z, p = (float(x) for x in proportions_ztest(k, n, value=p0, alternative=alternative, prop_var=p0))
+    alpha, want, decimals = float(spec["alpha"]), spec["want"], spec.get("decimals")
+    rejected = p < alpha
+    level = f"the {100 * alpha:g}% significance level" + ("" if spec.get("alpha_stated") else " (the usual one)")
+    lead = {
+        "p_value": _fixed(p, decimals),
+        "statistic": _fixed(z, decimals),
+        "decision": _choice(spec.get("choices") or [], "reject" if rejected else "accept"),
+    }[want]
+    side = {"two-sided": "two-sided", "larger": f"one-sided, p > {p0:g}", "smaller": f"one-sided, p < {p0:g}"}
+    sentence = (
+        f"{lead}: the one-sample z-test of a proportion ({side[alternative]}; standard error sqrt(p0(1 - p0)/n) "
+        f"from the null value p0 = {p0:g}; statsmodels' proportions_ztest) of the share of {ref['column']} = "
+        f"{ref['value']} ({k} of the {n} rows with {ref['column']} known, {k / n:.4f}) gives z = {z:.3f}, "
+        f"p = {p:.4g}; at {level} the null hypothesis is {'rejected' if rejected else 'not rejected'}."
+    )
+    return {"value": {"p_value": p, "statistic": z}.get(want, float(rejected)), "n": n, "answer": sentence}
+
+
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """The value the spec asks for and the sentence that says how it was computed (and which of
     the question's phrases were read as the data's description)."""
@@ -400,6 +425,18 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return {"value": 1.0, "answer": sentence}
     if kind == "sample_size":
         return {"value": float(len(df)), "n": len(df), "answer": f"{len(df)}: the data hold {len(df)} rows."}
+    if kind == "one_proportion_z":
+        return _one_proportion(df, spec)
+    if kind == "proportion_point":
+        ref = spec["values"][0]
+        known, hit = _hits(df, ref)
+        n, k = int(known.sum()), int(hit.sum())
+        sentence = (
+            f"{_fixed(k / n, spec.get('decimals'))}: the point estimate of the proportion, the sample share of "
+            f"{ref['column']} = {ref['value']} ({k} of the {n} rows with {ref['column']} known, {k / n:.4f}; the value "
+            f"named by {ref['words']})."
+        )
+        return {"value": k / n, "n": n, "answer": sentence}
     if kind in ("proportion_se", "proportion_ci"):
         return _proportion(df, spec)
     if kind == "proportion_difference":

@@ -44,9 +44,11 @@ from whyflow.ask.tools.textbook_events import union
 from whyflow.ask.tools.textbook_expected import expected_count
 from whyflow.ask.tools.textbook_means import paired_difference
 from whyflow.ask.tools.textbook_prompt import Prompt
+from whyflow.ask.tools.textbook_proportion_test import one_proportion_test
 from whyflow.ask.tools.textbook_proportions import (
     equal_proportions,
     higher_group,
+    point_estimate,
     proportion,
     proportion_difference,
     sample_size,
@@ -292,6 +294,8 @@ _CLASSES = (
     skew_direction,
     sample_size,
     equal_proportions,
+    one_proportion_test,
+    point_estimate,
     proportion,
     proportion_difference,
     higher_group,

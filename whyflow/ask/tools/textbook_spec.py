@@ -34,6 +34,9 @@ class TextbookSpec(BaseModel):
     - ``sample_size``: the number of rows;
     - ``proportion_se`` / ``proportion_ci``: the standard error / normal-approximation confidence
       interval (level ``1 - alpha``) of the share of ``values[0]``;
+    - ``one_proportion_z``: the one-sample z-test of the share of ``values[0]`` against
+      ``null_value`` (standard error from the null value), ``alternative`` as said;
+    - ``proportion_point``: the sample proportion (the point estimate) of ``values[0]``;
     - ``proportion_difference``: the absolute gap between the share of ``values[0]`` in the two
       values of ``columns[1]``;
     - ``higher_group``: the value of ``columns[0]`` with the higher (``want='statistic'``) or lower
@@ -81,6 +84,8 @@ class TextbookSpec(BaseModel):
         "skew",
         "draws",
         "expected_count",
+        "proportion_point",
+        "one_proportion_z",
     ]
     want: Literal[
         "p_value",
@@ -119,6 +124,8 @@ class TextbookSpec(BaseModel):
     high: float | None = Field(None, description="the event's upper bound on columns[0], inclusive")
     weights: str | None = Field(None, description="a frequency column: how many units each row stands for")
     unit: str | None = Field(None, description="the question's word for what is drawn ('adults')")
+    null_value: float | None = Field(None, gt=0, lt=1, description="the proportion a one-sample test is against")
+    alternative: Literal["two-sided", "larger", "smaller"] = "two-sided"
 
 
 def textbook_code(spec: TextbookSpec) -> str:
