@@ -114,6 +114,7 @@ def test_the_point_estimate_is_the_share_of_the_value_named() -> None:
     ):
         got = _answer(context + wording, survey)
         assert got is not None and got["value"] == pytest.approx(share), wording
+        assert "named by the data's description" in got["answer"]
     against = _answer("What is the point estimate of the proportion against?", survey)
     assert against is not None and against["value"] == pytest.approx(1 - share)
     # the description names neither value (or both): which share is unsaid

@@ -335,7 +335,7 @@ def _draws(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     }[want]
     sentence = (
         f"{_fixed(value, spec.get('decimals'))}: the probability that, of {k} independent random draws, {said}, "
-        f"where p = {p:.4f} is the share with {event} among {over} ({inside:,.0f} of them); exactly {value:.4g}."
+        f"where p = {p:.4f} is the share with {event} among {over} ({inside:,.0f} of them); unrounded {value:.4g}."
     )
     return {"value": value, "n": int(known.sum()), "answer": sentence}
 
@@ -382,6 +382,42 @@ def _one_proportion(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": {"p_value": p, "statistic": z}.get(want, float(rejected)), "n": n, "answer": sentence}
 
 
+def _z_score(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    column, x = spec["columns"][0], float(spec["given"])
+    kept = pd.to_numeric(df[column], errors="coerce").dropna()
+    mean, sd = float(kept.mean()), float(kept.std(ddof=1))
+    z = (x - mean) / sd
+    sentence = (
+        f"{_fixed(z, spec.get('decimals'))}: the z-score (x - mean) / sd of {column} = {x:g}, the mean {mean:.4g} and "
+        f"the sample standard deviation {sd:.4g} (n - 1) taken over the {len(kept)} known values of {column}."
+    )
+    return {"value": z, "n": len(kept), "answer": sentence}
+
+
+def _fit(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    column, kind, want = spec["columns"][0], spec["distribution"], spec["want"]
+    kept = pd.to_numeric(df[column], errors="coerce").dropna()
+    if kind == "normal":
+        loc, scale = (float(v) for v in stats.norm.fit(kept))
+        value = {"mean": loc, "sd": scale}[want]
+        fitted = f"a normal distribution, mean {loc:.4g} and standard deviation {scale:.4g} (n in the denominator)"
+    elif kind == "exponential":
+        if (kept < 0).any():
+            return {"value": float("nan"), "answer": f"No exponential fit: {column} has negative values."}
+        _, scale = (float(v) for v in stats.expon.fit(kept, floc=0))
+        value = {"mean": scale, "rate": 1 / scale}[want]
+        fitted = f"an exponential distribution from 0, mean (scale) {scale:.4g} and rate 1 / mean = {1 / scale:.4g}"
+    else:
+        value = float(kept.mean())
+        fitted = f"a Poisson distribution, rate (its mean) {value:.4g}"
+    named = {"mean": "mean", "sd": "standard deviation", "rate": "rate"}[want]
+    sentence = (
+        f"{_fixed(value, spec.get('decimals'))}: the {named} of {fitted}, fitted by maximum likelihood (scipy) "
+        f"to the {len(kept)} known values of {column}."
+    )
+    return {"value": value, "n": len(kept), "answer": sentence}
+
+
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """The value the spec asks for and the sentence that says how it was computed (and which of
     the question's phrases were read as the data's description)."""
@@ -425,16 +461,21 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return {"value": 1.0, "answer": sentence}
     if kind == "sample_size":
         return {"value": float(len(df)), "n": len(df), "answer": f"{len(df)}: the data hold {len(df)} rows."}
+    if kind == "z_score":
+        return _z_score(df, spec)
+    if kind == "distribution_fit":
+        return _fit(df, spec)
     if kind == "one_proportion_z":
         return _one_proportion(df, spec)
     if kind == "proportion_point":
         ref = spec["values"][0]
         known, hit = _hits(df, ref)
         n, k = int(known.sum()), int(hit.sum())
+        by = "the data's description" if spec.get("described") else f"'{ref['words']}'"
         sentence = (
             f"{_fixed(k / n, spec.get('decimals'))}: the point estimate of the proportion, the sample share of "
             f"{ref['column']} = {ref['value']} ({k} of the {n} rows with {ref['column']} known, {k / n:.4f}; the value "
-            f"named by {ref['words']})."
+            f"named by {by})."
         )
         return {"value": k / n, "n": n, "answer": sentence}
     if kind in ("proportion_se", "proportion_ci"):

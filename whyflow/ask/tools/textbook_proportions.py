@@ -118,12 +118,13 @@ def point_estimate(r: Reader) -> TextbookParse | None:
         if len(columns) != 1:
             return r.result(None, "point_estimate")
         column, value = columns[0], _described_value(r, columns[0])
-        words = "the data's description"
+        words = next((w for w in re.findall(r"[A-Za-z]+", r.prompt.context) if value and alike(w.lower(), value)), "")
     if value is None:
         return r.result(None, "point_estimate")
     spec = TextbookSpec(
         kind="proportion_point",
         values=[ValueRef(column=column, value=value, words=words)],
+        described=not named,
         decimals=r.prompt.decimals,
     )
     return r.result(spec, "point_estimate")

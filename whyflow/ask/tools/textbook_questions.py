@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from whyflow.ask.tools.plain_spec import Condition, PlainSpec
 from whyflow.ask.tools.slots import ColumnInfo, describe_columns
+from whyflow.ask.tools.textbook_distributions import distribution_fit, z_score
 from whyflow.ask.tools.textbook_draws import independent_draws
 from whyflow.ask.tools.textbook_events import union
 from whyflow.ask.tools.textbook_expected import expected_count
@@ -291,6 +292,8 @@ _CLASSES = (
     _independence,
     paired_difference,
     quartile,
+    z_score,
+    distribution_fit,
     skew_direction,
     sample_size,
     equal_proportions,

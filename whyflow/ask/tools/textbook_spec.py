@@ -36,6 +36,9 @@ class TextbookSpec(BaseModel):
       interval (level ``1 - alpha``) of the share of ``values[0]``;
     - ``one_proportion_z``: the one-sample z-test of the share of ``values[0]`` against
       ``null_value`` (standard error from the null value), ``alternative`` as said;
+    - ``z_score``: (``given`` - mean) / sd of ``columns[0]`` (sample sd, n - 1);
+    - ``distribution_fit``: the maximum-likelihood ``want`` (mean, sd or rate) of a ``distribution``
+      fitted to ``columns[0]``;
     - ``proportion_point``: the sample proportion (the point estimate) of ``values[0]``;
     - ``proportion_difference``: the absolute gap between the share of ``values[0]`` in the two
       values of ``columns[1]``;
@@ -86,6 +89,8 @@ class TextbookSpec(BaseModel):
         "expected_count",
         "proportion_point",
         "one_proportion_z",
+        "z_score",
+        "distribution_fit",
     ]
     want: Literal[
         "p_value",
@@ -105,6 +110,9 @@ class TextbookSpec(BaseModel):
         "at_least",
         "at_most",
         "exactly",
+        "mean",
+        "sd",
+        "rate",
     ] = "answer"
     columns: list[str] = Field(default_factory=list)
     values: list[ValueRef] = Field(default_factory=list)
@@ -126,6 +134,9 @@ class TextbookSpec(BaseModel):
     unit: str | None = Field(None, description="the question's word for what is drawn ('adults')")
     null_value: float | None = Field(None, gt=0, lt=1, description="the proportion a one-sample test is against")
     alternative: Literal["two-sided", "larger", "smaller"] = "two-sided"
+    given: float | None = Field(None, description="the value of columns[0] whose z-score is asked")
+    distribution: Literal["normal", "exponential", "poisson"] | None = None
+    described: bool = Field(False, description="values[0] is named by the data's description, not the question")
 
 
 def textbook_code(spec: TextbookSpec) -> str:
