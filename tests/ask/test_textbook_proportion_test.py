@@ -117,6 +117,9 @@ def test_the_point_estimate_is_the_share_of_the_value_named() -> None:
         assert "named by the data's description" in got["answer"]
     against = _answer("What is the point estimate of the proportion against?", survey)
     assert against is not None and against["value"] == pytest.approx(1 - share)
+    # the point estimate of another quantity is not this one's
+    parsed = parse_textbook(split_prompt(context + "What is the point estimate of the mean?"), survey)
+    assert parsed is None or parsed.structure != "point_estimate"
     # the description names neither value (or both): which share is unsaid
     assert _answer("A poll asked adults about a quarantine.\n\nWhat is the point estimate?", survey) is None
     both = "A poll asked adults whether they favored or were against a quarantine.\n\nWhat is the point estimate?"

@@ -99,6 +99,8 @@ def point_estimate(r: Reader) -> TextbookParse | None:
     cue = _POINT.search(r.low)
     if not cue or re.search(r"\bstandard error\b|\bconfidence interval\b", r.low):
         return None
+    if re.match(r"\s*(?:of|for)\b", r.low[cue.end() :]):
+        return None  # 'the point estimate of the difference in rates': an estimate of something else
     r.take(cue.start(), cue.end())
     r.take_words(TEST_WORDS | {"estimate", "point"})
     named = r.values()
