@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from whyflow.core.errors import AgentError, DataError
 from whyflow.runtime.compressed import COMPRESSED_SUFFIXES, COMPRESSION_NAMES, READ_ERRORS, compression_of, head_of
+from whyflow.runtime.csv_header import placeholder_header
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -218,7 +219,7 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
         "compression": compression,
     }
     frame = pd.read_csv(p, **options)
-    placeholders = _placeholder_header(frame)
+    placeholders = placeholder_header(frame)
     if placeholders:
         _check_header(p, "\n".join(text.splitlines()[1:]), sep)
         frame = pd.read_csv(p, skiprows=1, **options)  # read again so that the columns get their types
@@ -237,41 +238,6 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
     if found:
         info["na_tokens"] = found
     return frame, info
-
-
-_PLACEHOLDER = re.compile(r"(?:v|var|x|col|column|field)_?(\d+)", re.I)
-"""A writer's numbered stand-in for a column name: R's ``V1``, ``V2`` for a table without names,
-``X1``, ``col_1``..."""
-_NAME = re.compile(r"[A-Za-z][\w.\- ]*")
-
-
-def _placeholder_header(frame: pd.DataFrame) -> list[str]:
-    """The header's names when they are numbered placeholders (``"v1","v2"``, numbered from 0 or 1
-    in order) and the first row holds the real ones; else []. The first row is read as names only
-    when each of its cells is a distinct name-like word that no later row of its column repeats
-    (a value of the data recurs; a column's name does not), so a table whose columns are really
-    called ``x1``, ``x2`` keeps them."""
-    import pandas as pd
-
-    names = [str(c).strip() for c in frame.columns]
-    numbered = [_PLACEHOLDER.fullmatch(n) for n in names]
-    if len(frame) < 2 or not all(numbered):
-        return []
-    numbers = [int(m.group(1)) for m in numbered if m]
-    if numbers not in (list(range(len(names))), list(range(1, len(names) + 1))):
-        return []
-    first = [frame.iloc[0, i] for i in range(frame.shape[1])]
-    if not all(isinstance(v, str) and _NAME.fullmatch(v.strip()) for v in first):
-        return []
-    if len({v.strip().casefold() for v in first}) != len(first):
-        return []
-    for i, v in enumerate(first):
-        below = frame.iloc[1:, i]
-        if not pd.api.types.is_object_dtype(below) and not pd.api.types.is_string_dtype(below):
-            return []
-        if (below.astype("string").str.strip().str.casefold() == v.strip().casefold()).any():
-            return []
-    return names
 
 
 def _missing_tokens(frame: pd.DataFrame, decimal: str) -> dict[str, int]:

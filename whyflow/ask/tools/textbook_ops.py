@@ -307,13 +307,8 @@ def _draws(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
             hit &= values >= float(low)
         if high is not None:
             hit &= values <= float(high)
-        event = (
-            f"{low:g} ≤ {measure} ≤ {high:g}"
-            if low is not None and high is not None
-            else f"{measure} ≥ {low:g}"
-            if low is not None
-            else f"{measure} ≤ {high:g}"
-        )
+        bounds = (f"{low:g} ≤" if low is not None else "", measure, f"≤ {high:g}" if high is not None else "")
+        event = " ".join(b for b in bounds if b)
     if weights_column:
         weights = pd.to_numeric(df[weights_column], errors="coerce")
         known &= weights.notna() & (weights >= 0)
@@ -429,8 +424,32 @@ def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_BY_KIND = {
+    "independence": _independence,
+    "disjoint": _disjoint,
+    "z_score": _z_score,
+    "distribution_fit": _fit,
+    "one_proportion_z": _one_proportion,
+    "proportion_difference": _difference,
+    "higher_group": _higher,
+    "two_sample_t": _two_sample,
+    "quartile": _quartile,
+    "two_proportion_z": _two_proportions,
+    "skew": _skew,
+    "union": _union,
+    "paired_t": _paired,
+    "draws": _draws,
+    "expected_count": _expected,
+    "proportion_se": _proportion,
+    "proportion_ci": _proportion,
+}
+"""The kinds computed by one function of their own."""
+
+
 def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec["kind"]
+    if kind in _BY_KIND:
+        return _BY_KIND[kind](df, spec)
     if kind == "column_type":
         column = spec["columns"][0]
         found = variable_type(df[column])
@@ -448,10 +467,6 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
             f"degrees of freedom exceeds the stated X² = {stat:g}."
         )
         return {"value": p, "answer": sentence}
-    if kind == "independence":
-        return _independence(df, spec)
-    if kind == "disjoint":
-        return _disjoint(df, spec)
     if kind == "study_design":
         lead = _choice(spec.get("choices") or [], "experiment")
         sentence = (
@@ -461,12 +476,6 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return {"value": 1.0, "answer": sentence}
     if kind == "sample_size":
         return {"value": float(len(df)), "n": len(df), "answer": f"{len(df)}: the data hold {len(df)} rows."}
-    if kind == "z_score":
-        return _z_score(df, spec)
-    if kind == "distribution_fit":
-        return _fit(df, spec)
-    if kind == "one_proportion_z":
-        return _one_proportion(df, spec)
     if kind == "proportion_point":
         ref = spec["values"][0]
         known, hit = _hits(df, ref)
@@ -478,36 +487,10 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
             f"named by {by})."
         )
         return {"value": k / n, "n": n, "answer": sentence}
-    if kind in ("proportion_se", "proportion_ci"):
-        return _proportion(df, spec)
-    if kind == "proportion_difference":
-        return _difference(df, spec)
-    if kind == "higher_group":
-        return _higher(df, spec)
-    if kind == "two_sample_t":
-        return _two_sample(df, spec)
-    if kind == "quartile":
-        return _quartile(df, spec)
-    if kind == "two_proportion_z":
-        return _two_proportions(df, spec)
-    if kind == "skew":
-        return _skew(df, spec)
-    if kind == "union":
-        return _union(df, spec)
-    if kind == "paired_t":
-        return _paired(df, spec)
-    if kind == "draws":
-        return _draws(df, spec)
-    if kind == "expected_count":
-        return _expected(df, spec)
     if kind == "goodness_of_fit":
-        column = spec["columns"][0]
-        k = int(df[column].dropna().nunique())
-        sentence = (
-            f"{k - 1}: a chi-square goodness-of-fit test over the {k} categories of {column} has {k} - 1 = {k - 1} "
-            "degrees of freedom."
-        )
-        return {"value": float(k - 1), "answer": sentence}
+        column, k = spec["columns"][0], int(df[spec["columns"][0]].dropna().nunique())
+        said = f"a chi-square goodness-of-fit test over the {k} categories of {column} has {k} - 1 = {k - 1} degrees"
+        return {"value": float(k - 1), "answer": f"{k - 1}: {said} of freedom."}
     raise ValueError(f"unknown textbook question kind {kind!r}")
 
 
