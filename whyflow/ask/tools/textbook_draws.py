@@ -152,6 +152,7 @@ def independent_draws(r: Reader) -> TextbookParse | None:
         hits=int(hits),
         low=low,
         high=high,
+        strict=low is None or high is None,  # 'more than 30' leaves 30 out; 'between 30 and 40' keeps both
         weights=weights,
         unit=unit,
         decimals=r.prompt.decimals,

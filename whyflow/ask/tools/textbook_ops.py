@@ -302,12 +302,12 @@ def _draws(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         values = pd.to_numeric(df[measure], errors="coerce")
         known = values.notna()
         hit = known.copy()
-        low, high = spec.get("low"), spec.get("high")
+        low, high, sign = spec.get("low"), spec.get("high"), "<" if spec.get("strict") else "≤"
         if low is not None:
-            hit &= values >= float(low)
+            hit &= values > float(low) if spec.get("strict") else values >= float(low)
         if high is not None:
-            hit &= values <= float(high)
-        bounds = (f"{low:g} ≤" if low is not None else "", measure, f"≤ {high:g}" if high is not None else "")
+            hit &= values < float(high) if spec.get("strict") else values <= float(high)
+        bounds = (f"{low:g} {sign}" if low is not None else "", measure, f"{sign} {high:g}" if high is not None else "")
         event = " ".join(b for b in bounds if b)
     if weights_column:
         weights = pd.to_numeric(df[weights_column], errors="coerce")

@@ -58,7 +58,7 @@ class TextbookSpec(BaseModel):
       named column is known;
     - ``draws``: the binomial probability that ``want`` (all, none, exactly / at least / at most
       ``hits``) of ``draws`` independent draws hold the event: ``values[0]``, or ``low`` ≤
-      ``columns[0]`` ≤ ``high``, its share over the rows weighted by ``weights`` when given;
+      ``columns[0]`` ≤ ``high`` (< where ``strict``), its share over the rows weighted by ``weights`` when given;
     - ``expected_count``: the expected count, under independence, of the rows holding both
       ``values`` (one of each of ``columns``): row total times column total over the rows with both;
     - ``study_design``: an experiment, the description saying the units were assigned at random
@@ -128,8 +128,9 @@ class TextbookSpec(BaseModel):
     evidence: str | None = Field(None, description="the description's words a study_design answer rests on")
     draws: int | None = Field(None, ge=1, description="the number of independent random draws")
     hits: int | None = Field(None, ge=0, description="how many of the draws the event must hold in (see want)")
-    low: float | None = Field(None, description="the event's lower bound on columns[0], inclusive")
-    high: float | None = Field(None, description="the event's upper bound on columns[0], inclusive")
+    low: float | None = Field(None, description="the event's lower bound on columns[0]")
+    high: float | None = Field(None, description="the event's upper bound on columns[0]")
+    strict: bool = Field(False, description="low and high themselves are outside the event ('more than 30')")
     weights: str | None = Field(None, description="a frequency column: how many units each row stands for")
     unit: str | None = Field(None, description="the question's word for what is drawn ('adults')")
     null_value: float | None = Field(None, gt=0, lt=1, description="the proportion a one-sample test is against")
