@@ -135,3 +135,13 @@ def test_draws_whose_event_or_count_is_unclear_get_no_number(patients: pd.DataFr
         )
         is None
     )
+
+
+def test_only_a_count_of_the_drawn_units_weights_the_rows(heights: pd.DataFrame) -> None:
+    """'count' may count anything (visits, say): its rows are not units, and the share is over rows."""
+    counted = heights.rename(columns={"num_of_adults": "count"})
+    got = _answer(
+        "Two adults are randomly selected. What is the probability that all two are taller than 180?", counted
+    )
+    share = float((counted["height"] > 180).mean())
+    assert got is not None and got["value"] == pytest.approx(share**2) and "rows with it known" in got["answer"]

@@ -57,9 +57,9 @@ MEASURE_ADJECTIVES = {
 }
 """Adjectives that say a measure without naming it ('180 cm tall': a height): the words a column
 of that measure is named with."""
-_FREQUENCY = re.compile(
-    r"^(?:num|number|n|count|freq|frequency)(?:_of)?_?(?P<unit>[a-z]+)$|^(?P<bare>count|freq|frequency|n)$"
-)
+_FREQUENCY = re.compile(r"^(?:num|number|n|count|freq|frequency)_(?:of_)?(?P<unit>[a-z]+)$")
+"""A column named as a count of units ('num_of_adults', 'n_patients'); a bare 'count' or 'n' may
+count anything, so it weights nothing."""
 
 
 def _weights(r: Reader, unit: str) -> str | None:
@@ -67,7 +67,7 @@ def _weights(r: Reader, unit: str) -> str | None:
     counts = []
     for c in r.infos:
         found = _FREQUENCY.match(c.name.lower().replace(".", "_"))
-        if c.numeric and found and (found.group("unit") is None or same_root(found.group("unit"), unit)):
+        if c.numeric and found and same_root(found.group("unit"), unit):
             counts.append(c.name)
     return counts[0] if len(counts) == 1 else None
 
