@@ -145,3 +145,18 @@ def test_only_a_count_of_the_drawn_units_weights_the_rows(heights: pd.DataFrame)
     )
     share = float((counted["height"] > 180).mean())
     assert got is not None and got["value"] == pytest.approx(share**2) and "rows with it known" in got["answer"]
+
+
+def test_a_measure_adjective_names_a_column_by_a_whole_word_of_its_name() -> None:
+    """'older' is said of an age column, never of 'wage', which merely holds the letters."""
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"wage": rng.normal(20, 5, 200), "age_years": rng.integers(18, 80, 200)})
+    got = _answer("Three workers are randomly selected. What is the probability that all three are older than 50?", df)
+    assert got is not None and got["value"] == pytest.approx(float((df["age_years"] > 50).mean()) ** 3)
+    wage_only = df[["wage"]]
+    assert (
+        _answer(
+            "Three workers are randomly selected. What is the probability that all three are older than 50?", wage_only
+        )
+        is None
+    )

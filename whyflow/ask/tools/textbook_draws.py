@@ -120,7 +120,9 @@ def independent_draws(r: Reader) -> TextbookParse | None:
             said = [
                 c.name
                 for c in r.infos
-                if c.numeric and c.name != weights and any(w in c.name.lower() for w in MEASURE_ADJECTIVES[m.group(0)])
+                if c.numeric
+                and c.name != weights
+                and set(re.findall(r"[a-z]+", c.name.lower())) & set(MEASURE_ADJECTIVES[m.group(0)])
             ]
             if len(said) == 1:
                 candidates.add(said[0])
