@@ -131,3 +131,29 @@ def test_generated_quartile_questions_get_no_wrong_number() -> None:
     print(f"generated quartiles: {dict(outcomes)}")
     assert not wrong, wrong[:5]
     assert outcomes["right"] >= 30 and outcomes["declined"] >= 5
+
+
+def test_generated_distribution_proportion_draw_and_expected_count_questions_get_no_wrong_number() -> None:
+    """A z-score, a fitted distribution's parameter, the one-sample z-test of a proportion, the
+    binomial probability of k draws and a cell's expected count under independence, golds by scipy
+    and statsmodels; an absent column, a stated distribution, more hits than draws or an expected
+    count without its hypothesis must get no number."""
+    from benchmarks.textbook_distributions_gen import generate_distributions
+    from whyflow.ask.tools.textbook_ops import answer_textbook
+    from whyflow.ask.tools.textbook_prompt import split_prompt
+    from whyflow.ask.tools.textbook_questions import parse_textbook
+
+    outcomes: Counter[str] = Counter()
+    wrong = []
+    for q, df, prompt in generate_distributions(80, seed=6):
+        parsed = parse_textbook(split_prompt(prompt), df)
+        value = None
+        if parsed is not None and parsed.spec is not None:
+            value = float(answer_textbook(df, parsed.spec.model_dump(mode="json"))["value"])
+        outcome = judge(q, value)
+        outcomes[outcome] += 1
+        if outcome == "wrong":
+            wrong.append((prompt, q.gold, value))
+    print(f"generated distributions: {dict(outcomes)}")
+    assert not wrong, wrong[:5]
+    assert outcomes["right"] >= 50 and outcomes["declined"] >= 5

@@ -309,3 +309,35 @@ def test_a_difference_between_two_values_of_one_column_is_welchs_two_sample_t_te
         split_prompt(f"{null.replace('weight', 'height')}, conduct a hypothesis test. Identify the p-value."), trial
     )
     assert parsed is not None and parsed.spec is None and "height" in parsed.missing
+
+
+def test_an_opinion_not_different_between_a_flag_and_its_negation_is_the_chi_square_test() -> None:
+    """'the opinion of graduates and non-graduates is not different': the flag column names its two
+    values, the opinion the table's one other categorical column."""
+    rng = np.random.default_rng(11)
+    grad = rng.choice(["yes", "no"], size=400)
+    view = np.where(grad == "yes", rng.choice(["support", "oppose", "unsure"], 400, p=[0.5, 0.3, 0.2]), "oppose")
+    view = np.where(rng.random(400) < 0.5, rng.choice(["support", "oppose", "unsure"], 400), view)
+    df = pd.DataFrame({"graduate": grad, "stance": view})
+    expected = stats.chi2_contingency(pd.crosstab(df["graduate"], df["stance"]), correction=False)
+    context = "Voters were asked whether they support the new city tax.\n\n"
+    for wording in (
+        "Given the null hypothesis that the opinion of graduates and non-graduates is not different on the topic "
+        "of the new city tax, conduct a chi-square test. Identify the p-value.",
+        "Under the null hypothesis that graduates and non-graduates do not differ in opinion, conduct a "
+        "chi-square test and identify the p-value.",
+        "Conduct a chi-square test of the null hypothesis that the opinion of graduates and non-graduates on the "
+        "subject of the new city tax is not different. What is the p-value?",
+    ):
+        got = _answer(context + wording, df)
+        assert got is not None, wording
+        assert got["value"] == pytest.approx(expected.pvalue) and "Pearson" in got["answer"]
+    # a third value no column holds is a filter the test does not apply: no number
+    assert (
+        _answer(
+            context + "Is the opinion of graduates and non-graduates on the city tax not different among "
+            "tall voters? Conduct a chi-square test. Identify the p-value.",
+            df,
+        )
+        is None
+    )

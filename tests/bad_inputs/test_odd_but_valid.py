@@ -115,6 +115,26 @@ def test_the_decimal_mark_of_a_semicolon_file_is_read_from_its_numbers(tmp_path:
     assert describe_read(read) == "columns separated by semicolons, decimal points"
 
 
+def test_a_header_of_numbered_placeholders_gives_way_to_the_names_below_it(tmp_path: Path) -> None:
+    """R writes a table without names as "V1","V2": the first row then holds the real names, and
+    the columns keep their types; columns really called x1, x2 (their first row a value) stay."""
+    from whyflow.runtime.data import describe_read, read_table
+
+    path = tmp_path / "survey.csv"
+    path.write_text('"v1","v2","v3"\n"position","college_grad","age"\n"support","yes",31\n"oppose","no",45\n')
+    before = path.read_bytes()
+    read = read_table(path)
+    assert list(read.columns) == ["position", "college_grad", "age"] and read["age"].tolist() == [31, 45]
+    assert describe_read(read) == "column names from line 2 (line 1 holds the placeholders v1, v2, v3)"
+    assert path.read_bytes() == before
+    kept = tmp_path / "kept.csv"
+    kept.write_text("x1,x2\nlow,a\nhigh,b\nlow,a\n")  # 'low' recurs below: a value, not a name
+    assert list(read_table(kept).columns) == ["x1", "x2"]
+    gapped = tmp_path / "gapped.csv"
+    gapped.write_text("V1,V3\nname,size\nx,y\n")  # not numbered in order: names, however odd
+    assert list(read_table(gapped).columns) == ["V1", "V3"]
+
+
 @pytest.mark.parametrize("kind", ["continuous", "discrete"])
 def test_duplicates_are_counted_and_dropped_only_when_they_are_copies(
     kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

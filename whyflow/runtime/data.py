@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from whyflow.core.errors import AgentError, DataError
 from whyflow.runtime.compressed import COMPRESSED_SUFFIXES, COMPRESSION_NAMES, READ_ERRORS, compression_of, head_of
+from whyflow.runtime.csv_header import placeholder_header
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -210,14 +211,18 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
     sep = _delimiter(text, default_sep)
     decimal = _decimal(text, sep)
     _check_header(p, text, sep)
-    frame = pd.read_csv(
-        p,
-        sep=sep,
-        encoding="utf-8-sig" if encoding == "utf-8" else encoding,
-        low_memory=False,
-        decimal=decimal,
-        compression=compression,
-    )
+    options: dict[str, Any] = {
+        "sep": sep,
+        "encoding": "utf-8-sig" if encoding == "utf-8" else encoding,
+        "low_memory": False,
+        "decimal": decimal,
+        "compression": compression,
+    }
+    frame = pd.read_csv(p, **options)
+    placeholders = placeholder_header(frame)
+    if placeholders:
+        _check_header(p, "\n".join(text.splitlines()[1:]), sep)
+        frame = pd.read_csv(p, skiprows=1, **options)  # read again so that the columns get their types
     if not frame.index.equals(pd.RangeIndex(len(frame))):
         # pandas turns the first column into the index when the first data line has more fields
         # than the header: every column would silently shift one place to the left.
@@ -225,6 +230,8 @@ def _read_csv(p: Path, default_sep: str | None) -> tuple[pd.DataFrame, dict[str,
             f"Expected {len(frame.columns)} fields in line 2 (the header's count), saw {len(frame.columns) + 1}"
         )
     info: dict[str, object] = {"encoding": encoding, "delimiter": sep, "decimal": decimal}
+    if placeholders:
+        info["placeholder_header"] = placeholders
     if compression:
         info["compression"] = compression
     found = _missing_tokens(frame, decimal)
@@ -293,6 +300,10 @@ def describe_read(frame: pd.DataFrame) -> str:
             parts.append("columns separated by semicolons, decimal commas")
         else:
             parts.append("columns separated by semicolons, decimal points")
+    placeholders = info.get("placeholder_header")
+    if isinstance(placeholders, list) and placeholders:
+        shown = ", ".join(str(n) for n in placeholders)
+        parts.append(f"column names from line 2 (line 1 holds the placeholders {shown})")
     tokens = info.get("na_tokens") or {}
     if tokens:
         parts.append(

@@ -290,6 +290,129 @@ def _quartile(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": value, "n": len(kept), "answer": sentence}
 
 
+def _draws(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    k, j, want = int(spec["draws"]), int(spec["hits"]), spec["want"]
+    weights_column = spec.get("weights")
+    if spec.get("values"):
+        ref = spec["values"][0]
+        known, hit = _hits(df, ref)
+        event = f"{ref['column']} = {ref['value']}"
+    else:
+        measure = spec["columns"][0]
+        values = pd.to_numeric(df[measure], errors="coerce")
+        known = values.notna()
+        hit = known.copy()
+        low, high, sign = spec.get("low"), spec.get("high"), "<" if spec.get("strict") else "≤"
+        if low is not None:
+            hit &= values > float(low) if spec.get("strict") else values >= float(low)
+        if high is not None:
+            hit &= values < float(high) if spec.get("strict") else values <= float(high)
+        bounds = (f"{low:g} {sign}" if low is not None else "", measure, f"{sign} {high:g}" if high is not None else "")
+        event = " ".join(b for b in bounds if b)
+    if weights_column:
+        weights = pd.to_numeric(df[weights_column], errors="coerce")
+        known &= weights.notna() & (weights >= 0)
+        total, inside = float(weights[known].sum()), float(weights[known & hit].sum())
+        over = (
+            f"the {total:,.0f} {spec.get('unit') or 'units'} counted by {weights_column} over {int(known.sum())} rows"
+        )
+    else:
+        total, inside = float(known.sum()), float((known & hit).sum())
+        over = f"the {int(total)} rows with it known"
+    p = inside / total
+    draw = stats.binom(k, p)
+    value, said = {
+        "all": (float(draw.pmf(k)), f"all {k} hold it: p^{k}"),
+        "none": (float(draw.pmf(0)), f"none of the {k} holds it: (1 - p)^{k}"),
+        "exactly": (float(draw.pmf(j)), f"exactly {j} of the {k} hold it: the binomial probability of {j}"),
+        "at_least": (float(draw.sf(j - 1)), f"at least {j} of the {k} hold it: the binomial P(X ≥ {j})"),
+        "at_most": (float(draw.cdf(j)), f"at most {j} of the {k} hold it: the binomial P(X ≤ {j})"),
+    }[want]
+    sentence = (
+        f"{_fixed(value, spec.get('decimals'))}: the probability that, of {k} independent random draws, {said}, "
+        f"where p = {p:.4f} is the share with {event} among {over} ({inside:,.0f} of them); unrounded {value:.4g}."
+    )
+    return {"value": value, "n": int(known.sum()), "answer": sentence}
+
+
+def _expected(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    first, second = spec["values"]
+    both = df[[first["column"], second["column"]]].dropna()
+    _, in_first = _hits(both, first)
+    _, in_second = _hits(both, second)
+    n, a, b = len(both), int(in_first.sum()), int(in_second.sum())
+    value = a * b / n
+    observed = int((in_first & in_second).sum())
+    sentence = (
+        f"{_fixed(value, spec.get('decimals'))}: the expected count under independence of the rows with "
+        f"{first['column']} = {first['value']} and {second['column']} = {second['value']}, over the {n} rows with "
+        f"both known: {a} × {b} / {n} (row total × column total / rows, the count Pearson's chi-square test expects; "
+        f"{b / n:.4f} of the rows have {second['column']} = {second['value']}); {observed} were observed."
+    )
+    return {"value": value, "n": n, "answer": sentence}
+
+
+def _one_proportion(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    from statsmodels.stats.proportion import proportions_ztest
+
+    ref, p0, alternative = spec["values"][0], float(spec["null_value"]), spec["alternative"]
+    known, hit = _hits(df, ref)
+    n, k = int(known.sum()), int(hit.sum())
+    z, p = (float(x) for x in proportions_ztest(k, n, value=p0, alternative=alternative, prop_var=p0))
+    alpha, want, decimals = float(spec["alpha"]), spec["want"], spec.get("decimals")
+    rejected = p < alpha
+    level = f"the {100 * alpha:g}% significance level" + ("" if spec.get("alpha_stated") else " (the usual one)")
+    lead = {
+        "p_value": _fixed(p, decimals),
+        "statistic": _fixed(z, decimals),
+        "decision": _choice(spec.get("choices") or [], "reject" if rejected else "accept"),
+    }[want]
+    side = {"two-sided": "two-sided", "larger": f"one-sided, p > {p0:g}", "smaller": f"one-sided, p < {p0:g}"}
+    sentence = (
+        f"{lead}: the one-sample z-test of a proportion ({side[alternative]}; standard error sqrt(p0(1 - p0)/n) "
+        f"from the null value p0 = {p0:g}; statsmodels' proportions_ztest) of the share of {ref['column']} = "
+        f"{ref['value']} ({k} of the {n} rows with {ref['column']} known, {k / n:.4f}) gives z = {z:.3f}, "
+        f"p = {p:.4g}; at {level} the null hypothesis is {'rejected' if rejected else 'not rejected'}."
+    )
+    return {"value": {"p_value": p, "statistic": z}.get(want, float(rejected)), "n": n, "answer": sentence}
+
+
+def _z_score(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    column, x = spec["columns"][0], float(spec["given"])
+    kept = pd.to_numeric(df[column], errors="coerce").dropna()
+    mean, sd = float(kept.mean()), float(kept.std(ddof=1))
+    z = (x - mean) / sd
+    sentence = (
+        f"{_fixed(z, spec.get('decimals'))}: the z-score (x - mean) / sd of {column} = {x:g}, the mean {mean:.4g} and "
+        f"the sample standard deviation {sd:.4g} (n - 1) taken over the {len(kept)} known values of {column}."
+    )
+    return {"value": z, "n": len(kept), "answer": sentence}
+
+
+def _fit(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    column, kind, want = spec["columns"][0], spec["distribution"], spec["want"]
+    kept = pd.to_numeric(df[column], errors="coerce").dropna()
+    if kind == "normal":
+        loc, scale = (float(v) for v in stats.norm.fit(kept))
+        value = {"mean": loc, "sd": scale}[want]
+        fitted = f"a normal distribution, mean {loc:.4g} and standard deviation {scale:.4g} (n in the denominator)"
+    elif kind == "exponential":
+        if (kept < 0).any():
+            return {"value": float("nan"), "answer": f"No exponential fit: {column} has negative values."}
+        _, scale = (float(v) for v in stats.expon.fit(kept, floc=0))
+        value = {"mean": scale, "rate": 1 / scale}[want]
+        fitted = f"an exponential distribution from 0, mean (scale) {scale:.4g} and rate 1 / mean = {1 / scale:.4g}"
+    else:
+        value = float(kept.mean())
+        fitted = f"a Poisson distribution, rate (its mean) {value:.4g}"
+    named = {"mean": "mean", "sd": "standard deviation", "rate": "rate"}[want]
+    sentence = (
+        f"{_fixed(value, spec.get('decimals'))}: the {named} of {fitted}, fitted by maximum likelihood (scipy) "
+        f"to the {len(kept)} known values of {column}."
+    )
+    return {"value": value, "n": len(kept), "answer": sentence}
+
+
 def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """The value the spec asks for and the sentence that says how it was computed (and which of
     the question's phrases were read as the data's description)."""
@@ -301,8 +424,32 @@ def answer_textbook(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_BY_KIND = {
+    "independence": _independence,
+    "disjoint": _disjoint,
+    "z_score": _z_score,
+    "distribution_fit": _fit,
+    "one_proportion_z": _one_proportion,
+    "proportion_difference": _difference,
+    "higher_group": _higher,
+    "two_sample_t": _two_sample,
+    "quartile": _quartile,
+    "two_proportion_z": _two_proportions,
+    "skew": _skew,
+    "union": _union,
+    "paired_t": _paired,
+    "draws": _draws,
+    "expected_count": _expected,
+    "proportion_se": _proportion,
+    "proportion_ci": _proportion,
+}
+"""The kinds computed by one function of their own."""
+
+
 def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec["kind"]
+    if kind in _BY_KIND:
+        return _BY_KIND[kind](df, spec)
     if kind == "column_type":
         column = spec["columns"][0]
         found = variable_type(df[column])
@@ -320,10 +467,6 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
             f"degrees of freedom exceeds the stated X² = {stat:g}."
         )
         return {"value": p, "answer": sentence}
-    if kind == "independence":
-        return _independence(df, spec)
-    if kind == "disjoint":
-        return _disjoint(df, spec)
     if kind == "study_design":
         lead = _choice(spec.get("choices") or [], "experiment")
         sentence = (
@@ -333,32 +476,21 @@ def _answer(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         return {"value": 1.0, "answer": sentence}
     if kind == "sample_size":
         return {"value": float(len(df)), "n": len(df), "answer": f"{len(df)}: the data hold {len(df)} rows."}
-    if kind in ("proportion_se", "proportion_ci"):
-        return _proportion(df, spec)
-    if kind == "proportion_difference":
-        return _difference(df, spec)
-    if kind == "higher_group":
-        return _higher(df, spec)
-    if kind == "two_sample_t":
-        return _two_sample(df, spec)
-    if kind == "quartile":
-        return _quartile(df, spec)
-    if kind == "two_proportion_z":
-        return _two_proportions(df, spec)
-    if kind == "skew":
-        return _skew(df, spec)
-    if kind == "union":
-        return _union(df, spec)
-    if kind == "paired_t":
-        return _paired(df, spec)
-    if kind == "goodness_of_fit":
-        column = spec["columns"][0]
-        k = int(df[column].dropna().nunique())
+    if kind == "proportion_point":
+        ref = spec["values"][0]
+        known, hit = _hits(df, ref)
+        n, k = int(known.sum()), int(hit.sum())
+        by = "the data's description" if spec.get("described") else f"'{ref['words']}'"
         sentence = (
-            f"{k - 1}: a chi-square goodness-of-fit test over the {k} categories of {column} has {k} - 1 = {k - 1} "
-            "degrees of freedom."
+            f"{_fixed(k / n, spec.get('decimals'))}: the point estimate of the proportion, the sample share of "
+            f"{ref['column']} = {ref['value']} ({k} of the {n} rows with {ref['column']} known, {k / n:.4f}; the value "
+            f"named by {by})."
         )
-        return {"value": float(k - 1), "answer": sentence}
+        return {"value": k / n, "n": n, "answer": sentence}
+    if kind == "goodness_of_fit":
+        column, k = spec["columns"][0], int(df[spec["columns"][0]].dropna().nunique())
+        said = f"a chi-square goodness-of-fit test over the {k} categories of {column} has {k} - 1 = {k - 1} degrees"
+        return {"value": float(k - 1), "answer": f"{k - 1}: {said} of freedom."}
     raise ValueError(f"unknown textbook question kind {kind!r}")
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 
-from whyflow.ask.tools.textbook_reader import TEST_WORDS, Reader, TextbookParse, flags, labels, stance
+from whyflow.ask.tools.textbook_reader import TEST_WORDS, Reader, TextbookParse, alike, flags, labels, stance
 from whyflow.ask.tools.textbook_spec import TextbookSpec, ValueRef
 from whyflow.ask.tools.wording import POPULATION_NOUNS
 
-__all__ = ["higher_group", "proportion", "proportion_difference", "sample_size"]
+__all__ = ["higher_group", "point_estimate", "proportion", "proportion_difference", "sample_size"]
 
 
 def sample_size(r: Reader) -> TextbookParse | None:
@@ -76,6 +76,60 @@ def proportion(r: Reader) -> TextbookParse | None:
         decimals=r.prompt.decimals,
     )
     return r.result(spec, "proportion")
+
+
+_POINT = re.compile(
+    r"\b(?:the )?point estimate(?: (?:of|for) (?:the )?(?:population |sample )?(?:proportion|share))?"
+    r"(?: (?:in this case|here|from (?:the|this) (?:survey|poll|sample|study)))?\b"
+)
+
+
+def _described_value(r: Reader, column: str) -> str | None:
+    """The one label of ``column`` that the data's description says ('whether they favored a
+    quarantine' for 'favor' of favor / against), or None when it says none or several."""
+    words = re.findall(r"[a-z]+", r.prompt.context.lower())
+    said = [v for v in labels(r.by_name[column]) if any(alike(w, v.strip().lower()) for w in words if len(w) >= 4)]
+    return said[0] if len(said) == 1 else None
+
+
+def point_estimate(r: Reader) -> TextbookParse | None:
+    """'What is the point estimate?': the sample proportion of the value the question names, or,
+    where it names none, of the one value of the table's one two-valued column that the data's
+    description names."""
+    cue = _POINT.search(r.low)
+    if not cue or re.search(r"\bstandard error\b|\bconfidence interval\b", r.low):
+        return None
+    if re.match(r"\s*(?:of|for)\b", r.low[cue.end() :]):
+        return None  # 'the point estimate of the difference in rates': an estimate of something else
+    r.take(cue.start(), cue.end())
+    r.take_words(TEST_WORDS | {"estimate", "point"})
+    named = r.values()
+    for v in named:
+        r.take(v.start, v.end)
+        stance(r, v.start)
+    for c, s, e in r.columns():
+        if any(v.column == c for v in named):
+            r.take(s, e)
+    if len(named) > 1:
+        return r.result(None, "point_estimate")
+    value: str | None
+    if named:
+        column, value, words = named[0].column, named[0].value, r.text[named[0].start : named[0].end]
+    else:
+        columns = two_valued(r)
+        if len(columns) != 1:
+            return r.result(None, "point_estimate")
+        column, value = columns[0], _described_value(r, columns[0])
+        words = next((w for w in re.findall(r"[A-Za-z]+", r.prompt.context) if value and alike(w.lower(), value)), "")
+    if value is None:
+        return r.result(None, "point_estimate")
+    spec = TextbookSpec(
+        kind="proportion_point",
+        values=[ValueRef(column=column, value=value, words=words)],
+        described=not named,
+        decimals=r.prompt.decimals,
+    )
+    return r.result(spec, "point_estimate")
 
 
 def proportion_difference(r: Reader) -> TextbookParse | None:

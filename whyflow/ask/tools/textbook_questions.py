@@ -39,12 +39,17 @@ from typing import TYPE_CHECKING
 
 from whyflow.ask.tools.plain_spec import Condition, PlainSpec
 from whyflow.ask.tools.slots import ColumnInfo, describe_columns
+from whyflow.ask.tools.textbook_distributions import distribution_fit, z_score
+from whyflow.ask.tools.textbook_draws import independent_draws
 from whyflow.ask.tools.textbook_events import union
+from whyflow.ask.tools.textbook_expected import expected_count
 from whyflow.ask.tools.textbook_means import paired_difference
 from whyflow.ask.tools.textbook_prompt import Prompt
+from whyflow.ask.tools.textbook_proportion_test import one_proportion_test
 from whyflow.ask.tools.textbook_proportions import (
     equal_proportions,
     higher_group,
+    point_estimate,
     proportion,
     proportion_difference,
     sample_size,
@@ -123,6 +128,8 @@ def _independence(r: Reader) -> TextbookParse | None:
     r.take_words(TEST_WORDS | {"independent", "independence"})
     r.take_phrase(r"\bwhether or not\b")
     r.take_phrase(r"\bthere is no difference in\b|\bno difference in\b|\bhad no\b|\bhas no\b|\bhave no\b")
+    r.take_phrase(r"\b(?:is|are) not different\b|\b(?:does|do) not differ(?: in)?\b")
+    r.take_phrase(r"\bunder the null hypothesis\b")
     want = "independent"
     if "degrees of freedom" in r.low:
         want = "df"
@@ -149,6 +156,9 @@ def _independence(r: Reader) -> TextbookParse | None:
             r.take(s, e)
             if c not in found:
                 found.append(c)
+    for start, end, cond in flags(r):  # 'college grads and non-grads': the named column's two values
+        if cond.column in found:
+            r.take(start, end)
     count = re.search(r"\b(two|three|four|five|six|\d+) (\w+)", r.low)
     named = list(found)
     for v in r.values():  # a value names its column; a value of a named column would be a filter: unread
@@ -170,6 +180,7 @@ def _independence(r: Reader) -> TextbookParse | None:
         found.append(others[0])
         for m in outcome:
             r.take(m.start(), m.end())
+        r.take_phrase(r"\b(?:on|about) the (?:topic|subject|question|issue|matter) of\b")  # what the opinion is on
     if count and found:  # 'the three treatments': the number of groups, which must be the column's
         n = number(count.group(1))
         sizes = {r.by_name[c].n_unique for c in found}
@@ -274,18 +285,24 @@ def _study_design(r: Reader) -> TextbookParse | None:
 
 _CLASSES = (
     _study_design,
+    expected_count,
     _column_type,
     _chi2_stated,
     _disjoint,
     _independence,
     paired_difference,
     quartile,
+    z_score,
+    distribution_fit,
     skew_direction,
     sample_size,
     equal_proportions,
+    one_proportion_test,
+    point_estimate,
     proportion,
     proportion_difference,
     higher_group,
+    independent_draws,
     union,
     _probability,
 )

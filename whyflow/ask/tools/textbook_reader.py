@@ -19,7 +19,7 @@ from whyflow.ask.tools.wording import FUNCTION_WORDS, NEGATIONS, expand_contract
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Match", "Reader", "TextbookParse", "categorical", "flags", "labels", "number", "recodes", "stance"]
+__all__ = ["Match", "Reader", "TextbookParse", "alike", "categorical", "flags", "labels", "number", "recodes", "stance"]
 
 TEST_WORDS = frozenset(
     "null hypothesis hypotheses test tests testing statistic statistics distribution distributions associated "
@@ -127,7 +127,7 @@ class Reader:
                     whole = n == len(toks) and run == tuple(toks)
                     joined = not re.search(r"\s", self.text[q[i][1] : q[i + n - 1][2]])  # 'In-N-Out'
                     part = run in runs and n >= 2 and (run[0] not in FUNCTION_WORDS or joined)
-                    single = n == 1 and len(toks) == 1 and len(run[0]) >= 4 and _alike(run[0], toks[0])
+                    single = n == 1 and len(toks) == 1 and len(run[0]) >= 4 and alike(run[0], toks[0])
                     if whole or (part and (column, value) in runs[run]) or single:
                         owners = runs.get(run, set()) if not single else {(column, value)}
                         if best is None or n > best[0]:
@@ -155,7 +155,8 @@ the label 'favor'): a label matches a word of the question that shares a root wi
 one of these."""
 
 
-def _alike(word: str, label: str) -> bool:
+def alike(word: str, label: str) -> bool:
+    """Whether a word of the question says a one-word label: a shared root, or a survey synonym."""
     return same_root(word, label) or any(same_root(word, s) for s in STANCE_SYNONYMS.get(label, ()))
 
 

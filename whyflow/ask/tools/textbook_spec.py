@@ -34,6 +34,12 @@ class TextbookSpec(BaseModel):
     - ``sample_size``: the number of rows;
     - ``proportion_se`` / ``proportion_ci``: the standard error / normal-approximation confidence
       interval (level ``1 - alpha``) of the share of ``values[0]``;
+    - ``one_proportion_z``: the one-sample z-test of the share of ``values[0]`` against
+      ``null_value`` (standard error from the null value), ``alternative`` as said;
+    - ``z_score``: (``given`` - mean) / sd of ``columns[0]`` (sample sd, n - 1);
+    - ``distribution_fit``: the maximum-likelihood ``want`` (mean, sd or rate) of a ``distribution``
+      fitted to ``columns[0]``;
+    - ``proportion_point``: the sample proportion (the point estimate) of ``values[0]``;
     - ``proportion_difference``: the absolute gap between the share of ``values[0]`` in the two
       values of ``columns[1]``;
     - ``higher_group``: the value of ``columns[0]`` with the higher (``want='statistic'``) or lower
@@ -50,6 +56,11 @@ class TextbookSpec(BaseModel):
       error (``want='statistic'``: the question offers no 'symmetric', no answer there);
     - ``union``: the share of rows holding any of ``values`` (P(A or B)), over the rows where each
       named column is known;
+    - ``draws``: the binomial probability that ``want`` (all, none, exactly / at least / at most
+      ``hits``) of ``draws`` independent draws hold the event: ``values[0]``, or ``low`` ≤
+      ``columns[0]`` ≤ ``high`` (< where ``strict``), its share over the rows weighted by ``weights`` when given;
+    - ``expected_count``: the expected count, under independence, of the rows holding both
+      ``values`` (one of each of ``columns``): row total times column total over the rows with both;
     - ``study_design``: an experiment, the description saying the units were assigned at random
       (``evidence``).
     """
@@ -74,9 +85,34 @@ class TextbookSpec(BaseModel):
         "union",
         "two_proportion_z",
         "skew",
+        "draws",
+        "expected_count",
+        "proportion_point",
+        "one_proportion_z",
+        "z_score",
+        "distribution_fit",
     ]
     want: Literal[
-        "p_value", "statistic", "df", "decision", "independent", "lower", "upper", "answer", "median", "q1", "q3", "iqr"
+        "p_value",
+        "statistic",
+        "df",
+        "decision",
+        "independent",
+        "lower",
+        "upper",
+        "answer",
+        "median",
+        "q1",
+        "q3",
+        "iqr",
+        "all",
+        "none",
+        "at_least",
+        "at_most",
+        "exactly",
+        "mean",
+        "sd",
+        "rate",
     ] = "answer"
     columns: list[str] = Field(default_factory=list)
     values: list[ValueRef] = Field(default_factory=list)
@@ -90,6 +126,18 @@ class TextbookSpec(BaseModel):
         default_factory=list, description="the question's phrases read as a repeat of the data's description"
     )
     evidence: str | None = Field(None, description="the description's words a study_design answer rests on")
+    draws: int | None = Field(None, ge=1, description="the number of independent random draws")
+    hits: int | None = Field(None, ge=0, description="how many of the draws the event must hold in (see want)")
+    low: float | None = Field(None, description="the event's lower bound on columns[0]")
+    high: float | None = Field(None, description="the event's upper bound on columns[0]")
+    strict: bool = Field(False, description="low and high themselves are outside the event ('more than 30')")
+    weights: str | None = Field(None, description="a frequency column: how many units each row stands for")
+    unit: str | None = Field(None, description="the question's word for what is drawn ('adults')")
+    null_value: float | None = Field(None, gt=0, lt=1, description="the proportion a one-sample test is against")
+    alternative: Literal["two-sided", "larger", "smaller"] = "two-sided"
+    given: float | None = Field(None, description="the value of columns[0] whose z-score is asked")
+    distribution: Literal["normal", "exponential", "poisson"] | None = None
+    described: bool = Field(False, description="values[0] is named by the data's description, not the question")
 
 
 def textbook_code(spec: TextbookSpec) -> str:
