@@ -73,7 +73,7 @@ def test_switch_model_and_mediator_excluded(tmp_path: Path) -> None:
     state2 = make_state(frame, tmp_path / "b", "treated", "outcome")
     run_single_agent("ps_diagnostics", state2, tmp_path / "b")
     assert "treated_label_programme" not in state2.ps_diagnostics.covariates
-    assert "deterministic" in state2.ps_diagnostics.excluded["treated_label"]
+    assert "treatment" in state2.ps_diagnostics.excluded["treated_label"]
 
 
 def test_no_covariates_gives_trivial_diagnostics_not_an_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
