@@ -34,6 +34,18 @@ def test_clean_analysis_is_approved(tmp_path: Path) -> None:
     assert entry.round == 1 and entry.decision == "APPROVE" and entry.scores == fb.scores
 
 
+X1_IMPUTED = {
+    "kind": "repair",
+    "column": "x1",
+    "issue": "missing values",
+    "action": "imputed with the median (0.01)",
+    "n_before": 450,
+    "n_after": 0,
+    "detail": "450 of 1,500 values (30.0%) imputed",
+}
+"""Data repair's record of x1 filled with its median on 30% of 1,500 rows."""
+
+
 def test_poor_overlap_is_not_approved_and_asks_for_trimming(tmp_path: Path) -> None:
     frame, _ = linear_confounding(n=2000, seed=2, strength=3.0)
     state = make_analysis(frame, tmp_path)
@@ -216,17 +228,7 @@ def test_a_complete_case_check_settles_an_imputed_confounder_only_when_it_agrees
     is evidence the imputation does not move the answer; 2.5 against 2.0 (SE 0.1) is not."""
     frame, _ = linear_confounding(n=1500, seed=2)
     state = make_analysis(frame, tmp_path)
-    state.data_repairs = [
-        {
-            "kind": "repair",
-            "column": "x1",
-            "issue": "missing values",
-            "action": "imputed with the median (0.01)",
-            "n_before": 450,
-            "n_after": 0,
-            "detail": "450 of 1,500 values (30.0%) imputed",
-        },
-    ]
+    state.data_repairs = [dict(X1_IMPUTED)]
     cd = state.confounder_discovery.model_dump()
     cd["complete_case"] = {
         "x1": {
@@ -256,17 +258,7 @@ def test_a_complete_case_headline_is_doubted_only_where_the_outcome_drives_gaps_
     standard error; gaps at random, or a choice that does not move the answer, leave no doubt."""
     frame, _ = linear_confounding(n=1500, seed=2)
     state = make_analysis(frame, tmp_path)
-    state.data_repairs = [
-        {
-            "kind": "repair",
-            "column": "x1",
-            "issue": "missing values",
-            "action": "imputed with the median (0.01)",
-            "n_before": 450,
-            "n_after": 0,
-            "detail": "450 of 1,500 values (30.0%) imputed",
-        },
-    ]
+    state.data_repairs = [dict(X1_IMPUTED)]
     for e in state.treatment_effects:
         e.details.extras["complete_cases"] = {"x1": {"share_imputed": 0.3, "n_complete": 1050, "outcome_p": outcome_p}}
     cd = state.confounder_discovery.model_dump()
