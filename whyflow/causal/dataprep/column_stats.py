@@ -94,12 +94,15 @@ def determined_by(levels: pd.Series, values: np.ndarray) -> dict[str, float] | N
     ok = levels.notna().to_numpy() & ~np.isnan(values)
     if ok.sum() < MIN_ROWS:
         return None
-    frame = pd.DataFrame({"level": levels.to_numpy()[ok].astype(str), "value": values[ok]})
-    grouped = frame.groupby("level", sort=True)["value"]
+    # Grouped on integer codes: sorting the labels themselves costs memory per character (a
+    # megabyte label once took gigabytes), and only the few levels' names are needed at the end.
+    codes, labels = pd.factorize(levels.to_numpy()[ok])
+    grouped = pd.Series(values[ok]).groupby(codes, sort=True)
     spread, size = grouped.agg(np.ptp), grouped.size()
     if bool((spread > 0).any()) or size[size < 2].sum() >= 0.05 * ok.sum():
         return None
     first = grouped.first()
     if first.nunique() < 2:
         return None
-    return {str(k): float(v) for k, v in first.items()}
+    named = {str(labels[k]): float(v) for k, v in first.items()}
+    return dict(sorted(named.items()))

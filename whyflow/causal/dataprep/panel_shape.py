@@ -32,6 +32,8 @@ three periods per unit row, unrelated values would repeat a pair in about a quar
 balanced), or a few times as many when units drop in and out."""
 CALENDAR_YEARS = (1800, 2200)
 """Whole numbers all within these bounds read as years: tried as the time before other integer columns."""
+MAX_DATE_CHARS = 40
+"""A text longer than this is not a date (the longest ISO timestamp with a zone has 32 characters)."""
 
 
 def repeated_units(frame: pd.DataFrame, time: str | None, skip: tuple[str | None, ...] = ()) -> dict[str, Any] | None:
@@ -81,10 +83,16 @@ def _period_kind(s: pd.Series) -> str | None:
 
 
 def _dates(v: pd.Series) -> bool:
-    """Whether text values all parse as dates (a sample of them first, so a column of names costs little)."""
+    """Whether text values all parse as dates (a sample of them first, so a column of names costs little).
+
+    A value longer than :data:`MAX_DATE_CHARS` is no date and is never handed to the parser, which
+    allocates per character (a megabyte label once took gigabytes); distinct values are parsed once.
+    """
     import warnings
 
-    text = v.astype(str)
+    text = pd.Series(v.astype(str).unique())
+    if text.str.len().max() > MAX_DATE_CHARS:
+        return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for part in (text.head(50), text):
