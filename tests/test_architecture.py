@@ -23,6 +23,12 @@ ONE_IDEA: dict[str, str] = {
     "their statistics live in review/sensitivity.py and review/refuters.py",
     "benchmarks/truth_kinds.py": "one registry: every generated study with its known truth, each kind a short "
     "generator beside the table (KINDS) that the truth benchmark, the oracles and tests/test_truth_kinds.py read",
+    "whyflow/ask/tools/plain_questions.py": "one reader: the plain-question grammar (population, conditional share, "
+    "contrast, conditions) walks one question's words once in _Reader, and every structure it reads must account "
+    "for the same words; the word lists live in plain_words.py and wording.py, the spec in plain_spec.py",
+    "whyflow/causal/review/rules.py": "one decision: the critique's six scored dimensions and its blockers write "
+    "into one Findings and are weighed together by review(); the doubts they quote live in review/doubts.py and "
+    "the statistics behind them in their own modules",
     "tests/flows/test_deployments.py": "deployments through one real Prefect server and worker, started once for "
     "the module (a stack costs tens of seconds): the trigger, reuse, cancel, init-folder and scheduled-source runs "
     "share it and its helpers",

@@ -22,14 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from whyflow.ask.tools.answers import OutputFormat, format_answer, parse_output_format
 from whyflow.ask.tools.filters import Filter, find_filters
 from whyflow.ask.tools.library import COLUMN_SLOTS, Example, get_example, load_examples
+from whyflow.ask.tools.question_numbers import number_after, numeric_literal
 from whyflow.ask.tools.slots import (
     ColumnInfo,
     Mention,
     as_column_infos,
     find_columns,
     is_group_mention,
-    number_after,
-    numeric_literal,
     value_mentions,
 )
 

@@ -1,4 +1,7 @@
-"""Reading a question against the data's columns: column mentions and numbers (filters: :mod:`filters`).
+"""Reading a question against the data's columns: which columns and values it mentions.
+
+Numbers are read by :mod:`whyflow.ask.tools.question_numbers`, the conditions they make by
+:mod:`whyflow.ask.tools.filters`.
 
 Deterministic and case-blind. A column is mentioned when the question holds its name (split on
 ``_``, ``.``, spaces and camelCase, singular or plural), a synonym of it (``gender`` for ``sex``,
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 from rapidfuzz import fuzz
@@ -31,9 +34,6 @@ __all__ = [
     "find_columns",
     "value_mentions",
     "is_group_mention",
-    "find_numbers",
-    "number_after",
-    "numeric_literal",
     "split_name",
     "tokens",
 ]
@@ -72,9 +72,6 @@ SYNONYMS: tuple[frozenset[str], ...] = tuple(
 )
 WORD_RE = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:\.\d+)?")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|[^A-Za-z0-9]+|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
-_NUMBER = re.compile(
-    r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?=st\b|nd\b|rd\b|th\b|%|(?!\w|\.\d))|(?<![\w.])-?\.\d+(?![\w.])"
-)
 _GROUP_CUES = (
     "by",
     "per",
@@ -498,30 +495,3 @@ def is_group_mention(question: str, mention: Mention) -> bool:
             if any(cue in before for cue in _GROUP_CUES):
                 return True
     return False
-
-
-def find_numbers(question: str) -> list[tuple[float, int, int]]:
-    """Numbers in the question with their character span (digits, '1,000', and the number words)."""
-    found = []
-    for match in _NUMBER.finditer(question):
-        found.append((float(match.group(0).replace(",", "")), match.start(), match.end()))
-    for match in re.finditer(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", question.lower()):
-        found.append((float(NUMBER_WORDS[match.group(1)]), match.start(), match.end()))
-    return sorted(found, key=lambda f: f[1])
-
-
-def number_after(question: str, cues: Sequence[str], window: int = 24) -> float | None:
-    """The first number within ``window`` characters after (or just before) one of the cue words."""
-    lower = question.lower()
-    numbers = find_numbers(question)
-    for cue in cues:
-        for match in re.finditer(r"\b" + re.escape(cue.lower()) + r"\b", lower):
-            for value, start, end in numbers:
-                if match.end() <= start <= match.end() + window or match.start() - 8 <= end <= match.start():
-                    return value
-    return None
-
-
-def numeric_literal(value: float) -> Any:
-    """An int when the number is whole (so 'top 5' gives 5, not 5.0)."""
-    return int(value) if float(value).is_integer() else value
