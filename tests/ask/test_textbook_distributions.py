@@ -9,10 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from whyflow.ask.tools.textbook_ops import answer_textbook
-from whyflow.ask.tools.textbook_prompt import split_prompt
-from whyflow.ask.tools.textbook_questions import parse_textbook
-from whyflow.ask.tools.textbook_spec import TextbookSpec
+from tests.ask.textbook_answers import textbook_answer
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +26,6 @@ def clinic() -> pd.DataFrame:
     )
 
 
-def _answer(text: str, df: pd.DataFrame) -> dict | None:
-    parsed = parse_textbook(split_prompt(text), df)
-    if parsed is None or parsed.spec is None:
-        return None
-    assert isinstance(parsed.spec, TextbookSpec)
-    return answer_textbook(df, parsed.spec.model_dump(mode="json"))
-
-
 @pytest.mark.parametrize(
     "wording",
     [
@@ -47,7 +36,7 @@ def _answer(text: str, df: pd.DataFrame) -> dict | None:
 )
 def test_the_z_score_of_a_given_value(clinic: pd.DataFrame, wording: str) -> None:
     gold = (185 - clinic["height"].mean()) / clinic["height"].std(ddof=1)
-    got = _answer(wording, clinic)
+    got = textbook_answer(wording, clinic)
     assert got is not None, wording
     assert got["value"] == pytest.approx(gold) and "400 known values" in got["answer"]
 
@@ -75,18 +64,23 @@ def test_a_fitted_distributions_parameter(clinic: pd.DataFrame, wording: str, go
         "norm_sd": scale,
         "poisson": clinic["visits"].mean(),
     }[gold]
-    got = _answer(wording, clinic)
+    got = textbook_answer(wording, clinic)
     assert got is not None, wording
     assert got["value"] == pytest.approx(expected) and "maximum likelihood" in got["answer"]
 
 
 def test_a_distribution_question_that_is_no_fit_gets_no_number(clinic: pd.DataFrame) -> None:
     # a stated distribution, not one fitted to the data
-    assert _answer("If height is normally distributed with mean 170 and sd 9, what is the mean?", clinic) is None
+    assert (
+        textbook_answer("If height is normally distributed with mean 170 and sd 9, what is the mean?", clinic) is None
+    )
     # which column is not said
-    assert _answer("Fit an exponential distribution. What is its rate?", clinic) is None
+    assert textbook_answer("Fit an exponential distribution. What is its rate?", clinic) is None
     # a parameter the distribution does not have
-    assert _answer("Fit an exponential distribution to wait_minutes. What is its standard deviation?", clinic) is None
+    assert (
+        textbook_answer("Fit an exponential distribution to wait_minutes. What is its standard deviation?", clinic)
+        is None
+    )
     # a z-score of a column of labels, or of no column
-    assert _answer("What is the z-score of a ward of 3?", clinic) is None
-    assert _answer("What is the z-score of 185?", clinic) is None
+    assert textbook_answer("What is the z-score of a ward of 3?", clinic) is None
+    assert textbook_answer("What is the z-score of 185?", clinic) is None

@@ -9,18 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from whyflow.ask.tools.textbook_ops import answer_textbook
-from whyflow.ask.tools.textbook_prompt import split_prompt
-from whyflow.ask.tools.textbook_questions import parse_textbook
-from whyflow.ask.tools.textbook_spec import TextbookSpec
-
-
-def _answer(text: str, df: pd.DataFrame) -> dict | None:
-    parsed = parse_textbook(split_prompt(text), df)
-    if parsed is None or parsed.spec is None:
-        return None
-    assert isinstance(parsed.spec, TextbookSpec)
-    return answer_textbook(df, parsed.spec.model_dump(mode="json"))
+from tests.ask.textbook_answers import textbook_answer
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +70,7 @@ def test_draws_from_a_frequency_table_are_weighted_by_what_it_counts(
         "at_least": stats.binom.sf(0, 3, p),
         "exactly": stats.binom.pmf(2, 3, p),
     }[want]
-    got = _answer(wording, heights)
+    got = textbook_answer(wording, heights)
     assert got is not None, wording
     assert got["value"] == pytest.approx(gold)
     assert "num_of_adults" in got["answer"] and "3 independent random draws" in got["answer"]
@@ -89,16 +78,18 @@ def test_draws_from_a_frequency_table_are_weighted_by_what_it_counts(
 
 def test_a_category_event_and_a_named_numeric_column(patients: pd.DataFrame) -> None:
     p = float((patients["outcome"] == "cured").mean())
-    got = _answer("Four patients are randomly selected. What is the probability that all four are cured?", patients)
+    got = textbook_answer(
+        "Four patients are randomly selected. What is the probability that all four are cured?", patients
+    )
     assert got is not None and got["value"] == pytest.approx(p**4) and "500 rows" in got["answer"]
     older = float((patients["age"] > 60).mean())  # 'older than 60' leaves 60 out
-    got = _answer(
+    got = textbook_answer(
         "Five patients are selected at random. What is the probability that at most two of them are older than 60?",
         patients,
     )
     assert got is not None and got["value"] == pytest.approx(stats.binom.cdf(2, 5, older))
     heavy = float((patients["weight"] > 80).mean())
-    got = _answer(
+    got = textbook_answer(
         "We randomly select 6 patients. What is the probability that at least 3 of them have weight more than 80 kg?",
         patients,
     )
@@ -108,7 +99,7 @@ def test_a_category_event_and_a_named_numeric_column(patients: pd.DataFrame) -> 
 def test_draws_whose_event_or_count_is_unclear_get_no_number(patients: pd.DataFrame, heights: pd.DataFrame) -> None:
     # which numeric column 'between 30 and 40' bounds is not said
     assert (
-        _answer(
+        textbook_answer(
             "Three patients are randomly selected. What is the probability that all three are between 30 and 40?",
             patients,
         )
@@ -116,12 +107,14 @@ def test_draws_whose_event_or_count_is_unclear_get_no_number(patients: pd.DataFr
     )
     # 'all four' of three draws
     assert (
-        _answer("Three patients are randomly selected. What is the probability that all four are cured?", patients)
+        textbook_answer(
+            "Three patients are randomly selected. What is the probability that all four are cured?", patients
+        )
         is None
     )
     # a word no reading places
     assert (
-        _answer(
+        textbook_answer(
             "Three adults are randomly selected. What is the probability that all three are between 175 and 182 cm tall and left-handed?",
             heights,
         )
@@ -129,7 +122,7 @@ def test_draws_whose_event_or_count_is_unclear_get_no_number(patients: pd.DataFr
     )
     # more hits than draws
     assert (
-        _answer(
+        textbook_answer(
             "Two patients are randomly selected. What is the probability that exactly three of them are cured?",
             patients,
         )
@@ -140,7 +133,7 @@ def test_draws_whose_event_or_count_is_unclear_get_no_number(patients: pd.DataFr
 def test_only_a_count_of_the_drawn_units_weights_the_rows(heights: pd.DataFrame) -> None:
     """'count' may count anything (visits, say): its rows are not units, and the share is over rows."""
     counted = heights.rename(columns={"num_of_adults": "count"})
-    got = _answer(
+    got = textbook_answer(
         "Two adults are randomly selected. What is the probability that all two are taller than 180?", counted
     )
     share = float((counted["height"] > 180).mean())
@@ -151,11 +144,13 @@ def test_a_measure_adjective_names_a_column_by_a_whole_word_of_its_name() -> Non
     """'older' is said of an age column, never of 'wage', which merely holds the letters."""
     rng = np.random.default_rng(4)
     df = pd.DataFrame({"wage": rng.normal(20, 5, 200), "age_years": rng.integers(18, 80, 200)})
-    got = _answer("Three workers are randomly selected. What is the probability that all three are older than 50?", df)
+    got = textbook_answer(
+        "Three workers are randomly selected. What is the probability that all three are older than 50?", df
+    )
     assert got is not None and got["value"] == pytest.approx(float((df["age_years"] > 50).mean()) ** 3)
     wage_only = df[["wage"]]
     assert (
-        _answer(
+        textbook_answer(
             "Three workers are randomly selected. What is the probability that all three are older than 50?", wage_only
         )
         is None

@@ -9,10 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats.contingency import expected_freq
 
-from whyflow.ask.tools.textbook_ops import answer_textbook
-from whyflow.ask.tools.textbook_prompt import split_prompt
-from whyflow.ask.tools.textbook_questions import parse_textbook
-from whyflow.ask.tools.textbook_spec import TextbookSpec
+from tests.ask.textbook_answers import textbook_answer
 
 
 @pytest.fixture(scope="module")
@@ -21,14 +18,6 @@ def trial() -> pd.DataFrame:
     arm = rng.choice(["drug", "placebo", "diet"], size=301)
     cured = np.where(arm == "drug", rng.random(301) < 0.7, rng.random(301) < 0.4)
     return pd.DataFrame({"arm": arm, "result": np.where(cured, "cured", "sick")})
-
-
-def _answer(text: str, df: pd.DataFrame) -> dict | None:
-    parsed = parse_textbook(split_prompt(text), df)
-    if parsed is None or parsed.spec is None:
-        return None
-    assert isinstance(parsed.spec, TextbookSpec) and parsed.spec.kind == "expected_count"
-    return answer_textbook(df, parsed.spec.model_dump(mode="json"))
 
 
 def _gold(df: pd.DataFrame, arm: str, result: str) -> float:
@@ -56,7 +45,7 @@ def _gold(df: pd.DataFrame, arm: str, result: str) -> float:
 def test_the_expected_count_of_a_cell_is_row_total_times_column_total_over_rows(
     trial: pd.DataFrame, wording: str, arm: str, result: str
 ) -> None:
-    got = _answer(wording, trial)
+    got = textbook_answer(wording, trial, kind="expected_count")
     assert got is not None, wording
     assert got["value"] == pytest.approx(_gold(trial, arm, result))
     assert "under independence" in got["answer"] and "301 rows" in got["answer"]
@@ -68,27 +57,44 @@ def test_a_stated_share_must_be_the_datas_own(trial: pd.DataFrame) -> None:
         "If the arms were equally effective, meaning about {:.2f}% of patients would be cured regardless of which "
         "arm they were in, about how many patients would we expect to be sick in the placebo group?"
     )
-    got = _answer(ask.format(share), trial)
+    got = textbook_answer(ask.format(share), trial, kind="expected_count")
     assert got is not None and got["value"] == pytest.approx(_gold(trial, "placebo", "sick"))
-    assert _answer(ask.format(share + 3), trial) is None  # another share: another question
+    assert (
+        textbook_answer(ask.format(share + 3), trial, kind="expected_count") is None
+    )  # another share: another question
 
 
 def test_an_expected_count_without_its_hypothesis_or_cell_gets_no_number(trial: pd.DataFrame) -> None:
-    assert _answer("How many drug patients would we expect to be cured?", trial) is None
-    assert _answer("If arm and result were independent, how many patients would we expect to be cured?", trial) is None
+    assert textbook_answer("How many drug patients would we expect to be cured?", trial, kind="expected_count") is None
     assert (
-        _answer("If arm and result were independent, how many tall drug patients would we expect to be cured?", trial)
+        textbook_answer(
+            "If arm and result were independent, how many patients would we expect to be cured?",
+            trial,
+            kind="expected_count",
+        )
+        is None
+    )
+    assert (
+        textbook_answer(
+            "If arm and result were independent, how many tall drug patients would we expect to be cured?",
+            trial,
+            kind="expected_count",
+        )
         is None
     )
 
 
 def test_the_hypothesis_and_its_regardless_clause_place_only_column_words(trial: pd.DataFrame) -> None:
     assert (
-        _answer("If the tall arms were equally effective, how many drug patients would we expect to be cured?", trial)
+        textbook_answer(
+            "If the tall arms were equally effective, how many drug patients would we expect to be cured?",
+            trial,
+            kind="expected_count",
+        )
         is None
     )
     ask = (
         "If the arms were equally effective, meaning about {:.2f}% of patients would be cured regardless of which "
         "colour they were in, how many patients would we expect to be sick in the placebo group?"
     )
-    assert _answer(ask.format(100 * float((trial["result"] == "cured").mean())), trial) is None
+    assert textbook_answer(ask.format(100 * float((trial["result"] == "cured").mean())), trial) is None

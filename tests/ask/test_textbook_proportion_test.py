@@ -9,10 +9,9 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportions_ztest
 
-from whyflow.ask.tools.textbook_ops import answer_textbook
+from tests.ask.textbook_answers import textbook_answer
 from whyflow.ask.tools.textbook_prompt import split_prompt
 from whyflow.ask.tools.textbook_questions import parse_textbook
-from whyflow.ask.tools.textbook_spec import TextbookSpec
 
 
 @pytest.fixture(scope="module")
@@ -26,14 +25,6 @@ def poll() -> pd.DataFrame:
             "age": rng.integers(18, 90, n),
         }
     )
-
-
-def _answer(text: str, df: pd.DataFrame) -> dict | None:
-    parsed = parse_textbook(split_prompt(text), df)
-    if parsed is None or parsed.spec is None:
-        return None
-    assert isinstance(parsed.spec, TextbookSpec)
-    return answer_textbook(df, parsed.spec.model_dump(mode="json"))
 
 
 def _z(df: pd.DataFrame, column: str, value: str, p0: float, alternative: str = "two-sided") -> tuple[float, float]:
@@ -74,7 +65,7 @@ def _z(df: pd.DataFrame, column: str, value: str, p0: float, alternative: str = 
 def test_one_proportion_z_test(poll: pd.DataFrame, wording: str, p0: float, alternative: str, want: str) -> None:
     column, value = ("smoker", "yes") if "smoker" in wording else ("stance", "favor")
     z, p = _z(poll, column, value, p0, alternative)
-    got = _answer(wording, poll)
+    got = textbook_answer(wording, poll)
     assert got is not None, wording
     assert got["value"] == pytest.approx(p if want == "p" else z)
     assert "one-sample z-test" in got["answer"] and "640 rows" in got["answer"]
@@ -83,23 +74,28 @@ def test_one_proportion_z_test(poll: pd.DataFrame, wording: str, p0: float, alte
 def test_a_decision_needs_its_stated_level(poll: pd.DataFrame) -> None:
     _, p = _z(poll, "stance", "favor", 0.5)
     ask = "Given the null hypothesis that the proportion of favor is 0.5, will you accept or reject the hypothesis{}?"
-    got = _answer(ask.format(" at the 5% significance level") + ' Answer with "accept" or "reject".', poll)
+    got = textbook_answer(ask.format(" at the 5% significance level") + ' Answer with "accept" or "reject".', poll)
     assert got is not None and got["answer"].startswith("reject" if p < 0.05 else "accept")
-    assert _answer(ask.format("") + ' Answer with "accept" or "reject".', poll) is None
+    assert textbook_answer(ask.format("") + ' Answer with "accept" or "reject".', poll) is None
 
 
 def test_a_one_proportion_test_that_is_unclear_gets_no_number(poll: pd.DataFrame) -> None:
     # 'one-sided' with an 'is' claim: which side is unsaid
     assert (
-        _answer(
+        textbook_answer(
             "Test the hypothesis that the proportion of favor is 0.5 with a one-sided test. Identify the p-value.", poll
         )
         is None
     )
     # a word no reading places
-    assert _answer("Test the hypothesis that the proportion of tall favor is 0.5. Identify the p-value.", poll) is None
+    assert (
+        textbook_answer("Test the hypothesis that the proportion of tall favor is 0.5. Identify the p-value.", poll)
+        is None
+    )
     # a proportion outside (0, 1)
-    assert _answer("Test the hypothesis that the proportion of favor is 1.5. Identify the p-value.", poll) is None
+    assert (
+        textbook_answer("Test the hypothesis that the proportion of favor is 1.5. Identify the p-value.", poll) is None
+    )
 
 
 def test_the_point_estimate_is_the_share_of_the_value_named() -> None:
@@ -112,15 +108,15 @@ def test_the_point_estimate_is_the_share_of_the_value_named() -> None:
         "Give the point estimate of the population proportion.",
         "What is the point estimate for the proportion from the poll?",
     ):
-        got = _answer(context + wording, survey)
+        got = textbook_answer(context + wording, survey)
         assert got is not None and got["value"] == pytest.approx(share), wording
         assert "named by the data's description" in got["answer"]
-    against = _answer("What is the point estimate of the proportion against?", survey)
+    against = textbook_answer("What is the point estimate of the proportion against?", survey)
     assert against is not None and against["value"] == pytest.approx(1 - share)
     # the point estimate of another quantity is not this one's
     parsed = parse_textbook(split_prompt(context + "What is the point estimate of the mean?"), survey)
     assert parsed is None or parsed.structure != "point_estimate"
     # the description names neither value (or both): which share is unsaid
-    assert _answer("A poll asked adults about a quarantine.\n\nWhat is the point estimate?", survey) is None
+    assert textbook_answer("A poll asked adults about a quarantine.\n\nWhat is the point estimate?", survey) is None
     both = "A poll asked adults whether they favored or were against a quarantine.\n\nWhat is the point estimate?"
-    assert _answer(both, survey) is None
+    assert textbook_answer(both, survey) is None

@@ -194,6 +194,21 @@ def _two_sample(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return {"value": {"p_value": p, "statistic": t, "df": dof}[want], "n": na + nb, "answer": sentence}
 
 
+def _z_verdict(spec: dict[str, Any], z: float, p: float) -> tuple[str, str, bool]:
+    """A z-test's answer as asked (its p-value, its statistic or the decision among the question's
+    choices), the significance level in words (said to be the usual one unless stated) and whether
+    the null is rejected at it."""
+    alpha, decimals = float(spec["alpha"]), spec.get("decimals")
+    rejected = p < alpha
+    level = f"the {100 * alpha:g}% significance level" + ("" if spec.get("alpha_stated") else " (the usual one)")
+    lead = {
+        "p_value": _fixed(p, decimals),
+        "statistic": _fixed(z, decimals),
+        "decision": _choice(spec.get("choices") or [], "reject" if rejected else "accept"),
+    }[spec["want"]]
+    return lead, level, rejected
+
+
 def _two_proportions(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     from statsmodels.stats.proportion import proportions_ztest
 
@@ -208,21 +223,14 @@ def _two_proportions(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         sizes.append(n)
         said.append(f"{ref['column']} = {ref['value']} ({k} of {n}, {k / n:.4f})")
     z, p = (float(x) for x in proportions_ztest(counts, sizes, alternative="two-sided"))
-    alpha, want, decimals = float(spec["alpha"]), spec["want"], spec.get("decimals")
-    rejected = p < alpha
-    level = f"the {100 * alpha:g}% significance level" + ("" if spec.get("alpha_stated") else " (the usual one)")
-    lead = {
-        "p_value": _fixed(p, decimals),
-        "statistic": _fixed(z, decimals),
-        "decision": _choice(spec.get("choices") or [], "reject" if rejected else "accept"),
-    }[want]
+    lead, level, rejected = _z_verdict(spec, z, p)
     sentence = (
         f"{lead}: the two-sample z-test of proportions (pooled under the null hypothesis of equal proportions, "
         f"two-sided, statsmodels' proportions_ztest) of the share of {event['column']} = {event['value']} with "
         f"{said[0]} against {said[1]}, over the {sum(sizes)} rows with both known, gives z = {z:.3f}, p = {p:.4g}; "
         f"at {level} equality is {'rejected' if rejected else 'not rejected'}."
     )
-    value = {"p_value": p, "statistic": z}.get(want, float(rejected))
+    value = {"p_value": p, "statistic": z}.get(spec["want"], float(rejected))
     return {"value": value, "n": sum(sizes), "answer": sentence}
 
 
@@ -359,14 +367,7 @@ def _one_proportion(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     known, hit = _hits(df, ref)
     n, k = int(known.sum()), int(hit.sum())
     z, p = (float(x) for x in proportions_ztest(k, n, value=p0, alternative=alternative, prop_var=p0))
-    alpha, want, decimals = float(spec["alpha"]), spec["want"], spec.get("decimals")
-    rejected = p < alpha
-    level = f"the {100 * alpha:g}% significance level" + ("" if spec.get("alpha_stated") else " (the usual one)")
-    lead = {
-        "p_value": _fixed(p, decimals),
-        "statistic": _fixed(z, decimals),
-        "decision": _choice(spec.get("choices") or [], "reject" if rejected else "accept"),
-    }[want]
+    lead, level, rejected = _z_verdict(spec, z, p)
     side = {"two-sided": "two-sided", "larger": f"one-sided, p > {p0:g}", "smaller": f"one-sided, p < {p0:g}"}
     sentence = (
         f"{lead}: the one-sample z-test of a proportion ({side[alternative]}; standard error sqrt(p0(1 - p0)/n) "
@@ -374,7 +375,7 @@ def _one_proportion(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
         f"{ref['value']} ({k} of the {n} rows with {ref['column']} known, {k / n:.4f}) gives z = {z:.3f}, "
         f"p = {p:.4g}; at {level} the null hypothesis is {'rejected' if rejected else 'not rejected'}."
     )
-    return {"value": {"p_value": p, "statistic": z}.get(want, float(rejected)), "n": n, "answer": sentence}
+    return {"value": {"p_value": p, "statistic": z}.get(spec["want"], float(rejected)), "n": n, "answer": sentence}
 
 
 def _z_score(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
