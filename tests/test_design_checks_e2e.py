@@ -118,6 +118,10 @@ def test_parallel_trends_draw_the_figure_with_the_test_not_rejecting(tmp_path: P
     assert "**Pre-trends: not rejected.**" in _text(nb)
 
 
+_SCORE_AT_ZERO = ("-t", "treated", "-y", "outcome", "--running-variable", "score", "--cutoff", "0")
+"""A discontinuity in ``treated`` at ``score`` = 0, its effect on ``outcome``."""
+
+
 @pytest.mark.parametrize("stated", [[], ["--fuzzy"]], ids=["read-from-data", "stated"])
 def test_a_fuzzy_discontinuity_is_estimated_from_the_running_variable_and_cutoff(
     stated: list[str], tmp_path: Path
@@ -125,20 +129,7 @@ def test_a_fuzzy_discontinuity_is_estimated_from_the_running_variable_and_cutoff
     from benchmarks.truth_kinds import make
 
     case = make("fuzzy_rdd", seed=0, n=2000)
-    state, _ = _run(
-        case.frame,
-        tmp_path,
-        "-t",
-        "treated",
-        "-y",
-        "outcome",
-        "--running-variable",
-        "score",
-        "--cutoff",
-        "0",
-        *stated,
-        *NOT_EXECUTED,
-    )
+    state, _ = _run(case.frame, tmp_path, *_SCORE_AT_ZERO, *stated, *NOT_EXECUTED)
     head = _headline(state)
     assert head["details"]["family"] == "rdd" and head["details"]["extras"]["design"] == "fuzzy"
     assert head["details"]["extras"]["first_stage_f"] >= 10
@@ -170,19 +161,7 @@ def test_a_fuzzy_discontinuity_whose_take_up_barely_jumps_is_refused(tmp_path: P
     t = rng.binomial(1, 1 / (1 + np.exp(-(-0.1 + 0.15 * (s >= 0) + 0.8 * u))))
     y = 1 + 0.8 * s + 2 * t + 0.7 * u + rng.normal(scale=0.5, size=n)
     frame = pd.DataFrame({"score": s.round(5), "treated": t, "outcome": y.round(4)})
-    state, _ = _run(
-        frame,
-        tmp_path,
-        "-t",
-        "treated",
-        "-y",
-        "outcome",
-        "--running-variable",
-        "score",
-        "--cutoff",
-        "0",
-        *NOT_EXECUTED,
-    )
+    state, _ = _run(frame, tmp_path, *_SCORE_AT_ZERO, *NOT_EXECUTED)
     assert _headline(state)["details"]["extras"]["design"] == "fuzzy"
     last = state["critique_history"][-1]
     assert last["decision"] == "REJECT" and "weak first stage of the fuzzy discontinuity" in last["verdict"]

@@ -5,6 +5,8 @@ answered share is printed (the full 2,400 run is benchmarks/bench_plain_question
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -25,6 +27,20 @@ def _textbook_value(text: str, df: pd.DataFrame) -> float | None:
         return None
     spec = parsed.spec.model_dump(mode="json")
     return float((answer_plain if isinstance(parsed.spec, PlainSpec) else answer_textbook)(df, spec)["value"])
+
+
+def _tally(items: Iterable[tuple[Any, pd.DataFrame, str]]) -> tuple[Counter[str], list[tuple[Any, ...]]]:
+    """Each generated (question, frame, prompt) answered as the planner's textbook pass does and judged
+    against its gold: the outcomes counted, and the wrong ones with what was asked and given."""
+    outcomes: Counter[str] = Counter()
+    wrong = []
+    for q, df, prompt in items:
+        value = _textbook_value(prompt, df)
+        outcome = judge(q, value)
+        outcomes[outcome] += 1
+        if outcome == "wrong":
+            wrong.append((prompt, list(df.columns), q.gold, value))
+    return outcomes, wrong
 
 
 def test_generated_questions_get_no_wrong_number() -> None:
@@ -54,30 +70,13 @@ def test_generated_textbook_questions_get_no_wrong_number() -> None:
     """Textbook questions (a variable's type, independence, a stated chi-square, disjoint events,
     a conditional probability) over ten two-category datasets, golds by statsmodels and pandas."""
     from benchmarks.textbook_question_gen import generate_textbook
-    from whyflow.ask.tools.plain_spec import PlainSpec
-    from whyflow.ask.tools.textbook_ops import answer_textbook
-    from whyflow.ask.tools.textbook_prompt import split_prompt
-    from whyflow.ask.tools.textbook_questions import parse_textbook
 
     folder = SHARED / "datasets" / "public" / "qrdata2"
     if not folder.is_dir():
         pytest.skip("the shared datasets are not beside this checkout")
     questions = generate_textbook(60, seed=5)
     assert len({q.dataset for q, _ in questions}) >= 5
-    outcomes: Counter[str] = Counter()
-    wrong = []
-    for q, prompt in questions:
-        df = frame(folder / q.dataset)
-        parsed = parse_textbook(split_prompt(prompt), df)
-        value = None
-        if parsed is not None and parsed.spec is not None:
-            spec = parsed.spec.model_dump(mode="json")
-            got = answer_plain(df, spec) if isinstance(parsed.spec, PlainSpec) else answer_textbook(df, spec)
-            value = float(got["value"])
-        outcome = judge(q, value)
-        outcomes[outcome] += 1
-        if outcome == "wrong":
-            wrong.append((q.dataset, prompt, q.gold, value))
+    outcomes, wrong = _tally((q, frame(folder / q.dataset), prompt) for q, prompt in questions)
     print(f"generated textbook: {dict(outcomes)}")
     assert not wrong, wrong[:5]
     assert outcomes["right"] >= len(questions) // 2
@@ -89,21 +88,8 @@ def test_generated_paired_difference_questions_get_no_wrong_number() -> None:
     name among two, or one the frame lacks, must get no number; the same over two groups of one
     column is Welch's two-sample t-test."""
     from benchmarks.textbook_means_gen import generate_paired, generate_two_sample
-    from whyflow.ask.tools.textbook_ops import answer_textbook
-    from whyflow.ask.tools.textbook_prompt import split_prompt
-    from whyflow.ask.tools.textbook_questions import parse_textbook
 
-    outcomes: Counter[str] = Counter()
-    wrong = []
-    for q, df, prompt in generate_paired(40, seed=2) + generate_two_sample(30, seed=2):
-        parsed = parse_textbook(split_prompt(prompt), df)
-        value = None
-        if parsed is not None and parsed.spec is not None:
-            value = float(answer_textbook(df, parsed.spec.model_dump(mode="json"))["value"])
-        outcome = judge(q, value)
-        outcomes[outcome] += 1
-        if outcome == "wrong":
-            wrong.append((prompt, list(df.columns), q.gold, value))
+    outcomes, wrong = _tally(generate_paired(40, seed=2) + generate_two_sample(30, seed=2))
     print(f"generated paired: {dict(outcomes)}")
     assert not wrong, wrong[:5]
     assert outcomes["right"] >= 40 and outcomes["declined"] >= 8
@@ -113,21 +99,8 @@ def test_generated_quartile_questions_get_no_wrong_number() -> None:
     """A numeric column's median, quartiles and IQR, the column named by words its name holds;
     golds by statistics.quantiles; words two names hold, or none, must get no number."""
     from benchmarks.textbook_quartiles_gen import generate_quartiles
-    from whyflow.ask.tools.textbook_ops import answer_textbook
-    from whyflow.ask.tools.textbook_prompt import split_prompt
-    from whyflow.ask.tools.textbook_questions import parse_textbook
 
-    outcomes: Counter[str] = Counter()
-    wrong = []
-    for q, df, prompt in generate_quartiles(60, seed=4):
-        parsed = parse_textbook(split_prompt(prompt), df)
-        value = None
-        if parsed is not None and parsed.spec is not None:
-            value = float(answer_textbook(df, parsed.spec.model_dump(mode="json"))["value"])
-        outcome = judge(q, value)
-        outcomes[outcome] += 1
-        if outcome == "wrong":
-            wrong.append((prompt, list(df.columns), q.gold, value))
+    outcomes, wrong = _tally(generate_quartiles(60, seed=4))
     print(f"generated quartiles: {dict(outcomes)}")
     assert not wrong, wrong[:5]
     assert outcomes["right"] >= 30 and outcomes["declined"] >= 5
@@ -139,21 +112,8 @@ def test_generated_distribution_proportion_draw_and_expected_count_questions_get
     and statsmodels; an absent column, a stated distribution, more hits than draws or an expected
     count without its hypothesis must get no number."""
     from benchmarks.textbook_distributions_gen import generate_distributions
-    from whyflow.ask.tools.textbook_ops import answer_textbook
-    from whyflow.ask.tools.textbook_prompt import split_prompt
-    from whyflow.ask.tools.textbook_questions import parse_textbook
 
-    outcomes: Counter[str] = Counter()
-    wrong = []
-    for q, df, prompt in generate_distributions(80, seed=6):
-        parsed = parse_textbook(split_prompt(prompt), df)
-        value = None
-        if parsed is not None and parsed.spec is not None:
-            value = float(answer_textbook(df, parsed.spec.model_dump(mode="json"))["value"])
-        outcome = judge(q, value)
-        outcomes[outcome] += 1
-        if outcome == "wrong":
-            wrong.append((prompt, q.gold, value))
+    outcomes, wrong = _tally(generate_distributions(80, seed=6))
     print(f"generated distributions: {dict(outcomes)}")
     assert not wrong, wrong[:5]
     assert outcomes["right"] >= 50 and outcomes["declined"] >= 5
