@@ -611,6 +611,38 @@ def staggered_did(n: int, seed: int) -> Case:
     return Case(frame, float(effect[d == 1].mean()), _args(unit_column="firm", time_column="year"))
 
 
+def unit_rows_repeated(n: int, seed: int) -> Case:
+    """Country-level data written on one row per country and donor type (as a replication file does).
+
+    ``n // 8`` countries, each on 8 rows: ``donor_type`` 1-8 (evenly spaced whole numbers, read as
+    periods by a panel search) and that donor's ``donor_amount``, which differ by row; the treatment (a
+    partnership level 0-3), the outcome and the confounders gdp and democracy are the country's, the
+    same on its 8 rows. Slope 0.5 per level. The observations are the countries: an interval on all rows
+    is about three times too narrow, and ``donor_amount`` (the outcome is built from the amounts) is no
+    covariate.
+    """
+    rng = np.random.default_rng([seed, 42])
+    units, k = max(n // 8, 40), 8
+    gdp = rng.normal(9, 1, size=units)
+    democracy = rng.integers(0, 11, size=units)
+    level = np.clip(np.round(1.5 + 0.6 * (gdp - 9) - 0.1 * (democracy - 5) + rng.normal(size=units)), 0, 3)
+    y = 1.0 + 0.5 * level + 0.4 * (gdp - 9) + 0.05 * democracy + rng.normal(scale=0.8, size=units)
+    c = np.repeat(np.arange(units), k)
+    share = rng.dirichlet(np.ones(k), size=units).ravel()
+    frame = pd.DataFrame(
+        {
+            "country_code": 100 + c * 5,
+            "donor_type": np.tile(np.arange(1, k + 1), units),
+            "donor_amount": (np.exp(y[c]) * share).round(4),
+            "gdp_log": gdp[c].round(4),
+            "democracy": democracy[c],
+            "partnership": level[c].astype(int),
+            "aid_log": y[c].round(5),
+        }
+    )
+    return Case(frame, 0.5, _args("partnership", "aid_log"))
+
+
 Generator = Callable[[int, int], Case]
 
 KINDS: dict[str, Generator] = {
@@ -652,6 +684,7 @@ KINDS: dict[str, Generator] = {
     "dummies_beside_categorical": dummies_beside_categorical,
     "ratio_outcome": ratio_outcome,
     "numeric_identifier": numeric_identifier,
+    "unit_rows_repeated": unit_rows_repeated,
 }
 """Kind name -> ``(n, seed) -> Case``."""
 
@@ -719,6 +752,7 @@ DEFAULT_N: dict[str, int] = {
     "dummies_beside_categorical": 2000,
     "ratio_outcome": 1500,
     "numeric_identifier": 1500,
+    "unit_rows_repeated": 800,
 }
 """The benchmark's size for each kind (the unit tests pass a smaller one)."""
 

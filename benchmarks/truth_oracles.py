@@ -234,6 +234,12 @@ def numeric_identifier(n: int, seed: int) -> Interval:
     return _ols(_frame("numeric_identifier", n, seed), "outcome", ["x1", "x2", "x3"])
 
 
+def unit_rows_repeated(n: int, seed: int) -> Interval:
+    """OLS on one row per country: the partnership level, gdp and democracy (HC1), never the donor rows."""
+    f = _frame("unit_rows_repeated", n, seed).drop_duplicates("country_code")
+    return _ols(f, "aid_log", ["gdp_log", "democracy"], treatment="partnership")
+
+
 def stated_controls(n: int, seed: int) -> Interval:
     """OLS on the stated confounders and the three outcome-only causes (the true outcome model; HC1)."""
     return _ols(_frame("stated_controls", n, seed), "outcome", ["x1", "x2", "w1", "w2", "w3"])
@@ -342,6 +348,7 @@ ORACLES: dict[str, Callable[[int, int], Interval]] = {
     "dummies_beside_categorical": dummies_beside_categorical,
     "ratio_outcome": ratio_outcome,
     "numeric_identifier": numeric_identifier,
+    "unit_rows_repeated": unit_rows_repeated,
 }
 """Kind name -> ``(n, seed) -> (estimate, lo, hi)``, the correctly specified 95% interval."""
 

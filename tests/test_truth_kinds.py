@@ -67,6 +67,7 @@ SMALL_N = {
     "dummies_beside_categorical": 800,
     "ratio_outcome": 600,
     "numeric_identifier": 600,
+    "unit_rows_repeated": 640,
 }
 
 

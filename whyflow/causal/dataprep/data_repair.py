@@ -32,6 +32,7 @@ from whyflow.causal.dataprep.repair_rules import (
     recording_errors,
     unrepaired,
 )
+from whyflow.causal.dataprep.unit_rows import one_row_per_unit, repeated_unit_rows
 from whyflow.causal.diagnostics import ExpectationFailure, RepairAction
 from whyflow.causal.knowledge import ColumnMetadata, Metadata
 from whyflow.causal.state import AnalysisState, DataProfile
@@ -72,6 +73,10 @@ class DataRepairParams(AgentParams):
         True, description="drop exact duplicate rows where a continuous column shows they are copies"
     )
     impute: bool = Field(True, description="impute missing covariate values")
+    one_row_per_unit: bool = Field(
+        True,
+        description="keep one row per unit when the treatment, outcome and most columns repeat on a unit's rows",
+    )
     recording_errors: bool = Field(
         True,
         description="set values entered at the wrong scale (x100...) to missing (whyflow.causal.dataprep.repair_rules)",
@@ -133,6 +138,8 @@ class DataRepairAgent(Agent[DataRepairParams]):
             **{f"instrument {k + 2}": c for k, c in enumerate(design.extra_instruments)},
         }
         frame, dropped = self._drop_rows(frame, treatment, outcome, params, repairs, kept_whole)
+        if params.one_row_per_unit and not (design.unit_column or design.time_column):  # a stated panel stands
+            frame = self._one_row_per_unit(frame, treatment, outcome, design, kept_whole, repairs)
         protected = {c for c in kept_whole.values() if c}
         frame = self._drop_constants(frame, treatment, outcome, repairs)
         if params.recording_errors:
@@ -398,6 +405,58 @@ class DataRepairAgent(Agent[DataRepairParams]):
         if frame.empty:
             raise AgentError("no rows left after dropping duplicates and rows missing the treatment or outcome")
         return frame, dropped
+
+    @staticmethod
+    def _one_row_per_unit(
+        frame: pd.DataFrame,
+        treatment: str | None,
+        outcome: str | None,
+        design: Any,
+        kept_whole: dict[str, str | None],
+        repairs: list[RepairAction],
+    ) -> pd.DataFrame:
+        """One row per unit when the file writes each unit on several rows (whyflow.causal.dataprep.unit_rows)."""
+        if not treatment or not outcome:
+            return frame
+        keep = tuple(c for c in (*kept_whole.values(), design.cluster) if c)
+        found = repeated_unit_rows(frame, treatment, outcome, keep, tuple(design.controls or ()))
+        if found is None:
+            return frame
+        before = len(frame)
+        frame = one_row_per_unit(frame, found)
+        repairs.append(
+            _repair(
+                found.unit,
+                "one unit on several rows",
+                f"kept one row per {found.unit}",
+                before,
+                len(frame),
+                f"{found.sentence()}; {before:,} -> {len(frame):,} rows, so no unit counts more than once",
+            )
+        )
+        for col in found.varying:
+            repairs.append(
+                _repair(
+                    col,
+                    "differs within a unit",
+                    f"left out: a detail of the row, not of the {found.unit} the treatment and outcome describe",
+                    before,
+                    len(frame),
+                    f"'{col}' takes several values within a {found.unit} whose treatment and outcome take one",
+                )
+            )
+        for col in found.averaged:
+            repairs.append(
+                _repair(
+                    col,
+                    "differs within a unit",
+                    f"averaged over each {found.unit}'s rows: a stated control, adjusted for by its unit mean",
+                    before,
+                    len(frame),
+                    f"'{col}' takes several values within a {found.unit} whose treatment and outcome take one",
+                )
+            )
+        return frame
 
     @staticmethod
     def _drop_constants(

@@ -1,0 +1,108 @@
+"""Unit-level data written on several rows a unit: find it and keep one row per unit.
+
+A file of 33 countries, each written on 9 rows (one per donor type), holds 33 observations of a
+country-level treatment and outcome, not 297: the rows of a country repeat every country-level
+value and differ only in a detail of the row (the donor type, that donor's amount). Estimating on
+all rows counts each country 9 times, so its interval is about three times too narrow, and a
+cross-fitted model sees a country's copies in its training and its test folds. It is no panel
+either: the column the rows differ by is not a time, and unit effects would absorb the treatment.
+
+:func:`repeated_unit_rows` finds such a unit column from the data: the treatment and the outcome
+are each constant within every unit, so are most other columns, and units repeat. The analysis
+then keeps one row per unit and leaves out the columns that differ within a unit (a detail of the
+row, not of the unit the treatment and outcome describe), each named with that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+__all__ = ["UnitRows", "repeated_unit_rows", "one_row_per_unit"]
+
+MIN_UNITS = 10
+"""Fewest units for the finding: with a handful of groups a constant outcome per group is no evidence."""
+MIN_ROWS_PER_UNIT = 2.0
+"""A unit is repeated when it has at least this many rows (in the median)."""
+CONSTANT_SHARE = 0.5
+"""Share of the other columns that must be constant within every unit: the file repeats the unit's values."""
+
+
+@dataclass(frozen=True)
+class UnitRows:
+    """A unit column whose rows repeat the unit's values, and the columns that differ within a unit."""
+
+    unit: str
+    n_units: int
+    rows_per_unit: float
+    varying: tuple[str, ...]
+    """Columns with more than one value within some unit (row details, left out), in file order."""
+    averaged: tuple[str, ...] = ()
+    """Stated controls with more than one value within some unit: the unit's mean stands for them."""
+
+    def sentence(self) -> str:
+        """What was found, for the repair record and the report."""
+        return (
+            f"the treatment, the outcome and most columns are constant within each of the {self.n_units} values of "
+            f"'{self.unit}' (about {self.rows_per_unit:.0f} rows each): one unit written on several rows"
+        )
+
+
+def repeated_unit_rows(
+    frame: pd.DataFrame, treatment: str, outcome: str, keep: tuple[str, ...] = (), controls: tuple[str, ...] = ()
+) -> UnitRows | None:
+    """The finest unit column within which the treatment and outcome never vary, when its rows repeat it.
+
+    A candidate has :data:`MIN_UNITS` to half the rows' distinct values (text or whole numbers, not a
+    measurement), each unit (in the median) seen at least :data:`MIN_ROWS_PER_UNIT` times; within every
+    unit the treatment and the outcome each take one value, and so do at least :data:`CONSTANT_SHARE` of
+    the other columns. ``keep`` (a stated design or cluster column) must be constant within units too, or
+    nothing is found: a column the user named is never left out. A stated control (``controls``) that
+    differs within a unit is averaged over the unit's rows when it is numeric (the user asked to adjust
+    for it, and a unit-level analysis can only adjust for a unit's summary), else it too must be constant.
+    Among candidates the one with the most units wins (a country's code and its name tie; the first in the
+    file is kept).
+    """
+    numeric = {c for c in controls if c in frame.columns and pd.api.types.is_numeric_dtype(frame[c])}
+    keep = (*keep, *(c for c in controls if c not in numeric))
+    n = len(frame)
+    if n < 2 * MIN_UNITS or treatment not in frame.columns or outcome not in frame.columns:
+        return None
+    best: UnitRows | None = None
+    for col in frame.columns:
+        if col in (treatment, outcome):
+            continue
+        s = frame[col]
+        if s.isna().any():
+            continue
+        if pd.api.types.is_float_dtype(s) and not (s % 1 == 0).all():
+            continue  # a measurement, not a key
+        units = int(s.nunique())
+        if units < MIN_UNITS or units > n / 2 or (best is not None and units <= best.n_units):
+            continue
+        codes = pd.Series(pd.factorize(s)[0], index=frame.index)
+        per_unit = float(codes.value_counts().median())
+        if per_unit < MIN_ROWS_PER_UNIT:
+            continue
+        pair = frame[[treatment, outcome]].groupby(codes, sort=False).nunique(dropna=True).max()
+        if (pair > 1).any():  # the cheap test first: most columns fail it
+            continue
+        within = frame.drop(columns=[col, treatment, outcome]).groupby(codes, sort=False).nunique(dropna=True).max()
+        if any(within.get(k, 0) > 1 for k in keep):
+            continue
+        if within.empty or (within <= 1).mean() < CONSTANT_SHARE:
+            continue
+        varying = tuple(str(c) for c in within.index if within[c] > 1)
+        averaged = tuple(c for c in varying if c in numeric)
+        best = UnitRows(str(col), units, per_unit, tuple(c for c in varying if c not in numeric), averaged)
+    return best
+
+
+def one_row_per_unit(frame: pd.DataFrame, found: UnitRows) -> pd.DataFrame:
+    """The first row of each unit, without the row details and with the averaged controls' unit means."""
+    out = frame.drop(columns=list(found.varying))
+    if found.averaged:
+        means = out.groupby(found.unit, sort=False)[list(found.averaged)].transform("mean")
+        out = out.assign(**{c: means[c] for c in found.averaged})
+    return out.drop_duplicates(subset=[found.unit], keep="first")
