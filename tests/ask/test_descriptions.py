@@ -177,3 +177,39 @@ def test_the_plain_reader_answers_through_the_phrases_and_declines_without(
     assert read is not None and read.spec is not None, read
     got = answer_plain(jobs, read.spec.model_dump(mode="json"))["value"]
     assert float(got) == pytest.approx(truth)
+
+
+# ---- causal questions ---------------------------------------------------------------------------
+TRIAL_DESCRIPTION = {"arm": ("1 if the patient got the new drug",), "recovery_days": ("recovery time in days",)}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the effect of the new drug on recovery time?",
+        "Does the new drug affect recovery time in days?",
+    ],
+)
+def test_a_causal_question_in_the_descriptions_words_runs_the_recipe_on_those_columns(question: str) -> None:
+    from whyflow.ask.planning import plan_question
+
+    rng = np.random.default_rng(0)
+    trial = pd.DataFrame({"arm": rng.integers(0, 2, 200), "age": rng.integers(20, 80, 200)})
+    trial["recovery_days"] = 10 - 2 * trial["arm"] + rng.normal(size=200)
+    bare, _ = plan_question(question, [], trial)
+    assert bare.route != "causal"  # 'the new drug' names no column without the description
+    plan, _ = plan_question(question, [], trial, aliases=TRIAL_DESCRIPTION)
+    assert (plan.route, plan.treatment, plan.outcome) == ("causal", "arm", "recovery_days")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the effect of the new drug on recovery time for older patients?",  # says more than the phrase
+        "What is the effect of the drug on recovery?",  # leaves out words that make the phrase
+    ],
+)
+def test_a_causal_side_that_is_not_a_described_phrase_names_no_column(question: str) -> None:
+    from whyflow.ask._shared import causal_pair
+
+    assert causal_pair(question, ["arm", "age", "recovery_days"], TRIAL_DESCRIPTION) is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -102,22 +103,46 @@ _CAUSAL = (
 )
 
 
-def _column(text: str, columns: list[str]) -> str | None:
+def _column(text: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None = None) -> str | None:
     want = re.sub(r"[^a-z0-9]+", "", text.lower())
     for col in columns:
         if re.sub(r"[^a-z0-9]+", "", col.lower()) == want:
             return col
     words = set(re.findall(r"[a-z0-9]+", text.lower()))
     hits = [c for c in columns if re.sub(r"[^a-z0-9]+", "", c.lower()) in words]
-    return hits[0] if len(hits) == 1 else None
+    if hits:
+        return hits[0] if len(hits) == 1 else None
+    return _described(text, columns, aliases) if aliases else None
 
 
-def causal_pair(question: str, columns: list[str]) -> tuple[str, str] | None:
-    """``(treatment, outcome)`` if the question asks for a causal effect between two columns."""
+def _described(text: str, columns: list[str], aliases: Mapping[str, Sequence[str]]) -> str | None:
+    """The one column whose described phrase the text is ('the new drug' for ``arm``, described as '1 if the
+    patient got the new drug'), read as the ask readers read descriptions; None unless every other word of
+    the text is a function word (a phrase that says more than the description is not that column)."""
+    from whyflow.ask.tools.slots import ColumnInfo, find_columns, tokens
+    from whyflow.ask.tools.wording import FUNCTION_WORDS
+
+    infos = [ColumnInfo(name=c, dtype="object", aliases=tuple(aliases.get(c, ()))) for c in columns]
+    found = find_columns(text, infos)
+    if len(found) != 1 or found[0].via != "alias":
+        return None
+    words = tokens(text)
+    rest = words[: found[0].start] + words[found[0].end :]
+    return found[0].column if all(w in FUNCTION_WORDS for w in rest) else None
+
+
+def causal_pair(
+    question: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None = None
+) -> tuple[str, str] | None:
+    """``(treatment, outcome)`` if the question asks for a causal effect between two columns.
+
+    Each side is a column's name, or a phrase the dataset's description gives for one column
+    (``aliases``, by column name).
+    """
     for pattern in _CAUSAL:
         match = pattern.search(question)
         if match:
-            t, y = _column(match.group(1), columns), _column(match.group(2), columns)
+            t, y = _column(match.group(1), columns, aliases), _column(match.group(2), columns, aliases)
             if t and y and t != y:
                 return t, y
     return None

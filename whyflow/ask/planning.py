@@ -131,7 +131,7 @@ def plan_question(
     if requested is not None:
         return requested, []
     columns = [str(c) for c in frame.columns]
-    pair = causal_pair(question, columns)
+    pair = causal_pair(question, columns, aliases)
     words = listed_answers(question)
     if pair is not None and words:  # "should we control for 'opened'? answer 'yes' or 'no'": not an estimate
         line = (
