@@ -90,8 +90,14 @@ def broken_estimates(effects: list[dict[str, Any]]) -> list[str]:
     return broken
 
 
-def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[str, Any]:
-    """Run the recipe on ``case`` in ``workdir``; return the headline, the final decision, any error."""
+def run_recipe(
+    case: Case, workdir: Path, recipe: Path | None = None, *, data: Path | None = None, design: Any = None
+) -> dict[str, Any]:
+    """Run the recipe on ``case`` in ``workdir``; return the headline, the final decision, any error.
+
+    ``data`` is a file to read instead of ``case.frame`` (a real study's own file, as its user would give
+    it) and ``design`` a ``StudyDesign`` instead of the one ``case.args`` states.
+    """
     import yaml
 
     from whyflow.causal.queries import headline_estimate
@@ -104,13 +110,15 @@ def run_recipe(case: Case, workdir: Path, recipe: Path | None = None) -> dict[st
 
     workdir.mkdir(parents=True, exist_ok=True)
     recipe = recipe or recipe_without_notebook(workdir)
-    data = workdir / "data.csv"
-    case.frame.to_csv(data, index=False)
+    if data is None:
+        data = workdir / "data.csv"
+        case.frame.to_csv(data, index=False)
     meta: str | None = None
     if case.metadata:
         meta = str(workdir / "meta.yaml")
         Path(meta).write_text(yaml.safe_dump(case.metadata), encoding="utf-8")
-    design = StudyDesign(**{k: case.args[k] for k in DESIGN_KEYS if case.args.get(k) is not None})
+    if design is None:
+        design = StudyDesign(**{k: case.args[k] for k in DESIGN_KEYS if case.args.get(k) is not None})
     request = RunRequest(
         recipe=str(recipe),
         data=str(data),
