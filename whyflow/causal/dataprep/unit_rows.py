@@ -25,6 +25,8 @@ MIN_UNITS = 10
 """Fewest units for the finding: with a handful of groups a constant outcome per group is no evidence."""
 MIN_ROWS_PER_UNIT = 2.0
 """A unit is repeated when it has at least this many rows (in the median)."""
+PROBE_ROWS = 5_000
+"""Rows a candidate unit is first tried on: a column that is no unit shows it here at little cost."""
 CONSTANT_SHARE = 0.5
 """Share of the other columns that must be constant within every unit: the file repeats the unit's values."""
 
@@ -69,6 +71,13 @@ def repeated_unit_rows(
     n = len(frame)
     if n < 2 * MIN_UNITS or treatment not in frame.columns or outcome not in frame.columns:
         return None
+    # A unit holds one treatment and one outcome value, so there are at least as many units as values: a
+    # continuous outcome (a value a row) rules every candidate out at once.
+    fewest = max(int(frame[treatment].nunique()), int(frame[outcome].nunique()))
+    if fewest > n / 2:
+        return None
+    pair = frame[[treatment, outcome]]
+    probe = pair.head(PROBE_ROWS)
     best: UnitRows | None = None
     for col in frame.columns:
         if col in (treatment, outcome):
@@ -79,14 +88,15 @@ def repeated_unit_rows(
         if pd.api.types.is_float_dtype(s) and not (s % 1 == 0).all():
             continue  # a measurement, not a key
         units = int(s.nunique())
-        if units < MIN_UNITS or units > n / 2 or (best is not None and units <= best.n_units):
+        if units < max(MIN_UNITS, fewest) or units > n / 2 or (best is not None and units <= best.n_units):
+            continue
+        if _varies_within(probe, s.head(PROBE_ROWS)):  # most columns fail on the first rows already
             continue
         codes = pd.Series(pd.factorize(s)[0], index=frame.index)
         per_unit = float(codes.value_counts().median())
         if per_unit < MIN_ROWS_PER_UNIT:
             continue
-        pair = frame[[treatment, outcome]].groupby(codes, sort=False).nunique(dropna=True).max()
-        if (pair > 1).any():  # the cheap test first: most columns fail it
+        if _varies_within(pair, codes):
             continue
         within = frame.drop(columns=[col, treatment, outcome]).groupby(codes, sort=False).nunique(dropna=True).max()
         if any(within.get(k, 0) > 1 for k in keep):
@@ -97,6 +107,11 @@ def repeated_unit_rows(
         averaged = tuple(c for c in varying if c in numeric)
         best = UnitRows(str(col), units, per_unit, tuple(c for c in varying if c not in numeric), averaged)
     return best
+
+
+def _varies_within(pair: pd.DataFrame, units: pd.Series) -> bool:
+    """Whether the treatment or the outcome (the columns of ``pair``) takes two values within a unit."""
+    return bool((pair.groupby(units.to_numpy(), sort=False).nunique(dropna=True) > 1).to_numpy().any())
 
 
 def one_row_per_unit(frame: pd.DataFrame, found: UnitRows) -> pd.DataFrame:
