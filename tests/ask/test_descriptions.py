@@ -213,3 +213,15 @@ def test_a_causal_side_that_is_not_a_described_phrase_names_no_column(question: 
     from whyflow.ask._shared import causal_pair
 
     assert causal_pair(question, ["arm", "age", "recovery_days"], TRIAL_DESCRIPTION) is None
+
+
+def test_an_effect_whose_sides_name_no_column_says_which_words_and_how_to_name_them() -> None:
+    from whyflow.ask.planning import plan_question
+
+    rng = np.random.default_rng(1)
+    trial = pd.DataFrame({"arm": rng.integers(0, 2, 100), "recovery_days": rng.normal(10, 2, 100)})
+    both, _ = plan_question("What is the effect of the new drug on recovery time?", [], trial)
+    assert both.route == "unanswerable" and both.parameters["unread"]
+    assert "neither 'new drug' nor 'recovery time' names a column of the data (arm, recovery_days)" in both.reasoning
+    one, _ = plan_question("What is the effect of arm on recovery time?", [], trial)
+    assert "but 'recovery time' names no column" in one.reasoning and "--describe" in one.reasoning

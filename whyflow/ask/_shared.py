@@ -23,6 +23,8 @@ __all__ = [
     "CAUSAL_RECIPE",
     "CHART_SUFFIX",
     "causal_pair",
+    "causal_sides",
+    "unread_causal_line",
     "first_aliases",
     "first_frame",
     "is_vega_lite",
@@ -129,6 +131,29 @@ def _described(text: str, columns: list[str], aliases: Mapping[str, Sequence[str
     words = tokens(text)
     rest = words[: found[0].start] + words[found[0].end :]
     return found[0].column if all(w in FUNCTION_WORDS for w in rest) else None
+
+
+def causal_sides(question: str) -> tuple[str, str] | None:
+    """The words of an "effect of X on Y" question that stand for its treatment and outcome, resolved or not."""
+    match = _CAUSAL[0].search(question)
+    return (match.group(1).strip(), match.group(2).strip()) if match else None
+
+
+def unread_causal_line(question: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None) -> str | None:
+    """Which side of an "effect of X on Y" question names no column, in words (None when it is no such question)."""
+    sides = causal_sides(question)
+    if sides is None:
+        return None
+    unread = [f"'{w}'" for w in sides if _column(w, columns, aliases) is None]
+    if not unread:
+        return None
+    shown = ", ".join(columns[:12]) + (f" and {len(columns) - 12} more" if len(columns) > 12 else "")
+    which = f"{unread[0]} names no" if len(unread) == 1 else f"neither {unread[0]} nor {unread[1]} names a"
+    return (
+        f"the question asks for the effect of '{sides[0]}' on '{sides[1]}', but {which} column of the data "
+        f"({shown}): name the columns ('What is the effect of {columns[0]} on …?') or say what they hold with "
+        "--describe"
+    )
 
 
 def causal_pair(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from whyflow.ask._shared import causal_pair, resolve_follow_up
+from whyflow.ask._shared import causal_pair, resolve_follow_up, unread_causal_line
 from whyflow.ask.state import AskPlan, ChatMessage
 
 if TYPE_CHECKING:
@@ -189,6 +189,9 @@ def plan_question(
     elif plain is not None and plain.missing:
         line = understood_line(expand_contractions(question), plain.placed, plain.missing)
         return unread_plan(question, line, closest), nearest
+    causal = unread_causal_line(question, columns, aliases) if filled is None else None
+    if causal is not None:  # an effect whose treatment or outcome the data does not name: say which
+        return unread_plan(question, causal, closest), nearest
     return deterministic_plan(question, filled, closest), nearest
 
 
