@@ -32,7 +32,7 @@ def test_countries_on_one_row_per_donor_become_one_row_per_country(tmp_path: Pat
     assert {"donor_type", "donor_amount"}.isdisjoint(repaired.columns)
     found = repairs[("country_code", "one unit on several rows")]
     assert (found.n_before, found.n_after) == (480, 60)
-    assert "60 values of 'country_code'" in found.detail
+    assert "60 values of 'country_code' (8 rows each)" in found.detail
     for col in ("donor_type", "donor_amount"):
         assert "not of the country_code" in repairs[(col, "differs within a unit")].action
     # each country keeps its own values, and the user's file is untouched
@@ -55,11 +55,11 @@ def test_a_stated_control_that_differs_within_a_unit_is_averaged_not_dropped(tmp
     assert np.allclose(repaired.set_index("country_code")["deaths_log"], means.loc[repaired["country_code"]])
 
 
-def test_a_stated_panel_or_a_varying_cluster_keeps_every_row(tmp_path: Path) -> None:
+def test_a_stated_panel_or_cluster_keeps_every_row(tmp_path: Path) -> None:
     frame = make("unit_rows_repeated", seed=2, n=400).frame
     panel, _ = _repair(frame, tmp_path / "p", "partnership", "aid_log", StudyDesign(unit_column="country_code"))
     assert len(panel) == 400
-    cluster, _ = _repair(frame, tmp_path / "c", "partnership", "aid_log", StudyDesign(cluster="donor_type"))
+    cluster, _ = _repair(frame, tmp_path / "c", "partnership", "aid_log", StudyDesign(cluster="country_code"))
     assert len(cluster) == 400
 
 
@@ -88,3 +88,32 @@ def test_the_finest_unit_wins_and_a_name_beside_its_code_is_kept() -> None:
     assert found is not None and found.unit == "country_code" and found.n_units == 50
     out = one_row_per_unit(frame, found)
     assert {"country", "region"} <= set(out.columns) and len(out) == 50
+
+
+def test_people_in_households_of_different_sizes_are_observations_not_copies() -> None:
+    """An outcome shared by a household (an infection reaches everyone) is no repeated unit: keeping one row per
+    household would weight a household of six like one person."""
+    rng = np.random.default_rng(5)
+    size = rng.choice([1, 2, 2, 3, 6], size=150)
+    hh = np.repeat(np.arange(150), size)
+    treat, infected, income = rng.integers(0, 2, 150), rng.integers(0, 2, 150), rng.normal(size=150)
+    frame = pd.DataFrame({"hh": hh, "treat": treat[hh], "infected": infected[hh], "income": income[hh]})
+    frame = frame.assign(region=frame["hh"] % 7, age=rng.integers(1, 90, len(frame)))
+    assert repeated_unit_rows(frame, "treat", "infected") is None
+
+
+def test_a_units_value_missing_on_its_first_row_is_taken_from_another() -> None:
+    frame = make("unit_rows_repeated", seed=4, n=400).frame
+    first_rows = frame.drop_duplicates("country_code").index
+    frame.loc[first_rows, "gdp_log"] = np.nan
+    found = repeated_unit_rows(frame, "partnership", "aid_log")
+    assert found is not None
+    out = one_row_per_unit(frame, found)
+    assert out["gdp_log"].notna().all()
+    expected = frame.groupby("country_code")["gdp_log"].first()
+    assert np.allclose(out.set_index("country_code")["gdp_log"], expected.loc[out["country_code"]])
+
+
+def test_rows_that_repeat_every_value_are_left_to_the_duplicate_check() -> None:
+    frame = make("unit_rows_repeated", seed=0, n=400).frame.drop(columns=["donor_type", "donor_amount"])
+    assert repeated_unit_rows(frame, "partnership", "aid_log") is None

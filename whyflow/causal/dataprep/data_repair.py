@@ -138,7 +138,8 @@ class DataRepairAgent(Agent[DataRepairParams]):
             **{f"instrument {k + 2}": c for k, c in enumerate(design.extra_instruments)},
         }
         frame, dropped = self._drop_rows(frame, treatment, outcome, params, repairs, kept_whole)
-        if params.one_row_per_unit and not (design.unit_column or design.time_column):  # a stated panel stands
+        if params.one_row_per_unit and not (design.unit_column or design.time_column or design.cluster):
+            # a stated panel or cluster says how the rows depend on each other: the rows stand
             frame = self._one_row_per_unit(frame, treatment, outcome, design, kept_whole, repairs)
         protected = {c for c in kept_whole.values() if c}
         frame = self._drop_constants(frame, treatment, outcome, repairs)
@@ -418,7 +419,7 @@ class DataRepairAgent(Agent[DataRepairParams]):
         """One row per unit when the file writes each unit on several rows (whyflow.causal.dataprep.unit_rows)."""
         if not treatment or not outcome:
             return frame
-        keep = tuple(c for c in (*kept_whole.values(), design.cluster) if c)
+        keep = tuple(c for c in kept_whole.values() if c)
         found = repeated_unit_rows(frame, treatment, outcome, keep, tuple(design.controls or ()))
         if found is None:
             return frame

@@ -23,8 +23,12 @@ __all__ = ["UnitRows", "repeated_unit_rows", "one_row_per_unit"]
 
 MIN_UNITS = 10
 """Fewest units for the finding: with a handful of groups a constant outcome per group is no evidence."""
-MIN_ROWS_PER_UNIT = 2.0
-"""A unit is repeated when it has at least this many rows (in the median)."""
+MIN_ROWS_PER_UNIT = 2
+"""A unit is repeated when it has at least this many rows."""
+SAME_COUNT_SHARE = 0.9
+"""Share of the units that must have the same number of rows: the file writes each unit once per row kind
+(donor type, product line). Units of different sizes (people in households of one to six) are units whose
+rows are observations, and keeping one row each would weight a household of six like a single person."""
 PROBE_ROWS = 5_000
 """Rows a candidate unit is first tried on: a column that is no unit shows it here at little cost."""
 CONSTANT_SHARE = 0.5
@@ -37,7 +41,7 @@ class UnitRows:
 
     unit: str
     n_units: int
-    rows_per_unit: float
+    rows_per_unit: int
     varying: tuple[str, ...]
     """Columns with more than one value within some unit (row details, left out), in file order."""
     averaged: tuple[str, ...] = ()
@@ -47,7 +51,7 @@ class UnitRows:
         """What was found, for the repair record and the report."""
         return (
             f"the treatment, the outcome and most columns are constant within each of the {self.n_units} values of "
-            f"'{self.unit}' (about {self.rows_per_unit:.0f} rows each): one unit written on several rows"
+            f"'{self.unit}' ({self.rows_per_unit} rows each): one unit written on several rows"
         )
 
 
@@ -57,9 +61,10 @@ def repeated_unit_rows(
     """The finest unit column within which the treatment and outcome never vary, when its rows repeat it.
 
     A candidate has :data:`MIN_UNITS` to half the rows' distinct values (text or whole numbers, not a
-    measurement), each unit (in the median) seen at least :data:`MIN_ROWS_PER_UNIT` times; within every
-    unit the treatment and the outcome each take one value, and so do at least :data:`CONSTANT_SHARE` of
-    the other columns. ``keep`` (a stated design or cluster column) must be constant within units too, or
+    measurement), at least :data:`SAME_COUNT_SHARE` of its units seen the same number of times (at least
+    :data:`MIN_ROWS_PER_UNIT`); within every unit the treatment and the outcome each take one value, and so
+    do at least :data:`CONSTANT_SHARE` of the other columns but not all of them (rows that repeat every
+    value are exact duplicates, judged by the duplicate-row check). ``keep`` (a stated design or cluster column) must be constant within units too, or
     nothing is found: a column the user named is never left out. A stated control (``controls``) that
     differs within a unit is averaged over the unit's rows when it is numeric (the user asked to adjust
     for it, and a unit-level analysis can only adjust for a unit's summary), else it too must be constant.
@@ -77,7 +82,7 @@ def repeated_unit_rows(
     if fewest > n / 2:
         return None
     pair = frame[[treatment, outcome]]
-    probe = pair.head(PROBE_ROWS)
+    probe = pair.sample(n=PROBE_ROWS, random_state=0) if n > PROBE_ROWS else pair  # a sorted file's head is uniform
     best: UnitRows | None = None
     for col in frame.columns:
         if col in (treatment, outcome):
@@ -90,18 +95,19 @@ def repeated_unit_rows(
         units = int(s.nunique())
         if units < max(MIN_UNITS, fewest) or units > n / 2 or (best is not None and units <= best.n_units):
             continue
-        if _varies_within(probe, s.head(PROBE_ROWS)):  # most columns fail on the first rows already
+        if _varies_within(probe, s.loc[probe.index]):  # most columns fail on a sample of rows already
             continue
         codes = pd.Series(pd.factorize(s)[0], index=frame.index)
-        per_unit = float(codes.value_counts().median())
-        if per_unit < MIN_ROWS_PER_UNIT:
+        sizes = codes.value_counts()
+        per_unit = int(sizes.mode().iloc[0])
+        if per_unit < MIN_ROWS_PER_UNIT or (sizes == per_unit).mean() < SAME_COUNT_SHARE:
             continue
         if _varies_within(pair, codes):
             continue
         within = frame.drop(columns=[col, treatment, outcome]).groupby(codes, sort=False).nunique(dropna=True).max()
         if any(within.get(k, 0) > 1 for k in keep):
             continue
-        if within.empty or (within <= 1).mean() < CONSTANT_SHARE:
+        if within.empty or (within <= 1).mean() < CONSTANT_SHARE or (within <= 1).all():
             continue
         varying = tuple(str(c) for c in within.index if within[c] > 1)
         averaged = tuple(c for c in varying if c in numeric)
@@ -115,9 +121,14 @@ def _varies_within(pair: pd.DataFrame, units: pd.Series) -> bool:
 
 
 def one_row_per_unit(frame: pd.DataFrame, found: UnitRows) -> pd.DataFrame:
-    """The first row of each unit, without the row details and with the averaged controls' unit means."""
+    """One row per unit (where the first), without the row details, each constant column holding the unit's
+    value wherever one of its rows records it, the averaged controls their unit means."""
     out = frame.drop(columns=list(found.varying))
-    if found.averaged:
-        means = out.groupby(found.unit, sort=False)[list(found.averaged)].transform("mean")
-        out = out.assign(**{c: means[c] for c in found.averaged})
+    rest = [c for c in out.columns if c != found.unit]
+    groups = out.groupby(found.unit, sort=False)
+    constant = [c for c in rest if c not in found.averaged]
+    filled = groups[constant].transform("first") if constant else None  # the first value that is not missing
+    means = groups[list(found.averaged)].transform("mean") if found.averaged else None
+    out = out.assign(**{c: filled[c] for c in constant} if filled is not None else {})
+    out = out.assign(**{c: means[c] for c in found.averaged} if means is not None else {})
     return out.drop_duplicates(subset=[found.unit], keep="first")
