@@ -703,6 +703,7 @@ TEMPTING: dict[str, tuple[str, ...]] = {
     "dummies_beside_categorical": tuple(f"city_{k}" for k in "ABCDE"),
     "ratio_outcome": ("revenue",),
     "numeric_identifier": ("firm",),
+    "unit_rows_repeated": ("country_code",),
 }
 """Kind name -> the columns that must never be covariates (the recipe must name them as left out)."""
 

@@ -11,6 +11,7 @@ import statsmodels.api as sm
 from benchmarks.truth_kinds import KINDS, TEMPTING, make
 from whyflow.causal.dataprep.column_names import outcome_baseline
 from whyflow.causal.dataprep.column_roles import classify_columns, left_out_table
+from whyflow.causal.dataprep.unit_rows import one_row_per_unit, repeated_unit_rows
 from whyflow.causal.discovery.adjustment import choose_adjustment
 from whyflow.causal.discovery.adjustment_rules import known_pre_treatment
 from whyflow.causal.discovery.iv_controls import iv_treatment_copies
@@ -25,6 +26,9 @@ def _left_out(kind: str, seed: int, n: int = 800) -> tuple[list[str], float, flo
     """The columns the rules leave out, and the OLS effect (95% interval) adjusting for the rest."""
     case = make(kind, seed, n)
     f, t, y = case.frame, case.args["treatment"], case.args["outcome"]
+    repeated = repeated_unit_rows(f, t, y)
+    if repeated is not None:  # one unit on several rows: data repair keeps one row per unit first
+        f = one_row_per_unit(f, repeated)
     z = case.args.get("instrument")
     cands = [c for c in f.columns if c not in (t, y, z)]
     left = [r.column for r in classify_columns(f, t, y, cands, instrument=z) if r.leave_out]

@@ -425,38 +425,8 @@ class DataRepairAgent(Agent[DataRepairParams]):
             return frame
         before = len(frame)
         frame = one_row_per_unit(frame, found)
-        repairs.append(
-            _repair(
-                found.unit,
-                "one unit on several rows",
-                f"kept one row per {found.unit}",
-                before,
-                len(frame),
-                f"{found.sentence()}; {before:,} -> {len(frame):,} rows, so no unit counts more than once",
-            )
-        )
-        for col in found.varying:
-            repairs.append(
-                _repair(
-                    col,
-                    "differs within a unit",
-                    f"left out: a detail of the row, not of the {found.unit} the treatment and outcome describe",
-                    before,
-                    len(frame),
-                    f"'{col}' takes several values within a {found.unit} whose treatment and outcome take one",
-                )
-            )
-        for col in found.averaged:
-            repairs.append(
-                _repair(
-                    col,
-                    "differs within a unit",
-                    f"averaged over each {found.unit}'s rows: a stated control, adjusted for by its unit mean",
-                    before,
-                    len(frame),
-                    f"'{col}' takes several values within a {found.unit} whose treatment and outcome take one",
-                )
-            )
+        for column, issue, action, detail in found.records(before, len(frame)):
+            repairs.append(_repair(column, issue, action, before, len(frame), detail))
         return frame
 
     @staticmethod

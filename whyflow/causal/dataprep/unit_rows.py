@@ -47,12 +47,21 @@ class UnitRows:
     averaged: tuple[str, ...] = ()
     """Stated controls with more than one value within some unit: the unit's mean stands for them."""
 
-    def sentence(self) -> str:
-        """What was found, for the repair record and the report."""
-        return (
+    def records(self, before: int, after: int) -> list[tuple[str, str, str, str]]:
+        """``(column, issue, action, detail)`` of each repair record: the rows kept, each column left out or
+        averaged (the repair step adds the row counts)."""
+        found = (
             f"the treatment, the outcome and most columns are constant within each of the {self.n_units} values of "
-            f"'{self.unit}' ({self.rows_per_unit} rows each): one unit written on several rows"
+            f"'{self.unit}' ({self.rows_per_unit} rows each): one unit written on several rows; {before:,} -> "
+            f"{after:,} rows, so no unit counts more than once"
         )
+        out = [(self.unit, "one unit on several rows", f"kept one row per {self.unit}", found)]
+        differs = f"takes several values within a {self.unit} whose treatment and outcome take one"
+        left_out = f"left out: a detail of the row, not of the {self.unit} the treatment and outcome describe"
+        averaged = f"averaged over each {self.unit}'s rows: a stated control, adjusted for by its unit mean"
+        out += [(c, "differs within a unit", left_out, f"'{c}' {differs}") for c in self.varying]
+        out += [(c, "differs within a unit", averaged, f"'{c}' {differs}") for c in self.averaged]
+        return out
 
 
 def repeated_unit_rows(
