@@ -53,8 +53,9 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# Two workers (pytest-xdist): each has its own Prefect test server; `pytest` alone runs in one process.
 test: install lint typecheck
-	@$(BIN)/python -m pytest; rc=$$?; \
+	@$(BIN)/python -m pytest -n 2 --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests — failing" >&2; fi; \
 	exit $$rc
 
