@@ -23,7 +23,6 @@ __all__ = [
     "CAUSAL_RECIPE",
     "CHART_SUFFIX",
     "causal_pair",
-    "causal_sides",
     "unread_causal_line",
     "first_aliases",
     "first_frame",
@@ -133,7 +132,7 @@ def _described(text: str, columns: list[str], aliases: Mapping[str, Sequence[str
     return found[0].column if all(w in FUNCTION_WORDS for w in rest) else None
 
 
-def causal_sides(question: str) -> tuple[str, str] | None:
+def _causal_sides(question: str) -> tuple[str, str] | None:
     """The words of an "effect of X on Y" question that stand for its treatment and outcome, resolved or not."""
     match = _CAUSAL[0].search(question)
     return (match.group(1).strip(), match.group(2).strip()) if match else None
@@ -141,7 +140,7 @@ def causal_sides(question: str) -> tuple[str, str] | None:
 
 def unread_causal_line(question: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None) -> str | None:
     """Which side of an "effect of X on Y" question names no column, in words (None when it is no such question)."""
-    sides = causal_sides(question)
+    sides = _causal_sides(question)
     if sides is None:
         return None
     unread = [f"'{w}'" for w in sides if _column(w, columns, aliases) is None]

@@ -73,8 +73,8 @@ def repeated_unit_rows(
     measurement), at least :data:`SAME_COUNT_SHARE` of its units seen the same number of times (at least
     :data:`MIN_ROWS_PER_UNIT`); within every unit the treatment and the outcome each take one value, and so
     do at least :data:`CONSTANT_SHARE` of the other columns but not all of them (rows that repeat every
-    value are exact duplicates, judged by the duplicate-row check). ``keep`` (a stated design or cluster column) must be constant within units too, or
-    nothing is found: a column the user named is never left out. A stated control (``controls``) that
+    value are exact duplicates, judged by the duplicate-row check). ``keep`` (a stated design column) must
+    be constant within units too, or nothing is found: a column the user named is never left out. A stated control (``controls``) that
     differs within a unit is averaged over the unit's rows when it is numeric (the user asked to adjust
     for it, and a unit-level analysis can only adjust for a unit's summary), else it too must be constant.
     Among candidates the one with the most units wins (a country's code and its name tie; the first in the
@@ -133,11 +133,8 @@ def one_row_per_unit(frame: pd.DataFrame, found: UnitRows) -> pd.DataFrame:
     """One row per unit (where the first), without the row details, each constant column holding the unit's
     value wherever one of its rows records it, the averaged controls their unit means."""
     out = frame.drop(columns=list(found.varying))
-    rest = [c for c in out.columns if c != found.unit]
     groups = out.groupby(found.unit, sort=False)
-    constant = [c for c in rest if c not in found.averaged]
-    filled = groups[constant].transform("first") if constant else None  # the first value that is not missing
-    means = groups[list(found.averaged)].transform("mean") if found.averaged else None
-    out = out.assign(**{c: filled[c] for c in constant} if filled is not None else {})
-    out = out.assign(**{c: means[c] for c in found.averaged} if means is not None else {})
-    return out.drop_duplicates(subset=[found.unit], keep="first")
+    per_unit = {  # "first" is the first value that is not missing
+        c: groups[c].transform("mean" if c in found.averaged else "first") for c in out.columns if c != found.unit
+    }
+    return out.assign(**per_unit).drop_duplicates(subset=[found.unit], keep="first")
