@@ -23,6 +23,7 @@ __all__ = [
     "CAUSAL_RECIPE",
     "CHART_SUFFIX",
     "causal_pair",
+    "control_column",
     "unread_causal_line",
     "first_aliases",
     "first_frame",
@@ -169,6 +170,30 @@ def causal_pair(
             t, y = _column(match.group(1), columns, aliases), _column(match.group(2), columns, aliases)
             if t and y and t != y:
                 return t, y
+    return None
+
+
+_CONTROL = (
+    re.compile(
+        r"\b(?:control(?:ling)?|adjust(?:ing)?|condition(?:ing)?)\s+(?:for|on)\s+(?:the\s+)?"
+        r"(['\"`]?)([\w. -]+?)\1(?:\s+(?:variable|column|covariate))?\s*(?:[?.,;]|$)",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:include|add|use|keep)\s+(?:the\s+)?(['\"`]?)([\w. -]+?)\1(?:\s+(?:variable|column))?\s+"
+        r"(?:as\s+an?\s+|in\s+the\s+)(?:control|covariate|confounder|adjustment|regression)",
+        re.I,
+    ),
+)
+
+
+def control_column(question: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None = None) -> str | None:
+    """The column a question asks whether to adjust for ("Should we control for 'opened'?"), or None."""
+    for pattern in _CONTROL:
+        for match in pattern.finditer(question):
+            col = _column(match.group(2), columns, aliases)
+            if col is not None:
+                return col
     return None
 
 

@@ -18,7 +18,16 @@ from whyflow.runtime.sandbox.run import ExecutionResult
 if TYPE_CHECKING:
     from whyflow.ask.tools.retrieval import FilledPlan
 
-__all__ = ["cannot_answer", "causal_answer", "computed_answer", "error_answer", "render_chart", "vega_lite_of"]
+__all__ = [
+    "CONTENT_ROLES",
+    "cannot_answer",
+    "causal_answer",
+    "control_answer",
+    "computed_answer",
+    "error_answer",
+    "render_chart",
+    "vega_lite_of",
+]
 
 
 def cannot_answer(plan: AskPlan | None, with_model: bool = False) -> FinalOutput:
@@ -55,8 +64,67 @@ def cannot_answer(plan: AskPlan | None, with_model: bool = False) -> FinalOutput
     )
 
 
+CONTENT_ROLES = frozenset(
+    {
+        "treatment_copy",
+        "treatment_interaction",
+        "treatment_alias",
+        "instrument_copy",
+        "instrument_part",
+        "outcome_component",
+        "outcome_transform",
+        "identifier",
+    }
+)
+"""Left-out roles the data itself shows (a column made from the treatment, the outcome or an identifier):
+the positive evidence a "no, do not control for it" needs. A graph's guess or a name alone is not."""
+
+
+def control_answer(causal: CausalRunResult | None, plan: AskPlan, column: str) -> FinalOutput:
+    """Whether to adjust for ``column``: "No" only when the recipe left it out for a reason the data shows;
+    otherwise no yes or no is given, and the reply says what the recipe did with the column."""
+    t, y = plan.treatment, plan.outcome
+    row = next((r for r in causal.left_out if r.column == column), None) if causal is not None else None
+    if causal is not None and row is not None and row.role in CONTENT_ROLES:
+        answer = (
+            f"No. What the data shows of '{column}': {row.reason}. Adjusting for it would take out part of what "
+            f"'{t}' does to '{y}' (or leave '{t}' no variation to learn from), so the causal recipe leaves it out "
+            "of the adjustment set."
+        )
+        return FinalOutput(
+            answer=answer,
+            confidence=0.7,
+            output_type="analysis",
+            result={"answer": "no", "column": column, "role": row.role, "reason": row.reason},
+            caveats=[f"read from the data by the causal recipe's column-role rules ({row.role})"],
+            reasoning_trace=[plan.reasoning, f"nested job: {causal.job_dir}"],
+        )
+    if causal is None or causal.status == "failed" and not causal.adjusted_for and not causal.left_out:
+        done = (causal.error if causal is not None else None) or "the causal run did not finish"
+    elif row is not None:
+        done = f"the causal recipe left '{column}' out ({row.role}: {row.reason}), on evidence short of the data's own"
+    elif column in causal.adjusted_for:
+        done = f"the causal recipe adjusts for '{column}', but nothing in the data shows whether it comes before '{t}'"
+    else:
+        done = f"the causal recipe neither adjusts for '{column}' nor finds a reason in the data to leave it out"
+    return FinalOutput(
+        answer=(
+            f"I can't answer this with yes or no: {done}. Whether to control for it rests on when it was measured "
+            f"and what causes it, which the data alone does not tell (a model reads the rest with --llm on)."
+        ),
+        confidence=0.0,
+        output_type="error",
+        caveats=["no yes or no was given: the data shows no reason either way"],
+        reasoning_trace=[plan.reasoning] + ([f"nested job: {causal.job_dir}"] if causal is not None else []),
+    )
+
+
 def causal_answer(causal: CausalRunResult | None, plan: AskPlan) -> FinalOutput:
-    """The causal recipe's headline and caveats as the answer."""
+    """The causal recipe's headline and caveats as the answer (a question whether to adjust for a column:
+    :func:`control_answer`)."""
+    judged = plan.parameters.get("control_column")
+    if isinstance(judged, str):
+        return control_answer(causal, plan, judged)
     t, y = plan.treatment, plan.outcome
     head = causal.headline if causal is not None else None
     if causal is None or head is None:

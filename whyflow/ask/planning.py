@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from whyflow.ask._shared import causal_pair, resolve_follow_up, unread_causal_line
+from whyflow.ask._shared import causal_pair, control_column, resolve_follow_up, unread_causal_line
 from whyflow.ask.state import AskPlan, ChatMessage
 
 if TYPE_CHECKING:
@@ -133,7 +133,22 @@ def plan_question(
     columns = [str(c) for c in frame.columns]
     pair = causal_pair(question, columns, aliases)
     words = listed_answers(question)
-    if pair is not None and words:  # "should we control for 'opened'? answer 'yes' or 'no'": not an estimate
+    judged = control_column(question, columns, aliases) if pair is not None and words else None
+    if pair is not None and judged not in (None, *pair) and {w.lower() for w in words} == {"yes", "no"}:
+        plan = AskPlan(  # "should we control for 'opened'?": the recipe's own reading of that column
+            needs_code=False,
+            needs_evaluation=False,
+            route="causal",
+            reasoning=(
+                f"whether to adjust for '{judged}' when estimating the effect of '{pair[0]}' on '{pair[1]}' "
+                "(runs the causal recipe and reads its adjustment set)"
+            ),
+            treatment=pair[0],
+            outcome=pair[1],
+            parameters={"question": question, "control_column": judged},
+        )
+        return plan, []
+    if pair is not None and words:  # a choice about the design that no estimate gives
         line = (
             f"the question asks for one of {' or '.join(repr(w) for w in words)}, a judgement about the design "
             f"that the causal recipe's estimate of '{pair[0]}' on '{pair[1]}' does not give"

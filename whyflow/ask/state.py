@@ -87,7 +87,7 @@ class AskPlan(_Model):
     parameters: dict[str, Any] = {}
     """The question as planned (``question``, a follow-up rewritten in full) and the planner's notes
     (``error``: why a named column or method cannot run; ``complete``: every requested value has a
-    routine of its own)."""
+    routine of its own; ``control_column``: the column a causal question asks whether to adjust for)."""
     closest_examples: list[str] = []
     treatment: str | None = None
     outcome: str | None = None
@@ -196,6 +196,14 @@ class NestedHeadline(_Model):
     p_value: float | None = None
 
 
+class NestedLeftOut(_Model):
+    """A column the nested causal run left out of its adjustment set: its role and why."""
+
+    column: str
+    role: str
+    reason: str
+
+
 class CausalRunResult(_Model):
     """A causal question's nested run of the causal recipe: its headline, verdict and caveats."""
 
@@ -208,6 +216,8 @@ class CausalRunResult(_Model):
     critique: str | None = None
     caveats: list[str] = []
     summary: list[str] = []
+    adjusted_for: list[str] = []
+    left_out: list[NestedLeftOut] = []
 
 
 class AskState(JobLifecycle):

@@ -434,6 +434,7 @@ def run_nested_recipe(
         failure = str(exc)
     head = _headline(state)
     critique = state.critique_history[-1] if state.critique_history else None
+    found = state.confounder_discovery
     return {
         "job_dir": str(Path(folder.path).resolve()),
         "status": state.status.value,
@@ -444,6 +445,8 @@ def run_nested_recipe(
         "critique": None if critique is None else critique.decision.value,
         "caveats": list(critique.issues if critique else [])[:6] + list(state.recommendations)[:4],
         "summary": job_summary(state, folder.path),
+        "adjusted_for": list(found.adjustment_set) if found is not None else [],
+        "left_out": [r.model_dump() for r in found.column_roles] if found is not None else [],
     }
 
 
