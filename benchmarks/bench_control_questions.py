@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="print every wrong and declined reply")
     args = parser.parse_args()
 
+    from benchmarks.bench_askbench import DECLINED, score_qrdata_choice
     from benchmarks.truth_kinds import make
     from whyflow.ask._shared import CAUSAL_RECIPE
     from whyflow.ask.answering import causal_answer
@@ -73,11 +74,10 @@ def main() -> None:
                             outcome, reply = "declined", f"(not read: {plan.reasoning[:120]})"
                         else:
                             reply = causal_answer(run, plan).answer
-                            said = reply.lower()
                             outcome = (
                                 "declined"
-                                if said.startswith("i can't answer")
-                                else ("right" if said.startswith(gold) else "wrong")
+                                if reply.startswith(DECLINED)
+                                else ("right" if score_qrdata_choice(reply, gold) else "wrong")
                             )
                         counts.setdefault(kind, Counter())[outcome] += 1
                         if args.verbose and outcome != "right":

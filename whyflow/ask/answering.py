@@ -99,7 +99,7 @@ def control_answer(causal: CausalRunResult | None, plan: AskPlan, column: str) -
             caveats=[f"read from the data by the causal recipe's column-role rules ({row.role})"],
             reasoning_trace=[plan.reasoning, f"nested job: {causal.job_dir}"],
         )
-    if causal is None or causal.status == "failed" and not causal.adjusted_for and not causal.left_out:
+    if causal is None or (causal.status == "failed" and not causal.adjusted_for and not causal.left_out):
         done = (causal.error if causal is not None else None) or "the causal run did not finish"
     elif row is not None:
         done = f"the causal recipe left '{column}' out ({row.role}: {row.reason}), on evidence short of the data's own"
