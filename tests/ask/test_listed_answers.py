@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 
 from tests.ask.test_agents import ask
-from whyflow.ask.answering import CONTENT_ROLES, causal_answer
+from whyflow.ask.answering import causal_answer
 from whyflow.ask.planning import listed_answers, plan_question
 from whyflow.ask.state import AskPlan, CausalRunResult, NestedLeftOut
+from whyflow.causal.dataprep.column_names import ROLES_FROM_VALUES
 
 YES_NO = ["Please answer with 'yes' or 'no'.", 'Answer with "yes" or "no".']
 ASKS = [
@@ -86,9 +87,9 @@ def _plan(x: str) -> AskPlan:
     )
 
 
-@pytest.mark.parametrize("role", sorted(CONTENT_ROLES))
+@pytest.mark.parametrize("role", sorted(ROLES_FROM_VALUES))
 def test_no_is_said_only_on_a_role_the_data_shows(role: str) -> None:
-    left = [NestedLeftOut(column="opened", role=role, reason="the reason the rule gave")]
+    left = [NestedLeftOut(column="opened", role=role, reason="the reason the rule gave", from_values=True)]
     said = causal_answer(CausalRunResult(job_dir="j", status="completed", left_out=left), _plan("opened"))
     assert said.answer.startswith("No.") and "the reason the rule gave" in said.answer
     assert said.result == {"answer": "no", "column": "opened", "role": role, "reason": "the reason the rule gave"}
@@ -118,7 +119,7 @@ def test_through_the_ask_recipe_a_consequence_of_the_treatment_is_not_controlled
     state = ask(tmp_path / "a", data, ask_about.format(x="agreement") + YES_NO[0])
     final = state.final_output
     assert final is not None and final.answer.startswith("No."), final.answer
-    assert final.result is not None and final.result["role"] in CONTENT_ROLES
+    assert final.result is not None and final.result["role"] in ROLES_FROM_VALUES
     # A covariate measured before the email: the data gives no reason either way, so no yes or no.
     state = ask(tmp_path / "b", data, ask_about.format(x="risk") + YES_NO[0])
     final = state.final_output

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from whyflow.ask.tools.retrieval import FilledPlan
 
 __all__ = [
-    "CONTENT_ROLES",
     "cannot_answer",
     "causal_answer",
     "control_answer",
@@ -64,28 +63,12 @@ def cannot_answer(plan: AskPlan | None, with_model: bool = False) -> FinalOutput
     )
 
 
-CONTENT_ROLES = frozenset(
-    {
-        "treatment_copy",
-        "treatment_interaction",
-        "treatment_alias",
-        "instrument_copy",
-        "instrument_part",
-        "outcome_component",
-        "outcome_transform",
-        "identifier",
-    }
-)
-"""Left-out roles the data itself shows (a column made from the treatment, the outcome or an identifier):
-the positive evidence a "no, do not control for it" needs. A graph's guess or a name alone is not."""
-
-
 def control_answer(causal: CausalRunResult | None, plan: AskPlan, column: str) -> FinalOutput:
     """Whether to adjust for ``column``: "No" only when the recipe left it out for a reason the data shows;
     otherwise no yes or no is given, and the reply says what the recipe did with the column."""
     t, y = plan.treatment, plan.outcome
     row = next((r for r in causal.left_out if r.column == column), None) if causal is not None else None
-    if causal is not None and row is not None and row.role in CONTENT_ROLES:
+    if causal is not None and row is not None and row.from_values:
         answer = (
             f"No. What the data shows of '{column}': {row.reason}. Adjusting for it would take out part of what "
             f"'{t}' does to '{y}' (or leave '{t}' no variation to learn from), so the causal recipe leaves it out "

@@ -197,11 +197,13 @@ class NestedHeadline(_Model):
 
 
 class NestedLeftOut(_Model):
-    """A column the nested causal run left out of its adjustment set: its role and why."""
+    """A column the nested causal run left out of its adjustment set: its role, why, and whether the column's
+    values themselves show that role (``whyflow.causal.dataprep.column_names.read_from_values``)."""
 
     column: str
     role: str
     reason: str
+    from_values: bool = False
 
 
 class CausalRunResult(_Model):

@@ -11,7 +11,15 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["PRE_NAME", "ColumnRole", "name_tokens", "keyword_tokens", "outcome_baseline"]
+__all__ = [
+    "PRE_NAME",
+    "ROLES_FROM_VALUES",
+    "ColumnRole",
+    "name_tokens",
+    "keyword_tokens",
+    "outcome_baseline",
+    "read_from_values",
+]
 
 PRE_NAME = re.compile(r"(^|_)(lag\w*|pre\w*|baseline|base|prior|initial|before|l\d*|t0|w1|wave1)($|_)|_0$", re.I)
 """A name that says the column was measured before the treatment (lagged, baseline, prior, wave 1)."""
@@ -19,6 +27,27 @@ PRE_NAME = re.compile(r"(^|_)(lag\w*|pre\w*|baseline|base|prior|initial|before|l
 _BASELINE_WORD = re.compile(r"^(prior|pre|baseline|base|before|initial|previous|prev|lag\d*|lagged)$")
 """A name word that marks an earlier measurement of what the rest of the name says."""
 _PERIOD = re.compile(r"^(.*?[A-Za-z])_?(\d+)$")
+
+
+ROLES_FROM_VALUES = frozenset(
+    {
+        "treatment_copy",
+        "treatment_interaction",
+        "treatment_alias",
+        "instrument_copy",
+        "instrument_part",
+        "outcome_component",
+        "outcome_transform",
+        "identifier",
+    }
+)
+"""Roles the column's values themselves show: made from the treatment, an instrument or the outcome, or an
+identifier. The others rest on a name, a missing-rows pattern or a graph, which can be wrong about timing."""
+
+
+def read_from_values(role: str) -> bool:
+    """Whether ``role`` is shown by the column's values (positive evidence), not by its name or a graph."""
+    return role in ROLES_FROM_VALUES
 
 
 @dataclass(frozen=True)

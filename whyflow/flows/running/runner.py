@@ -432,6 +432,8 @@ def run_nested_recipe(
         Runner(plan, folder, state, LocalExecutor(), Reporter()).run()
     except (RunFailed, RunCancelled) as exc:
         failure = str(exc)
+    from whyflow.causal.dataprep.column_names import read_from_values
+
     head = _headline(state)
     critique = state.critique_history[-1] if state.critique_history else None
     found = state.confounder_discovery
@@ -446,7 +448,9 @@ def run_nested_recipe(
         "caveats": list(critique.issues if critique else [])[:6] + list(state.recommendations)[:4],
         "summary": job_summary(state, folder.path),
         "adjusted_for": list(found.adjustment_set) if found is not None else [],
-        "left_out": [r.model_dump() for r in found.column_roles] if found is not None else [],
+        "left_out": [
+            {**r.model_dump(), "from_values": read_from_values(r.role)} for r in (found.column_roles if found else [])
+        ],
     }
 
 
