@@ -28,6 +28,7 @@ ASKS = [
     "Is it right to condition on {x}?",
     "Should we include {x} as a control?",
     "Would you add '{x}' as a covariate?",
+    "Do we need to control for {x} as well?",
 ]
 
 
@@ -60,13 +61,21 @@ def test_a_question_whether_to_control_runs_the_recipe_for_that_column(ask_x: st
         assert plan.parameters["control_column"] == x, question
 
 
-def test_other_yes_no_questions_about_the_design_get_no_estimate() -> None:
-    frame = _trial(300, 1)
-    for tail in ("Is the randomisation valid?", "Should we control for the weather?", "Should we control for email?"):
-        question = f"We study the causal effect of email on payments in a random test. {tail} {YES_NO[0]}"
-        plan, _ = plan_question(question, [], frame)
-        assert plan.route == "unanswerable", question
-        assert "'yes' or 'no'" in plan.reasoning
+@pytest.mark.parametrize(
+    ("tail", "said"),
+    [
+        ("Is the randomisation valid?", "'yes' or 'no', a judgement about the design"),
+        ("Should we control for the weather?", "adjust for 'weather', which names no column of the data"),
+        ("Do we need to adjust for 'season' as well?", "adjust for 'season', which names no column"),
+        ("Should we control for email?", "adjust for 'email', which is the treatment itself"),
+        ("Should we condition on payments?", "adjust for 'payments', which is the outcome itself"),
+    ],
+)
+def test_other_yes_no_questions_about_the_design_get_no_estimate_and_say_why(tail: str, said: str) -> None:
+    question = f"We study the causal effect of email on payments in a random test. {tail} {YES_NO[0]}"
+    plan, _ = plan_question(question, [], _trial(300, 1))
+    assert plan.route == "unanswerable", question
+    assert said in plan.reasoning, plan.reasoning
 
 
 def test_the_same_question_without_listed_words_runs_the_causal_recipe() -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "CHART_SUFFIX",
     "causal_pair",
     "control_column",
+    "control_phrases",
     "unread_causal_line",
     "first_aliases",
     "first_frame",
@@ -176,7 +177,7 @@ def causal_pair(
 _CONTROL = (
     re.compile(
         r"\b(?:control(?:ling)?|adjust(?:ing)?|condition(?:ing)?)\s+(?:for|on)\s+(?:the\s+)?"
-        r"(['\"`]?)([\w. -]+?)\1(?:\s+(?:variable|column|covariate))?\s*(?:[?.,;]|$)",
+        r"(['\"`]?)([\w. -]+?)\1(?:\s+(?:variable|column|covariate))?(?:\s+(?:as\s+well|too|also))?\s*(?:[?.,;]|$)",
         re.I,
     ),
     re.compile(
@@ -187,13 +188,19 @@ _CONTROL = (
 )
 
 
+def control_phrases(question: str) -> list[str]:
+    """The words a question asks whether to adjust for ("Should we control for the weather?" gives
+    'weather'), in the order they appear; a column or not."""
+    found = [(m.start(), m.group(2).strip()) for pattern in _CONTROL for m in pattern.finditer(question)]
+    return [phrase for _, phrase in sorted(found) if phrase]
+
+
 def control_column(question: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None = None) -> str | None:
     """The column a question asks whether to adjust for ("Should we control for 'opened'?"), or None."""
-    for pattern in _CONTROL:
-        for match in pattern.finditer(question):
-            col = _column(match.group(2), columns, aliases)
-            if col is not None:
-                return col
+    for phrase in control_phrases(question):
+        col = _column(phrase, columns, aliases)
+        if col is not None:
+            return col
     return None
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from whyflow.ask._shared import causal_pair, control_column, resolve_follow_up, unread_causal_line
+from whyflow.ask._shared import causal_pair, control_column, control_phrases, resolve_follow_up, unread_causal_line
 from whyflow.ask.state import AskPlan, ChatMessage
 
 if TYPE_CHECKING:
@@ -149,10 +149,17 @@ def plan_question(
         )
         return plan, []
     if pair is not None and words:  # a choice about the design that no estimate gives
-        line = (
-            f"the question asks for one of {' or '.join(repr(w) for w in words)}, a judgement about the design "
-            f"that the causal recipe's estimate of '{pair[0]}' on '{pair[1]}' does not give"
-        )
+        asked = control_phrases(question)
+        if judged in pair:
+            role = "treatment" if judged == pair[0] else "outcome"
+            line = f"the question asks whether to adjust for '{judged}', which is the {role} itself"
+        elif asked and judged is None:
+            line = f"the question asks whether to adjust for '{asked[0]}', which names no column of the data"
+        else:
+            line = (
+                f"the question asks for one of {' or '.join(repr(w) for w in words)}, a judgement about the design "
+                f"that the causal recipe's estimate of '{pair[0]}' on '{pair[1]}' does not give"
+            )
         return unread_plan(question, line, []), []
     restricted = restriction_sentences(question) if pair is not None else []
     if restricted:  # the causal recipe runs on every row: a restriction to some would be dropped
