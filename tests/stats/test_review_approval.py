@@ -14,6 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 from tests.factories import make_estimate
 from whyflow.causal.diagnostics import ConfounderDiscovery, DataRepairEntry, PSDiagnostics
 from whyflow.causal.estimates import CommonSupportCheck, FlexibleCheck, Stability
+from whyflow.causal.review.doubts import AGAINST_THE_GRAPH
 from whyflow.causal.review.rules import ReviewInputs, review
 from whyflow.causal.state import CritiqueDecision
 
@@ -98,8 +99,8 @@ def test_an_unoriented_edge_is_the_stated_assumption_not_a_doubt() -> None:
         "treatment, adjust for it",
         "kept as the baseline of the change-score outcome (gain = weight1 - weight0)",
         "kept: its edge with the treatment is undirected (orientation unknown)",
-        "kept: the graph makes it a mediator, but its best directed path from the treatment has an edge in only "
-        "40% of bootstrap resamples; a weak orientation is not evidence that the treatment causes it",
+        f"{AGAINST_THE_GRAPH}: the graph makes it a mediator, but its best directed path from the treatment has "
+        "an edge in only 40% of bootstrap resamples; a weak orientation is not evidence that the treatment causes it",
     ):
         rv = review(_inputs(confounders={**CD, "doubtful": {"x1": why}}, round=1))
         assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
@@ -308,6 +309,28 @@ def test_an_answer_that_hinges_on_an_unoriented_column_is_not_approved() -> None
     big = {"m": {"with": -0.475, "se_with": 0.04, "without": -0.024, "se_without": 0.049, "shift_in_se": 9.2}}
     decided = {**CD, "doubtful": collider, "doubtful_sensitivity": big}
     assert review(_inputs(confounders=decided)).decision is CritiqueDecision.APPROVE
+
+
+def test_an_answer_that_hinges_on_a_column_kept_against_the_graph_is_not_approved() -> None:
+    """The shipped example's study without its metadata: the graph puts skills_score (a mediator) after the
+    training on a weak path, so it stays adjusted for; the effect is 712 with it and 1,218 without."""
+    why = (
+        f"{AGAINST_THE_GRAPH}: the graph makes it a descendant of the treatment in the graph, but its best directed "
+        "path from the treatment has an edge in only 50% of bootstrap resamples; a weak orientation is not evidence"
+    )
+    moves = {"skills": {"with": 711.9, "se_with": 190.0, "without": 1218.0, "se_without": 140.0, "shift_in_se": 2.66}}
+    cd = {**CD, "doubtful": {"skills": why}, "doubtful_sensitivity": moves}
+    rv = review(_inputs(confounders=cd))  # an observational study: several covariates may be out of balance
+    assert rv.decision is not CritiqueDecision.APPROVE
+    assert "skills" in rv.verdict and "711.9 with, 1218 without" in rv.verdict and "metadata" in rv.verdict
+    # Within two standard errors the weak orientation stays the stated assumption.
+    near = {"skills": {**moves["skills"], "without": 1000.0, "shift_in_se": 1.5}}
+    rv = review(_inputs(confounders={**cd, "doubtful_sensitivity": near}))
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+    # An unoriented edge (no directed path) is not the graph's word against the adjustment.
+    unoriented = why.replace(AGAINST_THE_GRAPH, "kept")
+    rv = review(_inputs(confounders={**cd, "doubtful": {"skills": unoriented}}))
+    assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
 
 
 def _with_stability(stability: Stability) -> list:

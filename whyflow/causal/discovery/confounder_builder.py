@@ -24,6 +24,7 @@ from whyflow.causal.discovery.adjustment_rules import (
     screen_unknown,
 )
 from whyflow.causal.discovery.graphs import Knowledge, dowhy_graph, identify_backdoor
+from whyflow.causal.review.doubts import AGAINST_THE_GRAPH
 from whyflow.causal.state import CausalDAG
 from whyflow.core.agent import AgentParams
 
@@ -147,8 +148,9 @@ class AdjustmentBuilder:
                     "suggests it is measured after the treatment. If it is, re-estimate without it"
                 )
             else:
+                lead = AGAINST_THE_GRAPH if level is not None else "kept"
                 self.doubtful[c] = (
-                    f"kept: the graph makes it {why}, but {self._path_support(dag, c)}; a weak orientation is "
+                    f"{lead}: the graph makes it {why}, but {self._path_support(dag, c)}; a weak orientation is "
                     "not evidence that the treatment causes it. If it does, re-estimate without it"
                 )
         self.used_dowhy = True

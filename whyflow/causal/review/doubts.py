@@ -22,6 +22,7 @@ from whyflow.causal.state import TreatmentEffectResult
 
 __all__ = [
     "ABSORBED",
+    "AGAINST_THE_GRAPH",
     "OVERID_P",
     "STAGGERED_GAP",
     "BALANCED_SMD",
@@ -43,13 +44,18 @@ _AFTER_EVIDENCE = re.compile(r"suggests it is measured after", re.I)
 as :mod:`whyflow.causal.dataprep.column_roles` words it): it blocks approval unless it does not move the answer."""
 _DECIDED = re.compile(r"collider signature|kept as the baseline", re.I)
 """Uncertain roles the data decided (a collider's signature, a change score's own baseline): listed only."""
+AGAINST_THE_GRAPH = "kept against the graph's orientation"
+"""How confounder discovery words a column the learned graph puts after the treatment on weakly supported
+directed edges, kept because a weak orientation is no evidence: the answer must not hinge on it."""
 STATED_AGAINST = "stated as a control (--controls), and the recipe would leave it out"
 """How confounder discovery words a stated control it would not adjust for (the doubt below reads it)."""
 HINGES_SE = 2.0
 """A role resting on an unverified assumption (an unoriented edge, a weak orientation, a failure to reject)
 blocks approval when the answer with and without the column differs by more than this many standard errors
-and the treatment looks randomised but for that column (:func:`stands_out`): in a trial only what the
-treatment moved is out of balance, so the answer hinges on timing the data cannot tell (the metadata can).
+and either the treatment looks randomised but for that column (:func:`stands_out`): in a trial only what the
+treatment moved is out of balance; or the learned graph itself puts the column after the treatment and it is
+adjusted for only because that orientation is weak (:data:`AGAINST_THE_GRAPH`). Either way the answer hinges
+on timing the data cannot tell (the metadata can).
 Where several covariates are out of balance, confounding is the ordinary reading and the column stays."""
 BALANCED_SMD = 0.2
 """Largest |SMD| of the other covariates for the treatment to look randomised but for one column."""
@@ -264,16 +270,34 @@ def role_doubts(doubtful: dict[str, str], cd: ConfounderDiscovery, ps: PSDiagnos
     """The open doubts among uncertain roles (already without the settled ones)."""
     named_after = sorted(c for c, r in doubtful.items() if _AFTER_EVIDENCE.search(str(r)))
     moves = _gaps(cd.doubtful_sensitivity)
+    against = sorted(
+        c
+        for c, r in doubtful.items()
+        if c not in named_after and str(r).startswith(AGAINST_THE_GRAPH) and moves.get(c, 0.0) > HINGES_SE
+    )
     hinges = sorted(
         c
         for c, r in doubtful.items()
         if c not in named_after
+        and c not in against
         and not _DECIDED.search(str(r))
         and not str(r).startswith(STATED_AGAINST)
         and moves.get(c, 0.0) > HINGES_SE
         and stands_out(c, ps)
     )
     out = []
+    if against:
+        out.append(
+            f"uncertain adjustment: the learned graph puts {', '.join(against)} after the treatment, on edges too "
+            f"weakly supported to leave {'it' if len(against) == 1 else 'them'} out, and the answer moves by more "
+            f"than {HINGES_SE:g} standard errors with or without {'it' if len(against) == 1 else 'them'}: "
+            + "; ".join(
+                f"{c} {cd.doubtful_sensitivity[c].with_:.4g} with, {cd.doubtful_sensitivity[c].without:.4g} without"
+                for c in against
+            )
+            + f". State when {'it is' if len(against) == 1 else 'they are'} measured in the metadata (pre_treatment "
+            "or post_treatment) or with --controls"
+        )
     stated = sorted(c for c, r in doubtful.items() if str(r).startswith(STATED_AGAINST))
     if stated:
         out.append(
