@@ -119,6 +119,19 @@ def test_staggered_adoption_covers_the_truth_on_most_seeds(recipe: Path, tmp_pat
     assert approved_misses == [], misses
 
 
+@pytest.mark.slow
+def test_the_job_training_study_is_not_approved_on_its_mediator(recipe: Path, tmp_path: Path) -> None:
+    """outcome_baseline seed 8 (the shipped example's study, drawn again, no metadata): the learned graph puts
+    skills_score after the training on a weakly supported path, so the recipe keeps it, and the effect with it
+    (712) and without it (1,218) differ by 2.7 standard errors. That answer (998 [560, 1,435], truth 1,500)
+    was approved; an answer resting on the mediator's timing must not be."""
+    case = make("outcome_baseline", seed=8)
+    out = run_recipe(case, tmp_path, recipe)
+    assert out["error"] is None, out["error"]
+    covered = out["lo"] <= case.effect <= out["hi"]
+    assert covered or out["decision"] != "APPROVE", (out["estimate"], out["lo"], out["hi"], out["adjustment_set"])
+
+
 def _kept_the_specification(args: dict, out: dict) -> None:
     """A stated specification (issue 36) is what the run used: the controls exactly (the recipe's own choice
     beside them), the cluster on the headline's errors, the subgroup's rows."""
