@@ -106,12 +106,19 @@ _CAUSAL = (
 )
 
 
+_NEGATION = frozenset({"no", "not", "non", "without", "never", "lack", "lacking", "absence", "neither", "nor"})
+"""Words that turn a phrase into the opposite of the column it contains ('no high school degree' is not
+``degree``): such a phrase is that column only when it is the column's whole name (``nodegree``)."""
+
+
 def _column(text: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None = None) -> str | None:
     want = re.sub(r"[^a-z0-9]+", "", text.lower())
     for col in columns:
         if re.sub(r"[^a-z0-9]+", "", col.lower()) == want:
             return col
     words = set(re.findall(r"[a-z0-9]+", text.lower()))
+    if words & _NEGATION:
+        return None
     hits = [c for c in columns if re.sub(r"[^a-z0-9]+", "", c.lower()) in words]
     if hits:
         return hits[0] if len(hits) == 1 else None
