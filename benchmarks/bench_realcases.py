@@ -146,7 +146,7 @@ def read_state(state: dict[str, Any]) -> dict[str, Any]:
         out["decision"] = str(last.get("decision"))
         out["limit"] = bool(last.get("limit_reached"))
         first = str(last.get("reasoning") or "").strip().splitlines()
-        out["reason"] = (last.get("verdict") or (first[0] if first else ""))[:400]
+        out["reason"] = (last.get("verdict") or (first[0] if first else ""))[:2000]  # every doubt, not the first
         out["blockers"] = list(last.get("blockers") or [])
     if state.get("status") == "FAILED":
         out["error"] = str(state.get("error") or "FAILED")[:240]
@@ -172,8 +172,9 @@ def justified(r: dict[str, Any], case: dict[str, Any]) -> bool:
     pitfalls = set(re.findall(r"[a-z_][a-z0-9_]*", str(case.get("pitfalls") or "").lower()))
     named = set(re.findall(r"'?([a-z_][a-z0-9_]*)'? (?:may be measured|imputed for)", reason))
     named |= set(re.findall(r"values of '([a-z_][a-z0-9_]*)'", reason))
-    for groups in re.findall(r"most related to it: ([^)]*)\)|with or without ([^;]*), whose timing", reason):
-        named |= {c.strip() for c in (groups[0] or groups[1]).split(",")}
+    found = r"most related to it: ([^)]*)\)|with or without ([^;]*), whose timing|the learned graph puts ([^;]*?) after"
+    for groups in re.findall(found, reason):
+        named |= {c.strip() for c in next(g for g in groups if g).split(",")}
     return bool(named & pitfalls)
 
 
@@ -266,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- {line}")
     for r in rows:
         if r.get("error") or not approved(r):
-            print(f"- {r['id']}: {r.get('error') or r.get('reason')}")
+            said = str(r.get("error") or r.get("reason"))
+            print(f"- {r['id']}: {said if len(said) <= 600 else said[:600] + ' ...'}")
     return 0
 
 

@@ -117,6 +117,22 @@ def test_a_stated_control_the_recipe_would_leave_out_is_a_stated_doubt() -> None
     assert stated_summary({"adjustment_set": ["a", "b"]}) == "; to state this choice: --controls a,b"
 
 
+def test_the_recipe_s_doubt_about_a_column_it_chose_and_the_analyst_did_not_is_no_doubt_about_the_answer() -> None:
+    """ob04 with the paper's controls (pop, hc, rgdpe): the recipe's own set kept rpcgdp against a weak graph and
+    moved with it; the stated answer does not adjust for rpcgdp, so that doubt must not hold the answer back."""
+    moves = {"with": -0.0011, "se_with": 0.002, "without": -0.0167, "se_without": 0.003, "shift_in_se": 5.2}
+    out = {
+        "adjustment_set": ["hc", "rpcgdp"],
+        "excluded": {},
+        "doubtful": {"rpcgdp": "kept against the graph's orientation: ...", "hc": "kept: its edge is undirected"},
+        "doubtful_sensitivity": {"rpcgdp": moves, "hc": {**moves, "without": -0.0012, "shift_in_se": 0.03}},
+        "rationale": {},
+    }
+    keep_stated(out, ["pop", "hc", "rgdpe"])
+    assert set(out["doubtful"]) == {"hc"} and set(out["doubtful_sensitivity"]) == {"hc"}
+    assert role_doubts(out["doubtful"], ConfounderDiscovery.model_validate(out), None) == []
+
+
 # ---- --cluster ----------------------------------------------------------------------------------------
 
 
