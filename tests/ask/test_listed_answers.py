@@ -78,6 +78,15 @@ def test_other_yes_no_questions_about_the_design_get_no_estimate_and_say_why(tai
     assert said in plan.reasoning, plan.reasoning
 
 
+def test_a_control_question_after_a_colon_ends_the_outcome() -> None:
+    frame = _trial(300, 1)
+    for x in ("opened", "risk"):
+        question = f"Effect of email on payments: do we need to adjust for {x}? {YES_NO[1]}"
+        plan, _ = plan_question(question, [], frame)
+        assert plan.route == "causal" and (plan.treatment, plan.outcome) == ("email", "payments"), plan.reasoning
+        assert plan.parameters["control_column"] == x
+
+
 def test_the_same_question_without_listed_words_runs_the_causal_recipe() -> None:
     question = "We study the causal effect of email on payments in a random test."
     plan, _ = plan_question(question, [], _trial(300, 1))

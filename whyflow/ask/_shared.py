@@ -141,10 +141,18 @@ def _described(text: str, columns: list[str], aliases: Mapping[str, Sequence[str
     return found[0].column if all(w in FUNCTION_WORDS for w in rest) else None
 
 
+def _outcome_words(text: str) -> str:
+    """The outcome side of an "effect of X on Y" match: ``Y`` ends at a colon that a question whether to adjust
+    for a column follows ("Effect of email on payments: should we control for opened?"), which its own reader
+    reads; any other clause after a colon stays, so a phrase that says more is not read as a column."""
+    head, colon, tail = text.partition(":")
+    return head.strip() if colon and control_phrases(tail) else text.strip()
+
+
 def _causal_sides(question: str) -> tuple[str, str] | None:
     """The words of an "effect of X on Y" question that stand for its treatment and outcome, resolved or not."""
     match = _CAUSAL[0].search(question)
-    return (match.group(1).strip(), match.group(2).strip()) if match else None
+    return (match.group(1).strip(), _outcome_words(match.group(2))) if match else None
 
 
 def unread_causal_line(question: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None) -> str | None:
@@ -175,7 +183,7 @@ def causal_pair(
     for pattern in _CAUSAL:
         match = pattern.search(question)
         if match:
-            t, y = _column(match.group(1), columns, aliases), _column(match.group(2), columns, aliases)
+            t, y = _column(match.group(1), columns, aliases), _column(_outcome_words(match.group(2)), columns, aliases)
             if t and y and t != y:
                 return t, y
     return None
