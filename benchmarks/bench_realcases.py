@@ -174,7 +174,7 @@ def justified(r: dict[str, Any], case: dict[str, Any]) -> bool:
     named |= set(re.findall(r"values of '([a-z_][a-z0-9_]*)'", reason))
     found = r"most related to it: ([^)]*)\)|with or without ([^;]*), whose timing|the learned graph puts ([^;]*?) after"
     for groups in re.findall(found, reason):
-        named |= {c.strip() for c in next(g for g in groups if g).split(",")}
+        named |= {c.strip() for c in next((g for g in groups if g), "").split(",") if c.strip()}
     return bool(named & pitfalls)
 
 

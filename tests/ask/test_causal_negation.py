@@ -42,6 +42,27 @@ def test_the_negated_phrase_that_is_a_column_s_whole_name_is_that_column() -> No
     assert plan.route == "causal" and (plan.treatment, plan.outcome) == ("nodegree", "wages")
 
 
+def test_a_description_that_holds_the_negation_still_names_its_column() -> None:
+    from whyflow.ask._shared import causal_pair
+
+    aliases = {"nodegree": ["no high school degree"]}
+    question = "What is the effect of no high school degree on wages?"
+    assert causal_pair(question, ["nodegree", "age", "wages"], aliases) == ("nodegree", "wages")
+    assert (
+        causal_pair("What is the effect of not the new drug on wages?", ["arm", "wages"], {"arm": ["the new drug"]})
+        is None
+    )
+
+
+def test_a_control_phrase_naming_two_columns_says_so() -> None:
+    question = (
+        "What is the effect of degree on wages? Should we control for age and married? Answer with 'yes' or 'no'."
+    )
+    plan, _ = plan_question(question, [], _wages("degree"))
+    assert plan.route == "unanswerable"
+    assert "names more than one column (age, married)" in plan.reasoning, plan.reasoning
+
+
 def test_a_negated_control_names_no_column() -> None:
     question = "What is the effect of degree on wages? Should we control for not married? Answer with 'yes' or 'no'."
     plan, _ = plan_question(question, [], _wages("degree"))

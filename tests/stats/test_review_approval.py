@@ -327,6 +327,10 @@ def test_an_answer_that_hinges_on_a_column_kept_against_the_graph_is_not_approve
     near = {"skills": {**moves["skills"], "without": 1000.0, "shift_in_se": 1.5}}
     rv = review(_inputs(confounders={**cd, "doubtful_sensitivity": near}))
     assert rv.decision is CritiqueDecision.APPROVE, rv.reasoning
+    # Stated by the analyst (--controls): their assumption, not the recipe's doubt.
+    stated = {**cd, "adjustment_set": ["x1", "x2", "skills"], "recipe_adjustment_set": ["x1", "x2", "skills"]}
+    rv = review(_inputs(confounders=stated))
+    assert rv.decision is CritiqueDecision.APPROVE and "learned graph puts" not in rv.verdict, rv.verdict
     # An unoriented edge (no directed path) is not the graph's word against the adjustment.
     unoriented = why.replace(AGAINST_THE_GRAPH, "kept")
     rv = review(_inputs(confounders={**cd, "doubtful": {"skills": unoriented}}))

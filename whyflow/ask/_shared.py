@@ -23,6 +23,7 @@ __all__ = [
     "CAUSAL_RECIPE",
     "CHART_SUFFIX",
     "causal_pair",
+    "columns_in",
     "control_column",
     "control_phrases",
     "unread_causal_line",
@@ -108,7 +109,7 @@ _CAUSAL = (
 
 _NEGATION = frozenset({"no", "not", "non", "without", "never", "lack", "lacking", "absence", "neither", "nor"})
 """Words that turn a phrase into the opposite of the column it contains ('no high school degree' is not
-``degree``): such a phrase is that column only when it is the column's whole name (``nodegree``)."""
+``degree``): such a phrase is that column only as the column's whole name (``nodegree``) or its description."""
 
 
 def _column(text: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None = None) -> str | None:
@@ -117,12 +118,16 @@ def _column(text: str, columns: list[str], aliases: Mapping[str, Sequence[str]] 
         if re.sub(r"[^a-z0-9]+", "", col.lower()) == want:
             return col
     words = set(re.findall(r"[a-z0-9]+", text.lower()))
-    if words & _NEGATION:
-        return None
-    hits = [c for c in columns if re.sub(r"[^a-z0-9]+", "", c.lower()) in words]
+    hits = [] if words & _NEGATION else columns_in(text, columns)
     if hits:
         return hits[0] if len(hits) == 1 else None
     return _described(text, columns, aliases) if aliases else None
+
+
+def columns_in(text: str, columns: list[str]) -> list[str]:
+    """The columns whose whole name is a word of ``text`` ('the age of the mother' holds ``age``)."""
+    words = set(re.findall(r"[a-z0-9]+", text.lower()))
+    return [c for c in columns if re.sub(r"[^a-z0-9]+", "", c.lower()) in words]
 
 
 def _described(text: str, columns: list[str], aliases: Mapping[str, Sequence[str]]) -> str | None:

@@ -12,7 +12,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from whyflow.ask._shared import causal_pair, control_column, control_phrases, resolve_follow_up, unread_causal_line
+from whyflow.ask._shared import (
+    causal_pair,
+    columns_in,
+    control_column,
+    control_phrases,
+    resolve_follow_up,
+    unread_causal_line,
+)
 from whyflow.ask.state import AskPlan, ChatMessage
 
 if TYPE_CHECKING:
@@ -154,7 +161,9 @@ def plan_question(
             role = "treatment" if judged == pair[0] else "outcome"
             line = f"the question asks whether to adjust for '{judged}', which is the {role} itself"
         elif asked and judged is None:
-            line = f"the question asks whether to adjust for '{asked[0]}', which names no column of the data"
+            several = columns_in(asked[0], columns)
+            names = f"more than one column ({', '.join(several)})" if len(several) > 1 else "no column of the data"
+            line = f"the question asks whether to adjust for '{asked[0]}', which names {names}"
         else:
             line = (
                 f"the question asks for one of {' or '.join(repr(w) for w in words)}, a judgement about the design "

@@ -43,9 +43,9 @@ def keep_stated(out: dict[str, Any], stated: list[str]) -> None:
     """Put ``stated`` in ``out['adjustment_set']``, the recipe's own set in ``recipe_adjustment_set``, and
     a doubt for each stated column the recipe would have left out (with the recipe's reason).
 
-    The recipe's doubts about columns it chose and the analyst did not state are dropped: the answer does
-    not adjust for them, so they are no doubt about it (and their with/without estimates are on the
-    recipe's set, not the stated one)."""
+    The recipe's doubts about columns the analyst did not state are dropped: the answer does not adjust
+    for them, so they are no doubt about it (and their with/without estimates are on the recipe's set,
+    not the stated one)."""
     own = [str(c) for c in out.get("adjustment_set", [])]
     out["recipe_adjustment_set"] = own
     out["adjustment_set"] = list(stated)

@@ -270,10 +270,14 @@ def role_doubts(doubtful: dict[str, str], cd: ConfounderDiscovery, ps: PSDiagnos
     """The open doubts among uncertain roles (already without the settled ones)."""
     named_after = sorted(c for c, r in doubtful.items() if _AFTER_EVIDENCE.search(str(r)))
     moves = _gaps(cd.doubtful_sensitivity)
-    against = sorted(
+    stated_set = set(cd.adjustment_set) if cd.recipe_adjustment_set is not None else set()
+    against = sorted(  # a column the analyst stated (--controls) is their assumption, said as an issue
         c
         for c, r in doubtful.items()
-        if c not in named_after and str(r).startswith(AGAINST_THE_GRAPH) and moves.get(c, 0.0) > HINGES_SE
+        if c not in named_after
+        and c not in stated_set
+        and str(r).startswith(AGAINST_THE_GRAPH)
+        and moves.get(c, 0.0) > HINGES_SE
     )
     hinges = sorted(
         c
@@ -290,7 +294,7 @@ def role_doubts(doubtful: dict[str, str], cd: ConfounderDiscovery, ps: PSDiagnos
         out.append(
             f"uncertain adjustment: the learned graph puts {', '.join(against)} after the treatment, on edges too "
             f"weakly supported to leave {'it' if len(against) == 1 else 'them'} out, and the answer moves by more "
-            f"than {HINGES_SE:g} standard errors with or without {'it' if len(against) == 1 else 'them'}: "
+            f"than {HINGES_SE:g} standard errors with or without {'it' if len(against) == 1 else 'each'}: "
             + "; ".join(
                 f"{c} {cd.doubtful_sensitivity[c].with_:.4g} with, {cd.doubtful_sensitivity[c].without:.4g} without"
                 for c in against
