@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from whyflow.ask.state import AskDataset, ChatMessage
+from whyflow.ask.tools.wording import NEGATIONS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,9 +108,10 @@ _CAUSAL = (
 )
 
 
-_NEGATION = frozenset({"no", "not", "non", "without", "never", "lack", "lacking", "absence", "neither", "nor"})
-"""Words that turn a phrase into the opposite of the column it contains ('no high school degree' is not
-``degree``): such a phrase is that column only as the column's whole name (``nodegree``) or its description."""
+_NEGATION = NEGATIONS | {"lack", "lacking", "absence", "neither"}
+"""The readers' negations, and the nouns of lacking a thing: a phrase with one is the opposite of the column
+it contains ('no high school degree' is not ``degree``), so it is that column only as the column's whole
+name (``nodegree``) or its description."""
 
 
 def _column(text: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None = None) -> str | None:
@@ -117,8 +119,7 @@ def _column(text: str, columns: list[str], aliases: Mapping[str, Sequence[str]] 
     for col in columns:
         if re.sub(r"[^a-z0-9]+", "", col.lower()) == want:
             return col
-    words = set(re.findall(r"[a-z0-9]+", text.lower()))
-    hits = [] if words & _NEGATION else columns_in(text, columns)
+    hits = [] if set(re.findall(r"[a-z0-9]+", text.lower())) & _NEGATION else columns_in(text, columns)
     if hits:
         return hits[0] if len(hits) == 1 else None
     return _described(text, columns, aliases) if aliases else None
