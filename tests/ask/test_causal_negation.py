@@ -34,7 +34,8 @@ def _wages(treatment: str) -> pd.DataFrame:
 )
 def test_a_negated_treatment_is_not_the_column_it_names(question: str) -> None:
     plan, _ = plan_question(question, [], _wages("degree"))
-    assert plan.treatment != "degree" and plan.route != "causal", plan.reasoning
+    assert plan.treatment != "degree" and plan.route == "unanswerable", plan.reasoning
+    assert "is the opposite of the column 'degree'" in plan.reasoning, plan.reasoning
 
 
 def test_the_negated_phrase_that_is_a_column_s_whole_name_is_that_column() -> None:

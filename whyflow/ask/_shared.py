@@ -27,6 +27,7 @@ __all__ = [
     "columns_in",
     "control_column",
     "control_phrases",
+    "negated_causal_line",
     "unread_causal_line",
     "first_aliases",
     "first_frame",
@@ -176,6 +177,28 @@ def unread_causal_line(question: str, columns: list[str], aliases: Mapping[str, 
         f"({shown}): name the columns ('What is the effect of {columns[0]} on …?') or say what they hold with "
         "--describe"
     )
+
+
+def negated_causal_line(
+    question: str, columns: list[str], aliases: Mapping[str, Sequence[str]] | None = None
+) -> str | None:
+    """Why an "effect of X on Y" question whose side negates a column ("the effect of not having training")
+    gets no number: that effect is the column's effect turned around, in words; None for any other question."""
+    sides = _causal_sides(question)
+    if sides is None:
+        return None
+    for side in sides:
+        named = columns_in(side, columns)
+        if (
+            len(named) == 1
+            and _column(side, columns, aliases) is None
+            and set(re.findall(r"[a-z0-9]+", side.lower())) & _NEGATION
+        ):
+            return (
+                f"'{side}' is the opposite of the column '{named[0]}', not that column: ask for the effect of "
+                f"'{named[0]}' itself (the effect of its absence is that effect with the sign turned around)"
+            )
+    return None
 
 
 def causal_pair(

@@ -17,6 +17,7 @@ from whyflow.ask._shared import (
     columns_in,
     control_column,
     control_phrases,
+    negated_causal_line,
     resolve_follow_up,
     unread_causal_line,
 )
@@ -139,6 +140,9 @@ def plan_question(
         return requested, []
     columns = [str(c) for c in frame.columns]
     pair = causal_pair(question, columns, aliases)
+    negated = negated_causal_line(question, columns, aliases) if pair is None else None
+    if negated is not None:  # "the effect of not having X": X's effect with its sign turned, never X's as asked
+        return unread_plan(question, negated, []), []
     words = listed_answers(question)
     judged = control_column(question, columns, aliases) if pair is not None and words else None
     if pair is not None and judged not in (None, *pair) and {w.lower() for w in words} == {"yes", "no"}:
@@ -230,10 +234,13 @@ _LISTED = re.compile(
     r"\banswer (?:with|by|using)\s+(?:either\s+)?['\"]([^'\"]{1,40})['\"]\s+or\s+['\"]([^'\"]{1,40})['\"]", re.I
 )
 
+_YES_OR_NO = re.compile(r"\banswer\s+(?:with\s+)?(?:either\s+)?(yes|no)\s*(?:or|/)\s*(yes|no)\b", re.I)
+"""The unquoted form: "Answer yes or no", "answer with yes/no"."""
+
 
 def listed_answers(question: str) -> list[str]:
     """The words a question says to answer with ("Please answer with 'yes' or 'no'"), or its choices."""
-    match = _LISTED.search(question)
+    match = _LISTED.search(question) or _YES_OR_NO.search(question)
     if match:
         return [match.group(1), match.group(2)]
     choices = re.search(r"^\s*Choices:\s*(.+)$", question, re.M)
