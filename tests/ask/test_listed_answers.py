@@ -48,6 +48,9 @@ def _trial(n: int, seed: int) -> pd.DataFrame:
 def test_the_listed_words_are_read() -> None:
     assert listed_answers("Should we control for it? Please answer with 'yes' or 'no'.") == ["yes", "no"]
     assert listed_answers("What is the effect of email on payments?") == []
+    assert listed_answers("Should we control for age? Answer yes or no.") == ["yes", "no"]
+    assert listed_answers("Should we control for age? Please answer with yes/no") == ["yes", "no"]
+    assert listed_answers("Answer the question: is it yes or no?") == []
 
 
 @pytest.mark.parametrize(("ask_x", "yes_no"), list(itertools.product(ASKS, YES_NO)))
