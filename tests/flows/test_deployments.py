@@ -411,7 +411,7 @@ def _next_scheduled_run(client: Any, deployment_id: UUID, stack: dict[str, Any])
 
     from prefect.states import Scheduled
 
-    run = _wait(lambda: next(iter(_scheduled_runs(client, deployment_id)), None), 60, "the scheduler's runs")
+    run = _wait(lambda: next(iter(_scheduled_runs(client, deployment_id)), None), 120, "the scheduler's runs")
     assert run.auto_scheduled
     client.set_flow_run_state(run.id, Scheduled(scheduled_time=datetime.now(UTC)), force=True)
     return _final(client, run.id, 300, stack)
